@@ -1,0 +1,22 @@
+"""Assembles the command tree from the command modules."""
+
+from __future__ import annotations
+
+import typer
+
+from . import core_cmds
+
+__all__ = ["build_app"]
+
+
+def build_app() -> typer.Typer:
+    """The ``judge`` Typer application."""
+    app = typer.Typer(
+        name="judge",
+        help="judgeflow: LLM judges with a deterministic core, an input-hash cache and offline replay.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    core_cmds.register(app)
+    return app

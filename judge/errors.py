@@ -1,0 +1,129 @@
+"""The exception tree; callers catch by level.
+
+::
+
+    JudgeError
+    ├── ConfigError          bad input from a file or flag: never retried, exit code 2
+    │   ├── RubricError      a rubric file (YAML, fields, weights, bands)
+    │   ├── SuiteError       a suite file (cases, evidence, signals)
+    │   ├── TemplateError    a prompt template (syntax, undefined names)
+    │   └── UsageError       a flag, a config value, a missing extra
+    ├── ProviderError        the model endpoint failed in transport: retried by the one layer
+    │   └── PermanentProviderError   4xx and friends: the same request would fail again
+    ├── OutputError          the model answered, but not with a valid verdict: repair, then unscored
+    ├── CacheMissError       offline replay met judgments that are not cached
+    ├── StoreError           the run store could not find or write what was asked
+    └── RegressionBlocked    the regression gate blocked a rollout
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CacheMissError",
+    "ConfigError",
+    "JudgeError",
+    "OutputError",
+    "PermanentProviderError",
+    "ProviderError",
+    "RegressionBlocked",
+    "RubricError",
+    "StoreError",
+    "SuiteError",
+    "TemplateError",
+    "UsageError",
+]
+
+
+class JudgeError(Exception):
+    """Base of every error judgeflow raises on purpose."""
+
+
+class ConfigError(JudgeError):
+    """Bad input: names the file, the place in it and the fix."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, file: str | None = None, where: str | None = None,
+                 fix: str | None = None) -> None:
+        self.file = file
+        self.where = where
+        self.fix = fix
+        self.message = message
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """One readable block: file and place, what is wrong, how to fix it."""
+        head = ""
+        if self.file:
+            head = f"{self.file}"
+            if self.where:
+                head += f": {self.where}"
+            head += ": "
+        elif self.where:
+            head = f"{self.where}: "
+        text = head + self.message
+        if self.fix:
+            text += f"\n  fix: {self.fix}"
+        return text
+
+
+class RubricError(ConfigError):
+    """A rubric file is malformed or inconsistent."""
+
+
+class SuiteError(ConfigError):
+    """A suite file is malformed or inconsistent."""
+
+
+class TemplateError(ConfigError):
+    """A prompt template cannot be loaded or rendered."""
+
+
+class UsageError(ConfigError):
+    """A flag, configuration value or installation problem."""
+
+
+class ProviderError(JudgeError):
+    """A transport fault talking to the model: worth retrying."""
+
+    def __init__(self, message: str, *, status: int | None = None,
+                 retry_after: float | None = None) -> None:
+        self.status = status
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class PermanentProviderError(ProviderError):
+    """The provider refused the request itself (4xx): retrying would not help."""
+
+
+class OutputError(JudgeError):
+    """The model's reply is not a valid verdict; ``errors`` lists why, for a repair turn."""
+
+    def __init__(self, message: str, *, errors: list[str] | None = None) -> None:
+        self.errors = list(errors or [message])
+        super().__init__(message)
+
+
+class CacheMissError(JudgeError):
+    """Offline mode needed a judgment that is not in the cache."""
+
+    def __init__(self, message: str, *, missing: list[str] | None = None) -> None:
+        self.missing = list(missing or [])
+        super().__init__(message)
+
+
+class StoreError(JudgeError):
+    """The run store has no such run, or could not be written."""
+
+    exit_code = 2
+
+
+class RegressionBlocked(JudgeError):
+    """The regression gate found a regression while blocking is on."""
+
+    def __init__(self, message: str, *, comparison: Any = None) -> None:
+        self.comparison = comparison
+        super().__init__(message)

@@ -1,0 +1,259 @@
+"""Evidence bundles: grouped, ordered, capped and bounded before anything sees them.
+
+A bundle is what the judge reads under ``## Evidence`` and what a stored result keeps as
+references. The rules (seed 000) are enforced here, once:
+
+- groups always appear in the profile's order, whatever order the input had;
+- each group is capped, and what a cap drops is counted and said, never silent;
+- excerpts are at most ``excerpt_limit`` characters *including* the ``… [truncated]``
+  marker; titles (commit subjects) at most ``subject_limit``;
+- each item has a stable, unique, safe ID that the judge cites;
+- drill-down references (SHA, step, document revision, audit event, PR data, timings,
+  retry counters) are kept as short scalars; raw blobs are never stored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "DEFAULT_PROFILE",
+    "TRUNCATION_MARKER",
+    "EvidenceBundle",
+    "EvidenceGroup",
+    "EvidenceInputError",
+    "EvidenceItem",
+    "EvidenceProfile",
+    "GroupSpec",
+    "build_bundle",
+    "truncate",
+]
+
+TRUNCATION_MARKER = "… [truncated]"
+REF_LIMIT = 200
+ID_LIMIT = 64
+
+# Field names read as the item's text (first present wins) and as its title.
+TEXT_KEYS = ("excerpt", "text", "body", "content", "message", "output", "log", "description")
+TITLE_KEYS = ("subject", "title", "summary", "name")
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9._:@/-]+")
+
+Scalar = str | int | float | bool | None
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class GroupSpec(_Frozen):
+    """One evidence group of a profile."""
+
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
+    """Group key as it appears in a suite's evidence."""
+    cap: int = Field(default=25, ge=1, le=1000)
+    """Most items kept; the rest are counted as dropped."""
+
+
+class EvidenceProfile(_Frozen):
+    """Which groups a rubric's evidence has, in prompt order, with caps and limits."""
+
+    groups: tuple[GroupSpec, ...] = Field(min_length=1)
+    """Groups in the order the judge sees them."""
+    excerpt_limit: int = Field(default=500, ge=len(TRUNCATION_MARKER) + 1, le=100_000)
+    """Longest excerpt, marker included."""
+    subject_limit: int = Field(default=160, ge=len(TRUNCATION_MARKER) + 1, le=10_000)
+    """Longest title (a commit subject), marker included."""
+
+    def names(self) -> tuple[str, ...]:
+        """Group names in order."""
+        return tuple(g.name for g in self.groups)
+
+
+DEFAULT_PROFILE = EvidenceProfile(groups=(
+    GroupSpec(name="taskMetadata", cap=25),
+    GroupSpec(name="commits", cap=20),
+    GroupSpec(name="workflow", cap=25),
+    GroupSpec(name="reviews", cap=25),
+    GroupSpec(name="documents", cap=25),
+    GroupSpec(name="taskActivity", cap=25),
+    GroupSpec(name="agentLogs", cap=25),
+    GroupSpec(name="runAudit", cap=25),
+))
+
+
+class EvidenceItem(_Frozen):
+    """One piece of evidence: a citable ID, a bounded title and excerpt, and references."""
+
+    id: str
+    """Stable ID the judge cites."""
+    group: str
+    """Group the item belongs to."""
+    title: str = ""
+    """Short label (commit subject, document title), bounded."""
+    excerpt: str = ""
+    """Bounded text, ending in the truncation marker when cut."""
+    truncated: bool = False
+    """Whether the excerpt or title was cut."""
+    refs: dict[str, Scalar] = Field(default_factory=dict)
+    """Drill-down references as short scalars (sha, step, revision, timings...)."""
+
+
+class EvidenceGroup(_Frozen):
+    """The kept items of one group and how many the cap dropped."""
+
+    name: str
+    items: tuple[EvidenceItem, ...] = ()
+    total: int = 0
+    """Items the input had."""
+    dropped: int = 0
+    """Items the cap left out."""
+
+    def notice(self) -> str | None:
+        """What the cap dropped, in words (``12 more commits not shown``), or None."""
+        if not self.dropped:
+            return None
+        return f"{self.dropped} more {self.name} not shown"
+
+
+class EvidenceBundle(_Frozen):
+    """All groups of a case, in profile order (empty groups included, so absence is visible)."""
+
+    groups: tuple[EvidenceGroup, ...] = ()
+
+    def ids(self) -> tuple[str, ...]:
+        """Every citable ID, in prompt order."""
+        return tuple(item.id for group in self.groups for item in group.items)
+
+    def items(self) -> tuple[EvidenceItem, ...]:
+        """Every kept item, in prompt order."""
+        return tuple(item for group in self.groups for item in group.items)
+
+    def by_id(self) -> dict[str, EvidenceItem]:
+        """Items keyed by ID."""
+        return {item.id: item for item in self.items()}
+
+
+class EvidenceInputError(ValueError):
+    """Evidence input that cannot be built into a bundle; ``where`` names the place."""
+
+    def __init__(self, message: str, where: str) -> None:
+        self.where = where
+        super().__init__(f"{where}: {message}")
+
+
+def truncate(text: str, limit: int) -> tuple[str, bool]:
+    """Cut ``text`` to at most ``limit`` characters, the marker included; say whether it was cut."""
+    if len(text) <= limit:
+        return text, False
+    return text[: limit - len(TRUNCATION_MARKER)] + TRUNCATION_MARKER, True
+
+
+def _safe_id(raw: str) -> str:
+    # IDs are untrusted text that lands in the prompt and the output schema: keep them to a
+    # plain alphabet so an ID can never carry a newline, a heading or a fence.
+    cleaned = _UNSAFE_ID.sub("_", raw).strip("_")[:ID_LIMIT]
+    return cleaned or "item"
+
+
+def _flatten_refs(data: Mapping[str, Any], prefix: str, out: dict[str, Scalar]) -> None:
+    for key in sorted(data, key=str):
+        value = data[key]
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            _flatten_refs(value, f"{name}.", out)
+        elif isinstance(value, str):
+            out[name] = truncate(value, REF_LIMIT)[0]
+        elif isinstance(value, bool | int | float) or value is None:
+            out[name] = value
+        elif isinstance(value, list | tuple):
+            joined = ", ".join(str(v) for v in value if not isinstance(v, Mapping | list))
+            out[name] = truncate(joined, REF_LIMIT)[0]
+        else:
+            out[name] = truncate(str(value), REF_LIMIT)[0]
+
+
+def _first(raw: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, str]:
+    for key in keys:
+        value = raw.get(key)
+        if isinstance(value, str) and value.strip():
+            return key, value
+    return None, ""
+
+
+def _natural_id(group: str, raw: Mapping[str, Any], position: int) -> str:
+    given = raw.get("id")
+    if isinstance(given, str | int) and str(given).strip():
+        return _safe_id(f"{group}:{given}")
+    sha = raw.get("sha")
+    if isinstance(sha, str) and sha.strip():
+        return _safe_id(f"{group}:{sha[:12]}")
+    return f"{group}:{position}"
+
+
+def _build_item(group: str, raw: Any, position: int, profile: EvidenceProfile,
+                where: str) -> EvidenceItem:
+    if isinstance(raw, str):
+        raw = {"text": raw}
+    if not isinstance(raw, Mapping):
+        raise EvidenceInputError(
+            f"an evidence item is a mapping or a string, not {type(raw).__name__}", where)
+    text_key, text = _first(raw, TEXT_KEYS)
+    title_key, title = _first(raw, TITLE_KEYS)
+    excerpt, cut_text = truncate(text, profile.excerpt_limit)
+    title, cut_title = truncate(" ".join(title.split()), profile.subject_limit)
+    skip = {"id", text_key, title_key}
+    # Long free text other than the excerpt is a raw blob: drop it rather than store it.
+    rest = {k: v for k, v in raw.items() if k not in skip and k not in TEXT_KEYS}
+    refs: dict[str, Scalar] = {}
+    _flatten_refs(rest, "", refs)
+    return EvidenceItem(id=_natural_id(group, raw, position), group=group, title=title,
+                        excerpt=excerpt, truncated=cut_text or cut_title, refs=refs)
+
+
+def _as_list(value: Any, where: str) -> Sequence[Any]:
+    if value is None:
+        return ()
+    if isinstance(value, Mapping | str):
+        return (value,)
+    if isinstance(value, list | tuple):
+        return value
+    raise EvidenceInputError(f"a group is a list of items, not {type(value).__name__}", where)
+
+
+def build_bundle(evidence: Mapping[str, Any] | None,
+                 profile: EvidenceProfile = DEFAULT_PROFILE) -> EvidenceBundle:
+    """Build the canonical bundle from grouped input (any group order, raw items)."""
+    evidence = evidence or {}
+    known = profile.names()
+    unknown = sorted(set(evidence) - set(known))
+    if unknown:
+        raise EvidenceInputError(
+            f"unknown evidence group {unknown[0]!r}; the profile's groups are "
+            f"{', '.join(known)}", f"evidence.{unknown[0]}")
+    seen: set[str] = set()
+    groups = []
+    for spec in profile.groups:
+        raw_items = _as_list(evidence.get(spec.name), f"evidence.{spec.name}")
+        kept = []
+        for position, raw in enumerate(raw_items[: spec.cap], start=1):
+            item = _build_item(spec.name, raw, position, profile,
+                               f"evidence.{spec.name}[{position - 1}]")
+            item = _dedupe(item, seen)
+            seen.add(item.id)
+            kept.append(item)
+        groups.append(EvidenceGroup(name=spec.name, items=tuple(kept), total=len(raw_items),
+                                    dropped=max(0, len(raw_items) - spec.cap)))
+    return EvidenceBundle(groups=tuple(groups))
+
+
+def _dedupe(item: EvidenceItem, seen: set[str]) -> EvidenceItem:
+    if item.id not in seen:
+        return item
+    n = 2
+    while f"{item.id}~{n}" in seen:
+        n += 1
+    return item.model_copy(update={"id": f"{item.id}~{n}"})

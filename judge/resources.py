@@ -1,0 +1,73 @@
+"""Where shipped defaults and a workspace's own rubrics and prompts are found, and loading them.
+
+Lookup order for a rubric or template name: the workspace's folder first (so a team can
+override a shipped default), then the copy shipped with judgeflow. A value that names an
+existing file is used as a path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .errors import RubricError
+from .rubric import Rubric, parse_rubric
+
+__all__ = [
+    "find_rubric",
+    "list_rubrics",
+    "load_rubric",
+    "shipped_dir",
+]
+
+
+def shipped_dir(kind: str) -> Path:
+    """The shipped ``rubrics`` or ``prompts`` folder (inside the wheel, or the source checkout)."""
+    here = Path(__file__).resolve().parent
+    packaged = here / "_data" / kind
+    if packaged.is_dir():
+        return packaged
+    return here.parent / kind
+
+
+def _search_dirs(kind: str, workspace: Path | None) -> list[Path]:
+    dirs = []
+    if workspace is not None:
+        dirs.append(workspace / kind)
+    dirs.append(shipped_dir(kind))
+    return dirs
+
+
+def find_rubric(name: str, workspace: Path | None = None) -> Path:
+    """The file for a rubric id or path; a clear error listing what exists if there is none."""
+    as_path = Path(name)
+    if as_path.suffix in {".yaml", ".yml"} or "/" in name:
+        if as_path.is_file():
+            return as_path
+        raise RubricError(f"no rubric file at {name}", fix="check the path")
+    for folder in _search_dirs("rubrics", workspace):
+        for suffix in (".yaml", ".yml"):
+            candidate = folder / f"{name}{suffix}"
+            if candidate.is_file():
+                return candidate
+    known = ", ".join(sorted(list_rubrics(workspace))) or "(none)"
+    raise RubricError(f"unknown rubric {name!r}", fix=f"use one of: {known}, or a path to a .yaml")
+
+
+def list_rubrics(workspace: Path | None = None) -> dict[str, Path]:
+    """Every rubric id visible from the workspace, the workspace's copy winning."""
+    found: dict[str, Path] = {}
+    for folder in reversed(_search_dirs("rubrics", workspace)):
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.y*ml")):
+                found[path.stem] = path
+    return found
+
+
+def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
+    """Load and validate a rubric by id or path."""
+    path = find_rubric(str(name), workspace)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RubricError(f"cannot read: {exc}", file=str(path)) from None
+    return parse_rubric(text, str(path))

@@ -1,0 +1,81 @@
+"""The input of ``judge score``: per-category deterministic and AI scores, scored with no model call."""
+
+from __future__ import annotations
+
+import json
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .models import AdvisoryScore, CaseScore, Score
+from .rubric import Rubric, format_validation_error
+from .scoring import level_score, score_case
+
+__all__ = ["CategoryInput", "ScoreInput", "parse_score_input", "score_input"]
+
+
+class CategoryInput(BaseModel):
+    """One category's inputs."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    deterministic: Score | None = None
+    """Deterministic signal 0..100, or absent."""
+    ai: Score | None = None
+    """Advisory AI score 0..100, or absent."""
+    level: str | None = None
+    """For a levels rubric: the level name in place of ``ai``."""
+    rationale: str = ""
+    evidence: tuple[str, ...] = ()
+
+
+class ScoreInput(BaseModel):
+    """A whole score file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rubric: str | None = None
+    """Rubric id or path; ``--rubric`` overrides it."""
+    categories: dict[str, CategoryInput] = Field(min_length=1)
+
+
+def parse_score_input(text: str, source: str) -> ScoreInput:
+    """Parse a score file from JSON text; errors name the file and the field."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=source,
+                          where=f"line {exc.lineno}, column {exc.colno}",
+                          fix="check the JSON syntax near that place") from None
+    try:
+        return ScoreInput.model_validate(data)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        raise ConfigError(msg, file=source, where=where,
+                          fix="scores are whole numbers 0..100; keys: deterministic, ai, "
+                              "level, rationale, evidence") from None
+
+
+def score_input(data: ScoreInput, rubric: Rubric, source: str) -> CaseScore:
+    """Score a parsed file under ``rubric``; an unknown category or level is a clear error."""
+    known = [c.id for c in rubric.categories]
+    deterministic: dict[str, int | None] = {}
+    advisory: dict[str, AdvisoryScore] = {}
+    for name, cat in data.categories.items():
+        if name not in known:
+            raise ConfigError(f"unknown category {name!r} for rubric {rubric.id!r}", file=source,
+                              where=f"categories.{name}", fix=f"use one of: {', '.join(known)}")
+        deterministic[name] = cat.deterministic
+        ai = cat.ai
+        if cat.level is not None:
+            try:
+                ai = level_score(rubric, cat.level)
+            except KeyError:
+                names = ", ".join(lv.name for lv in rubric.levels) or "(this rubric has none)"
+                raise ConfigError(f"unknown level {cat.level!r}", file=source,
+                                  where=f"categories.{name}.level",
+                                  fix=f"use one of: {names}") from None
+        if ai is not None:
+            advisory[name] = AdvisoryScore(score=ai, level=cat.level, rationale=cat.rationale,
+                                           evidence=cat.evidence)
+    return score_case(rubric, deterministic, advisory)

@@ -1,0 +1,151 @@
+"""The deterministic core: exact blends, weights, rounding and bands.
+
+All arithmetic is on :class:`fractions.Fraction`, and weights written as decimals (0.45)
+are read as the exact decimal (9/20), so a half is a half and rounds *up*, as the
+reference implementation's ``Math.round`` does (76.5 -> 77). Python's ``round`` rounds
+half to even and must never be used for scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+
+from .models import AdvisoryScore, CaseScore, CategoryScore, Rule
+from .rubric import DEFAULT_BANDS, DEFAULT_BLEND, Band, Blend, Rubric, exact
+
+__all__ = [
+    "band_for",
+    "clamp",
+    "compute_final_score",
+    "compute_overall_score",
+    "level_score",
+    "overall_fraction",
+    "round_half_up",
+    "score_case",
+    "score_category",
+]
+
+
+def round_half_up(value: Fraction | int) -> int:
+    """Round to the nearest integer, halves away from zero for positives (76.5 -> 77)."""
+    return math.floor(Fraction(value) + Fraction(1, 2))
+
+
+def clamp(value: Fraction, low: int = 0, high: int = 100) -> Fraction:
+    """``value`` limited to ``low..high``."""
+    return max(Fraction(low), min(Fraction(high), value))
+
+
+def _check_score(name: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{name} must be an integer 0..100, got {value!r}")
+    if not 0 <= value <= 100:
+        raise ValueError(f"{name} must be in 0..100, got {value}")
+    return value
+
+
+def compute_final_score(deterministic: int, ai: int, blend: Blend = DEFAULT_BLEND) -> int:
+    """``round(clamp(deterministic * d + ai * a, 0, 100))``, half up and exact."""
+    det = _check_score("deterministic score", deterministic)
+    adv = _check_score("AI score", ai)
+    mixed = det * exact(blend.deterministic) + adv * exact(blend.ai)
+    return round_half_up(clamp(mixed))
+
+
+def overall_fraction(finals: Mapping[str, int], rubric: Rubric) -> Fraction:
+    """The exact weighted overall before rounding; renormalised over present weights if allowed."""
+    weights = {c.id: exact(c.weight) for c in rubric.categories}
+    unknown = sorted(set(finals) - set(weights))
+    if unknown:
+        raise ValueError(f"unknown category {unknown[0]!r} for rubric {rubric.id!r}")
+    missing = [c for c in weights if c not in finals]
+    if missing and rubric.partial != "renormalize":
+        raise ValueError(f"category {missing[0]!r} has no final score")
+    present = sum((weights[c] for c in finals), Fraction(0))
+    if present == 0:
+        raise ValueError("no category has a final score")
+    total = sum((_check_score(f"final score of {c}", s) * weights[c] for c, s in finals.items()),
+                Fraction(0))
+    return total / present
+
+
+def compute_overall_score(finals: Mapping[str, int], rubric: Rubric) -> int:
+    """``round(sum(finalScore * weight))`` over the rubric's categories, half up and exact."""
+    return round_half_up(clamp(overall_fraction(finals, rubric)))
+
+
+def band_for(score: int, bands: Sequence[Band] = DEFAULT_BANDS) -> str:
+    """The name of the band holding ``score``."""
+    _check_score("score", score)
+    for band in bands:
+        if band.min <= score <= band.max:
+            return band.name
+    raise ValueError(f"no band covers {score}")
+
+
+def level_score(rubric: Rubric, level: str) -> int:
+    """The 0..100 score of a named level (its value x 100, half up)."""
+    return round_half_up(rubric.level_value(level) * 100)
+
+
+def score_category(rubric: Rubric, category_id: str, deterministic: int | None,
+                   advisory: AdvisoryScore | None) -> CategoryScore:
+    """One category's authoritative score, recording which rule produced it."""
+    cat = rubric.category(category_id)
+    ai = advisory.score if advisory is not None else None
+    blend = rubric.blend_for(category_id)
+    rule: Rule
+    final: int | None
+    if exact(blend.deterministic) == 0:
+        rule, final = ("ai_only", ai) if ai is not None else ("unscored", None)
+    elif exact(blend.ai) == 0:
+        rule, final = (("deterministic_only", deterministic) if deterministic is not None
+                       else ("unscored", None))
+    elif deterministic is not None and ai is not None:
+        rule, final = "blend", compute_final_score(deterministic, ai, blend)
+    elif deterministic is None and ai is not None and rubric.missing.deterministic == "ai_only":
+        rule, final = "ai_only", ai
+    elif ai is None and deterministic is not None and rubric.missing.ai == "deterministic_only":
+        rule, final = "deterministic_only", deterministic
+    else:
+        rule, final = "unscored", None
+    if final is not None:
+        final = round_half_up(clamp(Fraction(_check_score("score", final))))
+    return CategoryScore(
+        category=cat.id,
+        deterministicScore=deterministic,
+        aiScore=ai,
+        finalScore=final,
+        weight=cat.weight,
+        band=band_for(final, rubric.bands) if final is not None else None,
+        rationale=advisory.rationale if advisory else "",
+        evidence=advisory.evidence if advisory else (),
+        rule=rule,
+        level=advisory.level if advisory else None,
+    )
+
+
+def score_case(rubric: Rubric, deterministic: Mapping[str, int | None],
+               advisory: Mapping[str, AdvisoryScore] | None, *,
+               reason: str | None = None) -> CaseScore:
+    """Score every category of a case and combine them; unscored with a reason when it must be.
+
+    ``reason`` explains a missing ``advisory`` (the judge failed) and is kept on the result.
+    """
+    unknown = sorted(set(deterministic) - {c.id for c in rubric.categories})
+    if unknown:
+        raise ValueError(f"deterministic score for unknown category {unknown[0]!r}")
+    advisory = advisory or {}
+    cats = tuple(score_category(rubric, c.id, deterministic.get(c.id), advisory.get(c.id))
+                 for c in rubric.categories)
+    finals = {c.category: c.finalScore for c in cats if c.finalScore is not None}
+    missing = [c.category for c in cats if c.finalScore is None]
+    if not finals or (missing and rubric.partial == "unscored"):
+        why = f"no final score for {', '.join(missing)}"
+        return CaseScore(status="unscored", categoryScores=cats,
+                         reason=f"{reason}; {why}" if reason else why)
+    overall = compute_overall_score(finals, rubric)
+    return CaseScore(status="scored", overallScore=overall, band=band_for(overall, rubric.bands),
+                     passed=overall >= rubric.pass_score, categoryScores=cats, reason=reason)
