@@ -205,7 +205,9 @@ def _build_item(group: str, raw: Any, position: int, profile: EvidenceProfile,
     title_key, title = _first(raw, TITLE_KEYS)
     excerpt, cut_text = truncate(text, profile.excerpt_limit)
     title, cut_title = truncate(" ".join(title.split()), profile.subject_limit)
-    skip = {"id", text_key, title_key}
+    # The given ``id`` stays in refs as written: the item ID is a sanitised, shortened
+    # citation handle and cannot serve as the drill-down reference (step or audit event id).
+    skip = {text_key, title_key}
     # Long free text other than the excerpt is a raw blob: drop it rather than store it.
     rest = {k: v for k, v in raw.items() if k not in skip and k not in TEXT_KEYS}
     refs: dict[str, Scalar] = {}

@@ -6,15 +6,22 @@ so stored rows and ``--json`` output read the same as the contract.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 __all__ = [
     "AdvisoryScore",
+    "CaseResult",
     "CaseScore",
+    "CaseStatus",
     "CategoryScore",
+    "CheckResult",
+    "CitedEvidence",
+    "JudgeMeta",
     "Rule",
+    "RunInfo",
+    "RunTotals",
     "Score",
 ]
 
@@ -69,3 +76,119 @@ class CaseScore(_Frozen):
     categoryScores: tuple[CategoryScore, ...] = ()
     reason: str | None = None
     """Why the case is unscored, when it is."""
+
+
+CaseStatus = Literal["scored", "unscored", "cache_miss"]
+"""``unscored``: the judge or the inputs could not give a score (reason kept);
+``cache_miss``: offline replay had no cached judgment for the case."""
+
+
+class CheckResult(_Frozen):
+    """The outcome of one deterministic check."""
+
+    type: str
+    value: str | float
+    category: str | None
+    passed: bool
+    detail: str
+
+
+class CitedEvidence(_Frozen):
+    """A cited evidence item as stored: its references and bounded excerpt, never a raw blob."""
+
+    id: str
+    group: str
+    title: str = ""
+    excerpt: str = ""
+    refs: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeMeta(_Frozen):
+    """How a case was judged: enough to reproduce the call and to price it.
+
+    Latency, tokens and cost are those of the original call, kept in the cache entry, so a
+    replay reports the same numbers; ``cached`` says whether this run paid for the call.
+    """
+
+    model: str
+    outputMode: str | None = None
+    """Structured-output mode used: ``json_schema``, ``json_object`` or ``prompt``."""
+    temperature: float
+    seed: int | None
+    sample: int = 0
+    """Which of ``--samples K`` this judgment is (0 for the first)."""
+    templateId: str
+    templateHash: str
+    rubricHash: str
+    cacheKey: str
+    cached: bool
+    repairTurns: int = 0
+    promptTokens: int | None = None
+    completionTokens: int | None = None
+    costUsd: float | None = None
+    """None when the price is unknown, never a made-up zero."""
+    latencyMs: float | None = None
+    finishReason: str | None = None
+    modelReported: str | None = None
+
+
+class CaseResult(_Frozen):
+    """Everything a run keeps about one case under one judge."""
+
+    id: str
+    status: CaseStatus
+    overallScore: Score | None = None
+    band: str | None = None
+    passed: bool | None = None
+    categoryScores: tuple[CategoryScore, ...] = ()
+    reason: str | None = None
+    judgedBy: Literal["llm", "deterministic"] = "llm"
+    judge: JudgeMeta | None = None
+    checks: tuple[CheckResult, ...] = ()
+    evidence: tuple[CitedEvidence, ...] = ()
+    """The cited items, with references and bounded excerpts."""
+    evidenceDropped: dict[str, int] = Field(default_factory=dict)
+    """Items each group's cap left out of the prompt."""
+    tags: tuple[str, ...] = ()
+    complexity: str | None = None
+
+
+class RunTotals(_Frozen):
+    """What a run did and spent."""
+
+    cases: int = 0
+    scored: int = 0
+    unscored: int = 0
+    cacheMisses: int = 0
+    cacheHits: int = 0
+    calls: int = 0
+    """Model calls this run paid for (repair turns and retries included)."""
+    promptTokens: int = 0
+    completionTokens: int = 0
+    costUsd: float | None = None
+    """None when any paid call's price is unknown."""
+    wallSeconds: float = 0.0
+
+
+class RunInfo(_Frozen):
+    """A run's identity, settings and totals: one suite, one rubric, one or more judges."""
+
+    version: Literal[1] = 1
+    id: str
+    suite: str
+    suitePath: str | None = None
+    rubric: str
+    rubricHash: str
+    models: tuple[str, ...]
+    """Judge models; several make a panel."""
+    seed: int | None
+    temperature: float
+    samples: int = 1
+    templateId: str
+    templateHash: str
+    createdAt: str
+    """ISO 8601 UTC, passed in by the caller (the core has no clock)."""
+    status: Literal["running", "complete", "interrupted"] = "running"
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
+    totals: RunTotals = RunTotals()

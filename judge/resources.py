@@ -9,13 +9,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import RubricError
+from .errors import RubricError, SuiteError
 from .rubric import Rubric, parse_rubric
+from .suite import Suite, parse_suite
 
 __all__ = [
     "find_rubric",
     "list_rubrics",
     "load_rubric",
+    "load_suite",
     "shipped_dir",
 ]
 
@@ -71,3 +73,14 @@ def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
     except (OSError, UnicodeDecodeError) as exc:
         raise RubricError(f"cannot read: {exc}", file=str(path)) from None
     return parse_rubric(text, str(path))
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load and validate a suite file (``.yaml``/``.yml`` or ``.jsonl``); its id defaults to the file stem."""
+    file = Path(path)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
+    stem = file.stem if file.stem not in {"suite", "cases"} else file.parent.name or file.stem
+    return parse_suite(text, str(file), default_id=stem)

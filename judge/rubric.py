@@ -11,6 +11,7 @@ a number reads (bands, the pass mark). Two styles share one model:
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 from fractions import Fraction
 from typing import Any, Literal
@@ -176,13 +177,22 @@ def rubric_hash(rubric: Rubric) -> str:
     return hashlib.sha256(canonical_json(rubric.model_dump(mode="json")).encode()).hexdigest()
 
 
+def _primary_error(exc: ValidationError) -> Any:
+    # A misspelt key gives two errors, "missing 'weight'" and "unknown 'wieght'"; the
+    # unknown key is the cause, so it is the one reported.
+    errors = exc.errors()
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
 def format_validation_error(exc: ValidationError) -> tuple[str, str]:
-    """The first pydantic error as (dotted place, message), for one clear line."""
-    err = exc.errors()[0]
+    """The main pydantic error as (dotted place, message), for one clear line."""
+    err = _primary_error(exc)
     where = ".".join(str(p) for p in err["loc"]) or "(top level)"
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = f"unknown key {err['loc'][-1]!r}"
+    elif err["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")
     return where, msg
 
 
@@ -284,8 +294,13 @@ def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
 
 
 def _fix_hint(exc: ValidationError) -> str:
-    err = exc.errors()[0]
+    err = _primary_error(exc)
     if err["type"] == "extra_forbidden":
+        missing = [str(e["loc"][-1]) for e in exc.errors()
+                   if e["type"] == "missing" and e["loc"][:-1] == err["loc"][:-1]]
+        close = difflib.get_close_matches(str(err["loc"][-1]), missing, n=1)
+        if close:
+            return f"rename it to {close[0]!r}"
         allowed = {
             0: "id, title, description, style, blend, missing, partial, categories, levels, "
                "bands, pass_score, evidence, version",

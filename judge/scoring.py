@@ -134,10 +134,14 @@ def score_case(rubric: Rubric, deterministic: Mapping[str, int | None],
 
     ``reason`` explains a missing ``advisory`` (the judge failed) and is kept on the result.
     """
-    unknown = sorted(set(deterministic) - {c.id for c in rubric.categories})
+    known = {c.id for c in rubric.categories}
+    unknown = sorted(set(deterministic) - known)
     if unknown:
         raise ValueError(f"deterministic score for unknown category {unknown[0]!r}")
     advisory = advisory or {}
+    unknown = sorted(set(advisory) - known)
+    if unknown:
+        raise ValueError(f"AI score for unknown category {unknown[0]!r}")
     cats = tuple(score_category(rubric, c.id, deterministic.get(c.id), advisory.get(c.id))
                  for c in rubric.categories)
     finals = {c.category: c.finalScore for c in cats if c.finalScore is not None}

@@ -1,0 +1,101 @@
+"""The judge's output schema, generated from the rubric and the case's evidence IDs.
+
+Built from pydantic models whose field descriptions are the instructions the judge sees,
+then flattened (no ``$ref``) because local servers' grammar builders handle plain schemas
+best. Every category is required: with a looser schema small models return nothing.
+Order of properties inside a category is a decision: ``rationale`` first, so the model
+writes its reasons before it commits to a number, then ``evidence``, then the verdict.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from .rubric import Rubric
+
+__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "output_schema", "verdict_model"]
+
+RATIONALE_LIMIT = 1000
+MAX_CITATIONS = 10
+
+RATIONALE_DOC = "Why this score: one to three sentences grounded in the evidence."
+EVIDENCE_DOC = "IDs of the evidence items that support the score, copied exactly from ## Evidence."
+SCORE_DOC = "Score from 0 (worst) to 100 (best) for this category."
+LEVEL_DOC = "The level that fits best, by name."
+
+
+def _category_model(rubric: Rubric, category_id: str, ids: tuple[str, ...]) -> type[BaseModel]:
+    cat = rubric.category(category_id)
+    cite_type: Any = Literal[ids] if ids else str  # type: ignore[valid-type]
+    fields: dict[str, Any] = {
+        "rationale": (str, Field(max_length=RATIONALE_LIMIT, description=RATIONALE_DOC)),
+        "evidence": (list[cite_type], Field(max_length=MAX_CITATIONS if ids else 0,
+                                            description=EVIDENCE_DOC)),
+    }
+    if rubric.style == "levels":
+        names = tuple(lv.name for lv in rubric.levels)
+        anchors = "; ".join(f"{n}: {cat.anchors[n].rstrip('.')}" if n in cat.anchors else n
+                            for n in names)
+        fields["level"] = (Literal[names], Field(description=f"{LEVEL_DOC} {anchors}"))  # type: ignore[valid-type]
+    else:
+        fields["score"] = (int, Field(ge=0, le=100, description=SCORE_DOC))
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        f"Category_{category_id}",
+        __config__=ConfigDict(extra="forbid"),
+        __doc__=cat.definition,
+        **fields,
+    )
+    return model
+
+
+def verdict_model(rubric: Rubric, ids: tuple[str, ...]) -> type[BaseModel]:
+    """A pydantic model of a valid verdict for this rubric and these evidence IDs."""
+    fields: dict[str, Any] = {
+        c.id: (_category_model(rubric, c.id, ids), Field(description=c.definition))
+        for c in rubric.categories
+    }
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        "Verdict", __config__=ConfigDict(extra="forbid"),
+        __doc__=f"Verdict under rubric {rubric.id}.", **fields)
+    return model
+
+
+def _inline(node: Any, defs: dict[str, Any]) -> Any:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            target = defs[node["$ref"].rsplit("/", 1)[-1]]
+            merged = {**_inline(target, defs), **{k: v for k, v in node.items() if k != "$ref"}}
+            return merged
+        return {k: _inline(v, defs) for k, v in node.items() if k not in {"$defs", "title"}}
+    if isinstance(node, list):
+        return [_inline(v, defs) for v in node]
+    return node
+
+
+_PLACEHOLDER = "\x00id"
+_BASE: dict[int, tuple[Rubric, str]] = {}
+
+
+def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
+    """The JSON schema a verdict must satisfy, with no ``$ref`` and no titles.
+
+    Generating it through pydantic costs milliseconds, so it is built once per rubric with
+    a placeholder ID and the case's IDs are put in per call.
+    """
+    cached = _BASE.get(id(rubric))
+    if cached is None or cached[0] is not rubric:
+        raw = verdict_model(rubric, (_PLACEHOLDER,)).model_json_schema()
+        cached = (rubric, json.dumps(_inline(raw, raw.get("$defs", {}))))
+        _BASE[id(rubric)] = cached
+    schema: dict[str, Any] = json.loads(cached[1])
+    for prop in schema["properties"].values():
+        cites = prop["properties"]["evidence"]
+        if ids:
+            cites["items"] = {"enum": list(ids), "type": "string"}
+        else:
+            cites["items"] = {"type": "string"}
+            cites["maxItems"] = 0
+    return schema

@@ -1,0 +1,195 @@
+"""Suite files: cases to judge, parsed from YAML or JSONL text and validated up front.
+
+A case carries what was asked (``input``), what is judged (``output``), its evidence by
+group, deterministic signals per category and/or deterministic checks, and labels (tags,
+complexity, optional human labels). ``judged_by: deterministic`` cases never reach a model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .errors import SuiteError
+from .evidence import EvidenceInputError, build_bundle
+from .models import Score
+from .rubric import Rubric, format_validation_error
+
+__all__ = [
+    "Case",
+    "Check",
+    "HumanLabel",
+    "Suite",
+    "filter_cases",
+    "parse_suite",
+    "validate_against_rubric",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Check(_Frozen):
+    """A deterministic check on the output (seed 001's fixtures)."""
+
+    type: Literal["contains", "not_contains", "min_confidence", "expected_mode"]
+    """``contains``/``not_contains`` a string, ``min_confidence`` at least a value, ``expected_mode`` equal."""
+    value: str | float
+    """The string, the minimum confidence (0..1) or the mode expected."""
+    category: str | None = None
+    """Category the check feeds; none: every category."""
+
+
+class HumanLabel(_Frozen):
+    """What a person said about the case, for judge-agreement statistics."""
+
+    overall: Score | None = None
+    band: str | None = None
+    categories: dict[str, Score] = Field(default_factory=dict)
+    passed: bool | None = None
+
+
+class Case(_Frozen):
+    """One case of a suite."""
+
+    id: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$")
+    """Unique within the suite; used in results, baselines and cache reports."""
+    input: Any = None
+    """What the agent or model was asked (text or structured)."""
+    output: Any = None
+    """What is judged (text, or a mapping with text, confidence, mode...)."""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    """Evidence items by group; built into a bundle by the rubric's profile."""
+    deterministic: dict[str, Score] = Field(default_factory=dict)
+    """Deterministic signal per category, 0..100."""
+    checks: tuple[Check, ...] = ()
+    """Deterministic checks; each category's passed share becomes its signal when none is given."""
+    tags: tuple[str, ...] = ()
+    complexity: Literal["simple", "medium", "complex"] | None = None
+    judged_by: Literal["llm", "deterministic"] = "llm"
+    human: HumanLabel | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    """Free-form context carried to results; never sent to the judge."""
+
+    @model_validator(mode="after")
+    def _deterministic_needs_signal(self) -> Case:
+        if self.judged_by == "deterministic" and not self.deterministic and not self.checks:
+            raise ValueError("a deterministic case needs 'deterministic' scores or 'checks'")
+        return self
+
+
+class Suite(_Frozen):
+    """A named list of cases."""
+
+    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    """Suite id: names the baseline file and the run history."""
+    description: str = ""
+    rubric: str | None = None
+    """Default rubric id for the suite."""
+    cases: tuple[Case, ...]
+
+
+def _case_error(exc: ValidationError, source: str, index: int, case_id: str | None) -> SuiteError:
+    where, msg = format_validation_error(exc)
+    label = f"case {case_id!r}" if case_id else f"case #{index + 1}"
+    return SuiteError(msg, file=source, where=f"{label}: {where}",
+                      fix="see examples/task-evaluation/suite.yaml for the case shape")
+
+
+def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:
+    cases: list[Case] = []
+    seen: set[str] = set()
+    for index, raw in enumerate(raw_cases):
+        case_id = raw.get("id") if isinstance(raw, dict) else None
+        if not isinstance(raw, dict):
+            raise SuiteError("a case is a mapping", file=source, where=f"case #{index + 1}",
+                             fix="write each case as id: ..., output: ..., evidence: ...")
+        try:
+            case = Case.model_validate(raw)
+        except ValidationError as exc:
+            raise _case_error(exc, source, index, case_id if isinstance(case_id, str) else None) \
+                from None
+        if case.id in seen:
+            raise SuiteError(f"duplicate case id {case.id!r}", file=source,
+                             where=f"case #{index + 1}", fix="give every case its own id")
+        seen.add(case.id)
+        cases.append(case)
+    return tuple(cases)
+
+
+def parse_suite(text: str, source: str, default_id: str) -> Suite:
+    """Parse a suite from YAML (a mapping with ``cases``) or JSONL (one case a line)."""
+    if source.endswith(".jsonl"):
+        raw_cases = []
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                raw_cases.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
+                                 fix="one JSON object per line") from None
+        return Suite(id=default_id, cases=_parse_cases(raw_cases, source))
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise SuiteError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=source,
+                         where=where, fix="check the indentation and quoting near that line") \
+            from None
+    if isinstance(data, list):
+        data = {"cases": data}
+    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
+        raise SuiteError("a suite is a mapping with a list of 'cases'", file=source,
+                         fix="write cases: [- id: ..., ...]")
+    extra = sorted(set(data) - {"id", "description", "rubric", "cases"})
+    if extra:
+        raise SuiteError(f"unknown key {extra[0]!r}", file=source, where=extra[0],
+                         fix="allowed top-level keys: id, description, rubric, cases")
+    cases = _parse_cases(data["cases"], source)
+    try:
+        return Suite(id=str(data.get("id") or default_id), description=data.get("description") or "",
+                     rubric=data.get("rubric"), cases=cases)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        raise SuiteError(msg, file=source, where=where, fix="suite ids are letters, digits, . _ -") \
+            from None
+
+
+def validate_against_rubric(suite: Suite, rubric: Rubric, source: str) -> None:
+    """Check what only the rubric can say: category names, check targets, evidence groups."""
+    known = {c.id for c in rubric.categories}
+    for case in suite.cases:
+        for cat in case.deterministic:
+            if cat not in known:
+                raise SuiteError(f"unknown category {cat!r} for rubric {rubric.id!r}",
+                                 file=source, where=f"case {case.id!r}: deterministic.{cat}",
+                                 fix=f"use one of: {', '.join(sorted(known))}")
+        for i, check in enumerate(case.checks):
+            if check.category is not None and check.category not in known:
+                raise SuiteError(f"unknown category {check.category!r}", file=source,
+                                 where=f"case {case.id!r}: checks[{i}].category",
+                                 fix=f"use one of: {', '.join(sorted(known))}")
+        try:
+            build_bundle(case.evidence, rubric.evidence)
+        except EvidenceInputError as exc:
+            raise SuiteError(str(exc).split(": ", 1)[-1], file=source,
+                             where=f"case {case.id!r}: {exc.where}",
+                             fix=f"groups for rubric {rubric.id!r}: "
+                                 f"{', '.join(rubric.evidence.names())}") from None
+
+
+def filter_cases(cases: Iterable[Case], *, tags: Iterable[str] = (),
+                 complexity: Iterable[str] = (), ids: Iterable[str] = ()) -> list[Case]:
+    """Cases having every tag given, one of the complexities and one of the ids (empty: any)."""
+    want_tags, want_cx, want_ids = set(tags), set(complexity), set(ids)
+    return [c for c in cases
+            if want_tags <= set(c.tags)
+            and (not want_cx or c.complexity in want_cx)
+            and (not want_ids or c.id in want_ids)]
