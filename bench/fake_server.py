@@ -24,25 +24,23 @@ Faults. Each attempt draws from (seed, request hash, attempt number for that req
 with probability ``fault_rate`` it gets one of the enabled kinds, uniformly, so a retry of
 the same request may succeed, and the sequence repeats after ``POST /_reset``. The kinds:
 
-===========  ==========================================================================
-``429``      status 429, ``Retry-After`` (seconds, may be a fraction) and ``retry-after-ms``
-``500``      status 500, OpenAI-style JSON error body
-``503``      status 503, OpenAI-style JSON error body
-``hang``     waits ``hang_seconds`` before answering (other requests are not blocked)
-``reset``    the connection is reset (RST) before any response byte
-``truncated`` status 200, ``Content-Length`` of the whole body, half of it sent, then close
-``notjson``  status 200, ``<html>oops</html>`` as ``text/html``
-``badschema`` a completion whose content violates the schema (score out of range,
-             a required property missing...)
-``length``   a completion whose content stops mid-JSON, ``finish_reason`` ``"length"``
-``badcite``  schema-shaped content, but arrays whose items are an ``enum`` (citations)
-             hold ``"nonexistent-99"``; a schema without such an array gets ``badschema``
-===========  ==========================================================================
+- ``429``: status 429 with ``Retry-After`` (seconds, fractions allowed) and ``retry-after-ms``
+- ``500``, ``503``: that status with an OpenAI-style body ``{"error": {"message", "type", "code"}}``
+- ``hang``: waits ``hang_seconds`` before answering (other requests are not blocked)
+- ``reset``: the connection is reset (TCP RST) before any response byte
+- ``truncated``: status 200, ``Content-Length`` of the whole body, half of it sent, then close
+- ``notjson``: status 200, ``<html>oops</html>`` as ``text/html``
+- ``badschema``: a completion whose content violates the schema (the first bounded number
+  pushed 50 past its bound, e.g. a score of 150; else an enum value or a required property)
+- ``length``: a completion whose content stops mid-JSON, with ``finish_reason`` ``"length"``
+- ``badcite``: schema-shaped content, except that arrays whose items are an ``enum``
+  (citations) hold ``"nonexistent-99"``; a schema without such an array gets ``badschema``
 
 ``fail_first N`` makes the first N attempts of every distinct request fail with 500
 (counted as fault ``fail_first``) before the random faults apply.
 
-Other endpoints: ``GET /_stats``, ``POST /_reset`` (stats and attempt counters),
+Other endpoints: ``GET /_stats`` (``by_status`` counts status lines sent, so a reset
+counts only under ``faults``), ``POST /_reset`` (stats and attempt counters),
 ``GET|POST /_control`` (read or change the options below at run time),
 ``GET /v1/models``, ``GET /health``.
 
@@ -52,10 +50,11 @@ Options (CLI flag / keyword / control key): ``latency_ms``, ``jitter_ms`` (unifo
 
 Run it::
 
-    python bench/fake_server.py --port 0 --latency-ms 200 --jitter-ms 20 --seed 7 \
-        --fault-rate 0.3 --faults 429,500,hang --ready-file /tmp/fake.url
+    python bench/fake_server.py --port 0 --latency-ms 200 --seed 7 --fault-rate 0.3
+        --faults 429,500,hang --ready-file /tmp/fake.url     (one line)
 
-It prints ``READY http://127.0.0.1:PORT`` once bound. Or in-process::
+Once bound it writes the base URL (no newline) to ``--ready-file``, then prints
+``READY http://127.0.0.1:PORT``; SIGINT or SIGTERM stop it. Or in-process::
 
     handle = start_in_thread(seed=7, latency_ms=5)
     ...  # OpenAI clients use handle.openai_base_url (``.../v1``)
@@ -1072,15 +1071,15 @@ def _write_ready_file(path: Path, base_url: str) -> None:
 
 
 async def _serve(server: FakeModelServer, port: int, ready_file: Path | None) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop.set)
     base_url = await server.start(port)
     try:
-        print(f"READY {base_url}", flush=True)
         if ready_file is not None:
             _write_ready_file(ready_file, base_url)
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
+        print(f"READY {base_url}", flush=True)
         await stop.wait()
     finally:
         await server.close()

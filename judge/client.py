@@ -1,0 +1,314 @@
+"""The model client: the only module that imports litellm, and only when a call is needed.
+
+One retry layer lives here (tenacity): 429 (Retry-After honoured, capped), 5xx, timeouts
+and connection failures, with exponential jitter. LiteLLM's own retries and the OpenAI
+SDK's are switched off, so an attempt here is one request on the wire. A 4xx is not
+retried. A server that rejects a structured-output mode (llama.cpp answers HTTP 500 to
+``json_schema``) is not "transient": the client falls back to the next mode and
+remembers it for that model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import PermanentProviderError, ProviderError
+
+__all__ = [
+    "OUTPUT_MODES",
+    "JudgeRequest",
+    "LiteLLMClient",
+    "ModelSpec",
+    "OutputMode",
+    "Turn",
+    "resolve_output_mode",
+]
+
+OutputMode = Literal["json_schema", "json_object", "prompt"]
+OUTPUT_MODES: tuple[OutputMode, ...] = ("json_schema", "json_object", "prompt")
+
+# Local OpenAI-compatible servers built on llama.cpp take ``json_object`` + ``schema`` and
+# reject ``json_schema``; everything else starts with the OpenAI-style mode.
+_JSON_OBJECT_PREFIXES = ("hosted_vllm/", "llamacpp/", "llama_cpp/")
+
+
+def resolve_output_mode(model: str, configured: str = "auto") -> OutputMode:
+    """The structured-output mode to try first for ``model``."""
+    if configured in OUTPUT_MODES:
+        return configured  # type: ignore[return-value]
+    if configured != "auto":
+        raise ValueError(f"unknown output mode {configured!r}")
+    if model.startswith(_JSON_OBJECT_PREFIXES):
+        return "json_object"
+    return "json_schema"
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Where and how to call one judge model. ``api_key`` never reaches a cache or a log."""
+
+    name: str
+    """LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or ``hosted_vllm/smollm2``."""
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    output_mode: str = "auto"
+    timeout: float = 60.0
+    max_attempts: int = 4
+    backoff_base: float = 0.5
+    backoff_max: float = 20.0
+    retry_after_cap: float = 30.0
+
+
+@dataclass(frozen=True)
+class JudgeRequest:
+    """One logical judge call: what the cache key is made of."""
+
+    model: str
+    messages: tuple[Mapping[str, str], ...]
+    temperature: float
+    seed: int | None
+    schema: Mapping[str, Any] | None
+    output_mode: str
+    """The configured mode (``auto`` or a fixed one): part of the key, resolved at call time."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Sampling parameters (max_tokens, top_p...)."""
+
+    def key_material(self) -> dict[str, Any]:
+        """Everything that can change the model's output; no keys, URLs, timeouts or retries."""
+        return {
+            "model": self.model,
+            "messages": [dict(m) for m in self.messages],
+            "temperature": self.temperature,
+            "seed": self.seed,
+            "responseFormat": dict(self.schema) if self.schema is not None else None,
+            "outputMode": self.output_mode,
+            "params": dict(self.params),
+        }
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One completion as received, before any parsing."""
+
+    text: str
+    finish_reason: str | None
+    model_reported: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cost_usd: float | None
+    latency_ms: float
+    output_mode: OutputMode
+
+    def to_json(self) -> dict[str, Any]:
+        """The cache's ``turns[]`` form."""
+        return {
+            "text": self.text,
+            "finishReason": self.finish_reason,
+            "modelReported": self.model_reported,
+            "promptTokens": self.prompt_tokens,
+            "completionTokens": self.completion_tokens,
+            "costUsd": self.cost_usd,
+            "latencyMs": self.latency_ms,
+            "outputMode": self.output_mode,
+        }
+
+
+_litellm_module: Any = None
+
+
+def _litellm() -> Any:
+    """Import litellm once, configured for a CLI: no network at import, no .env, no banners."""
+    global _litellm_module
+    if _litellm_module is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+        _litellm_module = litellm
+    return _litellm_module
+
+
+def quiet_exit() -> None:
+    """Skip litellm's exit-time flush of its logging queue when no callback would read it.
+
+    It costs 1-3 s of wall time at the end of a run and does nothing useful for us.
+    """
+    if _litellm_module is None:
+        return
+    import atexit
+
+    lit = _litellm_module
+    callbacks = [*lit.callbacks, *lit.success_callback, *lit.failure_callback,
+                 *lit._async_success_callback, *lit._async_failure_callback]
+    if callbacks:
+        return
+    from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+    atexit.unregister(GLOBAL_LOGGING_WORKER._flush_on_exit)
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or getattr(exc, "headers", None) or {}
+    raw = headers.get("retry-after") if hasattr(headers, "get") else None
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(raw)
+        return max(0.0, parsed.timestamp() - time.time())
+
+
+def _status(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def _rejects_mode(exc: BaseException) -> bool:
+    text = str(exc).lower()
+    return any(word in text for word in ("response_format", "json_schema", "schema", "grammar"))
+
+
+def classify(exc: BaseException) -> ProviderError:
+    """Map any exception from a call to a retryable or permanent provider error."""
+    status = _status(exc)
+    name = type(exc).__name__
+    message = f"{name}: {str(exc).splitlines()[0][:300] if str(exc) else name}"
+    if status == 429 or name == "RateLimitError":
+        return ProviderError(message, status=429, retry_after=_retry_after(exc))
+    if name in {"Timeout", "APITimeoutError"} or status == 408:
+        return ProviderError(message, status=408)
+    if status is not None and 400 <= status < 500:
+        return PermanentProviderError(message, status=status)
+    if name in {"UnsupportedParamsError", "BadRequestError", "AuthenticationError",
+                "NotFoundError", "PermissionDeniedError", "ContextWindowExceededError"}:
+        return PermanentProviderError(message, status=status)
+    return ProviderError(message, status=status)
+
+
+class _ModeRejected(Exception):
+    def __init__(self, cause: ProviderError) -> None:
+        self.cause = cause
+        super().__init__(str(cause))
+
+
+class LiteLLMClient:
+    """Calls judge models through LiteLLM with one retry layer and output-mode fallback."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+        self.attempts = 0
+        """Requests sent on the wire (retries and fallbacks included)."""
+        self.retries = 0
+        self._mode_override: dict[str, OutputMode] = {}
+
+    def _response_format(self, mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
+        if schema is None or mode == "prompt":
+            return None
+        if mode == "json_object":
+            return {"type": "json_object", "schema": dict(schema)}
+        return {"type": "json_schema",
+                "json_schema": {"name": "verdict", "schema": dict(schema), "strict": True}}
+
+    async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
+                       mode: OutputMode) -> Turn:
+        lit = _litellm()
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": request.temperature,
+            "timeout": self.spec.timeout,
+            "num_retries": 0,
+            "max_retries": 0,
+            **dict(request.params),
+        }
+        if request.seed is not None:
+            kwargs["seed"] = request.seed
+        fmt = self._response_format(mode, request.schema)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        if self.spec.api_base:
+            kwargs["api_base"] = self.spec.api_base
+        if self.spec.api_key:
+            kwargs["api_key"] = self.spec.api_key
+        self.attempts += 1
+        started = time.perf_counter()
+        try:
+            response = await lit.acompletion(**kwargs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # every failure is classified below; nothing escapes raw
+            err = classify(exc)
+            if mode != "prompt" and err.status in {400, 422, 500} and _rejects_mode(exc):
+                raise _ModeRejected(err) from exc
+            raise err from exc
+        latency = (time.perf_counter() - started) * 1000
+        return self._turn(response, latency, mode)
+
+    @staticmethod
+    def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Turn:
+        choice = response.choices[0]
+        usage = getattr(response, "usage", None)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        return Turn(
+            text=choice.message.content or "",
+            finish_reason=getattr(choice, "finish_reason", None),
+            model_reported=getattr(response, "model", None),
+            prompt_tokens=getattr(usage, "prompt_tokens", None),
+            completion_tokens=getattr(usage, "completion_tokens", None),
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            latency_ms=round(latency_ms, 3),
+            output_mode=mode,
+        )
+
+    def _wait(self, state: Any) -> float:
+        from tenacity import wait_random_exponential
+
+        exc = state.outcome.exception() if state.outcome else None
+        if isinstance(exc, ProviderError) and exc.retry_after is not None:
+            return min(exc.retry_after, self.spec.retry_after_cap)
+        backoff = wait_random_exponential(multiplier=self.spec.backoff_base,
+                                          max=self.spec.backoff_max)
+        return float(backoff(state))
+
+    async def complete(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        """One completion, retried on transport faults; ``messages`` overrides for a repair turn."""
+        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
+
+        msgs = messages if messages is not None else request.messages
+        first = self._mode_override.get(request.model) or resolve_output_mode(
+            request.model, request.output_mode)
+        modes = list(OUTPUT_MODES[OUTPUT_MODES.index(first):])
+        for index, mode in enumerate(modes):
+            retrying = AsyncRetrying(
+                stop=stop_after_attempt(max(1, self.spec.max_attempts)),
+                wait=self._wait,
+                retry=retry_if_exception(
+                    lambda e: isinstance(e, ProviderError)
+                    and not isinstance(e, PermanentProviderError)),
+                reraise=True,
+                before_sleep=self._count_retry,
+            )
+            try:
+                turn: Turn = await retrying(self._attempt, request, msgs, mode)
+                return turn
+            except _ModeRejected as rejected:
+                if index + 1 == len(modes):
+                    raise PermanentProviderError(str(rejected.cause),
+                                                 status=rejected.cause.status) from None
+                self._mode_override[request.model] = modes[index + 1]
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _count_retry(self, state: Any) -> None:
+        self.retries += 1
