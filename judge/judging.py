@@ -1,0 +1,264 @@
+"""Judging one case: prepare (pure, shared by every judge), then judge with one model.
+
+The flow for an LLM-judged case::
+
+    bundle + signals + prompt ──► request ──► cache key ──► hit? parse the cached turns
+                                                              │ miss
+                                                              ▼
+                                    call ──► parse ──► invalid? repair turn (bounded) ──► ...
+                                                              │ valid
+                                                              ▼
+                                          cache the turns ──► score (core) ──► CaseResult
+
+Only exchanges that ended in a valid verdict are cached: a transport failure or a reply
+still invalid after the repair turns leaves the case unscored *and uncached*, so a later
+run asks again. Parsing always happens after reading, so a parser fix needs no new calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .cache import JudgmentCache, cache_key
+from .checks import deterministic_signals
+from .client import JudgeRequest, Turn, resolve_output_mode
+from .errors import OutputError, ProviderError
+from .evidence import EvidenceBundle, build_bundle
+from .models import (
+    AdvisoryScore,
+    CaseResult,
+    CategoryScore,
+    CheckResult,
+    CitedEvidence,
+    JudgeMeta,
+)
+from .parsing import parse_verdict
+from .prompts import PromptRenderer, RenderedPrompt
+from .rubric import Rubric
+from .schema import output_schema
+from .scoring import score_case
+from .suite import Case
+
+__all__ = [
+    "Completer",
+    "JudgeSettings",
+    "Prepared",
+    "build_request",
+    "judge_prepared",
+    "prepare",
+    "repair_message",
+]
+
+VERSION = "0.1.0"
+
+
+class Completer(Protocol):
+    """What the judge needs from a model client (the LiteLLM client, or a test's fake)."""
+
+    async def complete(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        """One completion for ``request`` (``messages`` overrides, for repair turns)."""
+        ...
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Call settings that are part of every cache key (and recorded with every result)."""
+
+    temperature: float = 0.0
+    seed: int | None = 42
+    output_mode: str = "auto"
+    max_repairs: int = 1
+    params: Mapping[str, Any] = field(default_factory=lambda: {"max_tokens": 1024})
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything about a case that does not depend on the judge model."""
+
+    case: Case
+    bundle: EvidenceBundle
+    signals: dict[str, int | None]
+    checks: tuple[CheckResult, ...]
+    prompt: RenderedPrompt | None
+    schema: dict[str, Any] | None
+
+
+def prepare(case: Case, rubric: Rubric, renderer: PromptRenderer | None) -> Prepared:
+    """Build the bundle, run the checks and render the prompt, once per case."""
+    bundle = build_bundle(case.evidence, rubric.evidence)
+    signals, checks = deterministic_signals(case, rubric)
+    if case.judged_by == "deterministic" or renderer is None:
+        return Prepared(case, bundle, signals, tuple(checks), None, None)
+    prompt = renderer.render(rubric, case, bundle)
+    return Prepared(case, bundle, signals, tuple(checks), prompt,
+                    output_schema(rubric, bundle.ids()))
+
+
+def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
+    """The user turn that shows the model what was wrong with its reply."""
+    lines = ["Your reply was not a valid verdict:"]
+    if finish_reason == "length":
+        lines.append("- it was cut off by the length limit; keep rationales short")
+    lines += [f"- {e}" for e in errors[:20]]
+    lines.append("Reply again with only the corrected JSON object.")
+    return "\n".join(lines)
+
+
+def _base_result(prep: Prepared, rubric: Rubric) -> dict[str, Any]:
+    return {
+        "id": prep.case.id,
+        "judgedBy": prep.case.judged_by,
+        "checks": prep.checks,
+        "evidenceDropped": {g.name: g.dropped for g in prep.bundle.groups if g.dropped},
+        "tags": prep.case.tags,
+        "complexity": prep.case.complexity,
+    }
+
+
+def _cited(prep: Prepared, advisory: Mapping[str, AdvisoryScore]) -> tuple[CitedEvidence, ...]:
+    by_id = prep.bundle.by_id()
+    ids = dict.fromkeys(i for a in advisory.values() for i in a.evidence)
+    return tuple(CitedEvidence(id=i, group=by_id[i].group, title=by_id[i].title,
+                               excerpt=by_id[i].excerpt, refs=by_id[i].refs)
+                 for i in ids if i in by_id)
+
+
+def _scored(prep: Prepared, rubric: Rubric, advisory: Mapping[str, AdvisoryScore] | None,
+            meta: JudgeMeta | None, reason: str | None) -> CaseResult:
+    score = score_case(rubric, prep.signals, advisory, reason=reason)
+    return CaseResult(
+        **_base_result(prep, rubric),
+        status=score.status,
+        overallScore=score.overallScore,
+        band=score.band,
+        passed=score.passed,
+        categoryScores=score.categoryScores,
+        reason=score.reason,
+        judge=meta,
+        evidence=_cited(prep, advisory or {}),
+    )
+
+
+def _meta(request: JudgeRequest, key: str, turns: Sequence[Mapping[str, Any]], *,
+          cached: bool, sample: int, prompt: RenderedPrompt, rubric_hash: str) -> JudgeMeta:
+    def total(name: str) -> int | None:
+        values = [t.get(name) for t in turns]
+        return None if any(v is None for v in values) else sum(int(v) for v in values if v)
+
+    costs = [t.get("costUsd") for t in turns]
+    latencies = [t.get("latencyMs") for t in turns]
+    last = turns[-1] if turns else {}
+    return JudgeMeta(
+        model=request.model,
+        outputMode=last.get("outputMode"),
+        temperature=request.temperature,
+        seed=request.seed,
+        sample=sample,
+        templateId=prompt.template_id,
+        templateHash=prompt.template_hash,
+        rubricHash=rubric_hash,
+        cacheKey=key,
+        cached=cached,
+        repairTurns=max(0, len(turns) - 1),
+        promptTokens=total("promptTokens"),
+        completionTokens=total("completionTokens"),
+        costUsd=None if any(c is None for c in costs) else round(sum(costs), 10),  # type: ignore[arg-type]
+        latencyMs=None if any(x is None for x in latencies)
+        else round(sum(latencies), 3),  # type: ignore[arg-type]
+        finishReason=last.get("finishReason"),
+        modelReported=last.get("modelReported"),
+    )
+
+
+def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
+    """The logical request for one judge and one sample (seed + sample)."""
+    assert prep.prompt is not None
+    seed = None if settings.seed is None else settings.seed + sample
+    return JudgeRequest(model=model, messages=prep.prompt.messages,
+                        temperature=settings.temperature, seed=seed, schema=prep.schema,
+                        output_mode=settings.output_mode, params=settings.params)
+
+
+async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model: str,
+                         settings: JudgeSettings, cache: JudgmentCache | None,
+                         client: Completer | None, *, sample: int = 0,
+                         now: str = "") -> CaseResult:
+    """Judge one prepared case with one model.
+
+    ``client`` None means offline: a miss becomes a ``cache_miss`` result, never a call.
+    """
+    if prep.prompt is None:
+        return _scored(prep, rubric, None, None, None)
+    request = build_request(prep, model, settings, sample)
+    key = cache_key(request.key_material())
+    ids = prep.bundle.ids()
+    entry = cache.get(key) if cache is not None and cache.readable else None
+    if entry is not None:
+        turns = entry.get("turns") or []
+        meta = _meta(request, key, turns, cached=True, sample=sample, prompt=prep.prompt,
+                     rubric_hash=rubric_hash)
+        try:
+            advisory = parse_verdict(str(turns[-1]["text"]), rubric, ids)
+        except OutputError as exc:
+            if client is None:
+                return _unscored(prep, rubric, meta, f"cached reply no longer parses: {exc}")
+        else:
+            return _scored(prep, rubric, advisory, meta, None)
+    if client is None:
+        return CaseResult(**_base_result(prep, rubric), status="cache_miss",
+                          reason=f"not in the cache (key {key[:16]})")
+    return await _call(prep, rubric, rubric_hash, request, key, settings, cache, client,
+                       sample=sample, now=now)
+
+
+async def _call(prep: Prepared, rubric: Rubric, rubric_hash: str, request: JudgeRequest,
+                key: str, settings: JudgeSettings, cache: JudgmentCache | None,
+                client: Completer, *, sample: int, now: str) -> CaseResult:
+    assert prep.prompt is not None
+    ids = prep.bundle.ids()
+    messages: list[Mapping[str, str]] = list(request.messages)
+    turns: list[dict[str, Any]] = []
+    error: OutputError | None = None
+    for _ in range(1 + max(0, settings.max_repairs)):
+        try:
+            turn = await client.complete(request, messages)
+        except ProviderError as exc:
+            meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
+                         rubric_hash=rubric_hash) if turns else None
+            return _unscored(prep, rubric, meta, f"provider error: {exc}")
+        turns.append(turn.to_json())
+        try:
+            advisory = parse_verdict(turn.text, rubric, ids)
+        except OutputError as exc:
+            error = exc
+            messages = [*messages, {"role": "assistant", "content": turn.text},
+                        {"role": "user", "content": repair_message(exc.errors,
+                                                                   turn.finish_reason)}]
+            continue
+        meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
+                     rubric_hash=rubric_hash)
+        if cache is not None and cache.writable:
+            cache.put({
+                "format": 1, "key": key, "request": request.key_material(), "turns": turns,
+                "meta": {"templateId": prep.prompt.template_id,
+                         "templateHash": prep.prompt.template_hash, "rubricId": rubric.id,
+                         "rubricHash": rubric_hash, "createdAt": now, "judgeflow": VERSION},
+            })
+        return _scored(prep, rubric, advisory, meta, None)
+    meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
+                 rubric_hash=rubric_hash)
+    reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
+        (error.errors if error else ["unknown"])[:5])
+    return _unscored(prep, rubric, meta, reason)
+
+
+def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: str) -> CaseResult:
+    # The judge was asked and failed: the case is unscored, whatever the rubric's policy
+    # for a missing AI score (that policy is for cases never meant to reach a judge).
+    cats = tuple(CategoryScore(category=c.id, deterministicScore=prep.signals.get(c.id),
+                               weight=c.weight, rule="unscored") for c in rubric.categories)
+    return CaseResult(**_base_result(prep, rubric), status="unscored", categoryScores=cats,
+                      reason=reason, judge=meta)

@@ -1,0 +1,148 @@
+"""Run summaries (seed 003): pass rate, per-category averages, failures, distributions, spend.
+
+Built incrementally so a 100,000-case run never holds its results in memory.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from fractions import Fraction
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .models import CaseResult
+
+__all__ = ["FAILURE_LIST_LIMIT", "Failure", "Summary", "SummaryBuilder"]
+
+FAILURE_LIST_LIMIT = 50
+
+
+def _mean(total: Fraction, count: int, places: int) -> float | None:
+    if count == 0:
+        return None
+    scaled = total / count * 10**places
+    return float(Fraction(int(scaled + Fraction(1, 2)), 10**places))
+
+
+class Failure(BaseModel):
+    """A case that failed the pass mark or could not be scored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    status: str
+    overallScore: int | None = None
+    band: str | None = None
+    reason: str | None = None
+
+
+class Summary(BaseModel):
+    """What a person wants to know about a run at a glance."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    cases: int
+    scored: int
+    unscored: int
+    cacheMisses: int
+    passed: int
+    failed: int
+    passRate: float | None
+    """Passed over scored cases."""
+    meanOverall: float | None
+    categoryAverages: dict[str, float]
+    bands: dict[str, int]
+    complexity: dict[str, int]
+    tags: dict[str, int]
+    failures: tuple[Failure, ...] = ()
+    """The first failures by case id (at most FAILURE_LIST_LIMIT)."""
+    failuresTotal: int = 0
+    cacheHits: int = 0
+    promptTokens: int = 0
+    completionTokens: int = 0
+    costUsd: float | None = Field(default=None)
+    """Spend of the judgments in this run's results (cached ones at their original price)."""
+
+
+class SummaryBuilder:
+    """Accumulates results one at a time."""
+
+    def __init__(self) -> None:
+        self.status: Counter[str] = Counter()
+        self.passed = 0
+        self.failed = 0
+        self.overall_total = Fraction(0)
+        self.cat_total: dict[str, Fraction] = {}
+        self.cat_count: Counter[str] = Counter()
+        self.bands: Counter[str] = Counter()
+        self.complexity: Counter[str] = Counter()
+        self.tags: Counter[str] = Counter()
+        self.failures: list[Failure] = []
+        self.failures_total = 0
+        self.cache_hits = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.cost = Fraction(0)
+        self.cost_known = True
+
+    def add(self, result: CaseResult) -> None:
+        """Count one result."""
+        self.status[result.status] += 1
+        self.complexity[result.complexity or "unspecified"] += 1
+        self.tags.update(result.tags)
+        if result.status == "scored" and result.overallScore is not None:
+            self.overall_total += result.overallScore
+            self.bands[result.band or "?"] += 1
+            for cat in result.categoryScores:
+                if cat.finalScore is not None:
+                    self.cat_total[cat.category] = self.cat_total.get(cat.category, Fraction(0)) \
+                        + cat.finalScore
+                    self.cat_count[cat.category] += 1
+            if result.passed:
+                self.passed += 1
+            else:
+                self.failed += 1
+        if result.status != "scored" or not result.passed:
+            self._failure(result)
+        judge = result.judge
+        if judge is not None:
+            self.cache_hits += judge.cached
+            self.prompt_tokens += judge.promptTokens or 0
+            self.completion_tokens += judge.completionTokens or 0
+            if judge.costUsd is None:
+                self.cost_known = False
+            else:
+                self.cost += Fraction(repr(judge.costUsd))
+
+    def _failure(self, result: CaseResult) -> None:
+        self.failures_total += 1
+        self.failures.append(Failure(id=result.id, status=result.status,
+                                     overallScore=result.overallScore, band=result.band,
+                                     reason=result.reason))
+        if len(self.failures) > 2 * FAILURE_LIST_LIMIT:
+            self.failures = sorted(self.failures, key=lambda f: f.id)[:FAILURE_LIST_LIMIT]
+
+    def build(self) -> Summary:
+        """The summary of everything added so far."""
+        scored = self.status["scored"]
+        return Summary(
+            cases=sum(self.status.values()),
+            scored=scored,
+            unscored=self.status["unscored"],
+            cacheMisses=self.status["cache_miss"],
+            passed=self.passed,
+            failed=self.failed,
+            passRate=_mean(Fraction(self.passed), scored, 4),
+            meanOverall=_mean(self.overall_total, scored, 2),
+            categoryAverages={c: _mean(t, self.cat_count[c], 2) or 0.0
+                              for c, t in self.cat_total.items()},
+            bands=dict(sorted(self.bands.items())),
+            complexity=dict(sorted(self.complexity.items())),
+            tags=dict(sorted(self.tags.items())),
+            failures=tuple(sorted(self.failures, key=lambda f: f.id)[:FAILURE_LIST_LIMIT]),
+            failuresTotal=self.failures_total,
+            cacheHits=self.cache_hits,
+            promptTokens=self.prompt_tokens,
+            completionTokens=self.completion_tokens,
+            costUsd=float(self.cost) if self.cost_known else None,
+        )
