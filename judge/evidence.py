@@ -35,6 +35,7 @@ __all__ = [
 
 TRUNCATION_MARKER = "… [truncated]"
 REF_LIMIT = 200
+REF_KEY_LIMIT = 80
 ID_LIMIT = 64
 
 # Field names read as the item's text (first present wins) and as its title.
@@ -159,21 +160,26 @@ def _safe_id(raw: str) -> str:
     return cleaned or "item"
 
 
+def _short(text: str, limit: int = REF_LIMIT) -> str:
+    # References are one-line scalars: newlines in them would be blobs by another name.
+    return truncate(" ".join(text.split()), limit)[0]
+
+
 def _flatten_refs(data: Mapping[str, Any], prefix: str, out: dict[str, Scalar]) -> None:
     for key in sorted(data, key=str):
         value = data[key]
-        name = f"{prefix}{key}"
+        name = _short(f"{prefix}{key}", REF_KEY_LIMIT)
         if isinstance(value, Mapping):
             _flatten_refs(value, f"{name}.", out)
         elif isinstance(value, str):
-            out[name] = truncate(value, REF_LIMIT)[0]
+            out[name] = _short(value)
         elif isinstance(value, bool | int | float) or value is None:
             out[name] = value
         elif isinstance(value, list | tuple):
-            joined = ", ".join(str(v) for v in value if not isinstance(v, Mapping | list))
-            out[name] = truncate(joined, REF_LIMIT)[0]
+            out[name] = _short(", ".join(str(v) for v in value
+                                         if not isinstance(v, Mapping | list)))
         else:
-            out[name] = truncate(str(value), REF_LIMIT)[0]
+            out[name] = _short(str(value))
 
 
 def _first(raw: Mapping[str, Any], keys: Iterable[str]) -> tuple[str | None, str]:
@@ -203,6 +209,8 @@ def _build_item(group: str, raw: Any, position: int, profile: EvidenceProfile,
             f"an evidence item is a mapping or a string, not {type(raw).__name__}", where)
     text_key, text = _first(raw, TEXT_KEYS)
     title_key, title = _first(raw, TITLE_KEYS)
+    if not title and group == "commits" and text:
+        title = text.strip().splitlines()[0]  # a commit's subject is its message's first line
     excerpt, cut_text = truncate(text, profile.excerpt_limit)
     title, cut_title = truncate(" ".join(title.split()), profile.subject_limit)
     # The given ``id`` stays in refs as written: the item ID is a sanitised, shortened

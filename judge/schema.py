@@ -89,6 +89,8 @@ def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
     if cached is None or cached[0] is not rubric:
         raw = verdict_model(rubric, (_PLACEHOLDER,)).model_json_schema()
         cached = (rubric, json.dumps(_inline(raw, raw.get("$defs", {}))))
+        if len(_BASE) >= 64:  # a long-lived process that loads many rubrics stays bounded
+            _BASE.clear()
         _BASE[id(rubric)] = cached
     schema: dict[str, Any] = json.loads(cached[1])
     for prop in schema["properties"].values():

@@ -1,0 +1,86 @@
+"""judgeflow: orchestrate LLM judges; a deterministic core has the last word.
+
+The public surface is imported lazily, so ``import judge`` (and the ``judge`` CLI's
+start-up) never pays for what it does not use, and never imports litellm.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AdvisoryScore",
+    "CaseResult",
+    "CaseScore",
+    "CategoryScore",
+    "ConfigError",
+    "JudgeError",
+    "JudgmentCache",
+    "RegressionBlocked",
+    "Rubric",
+    "RubricError",
+    "SuiteError",
+    "band_for",
+    "build_bundle",
+    "check",
+    "compute_final_score",
+    "compute_overall_score",
+    "evaluate",
+    "evaluate_async",
+    "load_rubric",
+    "load_suite",
+    "parse_rubric",
+    "score_case",
+]
+
+_WHERE = {
+    "AdvisoryScore": "models",
+    "CaseResult": "models",
+    "CaseScore": "models",
+    "CategoryScore": "models",
+    "ConfigError": "errors",
+    "JudgeError": "errors",
+    "JudgmentCache": "cache",
+    "RegressionBlocked": "errors",
+    "Rubric": "rubric",
+    "RubricError": "errors",
+    "SuiteError": "errors",
+    "band_for": "scoring",
+    "build_bundle": "evidence",
+    "check": "baseline",
+    "compute_final_score": "scoring",
+    "compute_overall_score": "scoring",
+    "evaluate": "api",
+    "evaluate_async": "api",
+    "load_rubric": "resources",
+    "load_suite": "resources",
+    "parse_rubric": "rubric",
+    "score_case": "scoring",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .api import evaluate, evaluate_async
+    from .baseline import check
+    from .cache import JudgmentCache
+    from .errors import ConfigError, JudgeError, RegressionBlocked, RubricError, SuiteError
+    from .evidence import build_bundle
+    from .models import AdvisoryScore, CaseResult, CaseScore, CategoryScore
+    from .resources import load_rubric, load_suite
+    from .rubric import Rubric, parse_rubric
+    from .scoring import band_for, compute_final_score, compute_overall_score, score_case
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'judge' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*__all__, "__version__"])

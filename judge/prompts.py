@@ -1,0 +1,382 @@
+"""Judge prompts: Jinja templates rendered, sandboxed, into the chat messages sent to a judge.
+
+The one module that imports jinja2. A template id (``judge``) names ``prompts/<id>.md.j2``,
+looked up in the workspace's ``prompts/`` folder first, then in the shipped one; templates
+it includes, imports or extends are looked up the same way.
+
+**Two messages, one file.** A template defines two block-set variables,
+``{% set system %}...{% endset %}`` and ``{% set user %}...{% endset %}``, read through
+:meth:`jinja2.Template.make_module`; whatever it renders outside them is discarded, and each
+message is stripped of leading and trailing whitespace. Chosen over splitting one rendered
+text on a marker line: an in-band marker is a thing untrusted text could forge, a variable
+is not.
+
+**Context** a template receives (plain frozen values, built here, never pydantic models):
+
+- ``rubric``: ``id``, ``title``, ``description``, ``style`` (``scores``/``levels``),
+  ``levels`` (names, best first), ``categories`` (``id``, ``definition``, ``weight``,
+  ``anchors``: a ``(level, text)`` pair for every level, in level order, text empty when
+  the rubric gives none); trusted configuration.
+- ``task`` (the case input) and ``output`` (the judged output, as text); untrusted.
+- ``groups``: the bundle's groups in its canonical order, each with ``name``, ``notice``
+  (what the cap dropped, or none) and ``items`` (``id``, ``title``, ``excerpt``, ``refs``:
+  ``(key, value)`` pairs); every string of an item is untrusted.
+
+**Untrusted text.** Case data reaches a template only as context values, never as template
+source (no ``from_string`` on data), so it is never evaluated. It may still try to *read* as
+prompt structure: open a heading, close a fence, pose as instructions. Templates print it
+only through two filters: ``fence`` (multi-line text in a backtick fence longer than any
+backtick run inside, every line indented two spaces) and ``oneline`` (all whitespace,
+newlines included, collapsed to single spaces). Untrusted values are marked by type, and
+printing one bare is an error, so a workspace template cannot leak raw data by accident.
+Both filters also replace control characters, which ``judge render`` would otherwise send to
+a terminal.
+
+**Hash.** ``template_hash`` is the sha256 of canonical JSON of the root id and the name and
+source of every template reachable from it; the sources are read once, at construction, and
+rendering uses exactly that snapshot, so the hash always describes what was rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from .canonical import sha256_hex
+from .checks import output_text
+from .errors import TemplateError
+from .evidence import EvidenceBundle
+from .resources import shipped_dir
+from .rubric import Rubric
+from .suite import Case
+
+__all__ = [
+    "TEMPLATE_SUFFIX",
+    "PromptRenderer",
+    "RenderedPrompt",
+    "Untrusted",
+    "fence",
+    "oneline",
+]
+
+TEMPLATE_SUFFIX = ".md.j2"
+MESSAGE_ROLES = ("system", "user")
+_TEMPLATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_BACKTICKS = re.compile(r"`+")
+# C0/C1 controls other than tab and the line breaks handled by splitting: an ESC in an
+# excerpt would otherwise drive the terminal that `judge render` prints to.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_RUBRIC_CACHE_SIZE = 32
+
+
+class Untrusted(str):
+    """Text from a case (input, output, evidence): data to quote, never to print bare."""
+
+    __slots__ = ()
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else str(value)
+
+
+def oneline(value: object) -> str:
+    """``value`` on one line: every run of whitespace (newlines included) becomes one space."""
+    return _CONTROL.sub("\ufffd", " ".join(_text(value).split()))
+
+
+def fence(value: object) -> str:
+    r"""``value`` as a backtick fence no line of it can close or escape.
+
+    The fence is longer than the longest backtick run inside (at least 3), so no content
+    line can close it; every content line is indented two spaces, so none can start with
+    ``#`` or sit at the margin as prompt structure. Every Unicode line break (``\r``,
+    U+2028...) counts as one, since a model's tokenizer may read it as one.
+    """
+    text = _text(value)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    body = "\n".join("  " + _CONTROL.sub("\ufffd", line) for line in text.splitlines())
+    return f"{bar}\n{body}\n{bar}" if body else f"{bar}\n{bar}"
+
+
+class _UnfilteredValue(jinja2.TemplateRuntimeError):
+    """An untrusted value was printed without ``|fence`` or ``|oneline``."""
+
+
+def _finalize(value: object) -> object:
+    # Runs on every {{ ... }} output. Only the exact Untrusted type is refused: the filters
+    # return plain str, so a filtered value passes.
+    if type(value) is Untrusted:
+        raise _UnfilteredValue(
+            f"untrusted case text printed without |fence or |oneline: {oneline(value)[:40]!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    """The messages for one case and the template they came from."""
+
+    messages: tuple[dict[str, str], ...]
+    """``({"role": "system", "content": ...}, {"role": "user", "content": ...})``."""
+    template_id: str
+    """Template id, e.g. ``judge``."""
+    template_hash: str
+    """sha256 over the sources of the template and everything it includes."""
+
+
+@dataclass(frozen=True, slots=True)
+class _CategoryView:
+    id: str
+    definition: str
+    weight: float
+    anchors: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _RubricView:
+    id: str
+    title: str
+    description: str
+    style: str
+    levels: tuple[str, ...]
+    categories: tuple[_CategoryView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemView:
+    id: Untrusted
+    title: Untrusted
+    excerpt: Untrusted
+    refs: tuple[tuple[Untrusted, Untrusted], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupView:
+    name: str
+    notice: str | None
+    items: tuple[_ItemView, ...]
+
+
+def _rubric_view(rubric: Rubric) -> _RubricView:
+    levels = tuple(lv.name for lv in rubric.levels)
+    cats = tuple(
+        _CategoryView(id=c.id, definition=c.definition, weight=c.weight,
+                      anchors=tuple((n, c.anchors.get(n, "")) for n in levels))
+        for c in rubric.categories)
+    return _RubricView(id=rubric.id, title=rubric.title or rubric.id,
+                       description=rubric.description, style=rubric.style, levels=levels,
+                       categories=cats)
+
+
+def _ref_text(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return _text(value)
+
+
+def _groups_view(bundle: EvidenceBundle) -> tuple[_GroupView, ...]:
+    return tuple(
+        _GroupView(name=g.name, notice=g.notice(), items=tuple(
+            _ItemView(id=Untrusted(it.id), title=Untrusted(it.title),
+                      excerpt=Untrusted(it.excerpt),
+                      refs=tuple((Untrusted(k), Untrusted(_ref_text(v)))
+                                 for k, v in it.refs.items()))
+            for it in g.items))
+        for g in bundle.groups)
+
+
+def _input_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class _SnapshotLoader(jinja2.BaseLoader):
+    """Serves the sources read at construction: rendering never touches the disk again."""
+
+    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
+        self._sources = dict(sources)
+
+    def get_source(self, environment: jinja2.Environment,
+                   template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+        if template not in self._sources:
+            raise jinja2.TemplateNotFound(template)
+        source, filename = self._sources[template]
+        return source, filename, lambda: True
+
+    def list_templates(self) -> list[str]:
+        return sorted(self._sources)
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    # Immutable sandbox: the per-rubric context is cached and shared across renders, so a
+    # template must not be able to mutate it (list.append from a template is refused).
+    env = ImmutableSandboxedEnvironment(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+        cache_size=-1,
+        finalize=_finalize,
+    )
+    env.filters["fence"] = fence
+    env.filters["oneline"] = oneline
+    return env
+
+
+def _template_file(template: str) -> str:
+    if template.endswith(".j2"):
+        return template
+    return template + TEMPLATE_SUFFIX
+
+
+class PromptRenderer:
+    """Loads a template once (with everything it includes) and renders it per case."""
+
+    def __init__(self, template: str = "judge", workspace: Path | None = None) -> None:
+        name = _template_file(template)
+        if not _TEMPLATE_ID.match(name):
+            raise TemplateError(f"invalid template id {template!r}",
+                                fix="use a file name from prompts/, e.g. judge")
+        self.template_id: str = name.removesuffix(TEMPLATE_SUFFIX)
+        dirs = ([workspace / "prompts"] if workspace is not None else []) + [shipped_dir("prompts")]
+        self._dirs = tuple(dirs)
+        self._env = _environment()
+        sources = self._read_closure(name, jinja2.FileSystemLoader(dirs, encoding="utf-8"))
+        self.template_hash: str = sha256_hex(
+            {"root": name, "templates": {n: src for n, (src, _) in sources.items()}})
+        self._env.loader = _SnapshotLoader(sources)
+        self._by_file: dict[str, jinja2.Template] = {}
+        for tname, (_, filename) in sources.items():
+            try:
+                self._by_file[filename] = self._env.get_template(tname)
+            except jinja2.TemplateSyntaxError as exc:
+                raise self._syntax_error(exc) from None
+        self._root = self._env.get_template(name)
+        self._rubrics: dict[int, tuple[Rubric, _RubricView]] = {}
+
+    def _read_closure(self, root: str,
+                      disk: jinja2.FileSystemLoader) -> dict[str, tuple[str, str]]:
+        # The hash must cover every template a render can load. Names written literally are
+        # followed; a name computed at render time cannot be, so then every template in the
+        # search path is read (and hashed) instead.
+        sources: dict[str, tuple[str, str]] = {}
+        pending: list[tuple[str, str | None]] = [(root, None)]
+        everything = False
+        while pending:
+            name, parent = pending.pop()
+            if name in sources:
+                continue
+            sources[name] = self._read(disk, name, parent)
+            source, filename = sources[name]
+            try:
+                ast = self._env.parse(source, name, filename)
+            except jinja2.TemplateSyntaxError as exc:
+                raise self._syntax_error(exc) from None
+            for ref in meta.find_referenced_templates(ast):
+                if ref is not None:
+                    pending.append((ref, filename))
+                elif not everything:
+                    everything = True
+                    pending.extend((n, filename) for n in disk.list_templates()
+                                   if n.endswith(".j2"))
+        return sources
+
+    def _read(self, disk: jinja2.FileSystemLoader, name: str,
+              parent: str | None) -> tuple[str, str]:
+        try:
+            source, filename, _ = disk.get_source(self._env, name)
+        except jinja2.TemplateNotFound:
+            looked = ", ".join(str(d) for d in self._dirs)
+            raise TemplateError(
+                f"template {name!r} not found (looked in {looked})", file=parent,
+                fix=f"create prompts/{name} in the workspace, or correct the name"
+                + ("" if parent is None else " in the include")) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TemplateError(f"cannot read template {name!r}: {exc}",
+                                fix="check the file is readable UTF-8") from None
+        return source, filename or name
+
+    def _syntax_error(self, exc: jinja2.TemplateSyntaxError) -> TemplateError:
+        return TemplateError(
+            f"template syntax error: {exc.message}", file=exc.filename or exc.name,
+            where=f"line {exc.lineno}",
+            fix="check the Jinja tags near that line ({% ... %}, {{ ... }}, {# ... #})")
+
+    def _locate(self, tb: TracebackType | None) -> tuple[str | None, int | None]:
+        # make_module does not rewrite tracebacks to template lines, so the innermost frame
+        # of a compiled template is found here and mapped back through its debug info.
+        found: tuple[str | None, int | None] = (None, None)
+        while tb is not None:
+            template = self._by_file.get(tb.tb_frame.f_code.co_filename)
+            if template is not None:
+                found = (template.filename, template.get_corresponding_lineno(tb.tb_lineno))
+            tb = tb.tb_next
+        return found
+
+    def _render_error(self, exc: Exception) -> TemplateError:
+        file, line = self._locate(exc.__traceback__)
+        file = file or self._root.filename
+        where = f"line {line}" if line else None
+        if isinstance(exc, jinja2.exceptions.SecurityError):
+            return TemplateError(f"unsafe operation refused by the sandbox: {exc}", file=file,
+                                 where=where, fix="templates may not use _private attributes "
+                                 "or unsafe methods; use the context values documented in "
+                                 "judge/prompts.py")
+        if isinstance(exc, jinja2.UndefinedError):
+            return TemplateError(f"undefined variable: {exc.message}", file=file, where=where,
+                                 fix="use the context the renderer provides: rubric, task, "
+                                 "output, groups (see judge/prompts.py)")
+        if isinstance(exc, _UnfilteredValue):
+            return TemplateError(str(exc), file=file, where=where,
+                                 fix="print case text as {{ value|fence }} or "
+                                 "{{ value|oneline }}")
+        return TemplateError(f"rendering failed: {type(exc).__name__}: {exc}", file=file,
+                             where=where, fix="correct the template near that line")
+
+    def _rubric_context(self, rubric: Rubric) -> _RubricView:
+        cached = self._rubrics.get(id(rubric))
+        if cached is None or cached[0] is not rubric:
+            if len(self._rubrics) >= _RUBRIC_CACHE_SIZE:
+                self._rubrics.clear()
+            cached = (rubric, _rubric_view(rubric))
+            self._rubrics[id(rubric)] = cached
+        return cached[1]
+
+    def render(self, rubric: Rubric, case: Case, bundle: EvidenceBundle) -> RenderedPrompt:
+        """Render the system and user messages for one case."""
+        context = {
+            "rubric": self._rubric_context(rubric),
+            "task": Untrusted(_input_text(case.input)),
+            "output": Untrusted(output_text(case.output)),
+            "groups": _groups_view(bundle),
+        }
+        # Any failure inside a template is that template's error: a configuration error
+        # naming its file and line, never a crash of the run.
+        try:
+            module = self._root.make_module(context)
+        except Exception as exc:
+            raise self._render_error(exc) from exc
+        messages = []
+        for role in MESSAGE_ROLES:
+            content = getattr(module, role, None)
+            if not isinstance(content, str):
+                raise TemplateError(
+                    f"the template defines no {role} message", file=self._root.filename,
+                    fix=f"wrap the {role} message in {{% set {role} %}}...{{% endset %}}")
+            messages.append({"role": role, "content": content.strip()})
+        return RenderedPrompt(messages=tuple(messages), template_id=self.template_id,
+                              template_hash=self.template_hash)
