@@ -54,7 +54,8 @@ class ModelSpec:
     """Where and how to call one judge model. ``api_key`` never reaches a cache or a log."""
 
     name: str
-    """LiteLLM model string, e.g. ``openai/gpt-4o-mini`` or ``hosted_vllm/smollm2``."""
+    """LiteLLM model string to call, e.g. ``openai/gpt-4o-mini`` or ``hosted_vllm/smollm2``
+    (for ``local/...`` judges, the name the local server answers to)."""
     api_base: str | None = None
     api_key: str | None = field(default=None, repr=False)
     output_mode: str = "auto"
@@ -223,7 +224,7 @@ class LiteLLMClient:
                        mode: OutputMode) -> Turn:
         lit = _litellm()
         kwargs: dict[str, Any] = {
-            "model": request.model,
+            "model": self.spec.name,
             "messages": [dict(m) for m in messages],
             "temperature": request.temperature,
             "timeout": self.spec.timeout,

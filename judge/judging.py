@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from .cache import JudgmentCache, cache_key
 from .checks import deterministic_signals
-from .client import JudgeRequest, Turn, resolve_output_mode
+from .client import JudgeRequest, Turn
 from .errors import OutputError, ProviderError
 from .evidence import EvidenceBundle, build_bundle
 from .models import (
@@ -184,8 +184,8 @@ def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: i
 
 async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model: str,
                          settings: JudgeSettings, cache: JudgmentCache | None,
-                         client: Completer | None, *, sample: int = 0,
-                         now: str = "") -> CaseResult:
+                         client: Completer | None, *, now: str,
+                         sample: int = 0) -> CaseResult:
     """Judge one prepared case with one model.
 
     ``client`` None means offline: a miss becomes a ``cache_miss`` result, never a call.

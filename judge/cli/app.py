@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from . import core_cmds
+from . import baseline_cmds, cache_cmds, core_cmds, render_cmd, run_cmd, store_cmds
 
 __all__ = ["build_app"]
 
@@ -18,5 +18,10 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         add_completion=False,
     )
+    baseline_cmds.register(app)
+    cache_cmds.register(app)
     core_cmds.register(app)
+    run_cmd.register(app)
+    render_cmd.register(app)
+    store_cmds.register(app)
     return app

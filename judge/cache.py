@@ -1,0 +1,513 @@
+"""The judgment cache: raw completions keyed by the sha256 of everything that shapes them.
+
+The one module that imports diskcache (lazily: importing this module is cheap). An entry is a
+plain JSON object, stored as the bytes of its canonical JSON::
+
+    {"format": 1,
+     "key": "<sha256 hex of canonical {"format": 1, "request": request}>",
+     "request": {            # the key material: all that can change the output, nothing else
+        "model": str, "messages": [{"role", "content"}, ...], "temperature": float,
+        "seed": int | null, "responseFormat": dict | null, "outputMode": str,
+        "params": {sampling params: max_tokens, top_p, ...}},
+     "turns": [              # the first call, then any repair turns, as received
+        {"text": str, "finishReason", "modelReported", "promptTokens", "completionTokens",
+         "costUsd", "latencyMs", "outputMode"}, ...],
+     "meta": {"templateId", "templateHash", "rubricId", "rubricHash",
+              "createdAt": ISO 8601 str, "judgeflow": version str}}
+
+Entries never expire and are never evicted: no expiry is ever set, the eviction policy is
+``none``. Several processes may share one directory (diskcache is SQLite in WAL mode).
+API keys, base URLs and authorization headers are refused at any depth of an entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TextIO, TypedDict, get_args
+
+from .canonical import canonical_json, sha256_hex
+from .errors import UsageError
+
+__all__ = [
+    "CACHE_FORMAT",
+    "CACHE_MODES",
+    "CacheMode",
+    "ImportReport",
+    "JudgmentCache",
+    "VerifyReport",
+    "build_entry",
+    "cache_key",
+    "entry_problems",
+]
+
+CACHE_FORMAT = 1
+
+CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
+CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
+
+_READABLE = frozenset({"read-write", "read-only", "offline"})
+_WRITABLE = frozenset({"read-write", "refresh"})
+_DBNAME = "cache.db"  # diskcache's SQLite file inside the directory
+_ENTRY_FIELDS = frozenset({"format", "key", "request", "turns", "meta"})
+# Dict keys (compared lower-cased, without separators) that name credentials or endpoints.
+# Exact names, not substrings: "promptTokens" or a rubric category must not trip them.
+_SECRET_NAMES = frozenset({
+    "apikey", "xapikey", "apibase", "apiurl", "baseurl", "authorization",
+    "proxyauthorization", "accesstoken", "apitoken", "apisecret", "clientsecret",
+    "secretkey", "awssecretaccesskey", "password",
+})
+
+
+class ImportReport(TypedDict):
+    """What :meth:`JudgmentCache.import_jsonl` did with each line."""
+
+    added: int
+    skipped: int
+    rejected: int
+    errors: list[str]
+
+
+class VerifyReport(TypedDict):
+    """What :meth:`JudgmentCache.verify` found."""
+
+    checked: int
+    ok: int
+    corrupt: list[str]
+    reasons: dict[str, str]
+
+
+def _normalised(value: Any) -> Any:
+    # 0 and 0.0 are the same number to a provider's JSON parser but not to json.dumps:
+    # integral floats hash as ints, so temperature=0 and temperature=0.0 share a key.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _normalised(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalised(v) for v in value]
+    return value
+
+
+def cache_key(request: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``{"format": CACHE_FORMAT, "request": request}``.
+
+    Integral floats are written as integers first, so ``temperature: 0`` from a YAML file
+    and ``0.0`` from a flag find the same entry.
+    """
+    return sha256_hex({"format": CACHE_FORMAT, "request": _normalised(request)})
+
+
+def build_entry(request: Mapping[str, Any], turns: Iterable[Mapping[str, Any]],
+                meta: Mapping[str, Any]) -> dict[str, Any]:
+    """Build an entry, filling in its format and key (``meta`` must carry ``createdAt``)."""
+    req = dict(request)
+    return {"format": CACHE_FORMAT, "key": cache_key(req), "request": req,
+            "turns": [dict(t) for t in turns], "meta": dict(meta)}
+
+
+def _secret_paths(value: Any) -> list[str]:
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                where = f"{path}.{k}" if path else str(k)
+                if "".join(c for c in str(k).lower() if c.isalnum()) in _SECRET_NAMES:
+                    found.append(where)
+                stack.append((where, v))
+        elif isinstance(node, list | tuple):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node))
+    return sorted(found)
+
+
+def _parse_time(text: str) -> datetime:
+    """Parse an ISO 8601 date or time; a naive one is taken as UTC."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def entry_problems(entry: Any) -> list[str]:
+    """Why ``entry`` is not a valid cache entry; empty when it is."""
+    if not isinstance(entry, Mapping):
+        return ["entry is not a JSON object"]
+    problems = [f"credential-like field {p!r} must never be cached"
+                for p in _secret_paths(entry)]
+    missing = sorted(_ENTRY_FIELDS - entry.keys())
+    unknown = sorted(str(k) for k in entry.keys() - _ENTRY_FIELDS)
+    if missing:
+        problems.append(f"missing field(s): {', '.join(missing)}")
+    if unknown:
+        problems.append(f"unknown field(s): {', '.join(unknown)}")
+    if "format" in entry and entry["format"] != CACHE_FORMAT:
+        problems.append(f"format {entry['format']!r} is not {CACHE_FORMAT}")
+    request = entry.get("request")
+    if "request" in entry:
+        if not isinstance(request, Mapping):
+            problems.append("request is not an object")
+        else:
+            if not isinstance(request.get("model"), str) or not request["model"]:
+                problems.append("request.model is not a non-empty string")
+            if not isinstance(request.get("messages"), list):
+                problems.append("request.messages is not a list")
+            try:
+                expected = cache_key(request)
+            except (TypeError, ValueError) as exc:
+                problems.append(f"request is not canonical JSON: {exc}")
+            else:
+                if entry.get("key") != expected:
+                    problems.append(f"key {str(entry.get('key'))[:16]}… does not match "
+                                    f"the request (expected {expected[:16]}…)")
+    turns = entry.get("turns")
+    if "turns" in entry and (not isinstance(turns, list) or not turns):
+        problems.append("turns is not a non-empty list")
+    elif isinstance(turns, list):
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, Mapping) or not isinstance(turn.get("text"), str):
+                problems.append(f"turns[{i}] has no text")
+    meta = entry.get("meta")
+    if "meta" in entry:
+        created = meta.get("createdAt") if isinstance(meta, Mapping) else None
+        if not isinstance(meta, Mapping):
+            problems.append("meta is not an object")
+        elif not isinstance(created, str):
+            problems.append("meta.createdAt is not a string")
+        else:
+            try:
+                _parse_time(created)
+            except ValueError:
+                problems.append(f"meta.createdAt {created!r} is not ISO 8601")
+    return problems
+
+
+class _RefusedValue(Exception):
+    """A stored value that is not plain bytes: never decoded, reported as corrupt."""
+
+
+class _PickledKey:
+    """A key another program stored pickled: kept as bytes so it can be named and deleted."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"<pickled key {self.data[:12].hex()}…>"
+
+
+@functools.cache
+def _bytes_only_disk() -> type:
+    """Make a diskcache ``Disk`` that only ever stores and returns bytes.
+
+    diskcache pickles any value that is not bytes/str/number, and unpickles whatever a row's
+    mode says is a pickle. A cache directory is shared and imported from elsewhere, so a
+    planted row must not run code when read: pickled values and keys are refused, not loaded.
+    """
+    import sqlite3
+
+    import diskcache
+    from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
+
+    class BytesOnlyDisk(diskcache.Disk):  # type: ignore[misc]
+        def put(self, key: Any) -> Any:
+            if isinstance(key, _PickledKey):
+                return sqlite3.Binary(key.data), False
+            return super().put(key)
+
+        def get(self, key: Any, raw: bool) -> Any:
+            return super().get(key, raw) if raw else _PickledKey(bytes(key))
+
+        def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
+            if type(value) is not bytes:
+                raise TypeError("the judgment cache stores bytes only")
+            return super().store(value, read, key=key)
+
+        def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+            if mode not in (MODE_RAW, MODE_BINARY) or read:
+                kind = "pickled" if mode == MODE_PICKLE else f"of mode {mode}"
+                raise _RefusedValue(f"stored value is {kind}, not bytes: refused")
+            return super().fetch(mode, filename, value, read)
+
+    return BytesOnlyDisk
+
+
+def _open_diskcache(directory: Path) -> Any:
+    import sqlite3
+
+    import diskcache
+
+    try:
+        # Settings are stored in the database; passing them on every open pins them.
+        return diskcache.Cache(str(directory), disk=_bytes_only_disk(),
+                               eviction_policy="none", size_limit=2**40, statistics=False)
+    except (OSError, sqlite3.Error) as exc:
+        raise UsageError(f"cannot open the cache: {exc}", file=str(directory),
+                         fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
+
+
+class JudgmentCache:
+    """Cache entries in a directory, read and written as the mode allows.
+
+    ``off`` never touches the disk; the read-only modes never create the directory.
+    """
+
+    def __init__(self, directory: str | Path, mode: CacheMode = "read-write") -> None:
+        if mode not in CACHE_MODES:
+            raise UsageError(f"unknown cache mode {mode!r}", fix=f"one of {', '.join(CACHE_MODES)}")
+        self.directory = Path(directory)
+        self.mode: CacheMode = mode
+        self.readable: bool = mode in _READABLE
+        self.writable: bool = mode in _WRITABLE
+        self._counters = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0}
+        self._dc: Any = None
+        self._store()
+
+    def __repr__(self) -> str:
+        return f"JudgmentCache({str(self.directory)!r}, mode={self.mode!r})"
+
+    def _store(self) -> Any:
+        """Return the diskcache, opened on first need; None while there is nothing to open."""
+        if self._dc is None and self.mode != "off" and (
+                self.writable or (self.directory / _DBNAME).is_file()):
+            self._dc = _open_diskcache(self.directory)
+        return self._dc
+
+    def _require_writable(self, what: str) -> Any:
+        if not self.writable:
+            raise UsageError(f"cannot {what}: the cache at {self.directory} is open "
+                             f"{self.mode!r}", fix="open it read-write")
+        return self._store()
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _load(self, key: Any) -> tuple[dict[str, Any] | None, str | None]:
+        """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent."""
+        store = self._store()
+        if store is None or not isinstance(key, str):
+            return None, None
+        missing = object()
+        try:
+            raw = store.get(key, default=missing, retry=True)
+        except _RefusedValue as exc:
+            return None, str(exc)
+        if raw is missing:
+            # A row whose value file is gone reads as missing: tell it from a real miss.
+            return (None, "value file missing") if key in store else (None, None)
+        if type(raw) is not bytes:
+            return None, f"stored value is {type(raw).__name__}, not bytes"
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            return None, f"not JSON: {exc}"
+        problems = entry_problems(entry)
+        if not problems and entry["key"] != key:
+            problems = [f"stored under {key[:16]}… but its key is {entry['key'][:16]}…"]
+        if problems:
+            return None, "; ".join(problems)
+        return entry, None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """Return the entry for ``key``; None on a miss, when unreadable, or when corrupt.
+
+        Every None counts as a miss; a corrupt entry also counts as corrupt.
+        """
+        entry, problem = self._load(key) if self.readable else (None, None)
+        if problem is not None:
+            self._counters["corrupt"] += 1
+        self._counters["hits" if entry is not None else "misses"] += 1
+        return entry
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
+        store = self._store()
+        return store is not None and isinstance(key, str) and key in store
+
+    def __len__(self) -> int:
+        store = self._store()
+        return 0 if store is None else len(store)
+
+    def _keys(self) -> Iterator[Any]:
+        store = self._store()
+        if store is not None:
+            yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
+
+    def _scan(self) -> Iterator[tuple[Any, dict[str, Any] | None, str | None]]:
+        for key in self._keys():
+            entry, problem = self._load(key) if isinstance(key, str) else (
+                None, "key is not text")
+            if entry is not None or problem is not None:  # else deleted under our feet
+                yield key, entry, problem
+
+    def iter_entries(self) -> Iterator[dict[str, Any]]:
+        """Every sound entry, sorted by key; corrupt ones are skipped (see :meth:`verify`)."""
+        for _, entry, _ in self._scan():
+            if entry is not None:
+                yield entry
+
+    def counters(self) -> dict[str, int]:
+        """Return this instance's hits, misses, writes and corrupt reads."""
+        return dict(self._counters)
+
+    def stats(self) -> dict[str, Any]:
+        """Summarise: entries, bytes on disk, per model, oldest/newest, this instance's counters."""
+        models: dict[str, int] = {}
+        entries = corrupt = 0
+        oldest: tuple[datetime, str] | None = None
+        newest: tuple[datetime, str] | None = None
+        for _, entry, _ in self._scan():
+            entries += 1
+            if entry is None:
+                corrupt += 1
+                continue
+            model = entry["request"]["model"]
+            models[model] = models.get(model, 0) + 1
+            created = entry["meta"]["createdAt"]
+            moment = (_parse_time(created), created)
+            oldest = moment if oldest is None or moment < oldest else oldest
+            newest = moment if newest is None or moment > newest else newest
+        size = 0
+        if self.directory.is_dir():
+            for root, _, files in os.walk(self.directory):
+                for name in files:
+                    try:
+                        size += (Path(root) / name).stat().st_size
+                    except OSError:  # a WAL or value file removed meanwhile
+                        pass
+        return {
+            "directory": str(self.directory),
+            "mode": self.mode,
+            "exists": (self.directory / _DBNAME).is_file(),
+            "entries": entries,
+            "corrupt": corrupt,
+            "bytes": size,
+            "models": dict(sorted(models.items())),
+            "oldest": oldest[1] if oldest else None,
+            "newest": newest[1] if newest else None,
+            "counters": self.counters(),
+        }
+
+    def verify(self) -> VerifyReport:
+        """Re-read and re-hash every entry; name the corrupt ones and why."""
+        report: VerifyReport = {"checked": 0, "ok": 0, "corrupt": [], "reasons": {}}
+        for key, entry, problem in self._scan():
+            report["checked"] += 1
+            if entry is not None:
+                report["ok"] += 1
+            else:
+                name = key if isinstance(key, str) else repr(key)
+                report["corrupt"].append(name)
+                report["reasons"][name] = problem or "unreadable"
+        return report
+
+    def export_jsonl(self, fp: TextIO) -> int:
+        """Write one canonical entry per line, sorted by key; returns the count.
+
+        The same entries always give the same bytes, so an export diffs well in git.
+        """
+        count = 0
+        for entry in self.iter_entries():
+            fp.write(canonical_json(entry) + "\n")
+            count += 1
+        return count
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _validated(self, entry: Any) -> bytes:
+        problems = entry_problems(entry)
+        if problems:
+            raise ValueError("invalid cache entry: " + "; ".join(problems))
+        # Raw bytes are stored as they are, never pickled: loading an entry parses JSON and
+        # can never execute code, whoever wrote the directory or the imported file.
+        return canonical_json(dict(entry)).encode("utf-8")
+
+    def put(self, entry: Mapping[str, Any]) -> bool:
+        """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
+
+        Raises ``ValueError`` for an invalid entry: wrong key, no turns, a credential field.
+        """
+        if not self.writable:
+            return False
+        data = self._validated(entry)
+        self._store().set(entry["key"], data, retry=True)
+        self._counters["writes"] += 1
+        return True
+
+    def import_jsonl(self, fp: TextIO) -> ImportReport:
+        """Add the valid entries of a JSONL export; existing keys are kept, not replaced."""
+        store = self._require_writable("import")
+        report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": []}
+        for number, line in enumerate(fp, start=1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+                data = self._validated(entry)
+            except (ValueError, RecursionError) as exc:
+                report["rejected"] += 1
+                report["errors"].append(f"line {number}: {exc}")
+                continue
+            if store.add(entry["key"], data, retry=True):
+                report["added"] += 1
+                self._counters["writes"] += 1
+            else:
+                report["skipped"] += 1
+        return report
+
+    def prunable(self, *, model: str | None = None, before: str | None = None,
+                 corrupt: bool = False, all_entries: bool = False) -> list[dict[str, Any]]:
+        """List what :meth:`prune` would remove: ``{"key", "model", "createdAt", "reason"}`` each.
+
+        Sound entries go when they match every filter given (``model``, created ``before``);
+        corrupt ones go when ``corrupt`` is set. Without any filter, ``all_entries`` is needed.
+        """
+        if model is None and before is None and not corrupt and not all_entries:
+            raise ValueError("prune needs a filter (model, before, corrupt) or all_entries")
+        cutoff = _parse_time(before) if before is not None else None
+        by_filter = all_entries or model is not None or before is not None
+        chosen: list[dict[str, Any]] = []
+        for key, entry, problem in self._scan():
+            if entry is None:
+                if corrupt or all_entries:
+                    chosen.append({"key": key, "model": None, "createdAt": None,
+                                   "reason": f"corrupt: {problem}"})
+                continue
+            created = entry["meta"]["createdAt"]
+            if by_filter and (model is None or entry["request"]["model"] == model) and (
+                    cutoff is None or _parse_time(created) < cutoff):
+                chosen.append({"key": key, "model": entry["request"]["model"],
+                               "createdAt": created, "reason": "matched"})
+        return chosen
+
+    def remove(self, keys: Iterable[Any]) -> int:
+        """Delete ``keys``; returns how many were there to delete."""
+        store = self._require_writable("remove entries")
+        return sum(1 for key in keys if store.delete(key, retry=True))
+
+    def prune(self, *, model: str | None = None, before: str | None = None,
+              corrupt: bool = False, all_entries: bool = False, dry_run: bool = False) -> int:
+        """Remove the entries :meth:`prunable` selects; returns the count (to be) removed."""
+        if not dry_run:
+            self._require_writable("prune")
+        chosen = self.prunable(model=model, before=before, corrupt=corrupt,
+                               all_entries=all_entries)
+        if dry_run:
+            return len(chosen)
+        return self.remove(item["key"] for item in chosen)
+
+    # --- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the SQLite connection."""
+        if self._dc is not None:
+            self._dc.close()
+            self._dc = None
+
+    def __enter__(self) -> JudgmentCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,230 @@
+"""``judge run``: the main job — judge a suite, store the run, summarise, compare with the baseline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .output import band_style, emit_json, err_console
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..models import RunInfo
+    from ..summary import Summary
+
+__all__ = ["EXIT_CACHE_MISS", "EXIT_INTERRUPTED", "register"]
+
+EXIT_CACHE_MISS = 3
+EXIT_INTERRUPTED = 130
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run`` to ``app``."""
+    app.command("run")(run)
+
+
+def run(
+    suite: Annotated[Path, typer.Argument(help="Suite file (.yaml or .jsonl).")],
+    rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
+    model: Annotated[list[str] | None, typer.Option(
+        "--model", "-m", help="Judge model (LiteLLM name); repeat for a panel.")] = None,
+    api_base: Annotated[str | None, typer.Option(help="Base URL of the model server.")] = None,
+    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
+    seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
+    samples: Annotated[int | None, typer.Option(help="Judge each case K times (seed, seed+1...).")] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Replay from the cache only; never touch the network.")] = False,
+    cache_mode: Annotated[str | None, typer.Option(
+        help="read-write | read-only | offline | refresh | off")] = None,
+    cache_dir: Annotated[str | None, typer.Option(help="Cache folder.")] = None,
+    store: Annotated[str | None, typer.Option(help="Run store URL.")] = None,
+    template: Annotated[str | None, typer.Option(help="Prompt template id.")] = None,
+    output_mode: Annotated[str | None, typer.Option(
+        help="auto | json_schema | json_object | prompt")] = None,
+    tag: Annotated[list[str] | None, typer.Option(help="Only cases with this tag.")] = None,
+    complexity: Annotated[list[str] | None, typer.Option(help="Only this complexity.")] = None,
+    case: Annotated[list[str] | None, typer.Option("--case", help="Only this case id.")] = None,
+    no_llm: Annotated[bool, typer.Option(
+        "--no-llm", help="Run only the deterministic cases.")] = False,
+    timeout: Annotated[float | None, typer.Option(help="Seconds per model request.")] = None,
+    no_check: Annotated[bool, typer.Option(
+        "--no-check", help="Skip the baseline comparison.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Judge SUITE, store the run, print the summary and the baseline comparison."""
+    from ..config import load_config
+
+    flags: dict[str, Any] = {
+        "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
+        "concurrency": concurrency, "seed": seed, "samples": samples,
+        "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
+        "store_url": store, "template": template, "output_mode": output_mode,
+        "timeout": timeout, "llm": False if no_llm else None,
+    }
+    config = load_config(Path.cwd(), flags)
+    code = run_suite(config, suite, tags=tag or [], complexity=complexity or [],
+                     ids=case or [], check=not no_check, json_out=json_out)
+    raise typer.Exit(code)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _run_id(now: str) -> str:
+    import secrets
+
+    stamp = now.replace("-", "").replace(":", "")[:15]
+    return f"{stamp}-{secrets.token_hex(3)}"
+
+
+def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: list[str],
+              ids: list[str], check: bool, json_out: bool) -> int:
+    """Everything ``judge run`` does; returns the exit code."""
+    import asyncio
+
+    from ..errors import SuiteError, UsageError
+    from ..resources import load_rubric, load_suite
+    from ..rubric import rubric_hash
+    from ..suite import filter_cases, validate_against_rubric
+
+    workspace = config.workspace
+    suite = load_suite(suite_path)
+    rubric = load_rubric(config["rubric"] or suite.rubric or "task-evaluation", workspace)
+    validate_against_rubric(suite, rubric, str(suite_path))
+    cases = filter_cases(suite.cases, tags=tags, complexity=complexity, ids=ids)
+    if ids:
+        unknown = sorted(set(ids) - {c.id for c in suite.cases})
+        if unknown:
+            raise SuiteError(f"no case {unknown[0]!r}", file=str(suite_path),
+                             fix=f"known ids start with: {', '.join(c.id for c in suite.cases[:5])}")
+    if not config["llm"]:
+        cases = [c for c in cases if c.judged_by == "deterministic"]
+    if not cases:
+        raise UsageError("no case left to run after the filters", fix="loosen --tag/--case")
+    needs_judge = any(c.judged_by == "llm" for c in cases)
+    models, notice = _resolve_models(config, needs_judge)
+    mode = config["cache_mode"]
+    from .run_exec import Execution
+
+    execution = Execution(config=config, suite=suite, suite_path=suite_path, rubric=rubric,
+                          rubric_hash=rubric_hash(rubric), models=models, cases=cases,
+                          offline=mode == "offline", needs_judge=needs_judge,
+                          now=_now, run_id=_run_id(_now()))
+    if notice:
+        err_console().print(notice)
+    try:
+        outcome = asyncio.run(execution.start())
+    except KeyboardInterrupt:
+        # asyncio re-raises Ctrl-C after the run has stored what it judged and finished.
+        if execution.outcome is None:
+            raise
+        outcome = execution.outcome
+    return _report(execution, outcome, check=check, json_out=json_out)
+
+
+def _resolve_models(config: Config, needs_judge: bool) -> tuple[list[str], str | None]:
+    from ..errors import UsageError
+
+    models = config.models()
+    if models or not needs_judge:
+        return models or ["none"], None
+    from ..local import default_model_notice
+
+    notice = default_model_notice()
+    if notice is None:
+        raise UsageError("no judge model configured",
+                         fix="pass --model (e.g. --model openai/gpt-4o-mini), set JUDGE_MODEL, "
+                             "or install the local judge: pip install 'judgeflow[local]'")
+    return ["local/smollm2"], notice
+
+
+def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int:
+    comparison = execution.compare() if check and not outcome.interrupted else None
+    if json_out:
+        emit_json({
+            "run": outcome.run.model_dump(mode="json"),
+            "cases": [r.model_dump(mode="json") for r in execution.results()],
+            "summary": outcome.summary.model_dump(mode="json"),
+            "summaries": {m: s.model_dump(mode="json") for m, s in outcome.summaries.items()}
+            if len(outcome.summaries) > 1 else None,
+            "baseline": comparison,
+        })
+    else:
+        _print_summary(outcome.run, outcome.summary, outcome.summaries)
+        _print_comparison(comparison)
+    if outcome.interrupted:
+        err_console().print(f"[yellow]interrupted[/]: kept {outcome.summary.cases} judged "
+                            f"case(s) in run {outcome.run.id}; run again to resume from the cache")
+        return EXIT_INTERRUPTED
+    if outcome.summary.cacheMisses:
+        misses = execution.missing_cases()
+        err_console().print(
+            f"[red]offline: {len(misses)} judgment(s) not in the cache[/]: " + ", ".join(misses))
+        return EXIT_CACHE_MISS
+    if comparison is not None and comparison.get("hasRegression") and \
+            execution.config["block_on_regression"]:
+        return 1
+    return 0
+
+
+def _print_summary(run: RunInfo, summary: Summary, summaries: dict[str, Summary]) -> None:
+    from rich.table import Table
+
+    from .output import console
+
+    out = console()
+    t = run.totals
+    cost = "unknown" if t.costUsd is None else f"${t.costUsd:.4f}"
+    out.print(f"[bold]run {run.id}[/]  suite [bold]{run.suite}[/]  rubric {run.rubric}  "
+              f"judge {', '.join(run.models)}  seed {run.seed}")
+    rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
+    mean = "—" if summary.meanOverall is None else f"{summary.meanOverall:.1f}"
+    out.print(f"cases {summary.cases}: scored {summary.scored}, unscored {summary.unscored}"
+              + (f", cache misses {summary.cacheMisses}" if summary.cacheMisses else "")
+              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored})"
+              + f"  ·  mean overall [bold]{mean}[/]")
+    out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
+              f"{t.promptTokens}+{t.completionTokens}, cost {cost}, {t.wallSeconds:.1f}s")
+    if summary.categoryAverages:
+        out.print("category averages: " + ", ".join(
+            f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()))
+    if summary.bands:
+        out.print("bands: " + ", ".join(f"[{band_style(b)}]{b}[/] {n}"
+                                        for b, n in summary.bands.items()))
+    if summary.failures:
+        table = Table("case", "status", "overall", "band", "reason",
+                      title=f"failures ({summary.failuresTotal})", title_justify="left")
+        for f in summary.failures[:20]:
+            table.add_row(f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
+                          f"[{band_style(f.band)}]{f.band or '—'}[/]", (f.reason or "")[:80])
+        out.print(table)
+    if len(summaries) > 1:
+        for name, s in summaries.items():
+            out.print(f"  judge {name}: mean {s.meanOverall}, pass rate {s.passRate}")
+
+
+def _print_comparison(comparison: dict[str, Any] | None) -> None:
+    from .output import console
+
+    if comparison is None:
+        return
+    out = console()
+    if comparison.get("baselineRecorded"):
+        out.print(f"[cyan]no baseline yet: recorded {comparison.get('path')}[/]")
+        return
+    if comparison["hasRegression"]:
+        out.print(f"[red]⚠ regression[/] against {comparison['baselineId']}: "
+                  f"{comparison['previousScore']} → {comparison['currentScore']} "
+                  f"({comparison['scoreDelta']:+})")
+        for reason in comparison["blockedReasons"]:
+            out.print(f"  [red]•[/] {reason}")
+    else:
+        out.print(f"[green]✓ no regression[/] against {comparison['baselineId']}: "
+                  f"{comparison['previousScore']} → {comparison['currentScore']} "
+                  f"({comparison['scoreDelta']:+})")
+

@@ -1,0 +1,197 @@
+"""Wiring of one ``judge run``: cache, store, judge clients, progress, baseline comparison."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..models import CaseResult, RunInfo
+from ..rubric import Rubric
+from ..runner import Progress, RunOutcome
+from ..suite import Case, Suite
+
+__all__ = ["Execution"]
+
+
+@dataclass
+class Execution:
+    """One run from start to report; holds what the report needs afterwards."""
+
+    config: Config
+    suite: Suite
+    suite_path: Path
+    rubric: Rubric
+    rubric_hash: str
+    models: list[str]
+    cases: list[Case]
+    offline: bool
+    needs_judge: bool
+    now: Callable[[], str]
+    run_id: str
+    outcome: RunOutcome | None = None
+    store: Any = None
+    _stops: list[Callable[[], None]] = field(default_factory=list)
+
+    def _path(self, value: str) -> Path:
+        path = Path(value)
+        return path if path.is_absolute() else self.config.workspace / path
+
+    def _clients(self) -> dict[str, Any]:
+        from ..client import LiteLLMClient, ModelSpec
+
+        clients: dict[str, Any] = {}
+        for name in self.models:
+            call_name, api_base = name, self.config["api_base"]
+            if name.startswith("local/"):
+                from ..local import ensure_server
+
+                server = ensure_server(name)
+                call_name, api_base = server.litellm_model, server.api_base
+                self._stops.append(server.release)
+            clients[name] = LiteLLMClient(ModelSpec(
+                name=call_name, api_base=api_base, api_key=os.environ.get("JUDGE_API_KEY"),
+                output_mode=self.config["output_mode"], timeout=self.config["timeout"],
+                max_attempts=self.config["max_attempts"]))
+        return clients
+
+    def _plan(self, template_id: str, template_hash: str) -> Any:
+        from ..judging import JudgeSettings
+        from ..runner import RunPlan
+
+        c = self.config
+        settings = JudgeSettings(temperature=c["temperature"], seed=c["seed"],
+                                 output_mode=c["output_mode"], max_repairs=c["max_repairs"],
+                                 params={"max_tokens": c["max_tokens"]})
+        run = RunInfo(
+            id=self.run_id, suite=self.suite.id, suitePath=str(self.suite_path),
+            rubric=self.rubric.id, rubricHash=self.rubric_hash, models=tuple(self.models),
+            seed=c["seed"], temperature=c["temperature"], samples=c["samples"],
+            templateId=template_id, templateHash=template_hash, createdAt=self.now(),
+            settings={"cacheMode": c["cache_mode"], "concurrency": c["concurrency"],
+                      "outputMode": c["output_mode"], "maxRepairs": c["max_repairs"],
+                      "maxTokens": c["max_tokens"], "cases": len(self.cases),
+                      "llm": c["llm"]},
+        )
+        return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
+                       models=tuple(self.models), settings=settings, samples=c["samples"],
+                       concurrency=c["concurrency"])
+
+    async def start(self) -> RunOutcome:
+        """Judge, store and summarise; the store records the run even when interrupted."""
+        from ..cache import JudgmentCache
+        from ..prompts import PromptRenderer
+        from ..runner import execute
+        from ..store import RunStore
+
+        c = self.config
+        renderer = PromptRenderer(c["template"], c.workspace) if self.needs_judge else None
+        cache = None if c["cache_mode"] == "off" else JudgmentCache(self._path(c["cache_dir"]),
+                                                                    c["cache_mode"])
+        plan = self._plan(renderer.template_id if renderer else "none",
+                          renderer.template_hash if renderer else "none")
+        self.store = RunStore(c["store_url"], workspace=c.workspace)
+        clients = None if self.offline or not self.needs_judge else self._clients()
+        self.store.create_run(plan.run)
+        progress = Progress(total=len(self.cases) * (len(self.models) * c["samples"]))
+        display = _Display(progress)
+        try:
+            self.outcome = await execute(plan, self.cases, renderer=renderer, cache=cache,
+                                         clients=clients, sink=self.store, now=self.now,
+                                         progress=progress, on_result=display.tick)
+        finally:
+            display.close()
+            for stop in self._stops:
+                stop()
+            if cache is not None:
+                cache.close()
+            if clients:
+                from ..client import quiet_exit
+
+                quiet_exit()
+        self.store.finish_run(plan.run.id, totals=self.outcome.run.totals,
+                              status=self.outcome.run.status)
+        return self.outcome
+
+    def results(self) -> Iterator[CaseResult]:
+        """The run's stored results, in case order."""
+        assert self.outcome is not None
+        return self.store.iter_results(self.outcome.run.id)  # type: ignore[no-any-return]
+
+    def missing_cases(self) -> list[str]:
+        """Ids of cases that offline replay could not find in the cache."""
+        return sorted({r.id for r in self.results() if r.status == "cache_miss"})
+
+    def compare(self) -> dict[str, Any] | None:
+        """Compare with the suite's baseline; record one when there is none."""
+        from ..baseline import build_baseline, compare, pick_primary
+        from ..baselines_io import baseline_path, load_baseline, save_baseline
+
+        assert self.outcome is not None
+        c = self.config
+        path = baseline_path(c.workspace / c["baselines_dir"], self.suite.id)
+        primary = pick_primary(self.results(), self.models[0])
+        if not path.exists():
+            if self.outcome.summary.cacheMisses:
+                return None
+            baseline = build_baseline(self.suite.id, self.rubric.id, self.rubric_hash,
+                                      tuple(self.models), primary, run_id=self.outcome.run.id,
+                                      threshold=c["threshold"])
+            save_baseline(path, baseline)
+            return {"baselineRecorded": True, "path": str(path),
+                    "baselineId": baseline.baselineId, "hasRegression": False}
+        comparison = compare(load_baseline(path), primary, threshold=c["threshold"])
+        return {**comparison.model_dump(mode="json"), "baselineRecorded": False,
+                "path": str(path)}
+
+
+class _Display:
+    """Progress on stderr: a rich bar on a terminal, a plain line every few seconds otherwise."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.bar: Any = None
+        self.last = time.monotonic()
+        if sys.stderr.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as Bar
+
+            from .output import err_console
+
+            self.bar = Bar(TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
+                           TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
+                           console=err_console(), transient=True)
+            self.task = self.bar.add_task("run", total=progress.total, info="")
+            self.bar.start()
+
+    def _info(self) -> str:
+        p = self.progress
+        cost = f"${p.cost:.4f}" if p.cost_known else "cost unknown"
+        return (f"hits {p.cache_hits} · unscored {p.unscored} · tokens "
+                f"{p.prompt_tokens + p.completion_tokens} · {cost}")
+
+    def tick(self, result: CaseResult) -> None:
+        """Update after one result."""
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.progress.done, info=self._info())
+            return
+        now = time.monotonic()
+        if now - self.last >= 5 or self.progress.done == self.progress.total:
+            self.last = now
+            print(f"judged {self.progress.done}/{self.progress.total} · {self._info()}",
+                  file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Stop the bar."""
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,198 @@
+"""The runner: judge a suite's cases with one or more judges, concurrently, streaming results.
+
+Memory stays flat on large suites: cases are prepared as they are reached, at most a
+bounded number of judgments are in flight, results go to the store in batches and into an
+incremental summary. Only model calls wait for the concurrency limit; a cache hit is
+resolved at once. Every valid judgment is cached the moment it arrives, so a run stopped by
+Ctrl-C (or killed) resumes from the cache at no cost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .cache import JudgmentCache
+from .client import JudgeRequest, Turn
+from .judging import Completer, JudgeSettings, judge_prepared, prepare
+from .models import CaseResult, RunInfo, RunTotals
+from .prompts import PromptRenderer
+from .rubric import Rubric
+from .suite import Case
+from .summary import Summary, SummaryBuilder
+
+__all__ = ["Progress", "ResultSink", "RunOutcome", "RunPlan", "execute"]
+
+STORE_BATCH = 256
+
+
+class ResultSink(Protocol):
+    """Where results go: the run store, or a test's list."""
+
+    def add_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
+        """Persist a batch."""
+        ...
+
+
+@dataclass
+class Progress:
+    """Live counters for a progress display."""
+
+    total: int = 0
+    done: int = 0
+    cache_hits: int = 0
+    unscored: int = 0
+    misses: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cost_known: bool = True
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, result: CaseResult) -> None:
+        """Count a finished judgment."""
+        self.done += 1
+        self.unscored += result.status == "unscored"
+        self.misses += result.status == "cache_miss"
+        if result.judge is not None:
+            self.cache_hits += result.judge.cached
+            if not result.judge.cached:
+                self.prompt_tokens += result.judge.promptTokens or 0
+                self.completion_tokens += result.judge.completionTokens or 0
+                if result.judge.costUsd is None:
+                    self.cost_known = False
+                else:
+                    self.cost += result.judge.costUsd
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """What to run: one rubric, one or more judge models, the call settings."""
+
+    run: RunInfo
+    rubric: Rubric
+    rubric_hash: str
+    models: tuple[str, ...]
+    settings: JudgeSettings
+    samples: int = 1
+    concurrency: int = 16
+
+
+@dataclass
+class RunOutcome:
+    """What a run produced besides the stored results."""
+
+    run: RunInfo
+    summary: Summary
+    summaries: dict[str, Summary]
+    """Per judge model (first sample only), for panels."""
+    interrupted: bool = False
+
+
+class _Limited:
+    """A completer whose calls wait for the concurrency limit; cache hits never get here."""
+
+    def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
+        self.inner = inner
+        self.limit = limit
+
+    async def complete(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        async with self.limit:
+            return await self.inner.complete(request, messages)
+
+
+async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRenderer | None,
+                  cache: JudgmentCache | None, clients: Mapping[str, Completer] | None,
+                  sink: ResultSink, now: Callable[[], str],
+                  progress: Progress | None = None,
+                  on_result: Callable[[CaseResult], None] | None = None) -> RunOutcome:
+    """Judge ``cases``; ``clients`` None means offline (cache only, no network)."""
+    limit = asyncio.Semaphore(plan.concurrency)
+    limited = {m: _Limited(c, limit) for m, c in clients.items()} if clients else None
+    window = asyncio.Semaphore(max(64, plan.concurrency * 4))
+    builder = SummaryBuilder()
+    per_model = {m: SummaryBuilder() for m in plan.models}
+    buffer: list[CaseResult] = []
+    pending: set[asyncio.Task[CaseResult]] = set()
+    progress = progress or Progress()
+    started = time.monotonic()
+
+    def flush() -> None:
+        if buffer:
+            sink.add_results(plan.run.id, list(buffer))
+            buffer.clear()
+
+    def finished(task: asyncio.Task[CaseResult]) -> None:
+        pending.discard(task)
+        window.release()
+        if task.cancelled() or task.exception() is not None:
+            return
+        result = task.result()
+        buffer.append(result)
+        progress.add(result)
+        builder.add(result) if _primary(result, plan) else None
+        if result.judge is not None and result.judge.sample == 0:
+            per_model[result.judge.model].add(result)
+        if on_result is not None:
+            on_result(result)
+        if len(buffer) >= STORE_BATCH:
+            flush()
+
+    async def one(prep: Any, model: str, sample: int) -> CaseResult:
+        client = limited.get(model) if limited else None
+        return await judge_prepared(prep, plan.rubric, plan.rubric_hash, model, plan.settings,
+                                    cache, client, sample=sample, now=now())
+
+    interrupted = False
+    errors: list[BaseException] = []
+    try:
+        for case in cases:
+            prep = prepare(case, plan.rubric, renderer)
+            judges = [(m, s) for m in plan.models for s in range(plan.samples)] \
+                if prep.prompt is not None else [(plan.models[0], 0)]
+            for model, sample in judges:
+                await window.acquire()
+                task = asyncio.ensure_future(one(prep, model, sample))
+                pending.add(task)
+                task.add_done_callback(finished)
+                task.add_done_callback(lambda t: errors.append(t.exception())  # type: ignore[arg-type]
+                                       if not t.cancelled() and t.exception() else None)
+            if errors:
+                break
+        if pending:
+            await asyncio.gather(*list(pending), return_exceptions=True)
+        if errors:
+            raise errors[0]
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        interrupted = True
+        for task in list(pending):
+            task.cancel()
+        if pending:
+            await asyncio.gather(*list(pending), return_exceptions=True)
+    finally:
+        flush()
+    summary = builder.build()
+    totals = RunTotals(
+        cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
+        cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
+        calls=sum(getattr(c, "attempts", 0) for c in (clients or {}).values()),
+        promptTokens=progress.prompt_tokens, completionTokens=progress.completion_tokens,
+        costUsd=round(progress.cost, 10) if progress.cost_known else None,
+        wallSeconds=round(time.monotonic() - started, 3),
+    )
+    run = plan.run.model_copy(update={"totals": totals,
+                                      "status": "interrupted" if interrupted else "complete"})
+    return RunOutcome(run=run, summary=summary,
+                      summaries={m: b.build() for m, b in per_model.items()},
+                      interrupted=interrupted)
+
+
+def _primary(result: CaseResult, plan: RunPlan) -> bool:
+    # The run's headline summary counts each case once: the first judge's first sample (or
+    # the deterministic result, which has no judge).
+    return result.judge is None or (result.judge.model == plan.models[0]
+                                    and result.judge.sample == 0)

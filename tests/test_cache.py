@@ -1,0 +1,461 @@
+"""The judgment cache: stable keys, modes, refusals, corruption, export/import, processes, CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import diskcache
+import pytest
+
+from judge.cache import (
+    CACHE_FORMAT,
+    JudgmentCache,
+    build_entry,
+    cache_key,
+    entry_problems,
+)
+from judge.canonical import canonical_json
+from judge.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[1]
+CREATED = "2025-03-01T12:00:00Z"
+
+
+def _request(**over: Any) -> dict[str, Any]:
+    req: dict[str, Any] = {
+        "model": "openai/gpt-4o-mini",
+        "messages": [{"role": "system", "content": "You are a judge."},
+                     {"role": "user", "content": "## Evidence\nÉvidence ✓ case 1"}],
+        "temperature": 0.0,
+        "seed": 7,
+        "responseFormat": {"type": "json_schema", "json_schema": {"name": "v", "schema": {}}},
+        "outputMode": "json_schema",
+        "params": {"max_tokens": 800},
+    }
+    req.update(over)
+    return req
+
+
+def _entry(n: int = 1, *, model: str = "openai/gpt-4o-mini", created: str = CREATED,
+           text: str | None = None) -> dict[str, Any]:
+    req = _request(model=model, messages=[{"role": "user", "content": f"case {n}"}])
+    turn = {"text": text if text is not None else f'{{"score": {n}}}', "finishReason": "stop",
+            "modelReported": model, "promptTokens": 10, "completionTokens": 5,
+            "costUsd": 0.0001, "latencyMs": 12.5, "outputMode": "json_schema"}
+    meta = {"templateId": "default", "templateHash": "t" * 8, "rubricId": "task-evaluation",
+            "rubricHash": "r" * 8, "createdAt": created, "judgeflow": "0.1.0"}
+    return build_entry(req, [turn], meta)
+
+
+# --- keys -------------------------------------------------------------------------------
+
+
+def test_key_is_sha256_of_canonical_request_with_format() -> None:
+    req = _request(temperature=0.3)
+    expected = hashlib.sha256(canonical_json({"format": CACHE_FORMAT, "request": req})
+                              .encode("utf-8")).hexdigest()
+    assert cache_key(req) == expected
+    assert cache_key(_request(temperature=0.3)) == expected
+    # Integral floats are hashed as integers: 0.0 is written 0.
+    assert cache_key(_request(temperature=0.0)) == hashlib.sha256(canonical_json(
+        {"format": CACHE_FORMAT, "request": _request(temperature=0)}).encode()).hexdigest()
+
+
+def test_key_ignores_dict_order_and_float_spelling() -> None:
+    req = _request()
+    shuffled = {k: req[k] for k in reversed(list(req))}
+    shuffled["messages"] = [{"content": m["content"], "role": m["role"]}
+                            for m in req["messages"]]
+    assert cache_key(shuffled) == cache_key(req)
+    assert cache_key(_request(temperature=0)) == cache_key(_request(temperature=0.0))
+
+
+CHANGES: dict[str, dict[str, Any]] = {
+    "model": {"model": "openai/gpt-4o"},
+    "message byte": {"messages": [{"role": "system", "content": "You are a judge."},
+                                  {"role": "user", "content": "## Evidence\nÉvidence ✓ case 2"}]},
+    "message role": {"messages": [{"role": "user", "content": "You are a judge."},
+                                  {"role": "user", "content": "## Evidence\nÉvidence ✓ case 1"}]},
+    "temperature": {"temperature": 0.2},
+    "seed": {"seed": 8},
+    "seed none": {"seed": None},
+    "responseFormat": {"responseFormat": {"type": "json_object"}},
+    "responseFormat none": {"responseFormat": None},
+    "outputMode": {"outputMode": "prompt"},
+    "params value": {"params": {"max_tokens": 801}},
+    "params added": {"params": {"max_tokens": 800, "top_p": 0.9}},
+}
+
+
+def test_every_output_relevant_change_gives_a_new_key() -> None:
+    keys = {name: cache_key(_request(**change)) for name, change in CHANGES.items()}
+    keys["base"] = cache_key(_request())
+    assert len(set(keys.values())) == len(keys), keys
+
+
+# --- storage ----------------------------------------------------------------------------
+
+
+def test_put_get_roundtrip_and_counters(tmp_path: Path) -> None:
+    entry = _entry()
+    with JudgmentCache(tmp_path / "c") as cache:
+        assert cache.get(entry["key"]) is None
+        assert cache.put(entry) is True
+        assert entry["key"] in cache and len(cache) == 1
+        assert cache.get(entry["key"]) == entry
+        assert cache.counters() == {"hits": 1, "misses": 1, "writes": 1, "corrupt": 0}
+    with JudgmentCache(tmp_path / "c", "read-only") as again:
+        assert again.get(entry["key"]) == entry
+
+
+def test_large_entry_lives_in_a_file_and_prune_removes_it(tmp_path: Path) -> None:
+    entry = _entry(text="x" * 100_000)  # beyond diskcache's 32 kB in-database limit
+    with JudgmentCache(tmp_path) as cache:
+        cache.put(entry)
+        assert list(tmp_path.rglob("*.val"))
+        assert cache.get(entry["key"]) == entry
+        assert cache.verify()["ok"] == 1
+        assert cache.prune(all_entries=True) == 1
+        assert not list(tmp_path.rglob("*.val"))
+
+
+MODES = {  # mode: (reads, writes)
+    "read-write": (True, True),
+    "read-only": (True, False),
+    "offline": (True, False),
+    "refresh": (False, True),
+    "off": (False, False),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_modes_read_and_write_as_named(tmp_path: Path, mode: Any) -> None:
+    old, new = _entry(1), _entry(2)
+    with JudgmentCache(tmp_path) as seed:
+        seed.put(old)
+    reads, writes = MODES[mode]
+    with JudgmentCache(tmp_path, mode) as cache:
+        assert (cache.readable, cache.writable) == (reads, writes)
+        assert (cache.get(old["key"]) == old) is reads
+        assert cache.put(new) is writes
+        assert (cache.get(new["key"]) is not None) is (reads and writes)
+    with JudgmentCache(tmp_path, "read-only") as check:
+        assert (new["key"] in check) is writes
+
+
+@pytest.mark.parametrize("mode", ["read-only", "offline", "off"])
+def test_non_writing_modes_never_create_the_directory(tmp_path: Path, mode: Any) -> None:
+    where = tmp_path / "absent"
+    with JudgmentCache(where, mode) as cache:
+        assert cache.get(_entry()["key"]) is None and len(cache) == 0
+        assert cache.stats()["entries"] == 0
+    assert not where.exists()
+
+
+def test_unknown_mode_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="unknown cache mode"):
+        JudgmentCache(tmp_path, "sometimes")  # type: ignore[arg-type]
+
+
+def test_refresh_replaces_an_entry(tmp_path: Path) -> None:
+    first, second = _entry(text="first"), _entry(text="second")
+    assert first["key"] == second["key"]
+    with JudgmentCache(tmp_path) as cache:
+        cache.put(first)
+    with JudgmentCache(tmp_path, "refresh") as cache:
+        assert cache.get(first["key"]) is None
+        cache.put(second)
+    with JudgmentCache(tmp_path, "read-only") as cache:
+        assert cache.get(first["key"]) == second
+
+
+# --- refusals ---------------------------------------------------------------------------
+
+
+def test_put_rejects_a_key_that_does_not_match_the_request(tmp_path: Path) -> None:
+    entry = _entry()
+    entry["request"]["temperature"] = 0.5
+    with JudgmentCache(tmp_path) as cache:
+        with pytest.raises(ValueError, match="does not match"):
+            cache.put(entry)
+        assert len(cache) == 0
+
+
+@pytest.mark.parametrize("turns", [[], None, [{"finishReason": "stop"}]])
+def test_put_rejects_entries_without_turns(tmp_path: Path, turns: Any) -> None:
+    entry = _entry()
+    if turns is None:
+        del entry["turns"]
+    else:
+        entry["turns"] = turns
+    with JudgmentCache(tmp_path) as cache, pytest.raises(ValueError, match="turns"):
+        cache.put(entry)
+
+
+def _with_secret(where: str) -> dict[str, Any]:
+    entry = _entry()
+    if where == "request":  # part of the key material: rekey so only the secret is wrong
+        req = {**entry["request"], "params": {"extra_headers": {"Authorization": "Bearer x"}}}
+        return build_entry(req, entry["turns"], entry["meta"])
+    if where == "turn":
+        entry["turns"][0]["raw"] = {"choices": [{"apiKey": "sk-x"}]}
+    elif where == "meta":
+        entry["meta"]["api_base"] = "http://10.0.0.1:8000"
+    else:
+        entry["API-KEY"] = "sk-x"
+    return entry
+
+
+@pytest.mark.parametrize("where", ["request", "turn", "meta", "top"])
+def test_put_refuses_credentials_at_any_depth(tmp_path: Path, where: str) -> None:
+    with JudgmentCache(tmp_path) as cache:
+        with pytest.raises(ValueError, match="credential-like"):
+            cache.put(_with_secret(where))
+        assert len(cache) == 0
+
+
+def test_credential_words_inside_text_are_fine() -> None:
+    req = _request(messages=[{"role": "user", "content": 'the diff adds "api_key": "sk-…"'}])
+    entry = build_entry(req, [{"text": "authorization: leaked api_key"}], {"createdAt": CREATED})
+    assert entry_problems(entry) == []
+
+
+# --- corruption -------------------------------------------------------------------------
+
+
+class _Planted:
+    """A pickle that creates a file when loaded: what a hostile shared cache could hold."""
+
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self) -> Any:
+        return (pathlib.Path.touch, (self.marker,))
+
+
+def test_corrupt_and_planted_values_are_never_loaded(tmp_path: Path) -> None:
+    good, bad_json, swapped, planted = _entry(1), _entry(2), _entry(3), _entry(4)
+    marker = tmp_path / "pwned"
+    store = tmp_path / "c"
+    with JudgmentCache(store) as cache:
+        cache.put(good)
+    with diskcache.Cache(str(store)) as raw:
+        raw.set(bad_json["key"], b'{"format": 1, "key": tru')
+        raw.set(swapped["key"], canonical_json(good).encode())  # a sound entry, wrong key
+        raw.set(planted["key"], _Planted(marker))
+    with JudgmentCache(store) as cache:
+        for entry in (bad_json, swapped, planted):
+            assert cache.get(entry["key"]) is None
+        assert not marker.exists()
+        assert cache.counters()["corrupt"] == 3
+        assert cache.get(good["key"]) == good
+
+        report = cache.verify()
+        assert report["checked"] == 4 and report["ok"] == 1
+        assert sorted(report["corrupt"]) == sorted(e["key"] for e in (bad_json, swapped, planted))
+        assert "not JSON" in report["reasons"][bad_json["key"]]
+        assert "stored under" in report["reasons"][swapped["key"]]
+        assert "pickled" in report["reasons"][planted["key"]]
+        assert cache.stats()["corrupt"] == 3
+
+        assert cache.prune(corrupt=True, dry_run=True) == 3 and len(cache) == 4
+        assert cache.prune(corrupt=True) == 3
+        assert cache.verify() == {"checked": 1, "ok": 1, "corrupt": [], "reasons": {}}
+    assert not marker.exists()
+
+
+def test_entries_never_expire(tmp_path: Path) -> None:
+    entry = _entry()
+    with JudgmentCache(tmp_path) as cache:
+        cache.put(entry)
+    with diskcache.Cache(str(tmp_path)) as raw:
+        assert raw.eviction_policy == "none"
+        _, expire_time = raw.get(entry["key"], expire_time=True)
+        assert expire_time is None
+        assert raw.expire(now=time.time() + 100 * 365 * 86400) == 0
+        assert raw.cull() == 0
+    with JudgmentCache(tmp_path, "read-only") as cache:
+        assert cache.get(entry["key"]) == entry
+
+
+# --- export, import, stats, prune -------------------------------------------------------
+
+
+def _filled(path: Path, n: int = 5) -> list[dict[str, Any]]:
+    entries = [_entry(i, model="m-a" if i % 2 else "m-b", created=f"2025-01-{10 + i}T00:00:00Z")
+               for i in range(n)]
+    with JudgmentCache(path) as cache:
+        for entry in entries:
+            cache.put(entry)
+    return entries
+
+
+def test_export_import_reproduces_identical_bytes(tmp_path: Path) -> None:
+    entries = _filled(tmp_path / "a")
+    first, second = io.StringIO(), io.StringIO()
+    with JudgmentCache(tmp_path / "a", "read-only") as cache:
+        assert cache.export_jsonl(first) == len(entries)
+    lines = first.getvalue().splitlines()
+    assert [json.loads(line)["key"] for line in lines] == sorted(e["key"] for e in entries)
+    with JudgmentCache(tmp_path / "b") as fresh:
+        report = fresh.import_jsonl(io.StringIO(first.getvalue()))
+        assert report == {"added": len(entries), "skipped": 0, "rejected": 0, "errors": []}
+        fresh.export_jsonl(second)
+        again = fresh.import_jsonl(io.StringIO(first.getvalue()))
+        assert again["added"] == 0 and again["skipped"] == len(entries)
+    assert second.getvalue() == first.getvalue()
+
+
+def test_import_rejects_tampered_lines_by_number(tmp_path: Path) -> None:
+    _filled(tmp_path / "a", 3)
+    out = io.StringIO()
+    with JudgmentCache(tmp_path / "a", "read-only") as cache:
+        cache.export_jsonl(out)
+    lines = out.getvalue().splitlines()
+    tampered = json.loads(lines[1])
+    tampered["request"]["model"] = "evil/model"  # same key, different request
+    lines[1] = canonical_json(tampered)
+    lines.insert(3, "{not json")
+    with JudgmentCache(tmp_path / "b") as fresh:
+        report = fresh.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+        assert report["added"] == 2 and report["rejected"] == 2
+        first, second = report["errors"]
+        assert first.startswith("line 2: ") and "does not match" in first
+        assert second.startswith("line 4: ") and "not JSON" not in first
+        assert tampered["key"] not in fresh
+
+
+def test_import_needs_a_writable_cache(tmp_path: Path) -> None:
+    with JudgmentCache(tmp_path, "read-only") as cache, pytest.raises(UsageError):
+        cache.import_jsonl(io.StringIO(""))
+
+
+def test_stats_counts_models_and_ages(tmp_path: Path) -> None:
+    _filled(tmp_path)
+    with JudgmentCache(tmp_path, "read-only") as cache:
+        stats = cache.stats()
+    assert stats["entries"] == 5 and stats["corrupt"] == 0
+    assert stats["models"] == {"m-a": 2, "m-b": 3}
+    assert (stats["oldest"], stats["newest"]) == ("2025-01-10T00:00:00Z", "2025-01-14T00:00:00Z")
+    assert stats["bytes"] > 0 and stats["mode"] == "read-only"
+
+
+def test_prune_by_model_and_date(tmp_path: Path) -> None:
+    entries = _filled(tmp_path)
+    with JudgmentCache(tmp_path) as cache:
+        with pytest.raises(ValueError, match="filter"):
+            cache.prune()
+        assert cache.prune(model="m-a", before="2025-01-12", dry_run=True) == 1
+        assert cache.prune(before="2025-01-12") == 2  # naive dates are UTC
+        assert cache.prune(model="m-a") == 1
+        assert [e["key"] for e in cache.iter_entries()] == sorted(
+            e["key"] for e in entries[2:] if e["request"]["model"] == "m-b")
+
+
+# --- several processes, one directory ---------------------------------------------------
+
+WRITER = r"""
+import sys, time
+from pathlib import Path
+from judge.cache import JudgmentCache, build_entry
+directory, start, stop, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
+while not go.exists():
+    time.sleep(0.002)
+with JudgmentCache(directory) as cache:
+    for i in range(start, stop):
+        req = {"model": "m", "messages": [{"role": "user", "content": f"case {i}"}],
+               "temperature": 0.0, "seed": 1, "responseFormat": None, "outputMode": "prompt",
+               "params": {}}
+        entry = build_entry(req, [{"text": f"verdict {i}"}], {"createdAt": "2025-01-01"})
+        cache.put(entry)
+        assert cache.get(entry["key"]) == entry
+print("done")
+"""
+
+
+def test_two_processes_share_one_directory(tmp_path: Path) -> None:
+    store, go = tmp_path / "shared", tmp_path / "go"
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(store), str(a), str(b), str(go)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for a, b in ((0, 200), (100, 300))]
+    go.touch()  # both start together, opening the fresh directory at once
+    for proc in procs:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and out.strip() == "done", err
+    with JudgmentCache(store, "read-only") as cache:
+        report = cache.verify()
+        assert len(cache) == 300
+        texts = sorted(int(e["turns"][0]["text"].split()[1]) for e in cache.iter_entries())
+    assert report["corrupt"] == [] and report["ok"] == 300
+    assert texts == list(range(300))
+
+
+# --- CLI --------------------------------------------------------------------------------
+
+
+def _judge(*args: str, cwd: Path, env: dict[str, str] | None = None,
+           stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if k != "JUDGE_CACHE_DIR"}
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "judge", "cache", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=60, check=False,
+                          env=full_env, input=stdin, encoding="utf-8")
+
+
+def test_cli_stats_json_uses_env_dir(tmp_path: Path) -> None:
+    _filled(tmp_path / "store")
+    proc = _judge("stats", "--json", cwd=tmp_path, env={"JUDGE_CACHE_DIR": "store"})
+    assert proc.returncode == 0, proc.stderr
+    stats = json.loads(proc.stdout)
+    assert stats["entries"] == 5 and stats["models"] == {"m-a": 2, "m-b": 3}
+    default = _judge("stats", "--json", cwd=tmp_path)  # ./cache: absent, and left absent
+    assert json.loads(default.stdout)["entries"] == 0 and not (tmp_path / "cache").exists()
+
+
+def test_cli_export_import_roundtrip(tmp_path: Path) -> None:
+    _filled(tmp_path / "cache")
+    proc = _judge("export", "out.jsonl", cwd=tmp_path)
+    assert proc.returncode == 0 and "exported 5 entries" in proc.stderr, proc.stderr
+    to_stdout = _judge("export", "-", cwd=tmp_path)
+    assert to_stdout.stdout == (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+
+    proc = _judge("import", "out.jsonl", "--dir", "copy", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["added"] == 5
+    _judge("export", "copy.jsonl", "--dir", "copy", cwd=tmp_path)
+    assert (tmp_path / "copy.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
+
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    bad = json.loads(lines[2])
+    bad["request"]["seed"] = 99
+    lines[2] = json.dumps(bad)
+    proc = _judge("import", "-", "--dir", "third", cwd=tmp_path, stdin="\n".join(lines) + "\n")
+    assert proc.returncode == 2
+    assert "line 3:" in proc.stderr and "added 4" in proc.stdout
+
+
+def test_cli_verify_and_prune(tmp_path: Path) -> None:
+    entries = _filled(tmp_path / "cache", 2)
+    assert _judge("verify", cwd=tmp_path).returncode == 0
+    with diskcache.Cache(str(tmp_path / "cache")) as raw:
+        raw.set(entries[0]["key"], b"\x00garbage")
+    proc = _judge("verify", "--json", cwd=tmp_path)
+    assert proc.returncode == 1 and json.loads(proc.stdout)["corrupt"] == [entries[0]["key"]]
+
+    refused = _judge("prune", cwd=tmp_path)
+    assert refused.returncode == 2 and "--all" in refused.stderr
+    unconfirmed = _judge("prune", "--corrupt", cwd=tmp_path, stdin="")
+    assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
+    proc = _judge("prune", "--corrupt", "--yes", cwd=tmp_path)
+    assert proc.returncode == 0 and entries[0]["key"] in proc.stdout, proc.stderr
+    assert "removed 1 entries" in proc.stdout
+    assert _judge("verify", cwd=tmp_path).returncode == 0
