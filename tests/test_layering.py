@@ -14,7 +14,8 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "judge"
 
 REQUIRED_PURE = ("canonical", "models", "rubric", "evidence", "scoring", "scorefile")
-OPTIONAL_PURE = ("parsing", "schema", "summary", "compare")
+OPTIONAL_PURE = ("parsing", "schema", "summary", "compare", "baseline", "monitor", "generate",
+                 "checks", "stats", "suite")
 PURE_MODULES = tuple(name for name in REQUIRED_PURE + OPTIONAL_PURE
                      if (PACKAGE / f"{name}.py").is_file())
 

@@ -215,7 +215,7 @@ def _print_comparison(comparison: dict[str, Any] | None) -> None:
         return
     out = console()
     if comparison.get("baselineRecorded"):
-        out.print(f"[cyan]no baseline yet: recorded {comparison.get('path')}[/]")
+        out.print(f"[cyan]no baseline yet: recorded {comparison.get('baselinePath')}[/]")
         return
     if comparison["hasRegression"]:
         out.print(f"[red]⚠ regression[/] against {comparison['baselineId']}: "

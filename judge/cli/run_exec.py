@@ -139,15 +139,18 @@ class Execution:
         if not path.exists():
             if self.outcome.summary.cacheMisses:
                 return None
-            baseline = build_baseline(self.suite.id, self.rubric.id, self.rubric_hash,
-                                      tuple(self.models), primary, run_id=self.outcome.run.id,
-                                      threshold=c["threshold"])
+            try:
+                baseline = build_baseline(self.suite.id, self.rubric.id, self.rubric_hash,
+                                          tuple(self.models), primary,
+                                          run_id=self.outcome.run.id, threshold=c["threshold"])
+            except ValueError:
+                return None  # no scored case: such a baseline could never catch a regression
             save_baseline(path, baseline)
-            return {"baselineRecorded": True, "path": str(path),
+            return {"baselineRecorded": True, "baselinePath": str(path),
                     "baselineId": baseline.baselineId, "hasRegression": False}
         comparison = compare(load_baseline(path), primary, threshold=c["threshold"])
         return {**comparison.model_dump(mode="json"), "baselineRecorded": False,
-                "path": str(path)}
+                "baselinePath": str(path)}
 
 
 class _Display:

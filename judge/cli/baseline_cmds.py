@@ -1,0 +1,472 @@
+"""Baselines and gates: ``baseline record|show|list``, ``check`` (the regression gate), ``monitor``.
+
+The store (SQLAlchemy) and the config loader are imported inside the commands, so
+``judge --help`` does not pay for them. Defaults come from the settings (``judge.toml``,
+``[tool.judge]``, ``JUDGE_*``): ``store_url``, ``baselines_dir``, ``threshold``,
+``block_on_regression``; a flag wins over all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from .output import console, emit_json, err_console
+
+if TYPE_CHECKING:
+    from ..baseline import Baseline, Comparison
+    from ..config import Config
+    from ..models import CaseResult, RunInfo
+    from ..store import RunStore
+
+__all__ = ["register"]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
+StoreOption = Annotated[str | None, typer.Option(
+    "--store", metavar="URL",
+    help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
+         "else sqlite:///.judge/judge.db in the current folder).")]
+DirOption = Annotated[str | None, typer.Option(
+    "--dir", metavar="DIR", help="Baselines folder (default: setting baselines_dir, 'baselines').")]
+ThresholdOption = Annotated[float | None, typer.Option(
+    "--threshold", min=0.0, max=1.0, metavar="T",
+    help="Largest allowed drop as a fraction of 0..100 (0.05 = 5 points).")]
+SuiteArg = Annotated[str, typer.Argument(
+    metavar="SUITE_ID_OR_FILE", help="A suite id, or a suite file whose id is used.")]
+
+_STATUS_STYLES = {"healthy": "green", "warning": "yellow", "critical": "red",
+                  "insufficient": "dim"}
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``baseline record|show|list``, ``check`` and ``monitor`` to ``app``."""
+    baseline_app = typer.Typer(help="Record, show and list baselines (baselines/<suite>.json).",
+                               no_args_is_help=True)
+    baseline_app.command("record")(baseline_record)
+    baseline_app.command("show")(baseline_show)
+    baseline_app.command("list")(baseline_list)
+    app.add_typer(baseline_app, name="baseline")
+    app.command("check")(check)
+    app.command("monitor")(monitor)
+
+
+# -- helpers ------------------------------------------------------------------------------
+
+def _config(store: str | None = None, directory: str | None = None,
+            threshold: float | None = None, block: bool | None = None) -> Config:
+    from ..config import load_config
+
+    return load_config(Path.cwd(), {"store_url": store, "baselines_dir": directory,
+                                     "threshold": threshold, "block_on_regression": block})
+
+
+def _explicit_threshold(config: Config) -> float | None:
+    """Return the threshold if a flag, file or env set it; None leaves the baseline's own."""
+    if config.sources.get("threshold", "default") == "default":
+        return None
+    return float(config["threshold"])
+
+
+def _folder(config: Config) -> Path:
+    return config.workspace / str(config["baselines_dir"])
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _suite_id(value: str) -> str:
+    """Return a suite id as given, or the id of the suite file ``value`` names."""
+    if Path(value).is_file() or value.endswith((".yaml", ".yml", ".jsonl")):
+        from ..resources import load_suite
+
+        return load_suite(value).id
+    return value
+
+
+def _open_store(config: Config) -> RunStore:
+    from ..store import RunStore
+
+    return RunStore(str(config["store_url"]), workspace=config.workspace)
+
+
+def _pick_run(store: RunStore, run_id: str | None, suite: str | None) -> RunInfo:
+    """Return the named run, or the newest complete run (of ``suite``); it must be complete."""
+    from ..errors import UsageError
+
+    if run_id:
+        run = store.get_run(run_id)
+        if suite is not None and run.suite != suite:
+            raise UsageError(f"run {run.id} judged suite {run.suite!r}, not {suite!r}",
+                             fix="name a run of that suite, or drop the suite")
+    else:
+        latest = store.latest_run(suite, status="complete")
+        if latest is None:
+            what = f" of suite {suite!r}" if suite else ""
+            raise UsageError(f"no complete run{what} in {store.url}",
+                             fix="judge the suite first (`judge run SUITE`), or name a run")
+        run = latest
+    if run.status != "complete":
+        raise UsageError(f"run {run.id} is {run.status}: a baseline or a gate needs a "
+                         f"complete run, or cases would silently go missing",
+                         fix="finish the run, or name a complete one (`judge history`)")
+    return run
+
+
+def _primary(store: RunStore, run: RunInfo) -> list[CaseResult]:
+    from ..baseline import pick_primary
+
+    return pick_primary(store.iter_results(run.id), run.models[0] if run.models else None)
+
+
+def _build(run: RunInfo, results: list[CaseResult], threshold: float,
+           spreads: dict[str, int] | None = None) -> Baseline:
+    from ..baseline import build_baseline
+    from ..errors import UsageError
+
+    try:
+        return build_baseline(run.suite, run.rubric, run.rubricHash, run.models, results,
+                              run_id=run.id, threshold=threshold, spreads=spreads)
+    except ValueError as exc:
+        raise UsageError(f"cannot record a baseline from run {run.id}: {exc}",
+                         fix="record from a run with scored cases (`judge history`)") from None
+
+
+# -- baseline record | show | list --------------------------------------------------------
+
+def baseline_record(
+    suite: SuiteArg,
+    run_id: Annotated[str | None, typer.Option(
+        "--from", metavar="RUN",
+        help="Run id or unique prefix (default: the suite's latest complete run).")] = None,
+    store: StoreOption = None,
+    directory: DirOption = None,
+    threshold: ThresholdOption = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Record a run's scores as the suite's baseline, writing baselines/<suite>.json atomically.
+
+    One result per case: the first judge's first sample.
+
+    An existing baseline's per-case spreads are kept, and its threshold too unless
+    --threshold (or a setting) gives one.
+    """
+    from ..baseline import baseline_text
+    from ..baselines_io import baseline_path, load_baseline, save_baseline
+    from ..errors import ConfigError
+
+    config = _config(store, directory, threshold)
+    suite_id = _suite_id(suite)
+    path = baseline_path(_folder(config), suite_id)
+    previous: Baseline | None = None
+    old_text: str | None = None
+    if path.exists():
+        try:
+            old_text = path.read_text(encoding="utf-8")
+            previous = load_baseline(path)
+        except (ConfigError, OSError, UnicodeDecodeError) as exc:
+            err_console().print(f"[yellow]replacing an unreadable baseline:[/] {exc}",
+                                markup=True)
+    with _open_store(config) as st:
+        run = _pick_run(st, run_id, suite_id)
+        results = _primary(st, run)
+    chosen = _explicit_threshold(config)
+    if chosen is None:
+        chosen = previous.threshold if previous else float(config["threshold"])
+    present = {r.id for r in results}
+    spreads = {} if previous is None else {
+        case_id: case.spread for case_id, case in previous.cases.items()
+        if case.spread is not None and case_id in present}
+    baseline = _build(run, results, chosen, spreads)
+    save_baseline(path, baseline)
+    changed = old_text != baseline_text(baseline)
+    if json_out:
+        emit_json({"path": str(path), "changed": changed,
+                   "baseline": baseline.model_dump(mode="json")})
+        return
+    note = "" if changed else " (unchanged)"
+    console().print(
+        f"recorded {_shown(path)}{note}: baseline [bold]{baseline.baselineId}[/] from run "
+        f"{run.id} — {len(baseline.cases)} cases, score {baseline.score:.2f}, "
+        f"pass rate {baseline.passRate:.2%}, threshold {baseline.threshold * 100:g} points")
+
+
+def baseline_show(
+    suite: SuiteArg,
+    directory: DirOption = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Show a suite's baseline: id, source run, threshold and the per-case scores."""
+    from rich.table import Table
+
+    from ..baselines_io import baseline_path, load_baseline
+    from ..errors import UsageError
+    from .output import band_style
+
+    config = _config(directory=directory)
+    suite_id = _suite_id(suite)
+    path = baseline_path(_folder(config), suite_id)
+    if not path.exists():
+        raise UsageError(f"no baseline for suite {suite_id!r} at {_shown(path)}",
+                         fix=f"record one: `judge baseline record {suite_id}`")
+    baseline = load_baseline(path)
+    if json_out:
+        emit_json(baseline.model_dump(mode="json"))
+        return
+    out = console()
+    out.print(f"[bold]{baseline.baselineId}[/]  ({_shown(path)})")
+    out.print(f"rubric {baseline.rubric} ({baseline.rubricHash[:12]}), judges "
+              f"{', '.join(baseline.models) or '—'}, from run {baseline.recordedFrom or '—'}")
+    out.print(f"score {baseline.score:.2f}, pass rate {baseline.passRate:.2%}, "
+              f"threshold {baseline.threshold * 100:g} points, {len(baseline.cases)} cases")
+    table = Table("case", "status", "score", "band", "passed", "spread")
+    for case_id, case in baseline.cases.items():
+        table.add_row(case_id, case.status,
+                      "—" if case.overallScore is None else str(case.overallScore),
+                      f"[{band_style(case.band)}]{case.band or '—'}[/]",
+                      {True: "yes", False: "no", None: "—"}[case.passed],
+                      "—" if case.spread is None else str(case.spread))
+    out.print(table)
+
+
+def baseline_list(
+    directory: DirOption = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """List the baselines in the folder; an unreadable file is reported and makes exit 2."""
+    from rich.table import Table
+
+    from ..baselines_io import list_baselines, load_baseline
+    from ..errors import ConfigError
+
+    config = _config(directory=directory)
+    rows: list[dict[str, Any]] = []
+    failed = 0
+    for stem, path in list_baselines(_folder(config)).items():
+        try:
+            b = load_baseline(path)
+        except ConfigError as exc:
+            failed += 1
+            rows.append({"suite": stem, "path": str(path), "error": exc.render()})
+            continue
+        rows.append({"suite": b.suite, "path": str(path), "baselineId": b.baselineId,
+                     "score": b.score, "passRate": b.passRate, "cases": len(b.cases),
+                     "threshold": b.threshold, "recordedFrom": b.recordedFrom})
+    if json_out:
+        emit_json(rows)
+    else:
+        table = Table("suite", "baseline id", "score", "pass rate", "cases", "from run")
+        for row in rows:
+            if "error" in row:
+                err_console().print(f"✗ {row['error']}", markup=False)
+                continue
+            table.add_row(row["suite"], row["baselineId"], f"{row['score']:.2f}",
+                          f"{row['passRate']:.2%}", str(row["cases"]), row["recordedFrom"] or "—")
+        console().print(table)
+    if failed:
+        raise typer.Exit(2)
+
+
+# -- check --------------------------------------------------------------------------------
+
+def check(
+    run_id: Annotated[str | None, typer.Argument(
+        metavar="RUN", help="Run id or unique prefix (default: the latest complete run).")] = None,
+    suite: Annotated[str | None, typer.Option(
+        "--suite", metavar="SUITE_ID_OR_FILE",
+        help="Use this suite's latest complete run.")] = None,
+    baseline_file: Annotated[Path | None, typer.Option(
+        "--baseline", metavar="FILE",
+        help="Baseline file (default: baselines/<suite>.json).")] = None,
+    threshold: ThresholdOption = None,
+    block: Annotated[bool | None, typer.Option(
+        "--block/--no-block",
+        help="Exit 1 on a regression (default: setting block_on_regression, on).")] = None,
+    store: StoreOption = None,
+    directory: DirOption = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """Compare a run with its suite's baseline: the regression gate.
+
+    With no baseline yet at the default place, one is recorded from this run (exit 0).
+
+    Exit 0: no regression, or --no-block. Exit 1: a regression while blocking.
+
+    Exit 2: bad input (unknown run, malformed or missing --baseline file).
+    """
+    from ..baseline import compare
+    from ..baselines_io import baseline_path, load_baseline, save_baseline
+    from ..errors import ConfigError
+
+    config = _config(store, directory, threshold, block)
+    suite_id = _suite_id(suite) if suite else None
+    with _open_store(config) as st:
+        run = _pick_run(st, run_id, suite_id)
+        results = _primary(st, run)
+    path = baseline_file if baseline_file is not None else baseline_path(_folder(config), run.suite)
+    notices: list[str] = []
+    recorded = False
+    if baseline_file is not None and not baseline_file.exists():
+        raise ConfigError("no such baseline file", file=str(baseline_file),
+                          fix="check the path, or drop --baseline to use baselines/<suite>.json")
+    if path.exists():
+        baseline = load_baseline(path)
+    else:
+        baseline = _build(run, results, float(config["threshold"]))
+        save_baseline(path, baseline)
+        recorded = True
+        notices.append(f"no baseline for suite {run.suite}: recorded {_shown(path)} "
+                       f"from run {run.id}")
+    if baseline.suite != run.suite:
+        notices.append(f"baseline is of suite {baseline.suite!r}, the run of {run.suite!r}")
+    if baseline.rubricHash != run.rubricHash:
+        notices.append(f"the rubric changed since the baseline ({baseline.rubric} "
+                       f"{baseline.rubricHash[:12]} → {run.rubric} {run.rubricHash[:12]})")
+    if tuple(baseline.models[:1]) != tuple(run.models[:1]):
+        notices.append(f"the judge changed since the baseline "
+                       f"({', '.join(baseline.models) or '—'} → {', '.join(run.models) or '—'})")
+    comparison = compare(baseline, results, threshold=_explicit_threshold(config))
+    blocking = bool(config["block_on_regression"])
+    if json_out:
+        for notice in notices:
+            err_console().print(notice, markup=False)
+        emit_json({**comparison.model_dump(mode="json"), "baselineRecorded": recorded,
+                   "baselinePath": str(path), "run": run.id, "suite": run.suite,
+                   "blocked": blocking and comparison.hasRegression, "notices": notices})
+    else:
+        _print_comparison(comparison, run, notices, blocking)
+    if blocking and comparison.hasRegression:
+        raise typer.Exit(1)
+
+
+def _print_comparison(c: Comparison, run: RunInfo, notices: list[str], blocking: bool) -> None:
+    out = console()
+    for notice in notices:
+        out.print(f"[cyan]{notice}[/]")
+    head = "[red]⚠ regression[/]" if c.hasRegression else "[green]✓ no regression[/]"
+    out.print(f"{head}  run {run.id} vs baseline [bold]{c.baselineId}[/] "
+              f"(threshold {c.threshold * 100:g} points)")
+    out.print(f"previous {c.previousScore:.2f} → current {c.currentScore:.2f} "
+              f"(delta {c.scoreDelta:+.2f}) over {c.comparedCases} cases scored in both")
+    if c.blockedReasons:
+        out.print("blocked:" if blocking else "would block (--no-block):")
+        for reason in c.blockedReasons:
+            out.print(f"  • {reason}", markup=False)
+    for label, ids in (("noise, within the recorded spread", c.noise),
+                       ("improved", c.improvedCases),
+                       ("missing from this run", c.missingCases),
+                       ("new in this run", c.newCases)):
+        if ids:
+            out.print(f"{label}: {', '.join(ids)}", markup=False)
+
+
+# -- monitor ------------------------------------------------------------------------------
+
+def _records(path: Path, pass_score: int | None) -> Iterator[dict[str, Any]]:
+    """Yield the file's JSON objects, one a line; ConfigError naming the line on a bad one."""
+    from ..errors import ConfigError
+    from ..monitor import outcome
+
+    def reject(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a JSON number")
+
+    try:
+        handle = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc}", file=str(path), fix="check the path") from None
+    with handle:
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line, parse_constant=reject)
+                except ValueError as exc:
+                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    raise ConfigError(f"invalid JSON: {msg}", file=str(path),
+                                      where=f"line {lineno}",
+                                      fix="one JSON object per line") from None
+                if not isinstance(record, dict):
+                    raise ConfigError("a record is a JSON object", file=str(path),
+                                      where=f"line {lineno}", fix="one JSON object per line")
+                try:
+                    outcome(record, pass_score)
+                except ValueError as exc:
+                    raise ConfigError(str(exc), file=str(path), where=f"line {lineno}",
+                                      fix="passed is true/false/null, overallScore a number") \
+                        from None
+                yield record
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"not UTF-8: {exc.reason}", file=str(path),
+                              where=f"after line {lineno}", fix="write the file as UTF-8") \
+                from None
+
+
+def monitor(
+    file: Annotated[Path, typer.Argument(metavar="FILE.jsonl",
+                                         help="Judged live records, one JSON object a line.")],
+    rate: Annotated[float, typer.Option("--rate", min=0.0, max=1.0,
+                                        help="Fraction of records to sample.")] = 0.1,
+    seed: Annotated[int, typer.Option("--seed", help="Sampling seed.")] = 0,
+    warning: Annotated[float, typer.Option("--warning", min=0.0, max=1.0,
+                                           help="Warn below this pass rate.")] = 0.85,
+    critical: Annotated[float, typer.Option("--critical", min=0.0, max=1.0,
+                                            help="Critical below this pass rate.")] = 0.70,
+    pass_score: Annotated[int, typer.Option(
+        "--pass-score", min=0, max=100,
+        help="A record without 'passed' passes at this overallScore.")] = 60,
+    min_samples: Annotated[int, typer.Option(
+        "--min-samples", min=1, help="Scored samples needed for a verdict.")] = 20,
+    json_out: JsonFlag = False,
+) -> None:
+    """Production monitor: sample judged records and check the pass rate.
+
+    Sampling hashes the seed with each record's id (or its JSON): a record is sampled the
+    same way on every run and in any order.
+
+    A record passes by its 'passed' field, else by overallScore >= --pass-score; with
+    neither it is unscored.
+
+    Exit 0: healthy, warning (printed in yellow) or insufficient samples. Exit 1: critical.
+
+    Exit 2: a malformed line (named) or bad options.
+    """
+    from pydantic import ValidationError
+
+    from ..errors import UsageError
+    from ..monitor import MonitorConfig, evaluate
+    from ..rubric import format_validation_error
+
+    try:
+        config = MonitorConfig(sample_rate=rate, seed=seed, warning_below=warning,
+                               critical_below=critical, pass_score=pass_score,
+                               min_samples=min_samples)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        raise UsageError(msg, where=where, fix="--critical must not exceed --warning") from None
+    status = evaluate(_records(file, config.pass_score), config)
+    if json_out:
+        emit_json(status.model_dump(mode="json"))
+    else:
+        style = _STATUS_STYLES[status.status]
+        rate_text = "—" if status.passRate is None else f"{status.passRate:.2%}"
+        out = console()
+        out.print(f"[{style}]{status.status}[/]  pass rate {rate_text} "
+                  f"(warning below {status.warningBelow:.0%}, critical below "
+                  f"{status.criticalBelow:.0%})")
+        out.print(f"seen {status.seen}, sampled {status.sampled} (rate {status.sampleRate:g}, "
+                  f"seed {status.seed}): {status.passed} passed, {status.failed} failed, "
+                  f"{status.unscored} unscored")
+        if status.status == "insufficient":
+            out.print(f"[dim]fewer than {status.minSamples} scored samples: no verdict yet[/]")
+    if status.status == "critical":
+        raise typer.Exit(1)
