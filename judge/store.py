@@ -1,0 +1,409 @@
+"""The run store: runs and their case results in a SQL database, through SQLAlchemy Core.
+
+The only module that imports SQLAlchemy. Each run row and each result row keeps the whole
+value as canonical JSON (``info_json``, ``result_json``), which is the source of truth; the
+other columns are copies for querying and are never read back into a value.
+
+SQLite is the default (``sqlite:///.judge/judge.db`` in the workspace). Several processes
+may write to one file: the journal is WAL, a busy timeout makes writers wait for each other,
+and write transactions start with ``BEGIN IMMEDIATE`` so a transaction that reads before it
+writes cannot fail on a lock upgrade. Nothing here reads the clock: ``createdAt`` comes in
+with the run.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Select,
+    String,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from .canonical import canonical_json
+from .errors import StoreError
+from .models import CaseResult, RunInfo, RunTotals
+
+__all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "RunStore"]
+
+DEFAULT_STORE_URL: Final = "sqlite:///.judge/judge.db"
+"""Relative SQLite paths are resolved against the workspace, not the process's cwd."""
+
+STORE_FORMAT_VERSION: Final = 1
+"""Written in every row; a row from a newer format is refused rather than misread."""
+
+_BUSY_TIMEOUT_MS: Final = 30_000
+"""How long a SQLite writer waits for another process's transaction before failing."""
+
+_IMMEDIATE: Final = "judge_sqlite_immediate"
+"""Execution option that makes the SQLite ``begin`` hook take the write lock up front."""
+
+_metadata = MetaData()
+
+_runs = Table(
+    "runs",
+    _metadata,
+    Column("id", String(255), primary_key=True),
+    Column("suite", String(255), nullable=False),
+    Column("rubric", String(255), nullable=False),
+    Column("rubric_hash", String(128), nullable=False),
+    Column("models", Text, nullable=False),
+    Column("seed", Integer, nullable=True),
+    Column("template_id", String(255), nullable=False),
+    Column("template_hash", String(128), nullable=False),
+    Column("created_at", String(64), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("info_json", Text, nullable=False),
+    Column("format_version", Integer, nullable=False),
+    Index("ix_runs_suite_created_at", "suite", "created_at"),
+    Index("ix_runs_created_at", "created_at"),
+)
+
+# No separate index on run_id: it leads the primary key, whose index already serves
+# "WHERE run_id = ?" and the (case_id, model, sample) order; a second one would only
+# double the cost of every insert.
+_case_results = Table(
+    "case_results",
+    _metadata,
+    Column("run_id", String(255), ForeignKey("runs.id"), primary_key=True),
+    Column("case_id", String(255), primary_key=True),
+    Column("model", String(255), primary_key=True),
+    Column("sample", Integer, primary_key=True),
+    Column("status", String(32), nullable=False),
+    Column("overall_score", Integer, nullable=True),
+    Column("band", String(64), nullable=True),
+    Column("passed", Boolean, nullable=True),
+    Column("result_json", Text, nullable=False),
+    Column("format_version", Integer, nullable=False),
+)
+
+
+def _resolve_url(url: str, workspace: Path) -> URL:
+    """Parse ``url``; resolve a relative SQLite path against ``workspace`` and make its folder."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return parsed
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:") \
+            or parsed.query.get("uri"):
+        return parsed
+    path = Path(database).expanduser()
+    if not path.is_absolute():
+        path = (workspace / path).absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return parsed.set(database=str(path))
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch a database file to WAL, waiting for other processes as the busy timeout would.
+
+    The switch needs an exclusive lock and SQLite does not call the busy handler for it: a
+    second process opening a fresh file at the same moment would fail at once with
+    "database is locked". So retry here, within the same time budget.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """Pragmas on every connection, and BEGIN emitted by us rather than by the sqlite3 module."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # sqlite3's legacy transaction control skips BEGIN before SELECT; take it over so
+        # reads are repeatable and writes can ask for the lock up front (see _on_begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            # The timeout first, so that reading the journal mode waits too.
+            cursor.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                _enable_wal(cursor)
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A deferred transaction that reads and then writes cannot wait for the lock in WAL
+        # mode (SQLITE_BUSY_SNAPSHOT); IMMEDIATE takes it first, under the busy timeout.
+        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _result_key(result: CaseResult) -> tuple[str, str, int]:
+    """(case id, model, sample): a case judged without a model has model ``""``, sample 0."""
+    if result.judge is None:
+        return result.id, "", 0
+    return result.id, result.judge.model, result.judge.sample
+
+
+class RunStore:
+    """Runs and case results in one database; safe to share between processes on SQLite."""
+
+    def __init__(self, url: str = DEFAULT_STORE_URL, *, workspace: Path | None = None) -> None:
+        """Open (and create, if needed) the store at ``url``."""
+        try:
+            resolved = _resolve_url(url, workspace if workspace is not None else Path.cwd())
+            self.url: str = resolved.render_as_string(hide_password=True)
+            self._engine = create_engine(resolved)
+        except (SQLAlchemyError, ValueError) as exc:
+            raise StoreError(f"cannot open run store {url!r}: {exc}") from exc
+        except ImportError as exc:
+            raise StoreError(f"cannot open run store {url!r}: its database driver is "
+                             f"not installed ({exc})") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of run store {url!r}: {exc}") from exc
+        if resolved.get_backend_name() == "sqlite":
+            _configure_sqlite(self._engine)
+        with self._transaction(write=True) as conn:
+            _metadata.create_all(conn)
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def create_run(self, run: RunInfo) -> None:
+        """Record a new run; a run with the same id is an error, never overwritten."""
+        with self._transaction(write=True) as conn:
+            if self._exists(conn, run.id):
+                raise StoreError(f"run {run.id!r} already exists in {self.url}")
+            conn.execute(insert(_runs).values(**self._run_row(run)))
+
+    def finish_run(self, run_id: str, *, totals: RunTotals, status: str) -> RunInfo:
+        """Set a run's totals and status; returns the run as now stored."""
+        with self._transaction(write=True) as conn:
+            current = self._load_run(conn, run_id)
+            finished = RunInfo.model_validate(
+                {**current.model_dump(), "totals": totals, "status": status})
+            row = self._run_row(finished)
+            conn.execute(update(_runs).where(_runs.c.id == run_id).values(
+                status=row["status"], info_json=row["info_json"]))
+        return finished
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """Return the run with id ``run_id``, or the one run whose id starts with it (like git)."""
+        with self._transaction() as conn:
+            return self._load_run(conn, self._resolve_id(conn, run_id))
+
+    def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
+        """Return runs newest first (``createdAt``, then id, descending), at most ``limit``."""
+        query = self._runs_query(suite, None)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._transaction() as conn:
+            return [self._parse_run(text, version) for text, version in conn.execute(query)]
+
+    def latest_run(self, suite: str | None = None, *,
+                   status: str | None = "complete") -> RunInfo | None:
+        """Return the newest run of ``suite`` (any if None) with ``status`` (any if None)."""
+        with self._transaction() as conn:
+            row = conn.execute(self._runs_query(suite, status).limit(1)).first()
+        return None if row is None else self._parse_run(row[0], row[1])
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete a run and its results; takes the exact id, never a prefix."""
+        with self._transaction(write=True) as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            conn.execute(delete(_case_results).where(_case_results.c.run_id == run_id))
+            conn.execute(delete(_runs).where(_runs.c.id == run_id))
+
+    # -- results --------------------------------------------------------------------------
+
+    def add_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
+        """Write results in one transaction; a result for a key already stored replaces it.
+
+        The key is (case id, judge model, sample). Within one batch the last result for a
+        key wins, as a later re-judgment would.
+        """
+        rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+        for result in results:
+            case_id, model, sample = _result_key(result)
+            rows[(case_id, model, sample)] = {
+                "run_id": run_id,
+                "case_id": case_id,
+                "model": model,
+                "sample": sample,
+                "status": result.status,
+                "overall_score": result.overallScore,
+                "band": result.band,
+                "passed": result.passed,
+                "result_json": canonical_json(result.model_dump(mode="json")),
+                "format_version": STORE_FORMAT_VERSION,
+            }
+        c = _case_results.c
+        # Delete-then-insert rather than a dialect's ON CONFLICT: one portable path.
+        remove = delete(_case_results).where(and_(
+            c.run_id == bindparam("k_run"), c.case_id == bindparam("k_case"),
+            c.model == bindparam("k_model"), c.sample == bindparam("k_sample")))
+        keys = [{"k_run": run_id, "k_case": k[0], "k_model": k[1], "k_sample": k[2]}
+                for k in rows]
+        with self._transaction(write=True) as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            if rows:
+                conn.execute(remove, keys)
+                conn.execute(insert(_case_results), list(rows.values()))
+
+    def iter_results(self, run_id: str, *, batch: int = 1000) -> Iterator[CaseResult]:
+        """Yield a run's results by case id, model, sample, fetching ``batch`` rows at a time.
+
+        An unknown id fails here, not at the first ``next()``. Close the iterator (or run it
+        out) to release its connection.
+        """
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        with self._transaction() as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+        return self._stream(run_id, batch)
+
+    def count_results(self, run_id: str) -> dict[str, int]:
+        """Count results by status; ``scored``, ``unscored`` and ``cache_miss`` always present."""
+        c = _case_results.c
+        query = select(c.status, func.count()).where(c.run_id == run_id).group_by(c.status)
+        counts = {"scored": 0, "unscored": 0, "cache_miss": 0}
+        with self._transaction() as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            for status, n in conn.execute(query):
+                counts[str(status)] = int(n)
+        return counts
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, *, write: bool = False) -> Iterator[Connection]:
+        """One transaction; database failures come out as StoreError."""
+        try:
+            with self._engine.connect() as conn:
+                if write:
+                    conn.execution_options(**{_IMMEDIATE: True})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from exc
+
+    def _stream(self, run_id: str, batch: int) -> Iterator[CaseResult]:
+        c = _case_results.c
+        query = (select(c.result_json).where(c.run_id == run_id)
+                 .order_by(c.case_id, c.model, c.sample))
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execution_options(yield_per=batch).execute(query)
+                for (text,) in rows:
+                    yield CaseResult.model_validate_json(text)
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from exc
+
+    @staticmethod
+    def _run_row(run: RunInfo) -> dict[str, Any]:
+        return {
+            "id": run.id,
+            "suite": run.suite,
+            "rubric": run.rubric,
+            "rubric_hash": run.rubricHash,
+            "models": canonical_json(list(run.models)),
+            "seed": run.seed,
+            "template_id": run.templateId,
+            "template_hash": run.templateHash,
+            "created_at": run.createdAt,
+            "status": run.status,
+            "info_json": canonical_json(run.model_dump(mode="json")),
+            "format_version": STORE_FORMAT_VERSION,
+        }
+
+    def _parse_run(self, text: str, version: int) -> RunInfo:
+        if version > STORE_FORMAT_VERSION:
+            raise StoreError(f"{self.url} holds runs in store format {version}, newer than "
+                             f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
+        return RunInfo.model_validate_json(text)
+
+    @staticmethod
+    def _runs_query(suite: str | None, status: str | None) -> Select[str, int]:
+        query = select(_runs.c.info_json, _runs.c.format_version)
+        if suite is not None:
+            query = query.where(_runs.c.suite == suite)
+        if status is not None:
+            query = query.where(_runs.c.status == status)
+        return query.order_by(_runs.c.created_at.desc(), _runs.c.id.desc())
+
+    @staticmethod
+    def _exists(conn: Connection, run_id: str) -> bool:
+        return conn.execute(select(_runs.c.id).where(_runs.c.id == run_id)).first() is not None
+
+    def _resolve_id(self, conn: Connection, run_id: str) -> str:
+        """Return the exact id if stored, else the single id starting with ``run_id``."""
+        if run_id and self._exists(conn, run_id):
+            return run_id
+        if not run_id:
+            raise self._unknown(run_id)
+        query = (select(_runs.c.id).where(_runs.c.id.startswith(run_id, autoescape=True))
+                 .order_by(_runs.c.id).limit(6))
+        found = [str(i) for (i,) in conn.execute(query)]
+        if not found:
+            raise self._unknown(run_id)
+        if len(found) > 1:
+            shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+            raise StoreError(f"run id prefix {run_id!r} is ambiguous in {self.url}: it starts "
+                             f"{shown}; give more characters")
+        return found[0]
+
+    def _load_run(self, conn: Connection, run_id: str) -> RunInfo:
+        query = select(_runs.c.info_json, _runs.c.format_version).where(_runs.c.id == run_id)
+        row = conn.execute(query).first()
+        if row is None:
+            raise self._unknown(run_id)
+        return self._parse_run(row[0], row[1])
+
+    def _unknown(self, run_id: str) -> StoreError:
+        return StoreError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+
+    def _failed(self, exc: SQLAlchemyError) -> StoreError:
+        cause = getattr(exc, "orig", None) or exc
+        return StoreError(f"run store {self.url}: {cause}")
