@@ -197,6 +197,12 @@ def _natural_id(group: str, raw: Mapping[str, Any], position: int) -> str:
     sha = raw.get("sha")
     if isinstance(sha, str) and sha.strip():
         return _safe_id(f"{group}:{sha[:12]}")
+    key = raw.get("key")
+    if isinstance(key, str) and key.strip():
+        revision = raw.get("revision")
+        suffix = f"@{revision}" if isinstance(revision, str | int) else ""
+        return _safe_id(f"{group}:{key}{suffix}")
+    # Otherwise the position in the group: stable for the same input, not across inserts.
     return f"{group}:{position}"
 
 

@@ -94,6 +94,16 @@ class Suite(_Frozen):
     cases: tuple[Case, ...]
 
 
+class _SuiteLoader(yaml.SafeLoader):
+    """``yaml.safe_load`` without the timestamp rule: evidence times stay the strings written."""
+
+
+_SuiteLoader.yaml_implicit_resolvers = {
+    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
 def _case_error(exc: ValidationError, source: str, index: int, case_id: str | None) -> SuiteError:
     where, msg = format_validation_error(exc)
     label = f"case {case_id!r}" if case_id else f"case #{index + 1}"
@@ -136,7 +146,7 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
                                  fix="one JSON object per line") from None
         return Suite(id=default_id, cases=_parse_cases(raw_cases, source))
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_SuiteLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None

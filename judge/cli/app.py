@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import typer
 
-from . import baseline_cmds, cache_cmds, core_cmds, render_cmd, run_cmd, store_cmds
+from . import (
+    baseline_cmds,
+    cache_cmds,
+    core_cmds,
+    local_cmds,
+    render_cmd,
+    run_cmd,
+    store_cmds,
+    suite_cmds,
+)
 
 __all__ = ["build_app"]
 
@@ -22,6 +31,8 @@ def build_app() -> typer.Typer:
     cache_cmds.register(app)
     core_cmds.register(app)
     run_cmd.register(app)
+    local_cmds.register(app)
     render_cmd.register(app)
     store_cmds.register(app)
+    suite_cmds.register(app)
     return app
