@@ -64,6 +64,10 @@ class ModelSpec:
     backoff_base: float = 0.5
     backoff_max: float = 20.0
     retry_after_cap: float = 30.0
+    engine: Mapping[str, Any] | None = None
+    """What serves the model, when we know (a local server's engine and versions)."""
+    max_concurrency: int | None = None
+    """Calls this server can take at once (a local llama.cpp server: 1), below ``--concurrency``."""
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,8 @@ class LiteLLMClient:
         """Requests sent on the wire (retries and fallbacks included)."""
         self.retries = 0
         self._mode_override: dict[str, OutputMode] = {}
+        self.engine = dict(spec.engine) if spec.engine else None
+        self.max_concurrency = spec.max_concurrency
 
     def _response_format(self, mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
         if schema is None or mode == "prompt":
@@ -289,7 +295,7 @@ class LiteLLMClient:
 
         msgs = messages if messages is not None else request.messages
         first = self._mode_override.get(request.model) or resolve_output_mode(
-            request.model, request.output_mode)
+            self.spec.name, request.output_mode)
         modes = list(OUTPUT_MODES[OUTPUT_MODES.index(first):])
         for index, mode in enumerate(modes):
             retrying = AsyncRetrying(

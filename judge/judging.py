@@ -241,11 +241,13 @@ async def _call(prep: Prepared, rubric: Rubric, rubric_hash: str, request: Judge
         meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
                      rubric_hash=rubric_hash)
         if cache is not None and cache.writable:
+            engine = getattr(client, "engine", None)
             cache.put({
                 "format": 1, "key": key, "request": request.key_material(), "turns": turns,
                 "meta": {"templateId": prep.prompt.template_id,
                          "templateHash": prep.prompt.template_hash, "rubricId": rubric.id,
-                         "rubricHash": rubric_hash, "createdAt": now, "judgeflow": VERSION},
+                         "rubricHash": rubric_hash, "createdAt": now, "judgeflow": VERSION,
+                         **({"engine": engine} if engine else {})},
             })
         return _scored(prep, rubric, advisory, meta, None)
     meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,

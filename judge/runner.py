@@ -98,10 +98,16 @@ class _Limited:
     def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
         self.inner = inner
         self.limit = limit
+        self.engine = getattr(inner, "engine", None)
+        own = getattr(inner, "max_concurrency", None)
+        self.own_limit = asyncio.Semaphore(own) if isinstance(own, int) and own > 0 else None
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
-        async with self.limit:
+        if self.own_limit is None:
+            async with self.limit:
+                return await self.inner.complete(request, messages)
+        async with self.own_limit, self.limit:
             return await self.inner.complete(request, messages)
 
 

@@ -15,6 +15,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
+REPORTS: list[str] = []
+"""Findings a test wants shown in the run's output whether it passes or fails."""
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print what tests measured and reported (e.g. whether the local engine is deterministic)."""
+    if REPORTS:
+        terminalreporter.section("judgeflow reports")
+        for line in REPORTS:
+            terminalreporter.write_line(line)
 
 
 def load_fake_server() -> ModuleType:

@@ -9,6 +9,7 @@ from . import (
     cache_cmds,
     core_cmds,
     local_cmds,
+    rescore_cmds,
     render_cmd,
     run_cmd,
     store_cmds,
@@ -32,6 +33,7 @@ def build_app() -> typer.Typer:
     core_cmds.register(app)
     run_cmd.register(app)
     local_cmds.register(app)
+    rescore_cmds.register(app)
     render_cmd.register(app)
     store_cmds.register(app)
     suite_cmds.register(app)

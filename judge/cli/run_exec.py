@@ -47,17 +47,20 @@ class Execution:
 
         clients: dict[str, Any] = {}
         for name in self.models:
-            call_name, api_base = name, self.config["api_base"]
+            call_name, api_base, engine, own = name, self.config["api_base"], None, None
             if name.startswith("local/"):
-                from ..local import ensure_server
+                from ..local import engine_info, ensure_server
 
-                server = ensure_server(name)
-                call_name, api_base = server.litellm_model, server.api_base
+                server = ensure_server(name, self.config.workspace)
+                call_name, api_base, engine = server.litellm_model, server.api_base, \
+                    engine_info(name)
                 self._stops.append(server.release)
+                own = 1  # llama-cpp-python's server generates one completion at a time
             clients[name] = LiteLLMClient(ModelSpec(
                 name=call_name, api_base=api_base, api_key=os.environ.get("JUDGE_API_KEY"),
                 output_mode=self.config["output_mode"], timeout=self.config["timeout"],
-                max_attempts=self.config["max_attempts"]))
+                max_attempts=self.config["max_attempts"], engine=engine,
+                max_concurrency=own))
         return clients
 
     def _plan(self, template_id: str, template_hash: str) -> Any:

@@ -1,0 +1,103 @@
+"""``judge rescore`` (a stored run under another rubric, no model call) and ``judge config``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .output import console, emit_json
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``rescore`` and ``config`` to ``app``."""
+    app.command("rescore")(rescore)
+    app.command("config")(config)
+
+
+def rescore(
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Stored run id (or a prefix).")],
+    rubric: Annotated[str, typer.Option(help="Rubric id or path to score under.")],
+    store: Annotated[str | None, typer.Option(help="Run store URL.")] = None,
+    json_out: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Recompute a stored run's finals under another rubric; stores a new run, calls no model."""
+    import secrets
+    from datetime import UTC, datetime
+
+    from ..config import load_config
+    from ..errors import UsageError
+    from ..resources import load_rubric
+    from ..rescore import RescoreError, rescore_result
+    from ..rubric import rubric_hash
+    from ..store import RunStore
+    from ..summary import SummaryBuilder
+
+    cfg = load_config(Path.cwd(), {"store_url": store})
+    rub = load_rubric(rubric, cfg.workspace)
+    with RunStore(cfg["store_url"], workspace=cfg.workspace) as runs:
+        source = runs.get_run(run_id)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        new_id = f"{now.replace('-', '').replace(':', '')[:15]}-{secrets.token_hex(3)}"
+        info = source.model_copy(update={
+            "id": new_id, "rubric": rub.id, "rubricHash": rubric_hash(rub), "createdAt": now,
+            "status": "running",
+            "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0}})
+        builder = SummaryBuilder()
+        batch = []
+        moved = 0
+        try:
+            rescored = []
+            for result in runs.iter_results(source.id):
+                new = rescore_result(result, rub)
+                moved += (new.overallScore, new.band) != (result.overallScore, result.band)
+                rescored.append(new)
+        except RescoreError as exc:
+            raise UsageError(str(exc), fix="re-score under a rubric with the same categories")\
+                from None
+        runs.create_run(info)
+        for new in rescored:
+            if new.judge is None or (new.judge.model == source.models[0]
+                                     and new.judge.sample == 0):
+                builder.add(new)
+            batch.append(new)
+            if len(batch) >= 500:
+                runs.add_results(new_id, batch)
+                batch = []
+        runs.add_results(new_id, batch)
+        summary = builder.build()
+        totals = source.totals.model_copy(update={
+            "calls": 0, "cases": summary.cases, "scored": summary.scored,
+            "unscored": summary.unscored, "wallSeconds": 0.0})
+        final = runs.finish_run(new_id, totals=totals, status="complete")
+    payload: dict[str, Any] = {"run": final.model_dump(mode="json"), "rescoredFrom": source.id,
+                               "modelCalls": 0, "casesMoved": moved,
+                               "summary": summary.model_dump(mode="json")}
+    if json_out:
+        emit_json(payload)
+        return
+    out = console()
+    out.print(f"re-scored run {source.id} ({source.rubric}) under [bold]{rub.id}[/] as run "
+              f"[bold]{new_id}[/]: 0 model calls, {moved} case(s) changed score or band")
+    rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
+    out.print(f"pass rate {rate}, mean overall {summary.meanOverall}")
+
+
+def config(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show the effective settings and where each one came from."""
+    from rich.table import Table
+
+    from ..config import load_config
+
+    cfg = load_config(Path.cwd())
+    if json_out:
+        emit_json({k: {"value": v, "source": cfg.sources.get(k, "default")}
+                   for k, v in cfg.values.items()})
+        return
+    table = Table("setting", "value", "from")
+    for key, value in cfg.values.items():
+        table.add_row(key, "—" if value is None else str(value), cfg.sources.get(key, "default"))
+    console().print(table)

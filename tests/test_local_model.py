@@ -1,0 +1,109 @@
+"""The embedded default judge, for real: llama.cpp's server with SmolLM2, through LiteLLM.
+
+Nothing here is faked: the test starts the real server on loopback (as `judge run` does),
+judges example cases, and checks what came back and that the server is gone afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import EXAMPLE_SUITE, ROOT, REPORTS, run_judge
+
+pytestmark = pytest.mark.integration
+
+CASES = ["fix-login-redirect", "bump-openssl-3", "rotate-ci-secrets"]
+SHIPPED_CACHE = ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl"
+
+
+def _servers() -> list[str]:
+    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True,
+                         check=True).stdout
+    return [line for line in out.splitlines() if "llama_cpp.server" in line]
+
+
+def _run(workspace: Path, *extra: str) -> dict[str, Any]:
+    args = ["run", "suite.yaml", "--model", "local/smollm2", "--json", "--no-check"]
+    for case in CASES:
+        args += ["--case", case]
+    proc = run_judge([*args, *extra], workspace, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    payload: dict[str, Any] = json.loads(proc.stdout)
+    return payload
+
+
+def _verdicts(payload: dict[str, Any]) -> list[Any]:
+    return [[(c["category"], c["aiScore"], c["rationale"], c["evidence"])
+             for c in case["categoryScores"]] for case in payload["cases"]]
+
+
+@pytest.fixture
+def ws(workspace: Path) -> Path:
+    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
+    return workspace
+
+
+def test_local_judge_real_verdicts_and_exact_replay(ws: Path) -> None:
+    before = _servers()
+    first = _run(ws, "--cache-mode", "off")
+    assert _servers() == before, "the server started for the run is still running"
+    assert [c["id"] for c in first["cases"]] == sorted(CASES)
+    for case in first["cases"]:
+        assert case["status"] == "scored", case["reason"]
+        judge = case["judge"]
+        assert judge["model"] == "local/smollm2"
+        assert judge["outputMode"] == "json_object"
+        assert judge["promptTokens"] > 100 and judge["completionTokens"] > 0
+        assert judge["seed"] == 42 and judge["temperature"] == 0
+        for cat in case["categoryScores"]:
+            assert 0 <= cat["aiScore"] <= 100 and cat["rule"] == "blend"
+    assert first["run"]["totals"]["calls"] >= len(CASES)
+
+    second = _run(ws, "--cache-mode", "off")
+    identical = _verdicts(first) == _verdicts(second)
+    REPORTS.append(f"local judge, same {len(CASES)} cases judged twice cold (cache off): "
+                   f"{'identical' if identical else 'DIFFERENT'} verdicts (scores, rationales, "
+                   f"citations) from llama.cpp at temperature 0, seed 42")
+
+    warm = _run(ws)  # read-write: judged once more and cached
+    replay = _run(ws, "--offline")
+    assert _servers() == before
+    assert json.dumps(replay["cases"], sort_keys=True) == json.dumps(
+        [dict(c, judge={**c["judge"], "cached": True}) for c in warm["cases"]], sort_keys=True)
+    assert replay["summary"]["scored"] == len(CASES)
+
+
+def test_shipped_cache_replays_the_whole_example_offline(ws: Path) -> None:
+    """The cache exported from a real local run reproduces its scores with no model at all."""
+    proc = run_judge(["cache", "import", str(SHIPPED_CACHE)], ws)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_judge(["run", "suite.yaml", "--offline", "--json", "--no-check"], ws)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    payload = json.loads(proc.stdout)
+    llm = [c for c in payload["cases"] if c["judgedBy"] == "llm"]
+    assert llm and all(c["status"] == "scored" and c["judge"]["cached"] for c in llm)
+    entry = json.loads(SHIPPED_CACHE.read_text().splitlines()[0])
+    assert entry["request"]["model"] == "local/smollm2" and entry["request"]["seed"] == 42
+    assert entry["meta"]["engine"]["llamaCppPython"]
+
+
+def test_missing_extra_gives_the_install_command(ws: Path, tmp_path: Path) -> None:
+    # A Python without llama_cpp on its path: the same CLI, from the source tree only.
+    probe = ("import importlib.util, sys\n"
+             "real = importlib.util.find_spec\n"
+             "importlib.util.find_spec = lambda n, *a: None if n.startswith('llama_cpp') "
+             "else real(n, *a)\n"
+             "from judge.cli import main\n"
+             "main(['run', 'suite.yaml', '--model', 'local/smollm2'])\n")
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", probe], cwd=ws, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 2
+    assert "pip install 'judgeflow[local]'" in proc.stderr
