@@ -39,8 +39,8 @@ def run_check(check: Check, output: Any) -> CheckResult:
         detail = f"{'found' if found else 'not found'}: {check.value!r}"
     elif check.type == "min_confidence":
         conf = fields.get("confidence")
-        ok_type = isinstance(conf, int | float) and not isinstance(conf, bool)
-        passed = ok_type and float(conf) >= float(check.value)
+        passed = (isinstance(conf, int | float) and not isinstance(conf, bool)
+                  and float(conf) >= float(check.value))
         detail = f"confidence {conf!r} vs minimum {check.value}"
     else:
         mode = fields.get("mode")

@@ -11,6 +11,7 @@ remembers it for that model.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import email.utils
 import os
 import time
@@ -41,7 +42,7 @@ _JSON_OBJECT_PREFIXES = ("hosted_vllm/", "llamacpp/", "llama_cpp/")
 def resolve_output_mode(model: str, configured: str = "auto") -> OutputMode:
     """The structured-output mode to try first for ``model``."""
     if configured in OUTPUT_MODES:
-        return configured  # type: ignore[return-value]
+        return configured
     if configured != "auto":
         raise ValueError(f"unknown output mode {configured!r}")
     if model.startswith(_JSON_OBJECT_PREFIXES):
@@ -160,17 +161,35 @@ def quiet_exit() -> None:
     atexit.unregister(GLOBAL_LOGGING_WORKER._flush_on_exit)
 
 
+def _header(exc: BaseException, name: str) -> str | None:
+    # hosted_vllm/ errors carry a synthetic ``.response`` with no headers: the server's
+    # headers are only on ``litellm_response_headers`` (a plain dict, or httpx Headers).
+    sources = (getattr(exc, "litellm_response_headers", None),
+               getattr(getattr(exc, "response", None), "headers", None),
+               getattr(exc, "headers", None))
+    for headers in sources:
+        if hasattr(headers, "items"):
+            for key, value in headers.items():
+                if isinstance(key, str) and key.lower() == name and value is not None:
+                    return str(value)
+    return None
+
+
 def _retry_after(exc: BaseException) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None) or getattr(exc, "headers", None) or {}
-    raw = headers.get("retry-after") if hasattr(headers, "get") else None
+    raw = _header(exc, "retry-after")
     if raw is None:
         return None
     try:
         return max(0.0, float(raw))
     except ValueError:
+        pass
+    try:  # an HTTP date; a malformed header means "no hint", never a crash of the run
         parsed = email.utils.parsedate_to_datetime(raw)
-        return max(0.0, parsed.timestamp() - time.time())
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed.tzinfo is None:  # "-0000" parses naive: HTTP dates are GMT
+        parsed = parsed.replace(tzinfo=datetime.UTC)
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 def _status(exc: BaseException) -> int | None:

@@ -29,7 +29,7 @@ class FileSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: list[str] | str | None = None
-    """Judge model(s), LiteLLM names (``openai/gpt-4o-mini``, ``hosted_vllm/x``, ``local/smollm2``)."""
+    """Judge models by LiteLLM name: ``openai/gpt-4o-mini``, ``hosted_vllm/x``."""
     rubric: str | None = None
     concurrency: int = Field(default=16, ge=1, le=1024)
     cache_dir: str = "cache"

@@ -270,6 +270,9 @@ def ensure_server(name: str, workspace: Path | None = None) -> LocalServer:
                            release=lambda: None)
     record = start_server(name, workspace)
     proc: subprocess.Popen[bytes] = record["_process"]
+
+    def release() -> None:
+        _terminate(proc.pid, proc)
+
     return LocalServer(name=name, litellm_model=record["litellmModel"],
-                       api_base=record["apiBase"], pid=proc.pid, owned=True,
-                       release=lambda: _terminate(proc.pid, proc) and None)
+                       api_base=record["apiBase"], pid=proc.pid, owned=True, release=release)

@@ -67,7 +67,7 @@ def _drop_trailing_commas(text: str) -> str:
 
 
 def extract_json(text: str) -> Any:
-    """The first JSON object in ``text``, forgiving fences, surrounding prose and trailing commas."""
+    """The first JSON object in ``text``; forgives fences, prose around it, trailing commas."""
     start = text.find("{")
     if start < 0:
         raise OutputError("the reply contains no JSON object",

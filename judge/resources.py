@@ -76,7 +76,7 @@ def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
 
 
 def load_suite(path: str | Path) -> Suite:
-    """Load and validate a suite file (``.yaml``/``.yml`` or ``.jsonl``); its id defaults to the file stem."""
+    """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem."""
     file = Path(path)
     try:
         text = file.read_text(encoding="utf-8")

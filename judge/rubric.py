@@ -42,7 +42,7 @@ WEIGHT_TOLERANCE = Fraction(1, 10**9)
 
 
 def exact(value: float | int) -> Fraction:
-    """The decimal a person wrote (0.45), as an exact fraction (9/20), never 0.4500000000000000111."""
+    """The decimal a person wrote (0.45) as the exact fraction 9/20, never 0.45000000000000001."""
     return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
 
 
@@ -76,7 +76,7 @@ class MissingPolicy(_Frozen):
     deterministic: Literal["ai_only", "unscored"] = "unscored"
     """No deterministic score: use the AI score alone, or leave the category unscored."""
     ai: Literal["deterministic_only", "unscored"] = "deterministic_only"
-    """No AI score (judge failed or case is deterministic-only): use the deterministic score, or unscored."""
+    """No AI score (a deterministic-only case): use the deterministic score, or unscored."""
 
 
 class Level(_Frozen):
@@ -271,7 +271,7 @@ def _check_levels(rubric: Rubric, source: str) -> None:
 
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
-    """Parse and validate a rubric from YAML text; every error names ``source``, the place and a fix."""
+    """Parse and validate a rubric from YAML; every error names ``source``, the place, a fix."""
     try:
         data: Any = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -29,7 +29,7 @@ LEVEL_DOC = "The level that fits best, by name."
 
 def _category_model(rubric: Rubric, category_id: str, ids: tuple[str, ...]) -> type[BaseModel]:
     cat = rubric.category(category_id)
-    cite_type: Any = Literal[ids] if ids else str  # type: ignore[valid-type]
+    cite_type: Any = Literal[ids] if ids else str
     fields: dict[str, Any] = {
         "rationale": (str, Field(max_length=RATIONALE_LIMIT, description=RATIONALE_DOC)),
         "evidence": (list[cite_type], Field(max_length=MAX_CITATIONS if ids else 0,
@@ -39,10 +39,10 @@ def _category_model(rubric: Rubric, category_id: str, ids: tuple[str, ...]) -> t
         names = tuple(lv.name for lv in rubric.levels)
         anchors = "; ".join(f"{n}: {cat.anchors[n].rstrip('.')}" if n in cat.anchors else n
                             for n in names)
-        fields["level"] = (Literal[names], Field(description=f"{LEVEL_DOC} {anchors}"))  # type: ignore[valid-type]
+        fields["level"] = (Literal[names], Field(description=f"{LEVEL_DOC} {anchors}"))
     else:
         fields["score"] = (int, Field(ge=0, le=100, description=SCORE_DOC))
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         f"Category_{category_id}",
         __config__=ConfigDict(extra="forbid"),
         __doc__=cat.definition,
@@ -57,7 +57,7 @@ def verdict_model(rubric: Rubric, ids: tuple[str, ...]) -> type[BaseModel]:
         c.id: (_category_model(rubric, c.id, ids), Field(description=c.definition))
         for c in rubric.categories
     }
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         "Verdict", __config__=ConfigDict(extra="forbid"),
         __doc__=f"Verdict under rubric {rubric.id}.", **fields)
     return model

@@ -38,7 +38,7 @@ class Check(_Frozen):
     """A deterministic check on the output (seed 001's fixtures)."""
 
     type: Literal["contains", "not_contains", "min_confidence", "expected_mode"]
-    """``contains``/``not_contains`` a string, ``min_confidence`` at least a value, ``expected_mode`` equal."""
+    """``contains``/``not_contains`` a string, ``min_confidence`` a minimum, ``expected_mode``."""
     value: str | float
     """The string, the minimum confidence (0..1) or the mode expected."""
     category: str | None = None
@@ -146,7 +146,7 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
                                  fix="one JSON object per line") from None
         return Suite(id=default_id, cases=_parse_cases(raw_cases, source))
     try:
-        data = yaml.load(text, Loader=_SuiteLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_SuiteLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -164,11 +164,13 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
                          fix="allowed top-level keys: id, description, rubric, cases")
     cases = _parse_cases(data["cases"], source)
     try:
-        return Suite(id=str(data.get("id") or default_id), description=data.get("description") or "",
+        return Suite(id=str(data.get("id") or default_id),
+                     description=data.get("description") or "",
                      rubric=data.get("rubric"), cases=cases)
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
-        raise SuiteError(msg, file=source, where=where, fix="suite ids are letters, digits, . _ -") \
+        raise SuiteError(msg, file=source, where=where,
+                         fix="suite ids are letters, digits, . _ -") \
             from None
 
 

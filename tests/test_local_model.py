@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from conftest import EXAMPLE_SUITE, ROOT, REPORTS, run_judge
+from conftest import EXAMPLE_SUITE, REPORTS, ROOT, run_judge
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
 
 MODEL = "hosted_vllm/fake-judge"
@@ -117,7 +116,7 @@ def test_offline_never_imports_litellm_or_opens_sockets(workspace: Path) -> None
 
 def test_check_exits_1_on_seeded_regression(fake_server: Any, workspace: Path) -> None:
     suite_file = _suite(workspace)
-    code, first, err = _run(workspace, fake_server.base_url)
+    code, _first, err = _run(workspace, fake_server.base_url)
     assert code == 0, err
     proc = run_judge(["check", "--json"], workspace)
     assert proc.returncode == 0, proc.stderr
@@ -128,7 +127,7 @@ def test_check_exits_1_on_seeded_regression(fake_server: Any, workspace: Path) -
                   and min(c["deterministic"].values()) >= 40)
     victim["deterministic"] = {k: v - 40 for k, v in victim["deterministic"].items()}
     suite_file.write_text(yaml.safe_dump(data, sort_keys=False))
-    code, second, err = _run(workspace, fake_server.base_url, "--no-check")
+    code, _second, err = _run(workspace, fake_server.base_url, "--no-check")
     assert code == 0, err
     proc = run_judge(["check", "--json"], workspace)
     assert proc.returncode == 1, proc.stdout + proc.stderr

@@ -9,8 +9,8 @@ from . import (
     cache_cmds,
     core_cmds,
     local_cmds,
-    rescore_cmds,
     render_cmd,
+    rescore_cmds,
     run_cmd,
     store_cmds,
     suite_cmds,
@@ -23,7 +23,8 @@ def build_app() -> typer.Typer:
     """The ``judge`` Typer application."""
     app = typer.Typer(
         name="judge",
-        help="judgeflow: LLM judges with a deterministic core, an input-hash cache and offline replay.",
+        help="judgeflow: LLM judges with a deterministic core, an input-hash cache and "
+             "offline replay.",
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,

@@ -30,8 +30,8 @@ def rescore(
 
     from ..config import load_config
     from ..errors import UsageError
-    from ..resources import load_rubric
     from ..rescore import RescoreError, rescore_result
+    from ..resources import load_rubric
     from ..rubric import rubric_hash
     from ..store import RunStore
     from ..summary import SummaryBuilder

@@ -1,4 +1,4 @@
-"""``judge run``: the main job — judge a suite, store the run, summarise, compare with the baseline."""
+"""``judge run``: judge a suite, store the run, summarise, compare with the baseline."""
 
 from __future__ import annotations
 
@@ -39,7 +39,8 @@ def run(
     api_base: Annotated[str | None, typer.Option(help="Base URL of the model server.")] = None,
     concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
     seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
-    samples: Annotated[int | None, typer.Option(help="Judge each case K times (seed, seed+1...).")] = None,
+    samples: Annotated[int | None, typer.Option(
+        help="Judge each case K times (seed, seed+1...).")] = None,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
     cache_mode: Annotated[str | None, typer.Option(
@@ -107,7 +108,8 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
         unknown = sorted(set(ids) - {c.id for c in suite.cases})
         if unknown:
             raise SuiteError(f"no case {unknown[0]!r}", file=str(suite_path),
-                             fix=f"known ids start with: {', '.join(c.id for c in suite.cases[:5])}")
+                             fix="known ids start with: "
+                                 + ", ".join(c.id for c in suite.cases[:5]))
     if not config["llm"]:
         cases = [c for c in cases if c.judged_by == "deterministic"]
     if not cases:
