@@ -168,7 +168,7 @@ def _header(exc: BaseException, name: str) -> str | None:
                getattr(getattr(exc, "response", None), "headers", None),
                getattr(exc, "headers", None))
     for headers in sources:
-        if hasattr(headers, "items"):
+        if headers is not None and hasattr(headers, "items"):
             for key, value in headers.items():
                 if isinstance(key, str) and key.lower() == name and value is not None:
                     return str(value)
@@ -199,7 +199,9 @@ def _status(exc: BaseException) -> int | None:
 
 def _rejects_mode(exc: BaseException) -> bool:
     text = str(exc).lower()
-    return any(word in text for word in ("response_format", "json_schema", "schema", "grammar"))
+    # Narrow on purpose: a 500 mentioning some other "schema" must not downgrade the mode.
+    return any(word in text for word in ("response_format", "json_schema", "json_object",
+                                         "grammar"))
 
 
 def classify(exc: BaseException) -> ProviderError:

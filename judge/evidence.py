@@ -30,6 +30,7 @@ __all__ = [
     "EvidenceProfile",
     "GroupSpec",
     "build_bundle",
+    "check_evidence",
     "truncate",
 ]
 
@@ -240,9 +241,9 @@ def _as_list(value: Any, where: str) -> Sequence[Any]:
     raise EvidenceInputError(f"a group is a list of items, not {type(value).__name__}", where)
 
 
-def build_bundle(evidence: Mapping[str, Any] | None,
-                 profile: EvidenceProfile = DEFAULT_PROFILE) -> EvidenceBundle:
-    """Build the canonical bundle from grouped input (any group order, raw items)."""
+def check_evidence(evidence: Mapping[str, Any] | None,
+                   profile: EvidenceProfile = DEFAULT_PROFILE) -> None:
+    """Raise what :func:`build_bundle` would raise, without building (suite validation)."""
     evidence = evidence or {}
     known = profile.names()
     unknown = sorted(set(evidence) - set(known))
@@ -250,6 +251,20 @@ def build_bundle(evidence: Mapping[str, Any] | None,
         raise EvidenceInputError(
             f"unknown evidence group {unknown[0]!r}; the profile's groups are "
             f"{', '.join(known)}", f"evidence.{unknown[0]}")
+    for spec in profile.groups:
+        items = _as_list(evidence.get(spec.name), f"evidence.{spec.name}")
+        for index, raw in enumerate(items[: spec.cap]):
+            if not isinstance(raw, Mapping | str):
+                raise EvidenceInputError(
+                    f"an evidence item is a mapping or a string, not {type(raw).__name__}",
+                    f"evidence.{spec.name}[{index}]")
+
+
+def build_bundle(evidence: Mapping[str, Any] | None,
+                 profile: EvidenceProfile = DEFAULT_PROFILE) -> EvidenceBundle:
+    """Build the canonical bundle from grouped input (any group order, raw items)."""
+    evidence = evidence or {}
+    check_evidence(evidence, profile)
     seen: set[str] = set()
     groups = []
     for spec in profile.groups:

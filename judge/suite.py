@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import SuiteError
-from .evidence import EvidenceInputError, build_bundle
+from .evidence import EvidenceInputError, check_evidence
 from .models import Score
 from .rubric import Rubric, format_validation_error
 
@@ -189,7 +189,7 @@ def validate_against_rubric(suite: Suite, rubric: Rubric, source: str) -> None:
                                  where=f"case {case.id!r}: checks[{i}].category",
                                  fix=f"use one of: {', '.join(sorted(known))}")
         try:
-            build_bundle(case.evidence, rubric.evidence)
+            check_evidence(case.evidence, rubric.evidence)
         except EvidenceInputError as exc:
             raise SuiteError(str(exc).split(": ", 1)[-1], file=source,
                              where=f"case {case.id!r}: {exc.where}",

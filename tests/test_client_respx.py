@@ -248,7 +248,7 @@ async def test_unreadable_or_past_retry_after_falls_back_to_backoff(prep: Prepar
 
 # --- transient faults: retried, then unscored and uncached -------------------------------
 
-TRANSIENT = {
+TRANSIENT: dict[str, httpx.Response | Exception] = {
     "500": error(500),
     "503": error(503, "overloaded"),
     "read-timeout": httpx.ReadTimeout("read timed out"),
@@ -261,9 +261,7 @@ async def test_transient_faults_retry_up_to_max_attempts_then_raise(prep: Prepar
     request = build_request(prep, VLLM, JudgeSettings(), 0)
     client = LiteLLMClient(spec(max_attempts=3))
     with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
-        outcome = TRANSIENT[fault]
-        route = mock.post(URL).mock(side_effect=outcome) if isinstance(outcome, Exception) \
-            else mock.post(URL).mock(return_value=outcome)
+        route = mock.post(URL).mock(side_effect=[TRANSIENT[fault]] * 10)
         with pytest.raises(ProviderError) as info:
             await client.complete(request)
     assert not isinstance(info.value, PermanentProviderError)
@@ -276,9 +274,7 @@ async def test_transient_faults_retry_up_to_max_attempts_then_raise(prep: Prepar
 async def test_transient_fault_leaves_case_unscored_and_uncached(
         prep: Prepared, rubric: Rubric, cache: JudgmentCache, fault: str) -> None:
     with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
-        outcome = TRANSIENT[fault]
-        route = mock.post(URL).mock(side_effect=outcome) if isinstance(outcome, Exception) \
-            else mock.post(URL).mock(return_value=outcome)
+        route = mock.post(URL).mock(side_effect=[TRANSIENT[fault]] * 10)
         result = await judge(prep, rubric, LiteLLMClient(spec(max_attempts=2)), cache)
     assert route.call_count == 2
     assert result.status == "unscored"

@@ -68,6 +68,11 @@ class Execution:
         from ..runner import RunPlan
 
         c = self.config
+        if c["samples"] > 1 and c["seed"] is None:
+            from ..errors import UsageError
+
+            raise UsageError("--samples needs a seed: without one every sample is the same "
+                             "request and the same cached judgment", fix="pass --seed N")
         settings = JudgeSettings(temperature=c["temperature"], seed=c["seed"],
                                  output_mode=c["output_mode"], max_repairs=c["max_repairs"],
                                  params={"max_tokens": c["max_tokens"]})
