@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .cache import CacheMode, JudgmentCache
+from .clock import utc_now
 from .judging import Completer, JudgeSettings, judge_prepared, prepare
 from .models import CaseResult
 from .prompts import PromptRenderer
@@ -47,7 +47,7 @@ async def evaluate_async(
         client = LiteLLMClient(ModelSpec(name=model, api_base=api_base))
     try:
         prep = prepare(case, rub, PromptRenderer(template, workspace))
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = utc_now()
         return await judge_prepared(prep, rub, rubric_hash(rub), model,
                                     settings or JudgeSettings(), store, client, now=now)
     finally:

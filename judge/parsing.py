@@ -10,7 +10,7 @@ overall score the model writes is ignored: the core computes those.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .errors import OutputError
@@ -23,8 +23,9 @@ from .scoring import level_score
 __all__ = ["extract_json", "parse_verdict"]
 
 
-def _matching_brace(text: str, start: int) -> int:
-    depth, in_string, escaped = 0, False, False
+def _structural(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """Positions and characters of ``text`` outside JSON string literals (quotes excluded)."""
+    in_string, escaped = False, False
     for pos in range(start, len(text)):
         ch = text[pos]
         if in_string:
@@ -36,7 +37,14 @@ def _matching_brace(text: str, start: int) -> int:
                 in_string = False
         elif ch == '"':
             in_string = True
-        elif ch in "{[":
+        else:
+            yield pos, ch
+
+
+def _matching_brace(text: str, start: int) -> int:
+    depth = 0
+    for pos, ch in _structural(text, start):
+        if ch in "{[":
             depth += 1
         elif ch in "}]":
             depth -= 1
@@ -46,24 +54,9 @@ def _matching_brace(text: str, start: int) -> int:
 
 
 def _drop_trailing_commas(text: str) -> str:
-    out: list[str] = []
-    in_string, escaped = False, False
-    for pos, ch in enumerate(text):
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == ",":
-            rest = text[pos + 1:].lstrip()
-            if rest[:1] in {"}", "]"}:
-                continue
-        out.append(ch)
-    return "".join(out)
+    drop = {pos for pos, ch in _structural(text)
+            if ch == "," and text[pos + 1:].lstrip()[:1] in {"}", "]"}}
+    return "".join(ch for pos, ch in enumerate(text) if pos not in drop)
 
 
 def extract_json(text: str) -> Any:

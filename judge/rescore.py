@@ -20,10 +20,14 @@ class RescoreError(ValueError):
 
 def rescore_result(result: CaseResult, rubric: Rubric) -> CaseResult:
     """``result`` with finals, overall, band and pass recomputed under ``rubric``."""
-    if result.status == "cache_miss" or (result.status == "unscored" and result.judge is not None
+    if result.status == "cache_miss" or (result.status == "unscored"
+                                         and result.judgedBy == "llm"
                                          and not any(c.aiScore is not None
                                                      for c in result.categoryScores)):
-        return result  # nothing was judged: nothing to re-score
+        # Nothing was judged (a miss, or the judge failed, with or without a reply kept):
+        # nothing to re-score. A failed judge stays unscored whatever the new rubric's
+        # policy for a missing AI score, as when the run judged it.
+        return result
     stored = {c.category: c for c in result.categoryScores}
     wanted = [c.id for c in rubric.categories]
     missing = [c for c in wanted if c not in stored]

@@ -29,13 +29,14 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         add_completion=False,
     )
-    baseline_cmds.register(app)
-    cache_cmds.register(app)
-    core_cmds.register(app)
+    # Registration order is the order `judge --help` lists: the daily loop first.
     run_cmd.register(app)
-    local_cmds.register(app)
+    baseline_cmds.register(app)
     rescore_cmds.register(app)
     render_cmd.register(app)
+    core_cmds.register(app)
     store_cmds.register(app)
     suite_cmds.register(app)
+    cache_cmds.register(app)
+    local_cmds.register(app)
     return app

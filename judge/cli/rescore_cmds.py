@@ -25,9 +25,7 @@ def rescore(
     json_out: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Recompute a stored run's finals under another rubric; stores a new run, calls no model."""
-    import secrets
-    from datetime import UTC, datetime
-
+    from ..clock import new_run_id, utc_now
     from ..config import load_config
     from ..errors import UsageError
     from ..rescore import RescoreError, rescore_result
@@ -40,8 +38,8 @@ def rescore(
     rub = load_rubric(rubric, cfg.workspace)
     with RunStore(cfg["store_url"], workspace=cfg.workspace) as runs:
         source = runs.get_run(run_id)
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        new_id = f"{now.replace('-', '').replace(':', '')[:15]}-{secrets.token_hex(3)}"
+        now = utc_now()
+        new_id = new_run_id(now)
         info = source.model_copy(update={
             "id": new_id, "rubric": rub.id, "rubricHash": rubric_hash(rub), "createdAt": now,
             "status": "running",

@@ -76,24 +76,12 @@ def run(
     raise typer.Exit(code)
 
 
-def _now() -> str:
-    from datetime import UTC, datetime
-
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _run_id(now: str) -> str:
-    import secrets
-
-    stamp = now.replace("-", "").replace(":", "")[:15]
-    return f"{stamp}-{secrets.token_hex(3)}"
-
-
 def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: list[str],
               ids: list[str], check: bool, json_out: bool) -> int:
     """Everything ``judge run`` does; returns the exit code."""
     import asyncio
 
+    from ..clock import new_run_id, utc_now
     from ..errors import SuiteError, UsageError
     from ..resources import load_rubric, load_suite
     from ..rubric import rubric_hash
@@ -122,7 +110,7 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
     execution = Execution(config=config, suite=suite, suite_path=suite_path, rubric=rubric,
                           rubric_hash=rubric_hash(rubric), models=models, cases=cases,
                           offline=mode == "offline", needs_judge=needs_judge,
-                          now=_now, run_id=_run_id(_now()))
+                          now=utc_now, run_id=new_run_id(utc_now()))
     if notice:
         err_console().print(notice)
     try:
