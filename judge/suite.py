@@ -8,7 +8,7 @@ complexity, optional human labels). ``judged_by: deterministic`` cases never rea
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any, Literal
 
 import yaml
@@ -25,8 +25,11 @@ __all__ = [
     "HumanLabel",
     "Suite",
     "filter_cases",
+    "iter_cases",
+    "iter_jsonl",
     "parse_suite",
     "validate_against_rubric",
+    "validate_cases",
 ]
 
 
@@ -111,8 +114,8 @@ def _case_error(exc: ValidationError, source: str, index: int, case_id: str | No
                       fix="see examples/task-evaluation/suite.yaml for the case shape")
 
 
-def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:
-    cases: list[Case] = []
+def iter_cases(raw_cases: Iterable[Any], source: str) -> Iterator[Case]:
+    """Validate raw cases one at a time (duplicates included), so a large file streams."""
     seen: set[str] = set()
     for index, raw in enumerate(raw_cases):
         case_id = raw.get("id") if isinstance(raw, dict) else None
@@ -128,23 +131,30 @@ def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:
             raise SuiteError(f"duplicate case id {case.id!r}", file=source,
                              where=f"case #{index + 1}", fix="give every case its own id")
         seen.add(case.id)
-        cases.append(case)
-    return tuple(cases)
+        yield case
+
+
+def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[Any]:
+    """Raw objects of a JSONL suite, one line at a time; a bad line names its number."""
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
+                             fix="one JSON object per line") from None
+
+
+def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:
+    return tuple(iter_cases(raw_cases, source))
 
 
 def parse_suite(text: str, source: str, default_id: str) -> Suite:
     """Parse a suite from YAML (a mapping with ``cases``) or JSONL (one case a line)."""
     if source.endswith(".jsonl"):
-        raw_cases = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw_cases.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
-                                 fix="one JSON object per line") from None
-        return Suite(id=default_id, cases=_parse_cases(raw_cases, source))
+        return Suite(id=default_id,
+                     cases=_parse_cases(iter_jsonl(text.splitlines(), source), source))
     try:
         data = yaml.load(text, Loader=_SuiteLoader)
     except yaml.YAMLError as exc:
@@ -176,8 +186,13 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
 
 def validate_against_rubric(suite: Suite, rubric: Rubric, source: str) -> None:
     """Check what only the rubric can say: category names, check targets, evidence groups."""
+    validate_cases(suite.cases, rubric, source)
+
+
+def validate_cases(cases: Iterable[Case], rubric: Rubric, source: str) -> None:
+    """:func:`validate_against_rubric` over any iterable of cases (a streamed suite)."""
     known = {c.id for c in rubric.categories}
-    for case in suite.cases:
+    for case in cases:
         for cat in case.deterministic:
             if cat not in known:
                 raise SuiteError(f"unknown category {cat!r} for rubric {rubric.id!r}",
