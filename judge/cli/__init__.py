@@ -24,3 +24,11 @@ def main(argv: list[str] | None = None) -> None:
     except JudgeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
+    except Exception as exc:  # a bug of ours: one readable line unless asked for more
+        import os
+
+        if os.environ.get("JUDGE_DEBUG"):
+            raise
+        print(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "
+              "run again with JUDGE_DEBUG=1 for the traceback", file=sys.stderr)
+        sys.exit(70)

@@ -63,13 +63,20 @@ def history(
     from rich.markup import escape
     from rich.table import Table
 
-    table = Table("run", "created", "suite", "rubric", "models", "cases",
-                  "scored/unscored/miss", "cost", "status")
+    # The id is shown whole (it is what `judge show` takes, and its time prefix is shared by
+    # runs started in the same minute); the creation time is cut to the minute.
+    table = Table()
+    table.add_column("run", no_wrap=True, min_width=22)
+    table.add_column("created (UTC)", no_wrap=True)
+    for name in ("suite", "rubric", "judges"):
+        table.add_column(name, overflow="ellipsis", no_wrap=True, min_width=10)
+    for name in ("cases (scored/unsc./miss)", "cost", "status"):
+        table.add_column(name, no_wrap=True)
     for r in runs:
         t = r.totals
-        table.add_row(r.id[:12], escape(r.createdAt), escape(r.suite), escape(r.rubric),
-                      escape(", ".join(r.models)), str(t.cases),
-                      f"{t.scored}/{t.unscored}/{t.cacheMisses}", _cost(t.costUsd),
+        table.add_row(r.id, escape(r.createdAt[:16].replace("T", " ")),
+                      escape(r.suite), escape(r.rubric), escape(", ".join(r.models)),
+                      f"{t.cases} ({t.scored}/{t.unscored}/{t.cacheMisses})", _cost(t.costUsd),
                       _status(r.status))
     out.print(table)
 
