@@ -37,6 +37,7 @@ async def evaluate_async(
     ``cache`` is a cache object, a folder, or None for no cache. ``cache_mode="offline"``
     never builds a client: a miss comes back as status ``cache_miss``.
     """
+    workspace = workspace or Path.cwd()
     case = case if isinstance(case, Case) else Case.model_validate(case)
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric, workspace)
     own_cache = isinstance(cache, str | Path)

@@ -213,6 +213,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
         time.sleep(0.25)
     else:
         proc.kill()
+        proc.wait(10)
         raise UsageError(f"the local model server did not answer within {STARTUP_TIMEOUT:.0f}s; "
                          f"its log ({log}) ends with:\n{_log_tail(log)}",
                          fix="read the log above")
@@ -236,9 +237,22 @@ def stop_server(name: str, workspace: Path) -> bool:
     except (OSError, ValueError, KeyError, json.JSONDecodeError):
         state.unlink(missing_ok=True)
         return False
-    stopped = _terminate(pid)
+    # A stale record (the server died, the machine rebooted) may name a pid the system has
+    # since given to another process: never signal one that is not a llama.cpp server.
+    stopped = _is_model_server(pid) and _terminate(pid)
     state.unlink(missing_ok=True)
     return stopped
+
+
+def _is_model_server(pid: int) -> bool:
+    """Whether ``pid`` runs ``llama_cpp.server`` (True where /proc cannot tell)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except FileNotFoundError:
+        return not Path("/proc/self/cmdline").exists()
+    except OSError:
+        return True
+    return b"llama_cpp.server" in cmdline
 
 
 def _terminate(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:

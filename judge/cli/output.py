@@ -40,4 +40,5 @@ def err_console() -> Any:
     """A rich console on stderr, for progress and notices that must stay out of JSON."""
     from rich.console import Console
 
-    return Console(stderr=True, highlight=False)
+    # soft_wrap: a notice stays one line in a log, not cut at 80 columns off a terminal.
+    return Console(stderr=True, highlight=False, soft_wrap=True)

@@ -69,7 +69,8 @@ def rescore(
         summary = builder.build()
         totals = source.totals.model_copy(update={
             "calls": 0, "cases": summary.cases, "scored": summary.scored,
-            "unscored": summary.unscored, "wallSeconds": 0.0})
+            "unscored": summary.unscored, "cacheHits": 0, "promptTokens": 0,
+            "completionTokens": 0, "costUsd": 0.0, "wallSeconds": 0.0})
         final = runs.finish_run(new_id, totals=totals, status="complete")
     payload: dict[str, Any] = {"run": final.model_dump(mode="json"), "rescoredFrom": source.id,
                                "modelCalls": 0, "casesMoved": moved,
