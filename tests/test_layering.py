@@ -15,7 +15,7 @@ PACKAGE = ROOT / "judge"
 
 REQUIRED_PURE = ("canonical", "models", "rubric", "evidence", "scoring", "scorefile")
 OPTIONAL_PURE = ("parsing", "schema", "summary", "compare", "baseline", "monitor", "generate",
-                 "checks", "stats", "suite", "rescore")
+                 "checks", "stats", "suite", "rescore", "agreement", "panel", "pairwise")
 PURE_MODULES = tuple(name for name in REQUIRED_PURE + OPTIONAL_PURE
                      if (PACKAGE / f"{name}.py").is_file())
 
