@@ -22,6 +22,11 @@ is not.
   (what the cap dropped, or none) and ``items`` (``id``, ``title``, ``excerpt``, ``refs``:
   ``(key, value)`` pairs); every string of an item is untrusted.
 
+**Pairwise context** (:meth:`PromptRenderer.render_pair`, template ``pairwise``): ``task``,
+``response_1`` and ``response_2`` (the two responses in the order shown; untrusted),
+``criteria`` (lines of the suite's criteria; trusted configuration) and ``groups`` (as above,
+empty when the pair has no evidence).
+
 **Untrusted text.** Case data reaches a template only as context values, never as template
 source (no ``from_string`` on data), so it is never evaluated. It may still try to *read* as
 prompt structure: open a heading, close a fence, pose as instructions. Templates print it
@@ -41,7 +46,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -368,6 +373,41 @@ class PromptRenderer:
         # naming its file and line, never a crash of the run.
         try:
             module = self._root.make_module(context)
+        except Exception as exc:
+            raise self._render_error(exc) from exc
+        messages = []
+        for role in MESSAGE_ROLES:
+            content = getattr(module, role, None)
+            if not isinstance(content, str):
+                raise TemplateError(
+                    f"the template defines no {role} message", file=self._root.filename,
+                    fix=f"wrap the {role} message in {{% set {role} %}}...{{% endset %}}")
+            messages.append({"role": role, "content": content.strip()})
+        return RenderedPrompt(messages=tuple(messages), template_id=self.template_id,
+                              template_hash=self.template_hash)
+
+    def render_pair(self, task: Any, first: Any, second: Any, *,
+                    bundle: EvidenceBundle | None = None,
+                    criteria: Sequence[str] = ()) -> RenderedPrompt:
+        """Render the messages that show two responses to one task (pairwise judging).
+
+        ``first`` is shown as Response 1 and ``second`` as Response 2: the caller swaps them
+        to judge the other order. Responses are read like a case output (text, or a
+        mapping's ``text``/``content``...), the task like a case input.
+        """
+        context = {
+            "task": Untrusted(_input_text(task)),
+            "response_1": Untrusted(output_text(first)),
+            "response_2": Untrusted(output_text(second)),
+            "criteria": tuple(_text(c) for c in criteria),
+            "groups": _groups_view(bundle) if bundle is not None else (),
+        }
+        return self._render_context(context)
+
+    def _render_context(self, context: Mapping[str, Any]) -> RenderedPrompt:
+        # The same reading of the two block-set messages as render(), for another context.
+        try:
+            module = self._root.make_module(dict(context))
         except Exception as exc:
             raise self._render_error(exc) from exc
         messages = []
