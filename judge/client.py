@@ -134,8 +134,20 @@ def _litellm() -> Any:
     if _litellm_module is None:
         os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
         os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-        import litellm
+        import gc
 
+        # The import creates millions of long-lived objects: with the collector on, it runs
+        # full collections over them during the import (~1 s here), every later full
+        # collection scans them again, and so does interpreter shutdown (~1.5 s). Frozen,
+        # they are out of the collector's way (measured in bench/RESULTS.md).
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            import litellm
+        finally:
+            if enabled:
+                gc.enable()
+        gc.freeze()
         litellm.suppress_debug_info = True
         litellm.telemetry = False
         _litellm_module = litellm
@@ -208,7 +220,9 @@ def classify(exc: BaseException) -> ProviderError:
     """Map any exception from a call to a retryable or permanent provider error."""
     status = _status(exc)
     name = type(exc).__name__
-    message = f"{name}: {str(exc).splitlines()[0][:300] if str(exc) else name}"
+    # Some provider errors carry a traceback in their text: keep the message, not the dump.
+    text = str(exc).split(" Traceback (most recent call last)")[0]
+    message = f"{name}: {text.splitlines()[0][:300] if text else name}"
     if status == 429 or name == "RateLimitError":
         return ProviderError(message, status=429, retry_after=_retry_after(exc))
     if name in {"Timeout", "APITimeoutError"} or status == 408:
@@ -280,7 +294,12 @@ class LiteLLMClient:
                 raise _ModeRejected(err) from exc
             raise err from exc
         latency = (time.perf_counter() - started) * 1000
-        return self._turn(response, latency, mode)
+        try:
+            return self._turn(response, latency, mode)
+        except (IndexError, AttributeError, TypeError) as exc:
+            # A 200 whose body has no usable choice (``"choices": []``, e.g. a provider's
+            # content filter): a failed attempt like any other, never a crash of the run.
+            raise ProviderError(f"malformed completion: {type(exc).__name__}: {exc}") from exc
 
     @staticmethod
     def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Turn:
