@@ -25,11 +25,9 @@ No I/O here: the model call, the cache and the command live in ``judge.cli.pairw
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import OutputError, SuiteError
@@ -46,6 +44,7 @@ from .evidence import (
 from .parsing import extract_json
 from .rubric import format_validation_error
 from .schema import RATIONALE_LIMIT
+from .suite import iter_jsonl, read_suite_document
 
 __all__ = [
     "ORDERS",
@@ -137,15 +136,6 @@ class PairSuite(_Frozen):
     cases: tuple[Pair, ...]
 
 
-class _PairLoader(yaml.SafeLoader):
-    """A safe loader without the timestamp rule, as for rubric suites (judge/suite.py)."""
-
-
-_PairLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
 _TOP_KEYS = ("id", "description", "criteria", "cases")
 _FIX = "see examples/pairwise/suite.yaml for the pair shape"
 
@@ -222,33 +212,10 @@ def _criteria(value: Any, source: str) -> tuple[str, ...]:
 def parse_pair_suite(text: str, source: str, default_id: str) -> PairSuite:
     """Parse a pair suite from YAML (a mapping with ``cases``) or JSONL (one pair a line)."""
     if source.endswith(".jsonl"):
-        raw: list[Any] = []
-        for lineno, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                raw.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise SuiteError(f"invalid JSON: {exc.msg}", file=source,
-                                 where=f"line {lineno}", fix="one JSON object per line") from None
+        raw = list(iter_jsonl(text.splitlines(), source))
         return PairSuite(id=default_id, cases=_parse_pairs(raw, source))
-    try:
-        data = yaml.load(text, Loader=_PairLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise SuiteError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=source,
-                         where=where, fix="check the indentation and quoting near that line") \
-            from None
-    if isinstance(data, list):
-        data = {"cases": data}
-    if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise SuiteError("a pair suite is a mapping with a list of 'cases'", file=source,
-                         fix="write cases: [- id: ..., output_a: ..., output_b: ...]")
-    extra = sorted(str(k) for k in set(data) - set(_TOP_KEYS))
-    if extra:
-        raise SuiteError(f"unknown key {extra[0]!r}", file=source, where=extra[0],
-                         fix=f"allowed top-level keys: {', '.join(_TOP_KEYS)}")
+    data = read_suite_document(text, source, _TOP_KEYS,
+                               "write cases: [- id: ..., output_a: ..., output_b: ...]")
     pairs = _parse_pairs(data["cases"], source)
     if not pairs:
         raise SuiteError("the suite has no pairs", file=source, where="cases",

@@ -369,22 +369,7 @@ class PromptRenderer:
             "output": Untrusted(output_text(case.output)),
             "groups": _groups_view(bundle),
         }
-        # Any failure inside a template is that template's error: a configuration error
-        # naming its file and line, never a crash of the run.
-        try:
-            module = self._root.make_module(context)
-        except Exception as exc:
-            raise self._render_error(exc) from exc
-        messages = []
-        for role in MESSAGE_ROLES:
-            content = getattr(module, role, None)
-            if not isinstance(content, str):
-                raise TemplateError(
-                    f"the template defines no {role} message", file=self._root.filename,
-                    fix=f"wrap the {role} message in {{% set {role} %}}...{{% endset %}}")
-            messages.append({"role": role, "content": content.strip()})
-        return RenderedPrompt(messages=tuple(messages), template_id=self.template_id,
-                              template_hash=self.template_hash)
+        return self._render_context(context)
 
     def render_pair(self, task: Any, first: Any, second: Any, *,
                     bundle: EvidenceBundle | None = None,
@@ -405,7 +390,8 @@ class PromptRenderer:
         return self._render_context(context)
 
     def _render_context(self, context: Mapping[str, Any]) -> RenderedPrompt:
-        # The same reading of the two block-set messages as render(), for another context.
+        # Any failure inside a template is that template's error: a configuration error
+        # naming its file and line, never a crash of the run.
         try:
             module = self._root.make_module(dict(context))
         except Exception as exc:

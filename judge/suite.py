@@ -8,7 +8,7 @@ complexity, optional human labels). ``judged_by: deterministic`` cases never rea
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Literal
 
 import yaml
@@ -28,6 +28,7 @@ __all__ = [
     "iter_cases",
     "iter_jsonl",
     "parse_suite",
+    "read_suite_document",
     "validate_against_rubric",
     "validate_cases",
 ]
@@ -150,13 +151,13 @@ def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:
     return tuple(iter_cases(raw_cases, source))
 
 
-def parse_suite(text: str, source: str, default_id: str) -> Suite:
-    """Parse a suite from YAML (a mapping with ``cases``) or JSONL (one case a line)."""
-    if source.endswith(".jsonl"):
-        return Suite(id=default_id,
-                     cases=_parse_cases(iter_jsonl(text.splitlines(), source), source))
+def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str) -> dict[str, Any]:
+    """A YAML suite document: a mapping with a list of ``cases`` and only the ``keys`` given.
+
+    Shared by every suite format (rubric cases, pairs); times stay the strings written.
+    """
     try:
-        data = yaml.load(text, Loader=_SuiteLoader)
+        data = yaml.load(text, Loader=_SuiteLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
@@ -166,12 +167,21 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
     if isinstance(data, list):
         data = {"cases": data}
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
-        raise SuiteError("a suite is a mapping with a list of 'cases'", file=source,
-                         fix="write cases: [- id: ..., ...]")
-    extra = sorted(set(data) - {"id", "description", "rubric", "cases"})
+        raise SuiteError("a suite is a mapping with a list of 'cases'", file=source, fix=shape)
+    extra = sorted(str(k) for k in set(data) - set(keys))
     if extra:
         raise SuiteError(f"unknown key {extra[0]!r}", file=source, where=extra[0],
-                         fix="allowed top-level keys: id, description, rubric, cases")
+                         fix=f"allowed top-level keys: {', '.join(keys)}")
+    return data
+
+
+def parse_suite(text: str, source: str, default_id: str) -> Suite:
+    """Parse a suite from YAML (a mapping with ``cases``) or JSONL (one case a line)."""
+    if source.endswith(".jsonl"):
+        return Suite(id=default_id,
+                     cases=_parse_cases(iter_jsonl(text.splitlines(), source), source))
+    data = read_suite_document(text, source, ("id", "description", "rubric", "cases"),
+                               "write cases: [- id: ..., ...]")
     cases = _parse_cases(data["cases"], source)
     try:
         return Suite(id=str(data.get("id") or default_id),
