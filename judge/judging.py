@@ -17,11 +17,11 @@ run asks again. Parsing always happens after reading, so a parser fix needs no n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from .cache import JudgmentCache, cache_key
+from .cache import JudgmentCache, build_entry, cache_key
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .errors import OutputError, ProviderError
@@ -43,15 +43,18 @@ from .suite import Case
 
 __all__ = [
     "Completer",
+    "Exchange",
     "JudgeSettings",
     "Prepared",
     "build_request",
+    "exchange",
     "judge_prepared",
     "prepare",
     "repair_message",
 ]
 
 VERSION = "0.1.0"
+T = TypeVar("T")
 
 
 class Completer(Protocol):
@@ -182,6 +185,67 @@ def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: i
                         output_mode=settings.output_mode, params=settings.params)
 
 
+@dataclass(frozen=True)
+class Exchange(Generic[T]):
+    """How one logical judge request ended: a parsed value, or why there is none."""
+
+    key: str
+    turns: tuple[Mapping[str, Any], ...]
+    cached: bool
+    value: T | None
+    status: Literal["ok", "unscored", "cache_miss"]
+    reason: str | None = None
+
+
+async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
+                   cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
+                   meta: Mapping[str, Any]) -> Exchange[T]:
+    """Cache hit, else call, parse, repair at most ``max_repairs`` times, cache when valid.
+
+    The one loop every kind of judgment (rubric verdicts, pairwise verdicts) goes through.
+    ``parse`` raises :class:`OutputError` for an invalid reply. ``client`` None is offline:
+    a miss is ``cache_miss``, never a call. ``meta`` is stored with a cached entry.
+    """
+    key = cache_key(request.key_material())
+    entry = cache.get(key) if cache is not None and cache.readable else None
+    if entry is not None:
+        cached_turns = tuple(entry.get("turns") or ())
+        try:
+            return Exchange(key, cached_turns, True, parse(str(cached_turns[-1]["text"])), "ok")
+        except OutputError as exc:
+            if client is None:
+                return Exchange(key, cached_turns, True, None, "unscored",
+                                f"cached reply no longer parses: {exc}")
+    if client is None:
+        return Exchange(key, (), False, None, "cache_miss", f"not in the cache (key {key[:16]})")
+    messages: list[Mapping[str, str]] = list(request.messages)
+    turns: list[dict[str, Any]] = []
+    error: OutputError | None = None
+    for _ in range(1 + max(0, max_repairs)):
+        try:
+            turn = await client.complete(request, messages)
+        except ProviderError as exc:
+            return Exchange(key, tuple(turns), False, None, "unscored", f"provider error: {exc}")
+        turns.append(turn.to_json())
+        try:
+            value = parse(turn.text)
+        except OutputError as exc:
+            error = exc
+            messages = [*messages, {"role": "assistant", "content": turn.text},
+                        {"role": "user", "content": repair_message(exc.errors,
+                                                                   turn.finish_reason)}]
+            continue
+        if cache is not None and cache.writable:
+            engine = getattr(client, "engine", None)
+            cache.put(build_entry(request.key_material(), turns,
+                                  {**meta, "judgeflow": VERSION,
+                                   **({"engine": engine} if engine else {})}))
+        return Exchange(key, tuple(turns), False, value, "ok")
+    reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
+        (error.errors if error else ["unknown"])[:5])
+    return Exchange(key, tuple(turns), False, None, "unscored", reason)
+
+
 async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model: str,
                          settings: JudgeSettings, cache: JudgmentCache | None,
                          client: Completer | None, *, now: str,
@@ -192,69 +256,21 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
     """
     if prep.prompt is None:
         return _scored(prep, rubric, None, None, None)
+    prompt = prep.prompt
     request = build_request(prep, model, settings, sample)
-    key = cache_key(request.key_material())
     ids = prep.bundle.ids()
-    entry = cache.get(key) if cache is not None and cache.readable else None
-    if entry is not None:
-        turns = entry.get("turns") or []
-        meta = _meta(request, key, turns, cached=True, sample=sample, prompt=prep.prompt,
-                     rubric_hash=rubric_hash)
-        try:
-            advisory = parse_verdict(str(turns[-1]["text"]), rubric, ids)
-        except OutputError as exc:
-            if client is None:
-                return _unscored(prep, rubric, meta, f"cached reply no longer parses: {exc}")
-        else:
-            return _scored(prep, rubric, advisory, meta, None)
-    if client is None:
-        return CaseResult(**_base_result(prep, rubric), status="cache_miss",
-                          reason=f"not in the cache (key {key[:16]})")
-    return await _call(prep, rubric, rubric_hash, request, key, settings, cache, client,
-                       sample=sample, now=now)
-
-
-async def _call(prep: Prepared, rubric: Rubric, rubric_hash: str, request: JudgeRequest,
-                key: str, settings: JudgeSettings, cache: JudgmentCache | None,
-                client: Completer, *, sample: int, now: str) -> CaseResult:
-    assert prep.prompt is not None
-    ids = prep.bundle.ids()
-    messages: list[Mapping[str, str]] = list(request.messages)
-    turns: list[dict[str, Any]] = []
-    error: OutputError | None = None
-    for _ in range(1 + max(0, settings.max_repairs)):
-        try:
-            turn = await client.complete(request, messages)
-        except ProviderError as exc:
-            meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
-                         rubric_hash=rubric_hash) if turns else None
-            return _unscored(prep, rubric, meta, f"provider error: {exc}")
-        turns.append(turn.to_json())
-        try:
-            advisory = parse_verdict(turn.text, rubric, ids)
-        except OutputError as exc:
-            error = exc
-            messages = [*messages, {"role": "assistant", "content": turn.text},
-                        {"role": "user", "content": repair_message(exc.errors,
-                                                                   turn.finish_reason)}]
-            continue
-        meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
-                     rubric_hash=rubric_hash)
-        if cache is not None and cache.writable:
-            engine = getattr(client, "engine", None)
-            cache.put({
-                "format": 1, "key": key, "request": request.key_material(), "turns": turns,
-                "meta": {"templateId": prep.prompt.template_id,
-                         "templateHash": prep.prompt.template_hash, "rubricId": rubric.id,
-                         "rubricHash": rubric_hash, "createdAt": now, "judgeflow": VERSION,
-                         **({"engine": engine} if engine else {})},
-            })
-        return _scored(prep, rubric, advisory, meta, None)
-    meta = _meta(request, key, turns, cached=False, sample=sample, prompt=prep.prompt,
-                 rubric_hash=rubric_hash)
-    reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
-        (error.errors if error else ["unknown"])[:5])
-    return _unscored(prep, rubric, meta, reason)
+    done = await exchange(
+        request, lambda text: parse_verdict(text, rubric, ids), cache=cache, client=client,
+        max_repairs=settings.max_repairs,
+        meta={"templateId": prompt.template_id, "templateHash": prompt.template_hash,
+              "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now})
+    if done.status == "cache_miss":
+        return CaseResult(**_base_result(prep, rubric), status="cache_miss", reason=done.reason)
+    meta = _meta(request, done.key, done.turns, cached=done.cached, sample=sample,
+                 prompt=prompt, rubric_hash=rubric_hash) if done.turns else None
+    if done.value is None:
+        return _unscored(prep, rubric, meta, done.reason or "no verdict")
+    return _scored(prep, rubric, done.value, meta, None)
 
 
 def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: str) -> CaseResult:

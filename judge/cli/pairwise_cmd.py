@@ -222,71 +222,32 @@ async def _judge_order(order: Order, prompt: RenderedPrompt, *, model: str,
                        settings: JudgeSettings, schema: dict[str, Any],
                        cache: JudgmentCache | None, client: Completer | None,
                        now: Callable[[], str]) -> OrderVerdict:
-    """One order of one pair: cache hit, else call, parse, repair once, cache when valid."""
-    from ..cache import build_entry, cache_key
+    """One order of one pair, through the same exchange as every rubric judgment."""
     from ..client import JudgeRequest
-    from ..errors import OutputError, ProviderError
-    from ..judging import VERSION, repair_message
+    from ..judging import exchange
     from ..pairwise import OrderVerdict, order_outcome, parse_pair_verdict, turn_totals
 
     request = JudgeRequest(model=model, messages=prompt.messages,
                            temperature=settings.temperature, seed=settings.seed,
                            schema=schema, output_mode=settings.output_mode,
                            params=settings.params)
-    key = cache_key(request.key_material())
+    done = await exchange(request, parse_pair_verdict, cache=cache, client=client,
+                          max_repairs=settings.max_repairs,
+                          meta={"templateId": prompt.template_id,
+                                "templateHash": prompt.template_hash, "mode": "pairwise",
+                                "createdAt": now()})
     head: dict[str, Any] = {"order": order, "first": "A" if order == 1 else "B",
-                            "cacheKey": key}
-
-    def verdict(turns: Sequence[Mapping[str, Any]], *, cached: bool, text: str | None = None,
-                reason: str | None = None) -> OrderVerdict:
-        totals = turn_totals(turns) if turns else {}
-        if text is None:
-            return OrderVerdict(**head, **totals, status="unscored", cached=cached,
-                                reason=reason)
-        parsed = parse_pair_verdict(text)
-        return OrderVerdict(**head, **totals, status="judged", cached=cached,
-                            winner=parsed.winner, outcome=order_outcome(order, parsed.winner),
-                            rationale=parsed.rationale)
-
-    entry = cache.get(key) if cache is not None and cache.readable else None
-    if entry is not None:
-        cached_turns: list[dict[str, Any]] = entry.get("turns") or []
-        try:
-            return verdict(cached_turns, cached=True, text=str(cached_turns[-1]["text"]))
-        except OutputError as exc:
-            if client is None:
-                return verdict(cached_turns, cached=True,
-                               reason=f"cached reply no longer parses: {exc}")
-    if client is None:
-        return OrderVerdict(**head, status="cache_miss",
-                            reason=f"not in the cache (key {key[:16]})")
-    messages: list[Mapping[str, str]] = list(request.messages)
-    turns: list[dict[str, Any]] = []
-    error: OutputError | None = None
-    for _ in range(1 + max(0, settings.max_repairs)):
-        try:
-            turn = await client.complete(request, messages)
-        except ProviderError as exc:
-            return verdict(turns, cached=False, reason=f"provider error: {exc}")
-        turns.append(turn.to_json())
-        try:
-            result = verdict(turns, cached=False, text=turn.text)
-        except OutputError as exc:
-            error = exc
-            messages = [*messages, {"role": "assistant", "content": turn.text},
-                        {"role": "user", "content": repair_message(exc.errors,
-                                                                   turn.finish_reason)}]
-            continue
-        if cache is not None and cache.writable:
-            engine = getattr(client, "engine", None)
-            cache.put(build_entry(request.key_material(), turns, {
-                "templateId": prompt.template_id, "templateHash": prompt.template_hash,
-                "mode": "pairwise", "createdAt": now(), "judgeflow": VERSION,
-                **({"engine": engine} if engine else {})}))
-        return result
-    reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
-        (error.errors if error else ["unknown"])[:5])
-    return verdict(turns, cached=False, reason=reason)
+                            "cacheKey": done.key}
+    totals = turn_totals(done.turns) if done.turns else {}
+    if done.status == "cache_miss":
+        return OrderVerdict(**head, status="cache_miss", reason=done.reason)
+    if done.value is None:
+        return OrderVerdict(**head, **totals, status="unscored", cached=done.cached,
+                            reason=done.reason)
+    return OrderVerdict(**head, **totals, status="judged", cached=done.cached,
+                        winner=done.value.winner,
+                        outcome=order_outcome(order, done.value.winner),
+                        rationale=done.value.rationale)
 
 
 # --- output ---------------------------------------------------------------------------------
