@@ -112,6 +112,8 @@ class Comparison(_Frozen):
     newCases: tuple[str, ...]
     noise: tuple[str, ...]
     """Dropped by more than the threshold but within threshold + their recorded spread."""
+    noiseReasons: tuple[str, ...] = ()
+    """One sentence per ``noise`` case, by case id: the drop and the judge's measured noise."""
 
 
 def _rounded(value: Fraction, places: int) -> float:
@@ -151,10 +153,12 @@ def baseline_id(suite: str, cases: Mapping[str, BaselineCase]) -> str:
 
 
 def pick_primary(results: Iterable[CaseResult], model: str | None) -> list[CaseResult]:
-    """One result per case, by case id: the primary judge's first sample.
+    """One result per case, by case id: ``model``'s lowest sample.
 
     A panel or ``--samples K`` run keeps several results per case; the baseline follows the
-    first judge (``run.models[0]``) and sample 0, or its lowest sample present. A case judged
+    run's headline model (:func:`judge.panel.headline_of`: ``panel:<method>`` for a panel,
+    else ``run.models[0]``) and its lowest sample present, which for a ``--samples K`` run
+    is the median aggregate (sample -1). A case judged
     without a model (deterministic) is taken as it is. A case judged only by other panel
     members is left out, so it shows as missing rather than being compared across judges.
     With ``model`` None every judge is eligible and the lowest (model, sample) wins.
@@ -268,6 +272,7 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
     unscored: list[str] = []
     improved: list[str] = []
     noise: list[str] = []
+    noise_reasons: list[str] = []
     missing: list[str] = []
     case_reasons: list[tuple[str, str]] = []
     before_sum = after_sum = compared = 0
@@ -293,6 +298,10 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
         if drop > limit:
             if was.spread is not None and drop <= limit + was.spread:
                 noise.append(case_id)
+                noise_reasons.append(
+                    f"{case_id}: {before} → {after} (-{drop} points) is noise, not a "
+                    f"regression: within the judge's measured noise of ±{was.spread} points "
+                    f"(threshold {limit_text} + spread {was.spread})")
             else:
                 regressed.append(case_id)
                 case_reasons.append((case_id, f"{case_id}: {before} → {after} "
@@ -323,6 +332,7 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
         missingCases=tuple(missing),
         newCases=tuple(sorted(set(now) - set(baseline.cases))),
         noise=tuple(noise),
+        noiseReasons=tuple(noise_reasons),
     )
 
 

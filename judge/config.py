@@ -47,6 +47,8 @@ class FileSettings(BaseModel):
     """Judge LLM cases (``--no-llm`` runs only the deterministic ones)."""
     template: str = "judge"
     samples: int = Field(default=1, ge=1, le=50)
+    panel: Literal["median", "mean"] = "median"
+    """How several judges' AI scores combine into the panel result, per category."""
     threshold: float = Field(default=0.05, ge=0, le=1)
     block_on_regression: bool = True
     baselines_dir: str = "baselines"

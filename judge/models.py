@@ -64,6 +64,10 @@ class CategoryScore(_Frozen):
     """IDs of the evidence items the judge cited for this category."""
     rule: Rule = "blend"
     level: str | None = None
+    spread: int | None = Field(default=None, ge=0, le=100)
+    """On a sample aggregate: max - min of the K samples' AI scores (the judge's noise)."""
+    finalSpread: int | None = Field(default=None, ge=0, le=100)
+    """On a sample aggregate: max - min of the K samples' final scores."""
 
 
 class CaseScore(_Frozen):
@@ -116,7 +120,7 @@ class JudgeMeta(_Frozen):
     temperature: float
     seed: int | None
     sample: int = 0
-    """Which of ``--samples K`` this judgment is (0 for the first)."""
+    """Which of ``--samples K`` this judgment is (0 for the first; -1 for their aggregate)."""
     templateId: str
     templateHash: str
     rubricHash: str
@@ -130,6 +134,13 @@ class JudgeMeta(_Frozen):
     latencyMs: float | None = None
     finishReason: str | None = None
     modelReported: str | None = None
+    aggregate: str | None = None
+    """None for one judgment. On a result that combines others, how: ``median`` or ``mean``.
+    A sample aggregate has the judge's model and sample -1 (median of its K samples); a panel
+    has model ``panel:<method>`` and sample 0. Neither has a cache entry (``cacheKey`` "");
+    tokens and cost are the members' sums, ``cached`` is true when every member was."""
+    members: tuple[str, ...] = ()
+    """What an aggregate combined: ``model#sample`` of each member judgment."""
 
 
 class CaseResult(_Frozen):
@@ -151,6 +162,9 @@ class CaseResult(_Frozen):
     """Items each group's cap left out of the prompt."""
     tags: tuple[str, ...] = ()
     complexity: str | None = None
+    spread: int | None = Field(default=None, ge=0, le=100)
+    """Measured judge noise: on a sample aggregate, max - min of the K samples' overall
+    scores; on a panel, the largest of its members' spreads. None otherwise."""
 
 
 class RunTotals(_Frozen):
@@ -168,6 +182,12 @@ class RunTotals(_Frozen):
     costUsd: float | None = None
     """None when any paid call's price is unknown."""
     wallSeconds: float = 0.0
+    judgments: int = 0
+    """Judgments the run needed (judged cases x judges x samples); aggregates not counted."""
+    judgedAnew: int = 0
+    """Judgments not found in the cache and asked of a model this run."""
+    savedCalls: int = 0
+    """Model calls the cache spared: one per reused judgment plus its stored repair turns."""
 
 
 class RunInfo(_Frozen):
@@ -184,6 +204,9 @@ class RunInfo(_Frozen):
     seed: int | None
     temperature: float
     samples: int = 1
+    panel: str | None = None
+    """With several judges: how their AI scores combine (``median``/``mean``) into the panel
+    result, model ``panel:<panel>``, which is the run's headline."""
     templateId: str
     templateHash: str
     createdAt: str

@@ -5,11 +5,18 @@ bounded number of judgments are in flight, results go to the store in batches an
 incremental summary. Only model calls wait for the concurrency limit; a cache hit is
 resolved at once. Every valid judgment is cached the moment it arrives, so a run stopped by
 Ctrl-C (or killed) resumes from the cache at no cost.
+
+Once every judgment of a case is in (each judge x each sample), its aggregates are computed
+(:mod:`judge.panel`: a judge's median over its K samples, then the panel over the judges)
+and stored beside the judgments. The run's headline summary counts one result per case:
+the panel with two or more judges, else the judge's sample aggregate with ``--samples K``
+(K >= 2), else its single judgment; a deterministic case counts as it is.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,7 +25,8 @@ from typing import Any, Protocol
 from .cache import JudgmentCache
 from .client import JudgeRequest, Turn
 from .judging import Completer, JudgeSettings, judge_prepared, prepare
-from .models import CaseResult, RunInfo, RunTotals
+from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
+from .panel import case_aggregates, headline, member_sample
 from .prompts import PromptRenderer
 from .rubric import Rubric
 from .suite import Case
@@ -50,6 +58,12 @@ class Progress:
     completion_tokens: int = 0
     cost: float = 0.0
     cost_known: bool = True
+    judgments: int = 0
+    """Judgments of LLM-judged cases finished (each judge x sample; aggregates not counted)."""
+    judged_anew: int = 0
+    """Of those, the ones asked of a model this run (not a cache hit, not an offline miss)."""
+    saved_calls: int = 0
+    """Calls the cache spared: one per hit plus the repair turns stored with it."""
     started: float = field(default_factory=time.monotonic)
 
     def add(self, result: CaseResult) -> None:
@@ -57,6 +71,12 @@ class Progress:
         self.done += 1
         self.unscored += result.status == "unscored"
         self.misses += result.status == "cache_miss"
+        if result.judgedBy == "llm":
+            self.judgments += 1
+            if result.judge is not None and result.judge.cached:
+                self.saved_calls += 1 + result.judge.repairTurns
+            elif result.status != "cache_miss":
+                self.judged_anew += 1
         if result.judge is not None:
             self.cache_hits += result.judge.cached
             if not result.judge.cached:
@@ -79,6 +99,8 @@ class RunPlan:
     settings: JudgeSettings
     samples: int = 1
     concurrency: int = 16
+    panel: str | None = "median"
+    """How two or more judges combine into the panel result (``median`` or ``mean``)."""
 
 
 @dataclass
@@ -87,9 +109,19 @@ class RunOutcome:
 
     run: RunInfo
     summary: Summary
+    """The headline: one result per case (see the module docstring)."""
     summaries: dict[str, Summary]
-    """Per judge model (first sample only), for panels."""
+    """Per judge model: its sample aggregate with ``--samples K``, else its judgment."""
     interrupted: bool = False
+
+
+@dataclass
+class _Pending:
+    """A judged case waiting for the rest of its judgments before its aggregates."""
+
+    prep: Any
+    expected: int
+    judged: dict[tuple[str, int], CaseResult] = field(default_factory=dict)
 
 
 class _Limited:
@@ -124,27 +156,47 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
     per_model = {m: SummaryBuilder() for m in plan.models}
     buffer: list[CaseResult] = []
     pending: set[asyncio.Task[CaseResult]] = set()
+    waiting: dict[int, _Pending] = {}
     progress = progress or Progress()
     started = time.monotonic()
+    head = headline(plan.models, plan.samples, plan.panel)
+    member = member_sample(plan.samples)
 
     def flush() -> None:
         if buffer:
             sink.add_results(plan.run.id, list(buffer))
             buffer.clear()
 
-    def finished(task: asyncio.Task[CaseResult]) -> None:
+    def keep(result: CaseResult, key: tuple[str, int] | None) -> None:
+        # ``key`` is the (model, sample) the result stands for; None for a deterministic case.
+        buffer.append(result)
+        if key is None or key == head:
+            builder.add(result)
+        if key is not None and key[1] == member and key[0] in per_model:
+            per_model[key[0]].add(result)
+
+    def finished(index: int, key: tuple[str, int] | None,
+                 task: asyncio.Task[CaseResult]) -> None:
         pending.discard(task)
         window.release()
         if task.cancelled() or task.exception() is not None:
             return
         result = task.result()
-        buffer.append(result)
         progress.add(result)
-        builder.add(result) if _primary(result, plan) else None
-        if result.judge is not None and result.judge.sample == 0:
-            per_model[result.judge.model].add(result)
+        keep(result, key)
         if on_result is not None:
             on_result(result)
+        group = waiting.get(index)
+        if group is not None and key is not None:
+            group.judged[key] = result
+            if len(group.judged) == group.expected:
+                del waiting[index]
+                try:
+                    for agg in _aggregates(plan, group):
+                        assert agg.judge is not None
+                        keep(agg, (agg.judge.model, agg.judge.sample))
+                except Exception as exc:  # a bug here must fail the run, not vanish
+                    errors.append(exc)
         if len(buffer) >= STORE_BATCH:
             flush()
 
@@ -156,15 +208,19 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
     interrupted = False
     errors: list[BaseException] = []
     try:
-        for case in cases:
+        for index, case in enumerate(cases):
             prep = prepare(case, plan.rubric, renderer)
+            judged = prep.prompt is not None
             judges = [(m, s) for m in plan.models for s in range(plan.samples)] \
-                if prep.prompt is not None else [(plan.models[0], 0)]
+                if judged else [(plan.models[0], 0)]
+            if judged and len(judges) > 1:
+                waiting[index] = _Pending(prep=prep, expected=len(judges))
             for model, sample in judges:
                 await window.acquire()
                 task = asyncio.ensure_future(one(prep, model, sample))
                 pending.add(task)
-                task.add_done_callback(finished)
+                task.add_done_callback(functools.partial(
+                    finished, index, (model, sample) if judged else None))
                 task.add_done_callback(lambda t: errors.append(t.exception())  # type: ignore[arg-type]
                                        if not t.cancelled() and t.exception() else None)
             if errors:
@@ -189,6 +245,8 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
         promptTokens=progress.prompt_tokens, completionTokens=progress.completion_tokens,
         costUsd=round(progress.cost, 10) if progress.cost_known else None,
         wallSeconds=round(time.monotonic() - started, 3),
+        judgments=progress.judgments, judgedAnew=progress.judged_anew,
+        savedCalls=progress.saved_calls,
     )
     run = plan.run.model_copy(update={"totals": totals,
                                       "status": "interrupted" if interrupted else "complete"})
@@ -197,8 +255,10 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
                       interrupted=interrupted)
 
 
-def _primary(result: CaseResult, plan: RunPlan) -> bool:
-    # The run's headline summary counts each case once: the first judge's first sample (or
-    # the deterministic result, which has no judge).
-    return result.judge is None or (result.judge.model == plan.models[0]
-                                    and result.judge.sample == 0)
+def _aggregates(plan: RunPlan, group: _Pending) -> list[CaseResult]:
+    prep = group.prep
+    base = JudgeMeta(model="", temperature=plan.settings.temperature, seed=plan.settings.seed,
+                     templateId=prep.prompt.template_id, templateHash=prep.prompt.template_hash,
+                     rubricHash=plan.rubric_hash, cacheKey="", cached=False)
+    return case_aggregates(group.judged, plan.rubric, prep.signals, base, models=plan.models,
+                           samples=plan.samples, panel=plan.panel)

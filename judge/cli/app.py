@@ -7,8 +7,11 @@ import typer
 from . import (
     baseline_cmds,
     cache_cmds,
+    compare_cmd,
     core_cmds,
+    diff_cmds,
     local_cmds,
+    pairwise_cmd,
     render_cmd,
     rescore_cmds,
     run_cmd,
@@ -33,6 +36,9 @@ def build_app() -> typer.Typer:
     run_cmd.register(app)
     baseline_cmds.register(app)
     rescore_cmds.register(app)
+    compare_cmd.register(app)
+    diff_cmds.register(app)
+    pairwise_cmd.register(app)
     render_cmd.register(app)
     core_cmds.register(app)
     store_cmds.register(app)

@@ -122,9 +122,17 @@ def _pick_run(store: RunStore, run_id: str | None, suite: str | None) -> RunInfo
 
 
 def _primary(store: RunStore, run: RunInfo) -> list[CaseResult]:
+    # One result per case: the run's headline (a panel, a judge's median over its samples,
+    # or the first judge's judgment).
     from ..baseline import pick_primary
+    from ..panel import headline_of
 
-    return pick_primary(store.iter_results(run.id), run.models[0] if run.models else None)
+    return pick_primary(store.iter_results(run.id), headline_of(run)[0])
+
+
+def _measured_spreads(results: list[CaseResult]) -> dict[str, int]:
+    """Each case's measured judge noise, from a run judged with ``--samples K``."""
+    return {r.id: r.spread for r in results if r.spread is not None}
 
 
 def _build(run: RunInfo, results: list[CaseResult], threshold: float,
@@ -154,10 +162,13 @@ def baseline_record(
 ) -> None:
     """Record a run's scores as the suite's baseline, writing baselines/<suite>.json atomically.
 
-    One result per case: the first judge's first sample.
+    One result per case: the run's headline (the panel with several judges, the median of
+    the samples with --samples K, else the first judge's judgment).
 
-    An existing baseline's per-case spreads are kept, and its threshold too unless
-    --threshold (or a setting) gives one.
+    A run judged with --samples K records each case's spread (the judge's measured noise),
+    so `judge check` reports a drop within it as noise. Otherwise an existing baseline's
+    per-case spreads are kept. Its threshold is kept too unless --threshold (or a setting)
+    gives one.
     """
     from ..baseline import baseline_text
     from ..baselines_io import baseline_path, load_baseline, save_baseline
@@ -185,6 +196,7 @@ def baseline_record(
     spreads = {} if previous is None else {
         case_id: case.spread for case_id, case in previous.cases.items()
         if case.spread is not None and case_id in present}
+    spreads.update(_measured_spreads(results))
     baseline = _build(run, results, chosen, spreads)
     save_baseline(path, baseline)
     changed = old_text != baseline_text(baseline)
@@ -320,7 +332,7 @@ def check(
     if path.exists():
         baseline = load_baseline(path)
     else:
-        baseline = _build(run, results, float(config["threshold"]))
+        baseline = _build(run, results, float(config["threshold"]), _measured_spreads(results))
         save_baseline(path, baseline)
         recorded = True
         notices.append(f"no baseline for suite {run.suite}: recorded {_shown(path)} "
@@ -360,6 +372,8 @@ def _print_comparison(c: Comparison, run: RunInfo, notices: list[str], blocking:
         out.print("blocked:" if blocking else "would block (--no-block):")
         for reason in c.blockedReasons:
             out.print(f"  • {reason}", markup=False)
+    for sentence in c.noiseReasons:
+        out.print(f"  ~ {sentence}", markup=False)
     for label, ids in (("noise, within the recorded spread", c.noise),
                        ("improved", c.improvedCases),
                        ("missing from this run", c.missingCases),

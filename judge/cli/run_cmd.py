@@ -40,7 +40,11 @@ def run(
     concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
     seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
     samples: Annotated[int | None, typer.Option(
-        help="Judge each case K times (seed, seed+1...).")] = None,
+        help="Judge each case K times (seed, seed+1...); the median heads, the spread is kept.")]
+    = None,
+    panel: Annotated[str | None, typer.Option(
+        help="With several --model: combine their AI scores by median (default) or mean.")]
+    = None,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
     cache_mode: Annotated[str | None, typer.Option(
@@ -65,7 +69,7 @@ def run(
 
     flags: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
-        "concurrency": concurrency, "seed": seed, "samples": samples,
+        "concurrency": concurrency, "seed": seed, "samples": samples, "panel": panel,
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
         "timeout": timeout, "llm": False if no_llm else None,
@@ -183,13 +187,18 @@ CASE_TABLE_LIMIT = 40
 
 def _print_summary(execution: Any, run: RunInfo, summary: Summary,
                    summaries: dict[str, Summary]) -> None:
+    from ..panel import headline_of
     from .output import console
 
     out = console()
     t = run.totals
     cost = "unknown" if t.costUsd is None else f"${t.costUsd:.4f}"
+    head, sample = headline_of(run)
+    scored_by = f"  ·  scores from [bold]{head}[/]" if len(run.models) > 1 else ""
+    if len(run.models) == 1 and sample < 0:
+        scored_by = f"  ·  scores are the median of {run.samples} samples"
     out.print(f"[bold]run {run.id}[/]  suite [bold]{run.suite}[/]  rubric {run.rubric}  "
-              f"judge {', '.join(run.models)}  seed {run.seed}")
+              f"judge {', '.join(run.models)}  seed {run.seed}{scored_by}")
     if summary.cases <= CASE_TABLE_LIMIT:
         _case_table(execution, run)
     elif summary.failures:
@@ -208,21 +217,35 @@ def _print_summary(execution: Any, run: RunInfo, summary: Summary,
                                         for b, n in summary.bands.items()))
     out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
               f"{t.promptTokens}+{t.completionTokens}, cost {cost}, {t.wallSeconds:.1f}s")
+    if t.judgments:
+        out.print(cache_line(t))
     if len(summaries) > 1:
         for name, s in summaries.items():
-            out.print(f"  judge {name}: mean {s.meanOverall}, pass rate {s.passRate}")
+            rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
+            out.print(f"  judge {name}: mean overall {s.meanOverall}, pass rate {rate}")
+
+
+def cache_line(t: Any) -> str:
+    """``cache: 14 of 16 judgments reused (saved 14 calls), 2 judged anew``."""
+    reused = t.cacheHits
+    line = (f"cache: {reused} of {t.judgments} judgments reused (saved {t.savedCalls} "
+            f"call{'s' if t.savedCalls != 1 else ''}), {t.judgedAnew} judged anew")
+    missing = t.judgments - reused - t.judgedAnew
+    return line + (f", {missing} not in the cache" if missing > 0 else "")
 
 
 def _case_table(execution: Any, run: RunInfo) -> None:
     from rich.table import Table
 
+    from ..panel import headline_of
     from .output import console
 
     cats = [c.id for c in execution.rubric.categories]
+    head = headline_of(run)
     table = Table("case", *[_short(c) for c in cats], "overall", "band", "pass", "note",
                   caption="per category: deterministic/ai → final", caption_justify="left")
     for r in execution.results():
-        if r.judge is not None and (r.judge.model != run.models[0] or r.judge.sample):
+        if r.judge is not None and (r.judge.model, r.judge.sample) != head:
             continue
         by_cat = {c.category: c for c in r.categoryScores}
         cells = []
@@ -279,4 +302,6 @@ def _print_comparison(comparison: dict[str, Any] | None) -> None:
         out.print(f"[green]✓ no regression[/] against {comparison['baselineId']}: "
                   f"{comparison['previousScore']} → {comparison['currentScore']} "
                   f"({comparison['scoreDelta']:+})")
+    for sentence in comparison.get("noiseReasons") or ():
+        out.print(f"  ~ {sentence}", markup=False)
 

@@ -80,6 +80,7 @@ class Execution:
             id=self.run_id, suite=self.suite.id, suitePath=str(self.suite_path),
             rubric=self.rubric.id, rubricHash=self.rubric_hash, models=tuple(self.models),
             seed=c["seed"], temperature=c["temperature"], samples=c["samples"],
+            panel=c["panel"] if len(self.models) > 1 else None,
             templateId=template_id, templateHash=template_hash, createdAt=self.now(),
             settings={"cacheMode": c["cache_mode"], "concurrency": c["concurrency"],
                       "outputMode": c["output_mode"], "maxRepairs": c["max_repairs"],
@@ -88,7 +89,7 @@ class Execution:
         )
         return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
                        models=tuple(self.models), settings=settings, samples=c["samples"],
-                       concurrency=c["concurrency"])
+                       concurrency=c["concurrency"], panel=run.panel)
 
     async def start(self) -> RunOutcome:
         """Judge, store and summarise; the store records the run even when interrupted."""
@@ -106,7 +107,9 @@ class Execution:
         self.store = RunStore(c["store_url"], workspace=c.workspace)
         clients = None if self.offline or not self.needs_judge else self._clients()
         self.store.create_run(plan.run)
-        progress = Progress(total=len(self.cases) * (len(self.models) * c["samples"]))
+        per_case = len(self.models) * c["samples"] if renderer is not None else 1
+        progress = Progress(total=sum(per_case if case.judged_by == "llm" else 1
+                                      for case in self.cases))
         display = _Display(progress)
         try:
             self.outcome = await execute(plan, self.cases, renderer=renderer, cache=cache,
@@ -139,18 +142,22 @@ class Execution:
         """Compare with the suite's baseline; record one when there is none."""
         from ..baseline import build_baseline, compare, pick_primary
         from ..baselines_io import baseline_path, load_baseline, save_baseline
+        from ..panel import headline_of
 
         assert self.outcome is not None
         c = self.config
         path = baseline_path(c.workspace / c["baselines_dir"], self.suite.id)
-        primary = pick_primary(self.results(), self.models[0])
+        # The headline result per case: the panel, a judge's sample aggregate, or its judgment.
+        primary = pick_primary(self.results(), headline_of(self.outcome.run)[0])
         if not path.exists():
             if self.outcome.summary.cacheMisses:
                 return None
+            spreads = {r.id: r.spread for r in primary if r.spread is not None}
             try:
                 baseline = build_baseline(self.suite.id, self.rubric.id, self.rubric_hash,
                                           tuple(self.models), primary,
-                                          run_id=self.outcome.run.id, threshold=c["threshold"])
+                                          run_id=self.outcome.run.id, threshold=c["threshold"],
+                                          spreads=spreads)
             except ValueError:
                 return None  # no scored case: such a baseline could never catch a regression
             save_baseline(path, baseline)
