@@ -33,6 +33,7 @@ from .models import (
     CheckResult,
     CitedEvidence,
     JudgeMeta,
+    turn_totals,
 )
 from .parsing import parse_verdict
 from .prompts import PromptRenderer, RenderedPrompt
@@ -147,33 +148,10 @@ def _scored(prep: Prepared, rubric: Rubric, advisory: Mapping[str, AdvisoryScore
 
 def _meta(request: JudgeRequest, key: str, turns: Sequence[Mapping[str, Any]], *,
           cached: bool, sample: int, prompt: RenderedPrompt, rubric_hash: str) -> JudgeMeta:
-    def total(name: str) -> int | None:
-        values = [t.get(name) for t in turns]
-        return None if any(v is None for v in values) else sum(int(v) for v in values if v)
-
-    costs = [t.get("costUsd") for t in turns]
-    latencies = [t.get("latencyMs") for t in turns]
-    last = turns[-1] if turns else {}
-    return JudgeMeta(
-        model=request.model,
-        outputMode=last.get("outputMode"),
-        temperature=request.temperature,
-        seed=request.seed,
-        sample=sample,
-        templateId=prompt.template_id,
-        templateHash=prompt.template_hash,
-        rubricHash=rubric_hash,
-        cacheKey=key,
-        cached=cached,
-        repairTurns=max(0, len(turns) - 1),
-        promptTokens=total("promptTokens"),
-        completionTokens=total("completionTokens"),
-        costUsd=None if any(c is None for c in costs) else round(sum(costs), 10),  # type: ignore[arg-type]
-        latencyMs=None if any(x is None for x in latencies)
-        else round(sum(latencies), 3),  # type: ignore[arg-type]
-        finishReason=last.get("finishReason"),
-        modelReported=last.get("modelReported"),
-    )
+    return JudgeMeta(model=request.model, temperature=request.temperature, seed=request.seed,
+                     sample=sample, templateId=prompt.template_id,
+                     templateHash=prompt.template_hash, rubricHash=rubric_hash, cacheKey=key,
+                     cached=cached, **turn_totals(turns))
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
@@ -264,10 +242,13 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
         max_repairs=settings.max_repairs,
         meta={"templateId": prompt.template_id, "templateHash": prompt.template_hash,
               "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now})
-    if done.status == "cache_miss":
-        return CaseResult(**_base_result(prep, rubric), status="cache_miss", reason=done.reason)
+    # Every judgment carries its judge, sample and key, even a miss or a failure before any
+    # reply: the store keeps one row per (case, judge, sample), and the key says what to warm.
     meta = _meta(request, done.key, done.turns, cached=done.cached, sample=sample,
-                 prompt=prompt, rubric_hash=rubric_hash) if done.turns else None
+                 prompt=prompt, rubric_hash=rubric_hash)
+    if done.status == "cache_miss":
+        return CaseResult(**_base_result(prep, rubric), status="cache_miss", reason=done.reason,
+                          judge=meta)
     if done.value is None:
         return _unscored(prep, rubric, meta, done.reason or "no verdict")
     return _scored(prep, rubric, done.value, meta, None)

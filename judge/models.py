@@ -6,6 +6,7 @@ so stored rows and ``--json`` output read the same as the contract.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt
@@ -23,6 +24,7 @@ __all__ = [
     "RunInfo",
     "RunTotals",
     "Score",
+    "turn_totals",
 ]
 
 Score = Annotated[StrictInt, Field(ge=0, le=100)]
@@ -215,3 +217,25 @@ class RunInfo(_Frozen):
     settings: dict[str, Any] = Field(default_factory=dict)
     """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
     totals: RunTotals = RunTotals()
+
+
+def turn_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Tokens, cost and latency over an exchange's turns (None when any turn lacks one)."""
+    def total(name: str, digits: int | None = None) -> Any:
+        values = [t.get(name) for t in turns]
+        if not values or any(v is None for v in values):
+            return None
+        summed = sum(v for v in values if v is not None)
+        return int(summed) if digits is None else round(float(summed), digits)
+
+    last = turns[-1] if turns else {}
+    return {
+        "repairTurns": max(0, len(turns) - 1),
+        "outputMode": last.get("outputMode"),
+        "promptTokens": total("promptTokens"),
+        "completionTokens": total("completionTokens"),
+        "costUsd": total("costUsd", 10),
+        "latencyMs": total("latencyMs", 3),
+        "finishReason": last.get("finishReason"),
+        "modelReported": last.get("modelReported"),
+    }

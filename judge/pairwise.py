@@ -41,6 +41,7 @@ from .evidence import (
     check_evidence,
     truncate,
 )
+from .models import turn_totals
 from .parsing import extract_json
 from .rubric import format_validation_error
 from .schema import RATIONALE_LIMIT
@@ -339,28 +340,6 @@ class OrderVerdict(_Frozen):
     latencyMs: float | None = None
     finishReason: str | None = None
     modelReported: str | None = None
-
-
-def turn_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Tokens, cost and latency over an exchange's turns (None when any turn lacks one)."""
-    def total(name: str, digits: int | None = None) -> Any:
-        values = [t.get(name) for t in turns]
-        if not values or any(v is None for v in values):
-            return None
-        summed = sum(v for v in values if v is not None)
-        return int(summed) if digits is None else round(float(summed), digits)
-
-    last = turns[-1] if turns else {}
-    return {
-        "repairTurns": max(0, len(turns) - 1),
-        "outputMode": last.get("outputMode"),
-        "promptTokens": total("promptTokens"),
-        "completionTokens": total("completionTokens"),
-        "costUsd": total("costUsd", 10),
-        "latencyMs": total("latencyMs", 3),
-        "finishReason": last.get("finishReason"),
-        "modelReported": last.get("modelReported"),
-    }
 
 
 class PairResult(_Frozen):

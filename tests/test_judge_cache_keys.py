@@ -275,7 +275,10 @@ async def test_offline_miss_is_cache_miss_without_a_socket(
     empty = JudgmentCache(tmp_path / "empty", "offline")
     result = await judge(prep, rubric, empty, None)
     assert result.status == "cache_miss"
-    assert result.judge is None and result.overallScore is None
+    # A miss still says which judge, sample and key it was (the store keys rows on them).
+    assert result.overallScore is None and result.judge is not None
+    assert result.judge.cached is False and result.judge.promptTokens is None
+    assert result.judge.cacheKey and result.judge.model == "hosted_vllm/judge-x"
     assert result.reason is not None and "not in the cache" in result.reason
     assert no_network == []
     assert not (tmp_path / "empty").exists()  # offline never creates the directory

@@ -87,32 +87,47 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
 
     from ..clock import new_run_id, utc_now
     from ..errors import SuiteError, UsageError
-    from ..resources import load_rubric, load_suite
+    from ..resources import load_rubric, open_suite
     from ..rubric import rubric_hash
-    from ..suite import filter_cases, validate_against_rubric
+    from ..suite import Case, filter_cases, validate_cases
 
     workspace = config.workspace
-    suite = load_suite(suite_path)
-    rubric = load_rubric(config["rubric"] or suite.rubric or "task-evaluation", workspace)
-    validate_against_rubric(suite, rubric, str(suite_path))
-    cases = filter_cases(suite.cases, tags=tags, complexity=complexity, ids=ids)
-    if ids:
-        unknown = sorted(set(ids) - {c.id for c in suite.cases})
-        if unknown:
-            raise SuiteError(f"no case {unknown[0]!r}", file=str(suite_path),
-                             fix="known ids start with: "
-                                 + ", ".join(c.id for c in suite.cases[:5]))
-    if not config["llm"]:
-        cases = [c for c in cases if c.judged_by == "deterministic"]
-    if not cases:
+    source = open_suite(suite_path)
+    rubric = load_rubric(config["rubric"] or source.rubric or "task-evaluation", workspace)
+
+    def wanted(case: Case) -> bool:
+        return bool(filter_cases([case], tags=tags, complexity=complexity, ids=ids)) and (
+            config["llm"] or case.judged_by == "deterministic")
+
+    # One validating pass over the whole file before anything is judged or written; a JSONL
+    # suite streams, so memory does not grow with the number of cases.
+    count = llm_count = 0
+    first_ids: list[str] = []
+    found: set[str] = set()
+    for case in source.cases():
+        validate_cases((case,), rubric, str(suite_path))
+        if len(first_ids) < 5:
+            first_ids.append(case.id)
+        if case.id in ids:
+            found.add(case.id)
+        if wanted(case):
+            count += 1
+            llm_count += case.judged_by == "llm"
+    unknown = sorted(set(ids) - found)
+    if unknown:
+        raise SuiteError(f"no case {unknown[0]!r}", file=str(suite_path),
+                         fix="known ids start with: " + ", ".join(first_ids))
+    if not count:
         raise UsageError("no case left to run after the filters", fix="loosen --tag/--case")
-    needs_judge = any(c.judged_by == "llm" for c in cases)
+    needs_judge = llm_count > 0
     mode = config["cache_mode"]
     models, notice = _resolve_models(config, needs_judge, offline=mode == "offline")
     from .run_exec import Execution
 
-    execution = Execution(config=config, suite=suite, suite_path=suite_path, rubric=rubric,
-                          rubric_hash=rubric_hash(rubric), models=models, cases=cases,
+    execution = Execution(config=config, suite_id=source.id, suite_path=suite_path,
+                          rubric=rubric, rubric_hash=rubric_hash(rubric), models=models,
+                          cases=lambda: (c for c in source.cases() if wanted(c)),
+                          case_count=count, llm_count=llm_count,
                           offline=mode == "offline", needs_judge=needs_judge,
                           now=utc_now, run_id=new_run_id(utc_now()))
     if notice:

@@ -14,7 +14,7 @@ from ..config import Config
 from ..models import CaseResult, RunInfo
 from ..rubric import Rubric
 from ..runner import Progress, RunOutcome
-from ..suite import Case, Suite
+from ..suite import Case
 
 __all__ = ["Execution"]
 
@@ -24,12 +24,15 @@ class Execution:
     """One run from start to report; holds what the report needs afterwards."""
 
     config: Config
-    suite: Suite
+    suite_id: str
     suite_path: Path
     rubric: Rubric
     rubric_hash: str
     models: list[str]
-    cases: list[Case]
+    cases: Callable[[], Iterator[Case]]
+    """Streams the cases to judge (filters applied): a large suite is never all in memory."""
+    case_count: int
+    llm_count: int
     offline: bool
     needs_judge: bool
     now: Callable[[], str]
@@ -77,14 +80,14 @@ class Execution:
                                  output_mode=c["output_mode"], max_repairs=c["max_repairs"],
                                  params={"max_tokens": c["max_tokens"]})
         run = RunInfo(
-            id=self.run_id, suite=self.suite.id, suitePath=str(self.suite_path),
+            id=self.run_id, suite=self.suite_id, suitePath=str(self.suite_path),
             rubric=self.rubric.id, rubricHash=self.rubric_hash, models=tuple(self.models),
             seed=c["seed"], temperature=c["temperature"], samples=c["samples"],
             panel=c["panel"] if len(self.models) > 1 else None,
             templateId=template_id, templateHash=template_hash, createdAt=self.now(),
             settings={"cacheMode": c["cache_mode"], "concurrency": c["concurrency"],
                       "outputMode": c["output_mode"], "maxRepairs": c["max_repairs"],
-                      "maxTokens": c["max_tokens"], "cases": len(self.cases),
+                      "maxTokens": c["max_tokens"], "cases": self.case_count,
                       "llm": c["llm"]},
         )
         return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
@@ -108,11 +111,11 @@ class Execution:
         clients = None if self.offline or not self.needs_judge else self._clients()
         self.store.create_run(plan.run)
         per_case = len(self.models) * c["samples"] if renderer is not None else 1
-        progress = Progress(total=sum(per_case if case.judged_by == "llm" else 1
-                                      for case in self.cases))
+        progress = Progress(total=self.llm_count * per_case
+                            + (self.case_count - self.llm_count))
         display = _Display(progress)
         try:
-            self.outcome = await execute(plan, self.cases, renderer=renderer, cache=cache,
+            self.outcome = await execute(plan, self.cases(), renderer=renderer, cache=cache,
                                          clients=clients, sink=self.store, now=self.now,
                                          progress=progress, on_result=display.tick)
         finally:
@@ -146,7 +149,7 @@ class Execution:
 
         assert self.outcome is not None
         c = self.config
-        path = baseline_path(c.workspace / c["baselines_dir"], self.suite.id)
+        path = baseline_path(c.workspace / c["baselines_dir"], self.suite_id)
         # The headline result per case: the panel, a judge's sample aggregate, or its judgment.
         primary = pick_primary(self.results(), headline_of(self.outcome.run)[0])
         if not path.exists():
@@ -154,7 +157,7 @@ class Execution:
                 return None
             spreads = {r.id: r.spread for r in primary if r.spread is not None}
             try:
-                baseline = build_baseline(self.suite.id, self.rubric.id, self.rubric_hash,
+                baseline = build_baseline(self.suite_id, self.rubric.id, self.rubric_hash,
                                           tuple(self.models), primary,
                                           run_id=self.outcome.run.id, threshold=c["threshold"],
                                           spreads=spreads)
