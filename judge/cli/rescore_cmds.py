@@ -28,6 +28,7 @@ def rescore(
     from ..clock import new_run_id, utc_now
     from ..config import load_config
     from ..errors import UsageError
+    from ..panel import headline_of
     from ..rescore import RescoreError, rescore_result
     from ..resources import load_rubric
     from ..rubric import rubric_hash
@@ -57,9 +58,10 @@ def rescore(
             raise UsageError(str(exc), fix="re-score under a rubric with the same categories")\
                 from None
         runs.create_run(info)
+        head_model, head_sample = headline_of(source)
         for new in rescored:
-            if new.judge is None or (new.judge.model == source.models[0]
-                                     and new.judge.sample == 0):
+            if new.judge is None or (new.judge.model, new.judge.sample) == (head_model,
+                                                                             head_sample):
                 builder.add(new)
             batch.append(new)
             if len(batch) >= 500:
