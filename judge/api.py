@@ -42,7 +42,8 @@ async def evaluate_async(
     rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric, workspace)
     own_cache = isinstance(cache, str | Path)
     store = JudgmentCache(cache, cache_mode) if isinstance(cache, str | Path) else cache
-    if client is None and cache_mode != "offline" and case.judged_by == "llm":
+    own_client = client is None and cache_mode != "offline" and case.judged_by == "llm"
+    if own_client:
         from .client import LiteLLMClient, ModelSpec
 
         client = LiteLLMClient(ModelSpec(name=model, api_base=api_base))
@@ -54,6 +55,10 @@ async def evaluate_async(
     finally:
         if own_cache and store is not None:
             store.close()
+        if own_client:
+            from .client import aclose_clients
+
+            await aclose_clients()
 
 
 def evaluate(case: Case | Mapping[str, Any], **kwargs: Any) -> CaseResult:

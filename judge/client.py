@@ -28,6 +28,7 @@ __all__ = [
     "ModelSpec",
     "OutputMode",
     "Turn",
+    "aclose_clients",
     "resolve_output_mode",
 ]
 
@@ -185,6 +186,21 @@ def _header(exc: BaseException, name: str) -> str | None:
                 if isinstance(key, str) and key.lower() == name and value is not None:
                     return str(value)
     return None
+
+
+async def aclose_clients() -> None:
+    """Close litellm's cached HTTP sessions inside the loop that opened them.
+
+    asyncio.run() closes its loop at the end; sessions left open are then only reaped by
+    the garbage collector (ResourceWarning: unclosed socket) or by litellm's exit hook,
+    which opens a fresh loop just for that. A run closes them itself, once, at the end.
+    """
+    if _litellm_module is None:
+        return
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    await close_litellm_async_clients()
+    _litellm_module.in_memory_llm_clients_cache.flush_cache()
 
 
 def _retry_after(exc: BaseException) -> float | None:

@@ -125,8 +125,9 @@ class Execution:
             if cache is not None:
                 cache.close()
             if clients:
-                from ..client import quiet_exit
+                from ..client import aclose_clients, quiet_exit
 
+                await aclose_clients()
                 quiet_exit()
         self.store.finish_run(plan.run.id, totals=self.outcome.run.totals,
                               status=self.outcome.run.status)
