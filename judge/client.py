@@ -199,7 +199,7 @@ async def aclose_clients() -> None:
         return
     from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
 
-    await close_litellm_async_clients()
+    await close_litellm_async_clients()  # type: ignore[no-untyped-call]
     _litellm_module.in_memory_llm_clients_cache.flush_cache()
 
 

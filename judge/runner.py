@@ -32,7 +32,7 @@ from .rubric import Rubric
 from .suite import Case
 from .summary import Summary, SummaryBuilder
 
-__all__ = ["Progress", "ResultSink", "RunOutcome", "RunPlan", "execute"]
+__all__ = ["LimitedCompleter", "Progress", "ResultSink", "RunOutcome", "RunPlan", "execute"]
 
 STORE_BATCH = 256
 
@@ -124,7 +124,7 @@ class _Pending:
     judged: dict[tuple[str, int], CaseResult] = field(default_factory=dict)
 
 
-class _Limited:
+class LimitedCompleter:
     """A completer whose calls wait for the concurrency limit; cache hits never get here."""
 
     def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
@@ -136,6 +136,7 @@ class _Limited:
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        """The inner completion, once a place under both limits is free."""
         if self.own_limit is None:
             async with self.limit:
                 return await self.inner.complete(request, messages)
@@ -150,7 +151,7 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
                   on_result: Callable[[CaseResult], None] | None = None) -> RunOutcome:
     """Judge ``cases``; ``clients`` None means offline (cache only, no network)."""
     limit = asyncio.Semaphore(plan.concurrency)
-    limited = {m: _Limited(c, limit) for m, c in clients.items()} if clients else None
+    limited = {m: LimitedCompleter(c, limit) for m, c in clients.items()} if clients else None
     window = asyncio.Semaphore(max(64, plan.concurrency * 4))
     builder = SummaryBuilder()
     per_model = {m: SummaryBuilder() for m in plan.models}

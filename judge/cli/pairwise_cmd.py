@@ -12,7 +12,7 @@ per-category scores under a rubric, which a pair's A / B / tie result is not.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -21,10 +21,8 @@ import typer
 from .output import emit_json, err_console
 
 if TYPE_CHECKING:
-    import asyncio
 
     from ..cache import JudgmentCache
-    from ..client import JudgeRequest, Turn
     from ..config import Config
     from ..judging import Completer, JudgeSettings
     from ..pairwise import Order, OrderVerdict, Pair, PairResult, PairSuite, PairSummary
@@ -165,27 +163,6 @@ def _client(config: Config, name: str, stops: list[Callable[[], None]]) -> Any:
 # --- judging --------------------------------------------------------------------------------
 
 
-class _Limited:
-    """A completer whose calls wait for the concurrency limit; cache hits never get here."""
-
-    def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
-        import asyncio
-
-        self.inner = inner
-        self.limit = limit
-        self.engine = getattr(inner, "engine", None)
-        own = getattr(inner, "max_concurrency", None)
-        self.own = asyncio.Semaphore(own) if isinstance(own, int) and own > 0 else None
-
-    async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
-        if self.own is None:
-            async with self.limit:
-                return await self.inner.complete(request, messages)
-        async with self.own, self.limit:
-            return await self.inner.complete(request, messages)
-
-
 async def judge_pairs(suite: PairSuite, *, renderer: PromptRenderer, model: str,
                       settings: JudgeSettings, cache: JudgmentCache | None,
                       client: Completer | None, now: Callable[[], str],
@@ -194,8 +171,9 @@ async def judge_pairs(suite: PairSuite, *, renderer: PromptRenderer, model: str,
     import asyncio
 
     from ..pairwise import ORDERS, combine, pair_bundle, verdict_schema
+    from ..runner import LimitedCompleter
 
-    limited = _Limited(client, asyncio.Semaphore(max(1, concurrency))) if client else None
+    limited = LimitedCompleter(client, asyncio.Semaphore(max(1, concurrency))) if client else None
     schema = verdict_schema()
 
     async def one(pair: Pair) -> PairResult:

@@ -1,0 +1,25 @@
+"""The code style is enforced, not hoped for: ruff and mypy --strict run with the tests."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+
+
+def _run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(list(cmd), cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          check=False)
+
+
+def test_ruff_is_clean() -> None:
+    proc = _run(str(BIN / "ruff"), "check", "judge", "tests", "bench")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_strict_is_clean() -> None:
+    proc = _run(str(BIN / "mypy"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
