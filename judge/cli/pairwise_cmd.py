@@ -114,10 +114,19 @@ def run_pairwise(config: Config, suite_path: Path, *, template: str, json_out: b
     cache = None if mode == "off" else JudgmentCache(cache_path, mode)
     stops: list[Callable[[], None]] = []
     client = None if mode == "offline" else _client(config, name, stops)
+    async def judge_all() -> list[PairResult]:
+        try:
+            return await judge_pairs(suite, renderer=renderer, model=name, settings=settings,
+                                     cache=cache, client=client, now=utc_now,
+                                     concurrency=config["concurrency"])
+        finally:
+            if client is not None:
+                from ..client import aclose_clients
+
+                await aclose_clients()  # inside this loop: no unclosed sockets at exit
+
     try:
-        results = asyncio.run(judge_pairs(
-            suite, renderer=renderer, model=name, settings=settings, cache=cache,
-            client=client, now=utc_now, concurrency=config["concurrency"]))
+        results = asyncio.run(judge_all())
     finally:
         for stop in stops:
             stop()

@@ -272,7 +272,7 @@ def _case_table(execution: Any, run: RunInfo) -> None:
             det = "—" if c.deterministicScore is None else str(c.deterministicScore)
             ai = "—" if c.aiScore is None else str(c.aiScore)
             final = "—" if c.finalScore is None else f"[bold]{c.finalScore}[/]"
-            cells.append(f"{det}/{ai} → {final}")
+            cells.append(f"{det}/{ai}→{final}")
         verdict = "" if r.passed is None else ("[green]✓[/]" if r.passed else "[red]✗[/]")
         note = r.reason or ("" if r.judgedBy == "llm" else "deterministic")
         table.add_row(r.id, *cells, "—" if r.overallScore is None else str(r.overallScore),
