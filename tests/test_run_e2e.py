@@ -197,3 +197,23 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
     # Latency is measured per call, so two cold runs differ there and only there.
     drop = ("cached", "latencyMs")
     assert _scores(resumed, drop=drop) == _scores(straight, drop=drop)
+
+
+def test_unreachable_judge_exits_4_and_records_no_baseline(workspace: Path) -> None:
+    _suite(workspace)
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = run_judge(["run", "suite.yaml", "--model", MODEL, "--api-base",
+                      f"http://127.0.0.1:{port}/v1", "--json"], workspace,
+                     env=judge_env(JUDGE_MAX_ATTEMPTS="1"))
+    assert proc.returncode == 4, proc.stderr
+    payload = json.loads(proc.stdout)
+    llm = [c for c in payload["cases"] if c["judgedBy"] == "llm"]
+    assert llm and all(c["status"] == "unscored" and "provider error" in c["reason"]
+                       for c in llm)
+    assert payload["baseline"]["baselineRecorded"] is False
+    assert not (workspace / "baselines").exists()
+    assert "no judgment succeeded" in proc.stderr

@@ -14,9 +14,10 @@ if TYPE_CHECKING:
     from ..models import RunInfo
     from ..summary import Summary
 
-__all__ = ["EXIT_CACHE_MISS", "EXIT_INTERRUPTED", "register"]
+__all__ = ["EXIT_CACHE_MISS", "EXIT_INTERRUPTED", "EXIT_NO_JUDGMENT", "register"]
 
 EXIT_CACHE_MISS = 3
+EXIT_NO_JUDGMENT = 4
 DEFAULT_LOCAL = "local/smollm2"
 # A provider key in the environment means the user meant a hosted judge: never silently
 # fall back to the small local model then.
@@ -191,6 +192,12 @@ def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int
         err_console().print(
             f"[red]offline: {len(misses)} judgment(s) not in the cache[/]: " + ", ".join(misses))
         return EXIT_CACHE_MISS
+    if execution.llm_count and not execution.offline:
+        scored, reason = execution.first_failure()
+        if scored == 0:
+            err_console().print(f"[red]no judgment succeeded[/] ({execution.llm_count} LLM "
+                                f"case(s) unscored); the first reason: {reason}")
+            return EXIT_NO_JUDGMENT
     if comparison is not None and comparison.get("hasRegression") and \
             execution.config["block_on_regression"]:
         return 1
@@ -304,6 +311,9 @@ def _print_comparison(comparison: dict[str, Any] | None) -> None:
     if comparison is None:
         return
     out = console()
+    if comparison.get("skipped"):
+        out.print(f"[yellow]{comparison['skipped']}[/]")
+        return
     if comparison.get("baselineRecorded"):
         out.print(f"[cyan]no baseline yet: recorded {comparison.get('baselinePath')}[/]")
         return

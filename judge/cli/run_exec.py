@@ -138,6 +138,18 @@ class Execution:
         assert self.outcome is not None
         return self.store.iter_results(self.outcome.run.id)  # type: ignore[no-any-return]
 
+    def first_failure(self) -> tuple[int, str | None]:
+        """How many LLM judgments were scored, and the first failure's reason."""
+        scored, reason = 0, None
+        for r in self.results():
+            if r.judgedBy != "llm":
+                continue
+            if r.status == "scored":
+                scored += 1
+            elif reason is None:
+                reason = r.reason
+        return scored, reason
+
     def missing_cases(self) -> list[str]:
         """Ids of cases that offline replay could not find in the cache."""
         return sorted({r.id for r in self.results() if r.status == "cache_miss"})
@@ -154,8 +166,13 @@ class Execution:
         # The headline result per case: the panel, a judge's sample aggregate, or its judgment.
         primary = pick_primary(self.results(), headline_of(self.outcome.run)[0])
         if not path.exists():
-            if self.outcome.summary.cacheMisses:
-                return None
+            s = self.outcome.summary
+            if s.cacheMisses or s.unscored:
+                # A baseline recorded from a run that could not judge everything would hide
+                # those cases from the gate forever: wait for a clean run.
+                return {"baselineRecorded": False, "hasRegression": False,
+                        "skipped": f"no baseline recorded: {s.unscored} unscored and "
+                                   f"{s.cacheMisses} missing case(s) in this run"}
             spreads = {r.id: r.spread for r in primary if r.spread is not None}
             try:
                 baseline = build_baseline(self.suite_id, self.rubric.id, self.rubric_hash,
