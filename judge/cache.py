@@ -252,6 +252,16 @@ def _open_diskcache(directory: Path) -> Any:
                          fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
 
 
+def _light_problems(entry: Any) -> list[str]:
+    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+        return ["not an entry of this cache format"]
+    turns = entry.get("turns")
+    if not isinstance(entry.get("key"), str) or not isinstance(turns, list) or not turns \
+            or not all(isinstance(t, dict) and isinstance(t.get("text"), str) for t in turns):
+        return ["entry has no key or no turns with text"]
+    return []
+
+
 class JudgmentCache:
     """Cache entries in a directory, read and written as the mode allows.
 
@@ -287,8 +297,14 @@ class JudgmentCache:
 
     # --- reading -------------------------------------------------------------------------
 
-    def _load(self, key: Any) -> tuple[dict[str, Any] | None, str | None]:
-        """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent."""
+    def _load(self, key: Any, *, full: bool = True) -> tuple[dict[str, Any] | None, str | None]:
+        """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent.
+
+        ``full=False`` (the read path of a run) checks what a judgment needs — JSON, the
+        format, the key it is stored under, its turns — and leaves re-hashing the request
+        and the credential scan to ``put`` and ``judge cache verify``: they cost more per
+        hit than everything else a replay does.
+        """
         store = self._store()
         if store is None or not isinstance(key, str):
             return None, None
@@ -306,7 +322,7 @@ class JudgmentCache:
             entry = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             return None, f"not JSON: {exc}"
-        problems = entry_problems(entry)
+        problems = entry_problems(entry) if full else _light_problems(entry)
         if not problems and entry["key"] != key:
             problems = [f"stored under {key[:16]}… but its key is {entry['key'][:16]}…"]
         if problems:
@@ -318,7 +334,7 @@ class JudgmentCache:
 
         Every None counts as a miss; a corrupt entry also counts as corrupt.
         """
-        entry, problem = self._load(key) if self.readable else (None, None)
+        entry, problem = self._load(key, full=False) if self.readable else (None, None)
         if problem is not None:
             self._counters["corrupt"] += 1
         self._counters["hits" if entry is not None else "misses"] += 1
