@@ -224,10 +224,14 @@ class _SnapshotLoader(jinja2.BaseLoader):
         return sorted(self._sources)
 
 
-def _environment() -> ImmutableSandboxedEnvironment:
+def _environment(sandboxed: bool = True) -> jinja2.Environment:
     # Immutable sandbox: the per-rubric context is cached and shared across renders, so a
     # template must not be able to mutate it (list.append from a template is refused).
-    env = ImmutableSandboxedEnvironment(
+    # The sandbox guards against a workspace's *templates*; data is never template code in
+    # either environment. Templates shipped with judgeflow are our own source code, so they
+    # render without it: half the cost of a render (0.48 -> 0.25 ms), the same bytes out.
+    kind = ImmutableSandboxedEnvironment if sandboxed else jinja2.Environment
+    env = kind(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -261,6 +265,11 @@ class PromptRenderer:
         self._dirs = tuple(dirs)
         self._env = _environment()
         sources = self._read_closure(name, jinja2.FileSystemLoader(dirs, encoding="utf-8"))
+        shipped = shipped_dir("prompts").resolve()
+        self.sandboxed = not all(Path(filename).resolve().is_relative_to(shipped)
+                                 for _, filename in sources.values())
+        if not self.sandboxed:
+            self._env = _environment(sandboxed=False)
         self.template_hash: str = sha256_hex(
             {"root": name, "templates": {n: src for n, (src, _) in sources.items()}})
         self._env.loader = _SnapshotLoader(sources)
