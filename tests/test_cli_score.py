@@ -148,3 +148,14 @@ def test_unscored_case_is_reported_not_crashed(tmp_path: Path) -> None:
     payload = json.loads(proc.stdout)
     assert payload["status"] == "unscored" and payload["overallScore"] is None
     assert "processCompliance" in payload["reason"]
+
+
+def test_streamed_json_is_byte_identical_to_emit_json(capsys: pytest.CaptureFixture[str]) -> None:
+    from judge.canonical import stable_json
+    from judge.cli.output import emit_json_streaming
+
+    fields = {"run": {"id": "r", "totals": {"cases": 2}}, "summary": {"passRate": 0.5},
+              "baseline": None, "summaries": None}
+    for items in ([{"id": "b", "scores": [1, {"x": None}]}, {"id": "é\n"}], []):
+        emit_json_streaming(fields, "cases", iter(items))
+        assert capsys.readouterr().out == stable_json({**fields, "cases": items})

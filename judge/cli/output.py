@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from typing import Any
 
 from ..canonical import stable_json
 
-__all__ = ["band_style", "console", "emit_json", "err_console"]
+__all__ = ["band_style", "console", "emit_json", "emit_json_streaming", "err_console"]
 
 _BAND_STYLES = {
     "failing": "red",
@@ -22,6 +23,36 @@ def emit_json(value: Any) -> None:
     """Write ``value`` as stable JSON (sorted keys) to stdout."""
     sys.stdout.write(stable_json(value))
     sys.stdout.flush()
+
+
+def emit_json_streaming(fields: dict[str, Any], streamed: str, items: Iterable[Any]) -> None:
+    """Write ``{**fields, streamed: [*items]}`` byte for byte as :func:`emit_json` would.
+
+    One item at a time, so a 100,000-case ``--json`` never holds every case in memory.
+    """
+    import json
+
+    out = sys.stdout
+    keys = sorted([*fields, streamed])
+    out.write("{\n")
+    for n, key in enumerate(keys):
+        out.write(f"  {json.dumps(key, ensure_ascii=False)}: ")
+        if key != streamed:
+            text = json.dumps(fields[key], sort_keys=True, indent=2, ensure_ascii=False,
+                              allow_nan=False)
+            out.write(text.replace("\n", "\n  "))
+        else:
+            first = True
+            for item in items:
+                out.write("[\n    " if first else ",\n    ")
+                first = False
+                text = json.dumps(item, sort_keys=True, indent=2, ensure_ascii=False,
+                                  allow_nan=False)
+                out.write(text.replace("\n", "\n    "))
+            out.write("[]" if first else "\n  ]")
+        out.write(",\n" if n + 1 < len(keys) else "\n")
+    out.write("}\n")
+    out.flush()
 
 
 def band_style(band: str | None) -> str:

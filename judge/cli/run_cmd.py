@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from .output import band_style, emit_json, err_console
+from .output import band_style, emit_json_streaming, err_console
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -172,14 +172,13 @@ def _resolve_models(config: Config, needs_judge: bool, *,
 def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int:
     comparison = execution.compare() if check and not outcome.interrupted else None
     if json_out:
-        emit_json({
+        emit_json_streaming({
             "run": outcome.run.model_dump(mode="json"),
-            "cases": [r.model_dump(mode="json") for r in execution.results()],
             "summary": outcome.summary.model_dump(mode="json"),
             "summaries": {m: s.model_dump(mode="json") for m, s in outcome.summaries.items()}
             if len(outcome.summaries) > 1 else None,
             "baseline": comparison,
-        })
+        }, "cases", (r.model_dump(mode="json") for r in execution.results()))
     else:
         _print_summary(execution, outcome.run, outcome.summary, outcome.summaries)
         _print_comparison(comparison)
