@@ -53,6 +53,8 @@ CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
 _READABLE = frozenset({"read-write", "read-only", "offline"})
 _WRITABLE = frozenset({"read-write", "refresh"})
 _DBNAME = "cache.db"  # diskcache's SQLite file inside the directory
+_INDEX_DIR = "replay-index"  # the replay index (see judge.replay): derived, droppable data
+_INDEXING = frozenset({"read-write", "refresh", "offline"})
 _ENTRY_FIELDS = frozenset({"format", "key", "request", "turns", "meta"})
 # Dict keys (compared lower-cased, without separators) that name credentials or endpoints.
 # Exact names, not substrings: "promptTokens" or a rubric category must not trip them.
@@ -262,6 +264,34 @@ def _light_problems(entry: Any) -> list[str]:
     return []
 
 
+_HEAD = b'{"format":%d,"key":"' % CACHE_FORMAT
+_TURNS = b',"turns":'
+
+
+def _turns_alone(raw: bytes, key: str) -> list[dict[str, Any]] | None:
+    """The turns of an entry stored as canonical JSON, parsed without the rest; else None.
+
+    A judgment needs only the turns, but an entry is mostly its prompt (~10 KB). Canonical
+    JSON sorts keys, so a stored entry reads ``{"format":1,"key":"…",…,"turns":[…]}``: the
+    turns are the last member, and ``,"turns":`` cannot occur inside a string (a quote there
+    is escaped). The slice must parse as exactly one list, so a nested "turns" member fails
+    to parse rather than being mistaken for it; anything not laid out so returns None and
+    the caller parses the whole entry.
+    """
+    head = _HEAD + key.encode("ascii", "replace") + b'",'
+    at = raw.rfind(_TURNS)
+    if not raw.startswith(head) or not raw.endswith(b"}") or at < len(head):
+        return None
+    try:
+        turns = json.loads(raw[at + len(_TURNS):-1].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(turns, list) or _light_problems(
+            {"format": CACHE_FORMAT, "key": key, "turns": turns}):
+        return None
+    return turns
+
+
 class JudgmentCache:
     """Cache entries in a directory, read and written as the mode allows.
 
@@ -277,6 +307,8 @@ class JudgmentCache:
         self.writable: bool = mode in _WRITABLE
         self._counters = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0}
         self._dc: Any = None
+        self._index: Any = None
+        self._index_ok = mode in _INDEXING
         self._store()
 
     def __repr__(self) -> str:
@@ -297,13 +329,15 @@ class JudgmentCache:
 
     # --- reading -------------------------------------------------------------------------
 
-    def _load(self, key: Any, *, full: bool = True) -> tuple[dict[str, Any] | None, str | None]:
+    def _load(self, key: Any, *, full: bool = True,
+              turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:
         """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent.
 
         ``full=False`` (the read path of a run) checks what a judgment needs — JSON, the
         format, the key it is stored under, its turns — and leaves re-hashing the request
         and the credential scan to ``put`` and ``judge cache verify``: they cost more per
-        hit than everything else a replay does.
+        hit than everything else a replay does. ``turns_only`` may return just the format,
+        key and turns of a sound entry, skipping the parse of its prompt.
         """
         store = self._store()
         if store is None or not isinstance(key, str):
@@ -318,6 +352,10 @@ class JudgmentCache:
             return (None, "value file missing") if key in store else (None, None)
         if type(raw) is not bytes:
             return None, f"stored value is {type(raw).__name__}, not bytes"
+        if turns_only:
+            turns = _turns_alone(raw, key)
+            if turns is not None:
+                return {"format": CACHE_FORMAT, "key": key, "turns": turns}, None
         try:
             entry = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
@@ -334,11 +372,71 @@ class JudgmentCache:
 
         Every None counts as a miss; a corrupt entry also counts as corrupt.
         """
-        entry, problem = self._load(key, full=False) if self.readable else (None, None)
-        if problem is not None:
-            self._counters["corrupt"] += 1
-        self._counters["hits" if entry is not None else "misses"] += 1
+        return self._counted(*self._read(key, turns_only=False), count=True)
+
+    def turns(self, key: str, *, count: bool = True) -> list[dict[str, Any]] | None:
+        """The turns of the entry for ``key`` (what a judgment needs), as :meth:`get` finds it.
+
+        ``count=False`` is a look that the counters do not see (the replay index's, which
+        falls back to a counted look when it finds nothing).
+        """
+        entry = self._counted(*self._read(key, turns_only=True), count=count)
+        return None if entry is None else list(entry["turns"])
+
+    def _read(self, key: str, *,
+              turns_only: bool) -> tuple[dict[str, Any] | None, str | None]:
+        return self._load(key, full=False, turns_only=turns_only) if self.readable \
+            else (None, None)
+
+    def _counted(self, entry: dict[str, Any] | None, problem: str | None, *,
+                 count: bool) -> dict[str, Any] | None:
+        if count:
+            if problem is not None:
+                self._counters["corrupt"] += 1
+            self._counters["hits" if entry is not None else "misses"] += 1
         return entry
+
+    def count_hit(self) -> None:
+        """Count a hit that was read with ``count=False``."""
+        self._counters["hits"] += 1
+
+    # --- the replay index ----------------------------------------------------------------
+
+    def _index_store(self) -> Any:
+        """The index's own diskcache under the directory; None when there is none to use.
+
+        The index is derived data (:mod:`judge.replay`): a directory that cannot hold it
+        (read-only, say) just goes without, and the judgments are never at stake.
+        """
+        if self._index is None and self._index_ok and self._store() is not None:
+            try:
+                self._index = _open_diskcache(self.directory / _INDEX_DIR)
+            except UsageError:
+                self._index_ok = False
+        return self._index
+
+    def index_get(self, fingerprint: str) -> bytes | None:
+        """The replay record stored under ``fingerprint``, if any."""
+        index = self._index_store() if self.readable else None
+        if index is None:
+            return None
+        try:
+            raw = index.get(fingerprint, retry=True)
+        except _RefusedValue:
+            return None
+        return raw if type(raw) is bytes else None
+
+    def index_put(self, fingerprint: str, record: bytes) -> None:
+        """Store a replay record; a failure to write only loses the shortcut."""
+        import sqlite3
+
+        index = self._index_store()
+        if index is None:
+            return
+        try:
+            index.set(fingerprint, record, retry=True)
+        except (OSError, sqlite3.Error):
+            self._index_ok = False
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
@@ -520,10 +618,11 @@ class JudgmentCache:
     # --- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
-        """Release the SQLite connection."""
-        if self._dc is not None:
-            self._dc.close()
-            self._dc = None
+        """Release the SQLite connections."""
+        for store in (self._dc, self._index):
+            if store is not None:
+                store.close()
+        self._dc = self._index = None
 
     def __enter__(self) -> JudgmentCache:
         return self

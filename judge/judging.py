@@ -17,7 +17,7 @@ run asks again. Parsing always happens after reading, so a parser fix needs no n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -43,15 +43,18 @@ from .scoring import score_case
 from .suite import Case
 
 __all__ = [
+    "CaseFacts",
     "Completer",
     "Exchange",
     "JudgeSettings",
     "Prepared",
     "build_request",
     "exchange",
+    "judge_meta",
     "judge_prepared",
     "prepare",
     "repair_message",
+    "scored_result",
 ]
 
 VERSION = "0.1.0"
@@ -77,6 +80,10 @@ class JudgeSettings:
     max_repairs: int = 1
     params: Mapping[str, Any] = field(default_factory=lambda: {"max_tokens": 1024})
 
+    def seed_for(self, sample: int) -> int | None:
+        """The seed of sample ``sample`` (seed + sample), None without a seed."""
+        return None if self.seed is None else self.seed + sample
+
 
 @dataclass(frozen=True)
 class Prepared:
@@ -88,6 +95,36 @@ class Prepared:
     checks: tuple[CheckResult, ...]
     prompt: RenderedPrompt | None
     schema: dict[str, Any] | None
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """How many items each capped group left out (groups that dropped none omitted)."""
+        return {g.name: g.dropped for g in self.bundle.groups if g.dropped}
+
+    def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]:
+        """The cited items of the bundle, in the order given; unknown ids are left out."""
+        by_id = self.bundle.by_id()
+        return tuple(CitedEvidence(id=i, group=by_id[i].group, title=by_id[i].title,
+                                   excerpt=by_id[i].excerpt, refs=by_id[i].refs)
+                     for i in ids if i in by_id)
+
+
+class CaseFacts(Protocol):
+    """What a result needs of a case besides the verdict.
+
+    :class:`Prepared` has it from the bundle; a replay index record has it stored
+    (:mod:`judge.replay`), so both paths build results with the same code.
+    """
+
+    @property
+    def case(self) -> Case: ...  # noqa: D102
+    @property
+    def signals(self) -> dict[str, int | None]: ...  # noqa: D102
+    @property
+    def checks(self) -> tuple[CheckResult, ...]: ...  # noqa: D102
+    @property
+    def dropped(self) -> dict[str, int]: ...  # noqa: D102
+    def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]: ...  # noqa: D102
 
 
 def prepare(case: Case, rubric: Rubric, renderer: PromptRenderer | None) -> Prepared:
@@ -111,30 +148,24 @@ def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
     return "\n".join(lines)
 
 
-def _base_result(prep: Prepared, rubric: Rubric) -> dict[str, Any]:
+def _base_result(facts: CaseFacts) -> dict[str, Any]:
     return {
-        "id": prep.case.id,
-        "judgedBy": prep.case.judged_by,
-        "checks": prep.checks,
-        "evidenceDropped": {g.name: g.dropped for g in prep.bundle.groups if g.dropped},
-        "tags": prep.case.tags,
-        "complexity": prep.case.complexity,
+        "id": facts.case.id,
+        "judgedBy": facts.case.judged_by,
+        "checks": facts.checks,
+        "evidenceDropped": facts.dropped,
+        "tags": facts.case.tags,
+        "complexity": facts.case.complexity,
     }
 
 
-def _cited(prep: Prepared, advisory: Mapping[str, AdvisoryScore]) -> tuple[CitedEvidence, ...]:
-    by_id = prep.bundle.by_id()
-    ids = dict.fromkeys(i for a in advisory.values() for i in a.evidence)
-    return tuple(CitedEvidence(id=i, group=by_id[i].group, title=by_id[i].title,
-                               excerpt=by_id[i].excerpt, refs=by_id[i].refs)
-                 for i in ids if i in by_id)
-
-
-def _scored(prep: Prepared, rubric: Rubric, advisory: Mapping[str, AdvisoryScore] | None,
-            meta: JudgeMeta | None, reason: str | None) -> CaseResult:
-    score = score_case(rubric, prep.signals, advisory, reason=reason)
+def scored_result(facts: CaseFacts, rubric: Rubric, advisory: Mapping[str, AdvisoryScore] | None,
+                  meta: JudgeMeta | None, reason: str | None) -> CaseResult:
+    """The result of a case from its facts and the judge's verdict (None: no judge)."""
+    score = score_case(rubric, facts.signals, advisory, reason=reason)
+    cited = dict.fromkeys(i for a in (advisory or {}).values() for i in a.evidence)
     return CaseResult(
-        **_base_result(prep, rubric),
+        **_base_result(facts),
         status=score.status,
         overallScore=score.overallScore,
         band=score.band,
@@ -142,24 +173,26 @@ def _scored(prep: Prepared, rubric: Rubric, advisory: Mapping[str, AdvisoryScore
         categoryScores=score.categoryScores,
         reason=score.reason,
         judge=meta,
-        evidence=_cited(prep, advisory or {}),
+        evidence=facts.cite(cited),
     )
 
 
-def _meta(request: JudgeRequest, key: str, turns: Sequence[Mapping[str, Any]], *,
-          cached: bool, sample: int, prompt: RenderedPrompt, rubric_hash: str) -> JudgeMeta:
-    return JudgeMeta(model=request.model, temperature=request.temperature, seed=request.seed,
-                     sample=sample, templateId=prompt.template_id,
-                     templateHash=prompt.template_hash, rubricHash=rubric_hash, cacheKey=key,
+def judge_meta(model: str, settings: JudgeSettings, key: str,
+               turns: Sequence[Mapping[str, Any]], *, cached: bool, sample: int,
+               template_id: str, template_hash: str, rubric_hash: str) -> JudgeMeta:
+    """The judge metadata of one judgment."""
+    return JudgeMeta(model=model, temperature=settings.temperature,
+                     seed=settings.seed_for(sample), sample=sample, templateId=template_id,
+                     templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
                      cached=cached, **turn_totals(turns))
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
     """The logical request for one judge and one sample (seed + sample)."""
     assert prep.prompt is not None
-    seed = None if settings.seed is None else settings.seed + sample
     return JudgeRequest(model=model, messages=prep.prompt.messages,
-                        temperature=settings.temperature, seed=seed, schema=prep.schema,
+                        temperature=settings.temperature, seed=settings.seed_for(sample),
+                        schema=prep.schema,
                         output_mode=settings.output_mode, params=settings.params)
 
 
@@ -185,9 +218,9 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
     a miss is ``cache_miss``, never a call. ``meta`` is stored with a cached entry.
     """
     key = cache_key(request.key_material())
-    entry = cache.get(key) if cache is not None and cache.readable else None
-    if entry is not None:
-        cached_turns = tuple(entry.get("turns") or ())
+    found = cache.turns(key) if cache is not None and cache.readable else None
+    if found is not None:
+        cached_turns = tuple(found)
         try:
             return Exchange(key, cached_turns, True, parse(str(cached_turns[-1]["text"])), "ok")
         except OutputError as exc:
@@ -226,14 +259,16 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
 
 async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model: str,
                          settings: JudgeSettings, cache: JudgmentCache | None,
-                         client: Completer | None, *, now: str,
-                         sample: int = 0) -> CaseResult:
+                         client: Completer | None, *, now: str, sample: int = 0,
+                         remember: Callable[[Prepared, CaseResult], None] | None = None,
+                         ) -> CaseResult:
     """Judge one prepared case with one model.
 
     ``client`` None means offline: a miss becomes a ``cache_miss`` result, never a call.
+    ``remember`` is told of every result scored from a verdict that is in the cache.
     """
     if prep.prompt is None:
-        return _scored(prep, rubric, None, None, None)
+        return scored_result(prep, rubric, None, None, None)
     prompt = prep.prompt
     request = build_request(prep, model, settings, sample)
     ids = prep.bundle.ids()
@@ -244,14 +279,18 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
               "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now})
     # Every judgment carries its judge, sample and key, even a miss or a failure before any
     # reply: the store keeps one row per (case, judge, sample), and the key says what to warm.
-    meta = _meta(request, done.key, done.turns, cached=done.cached, sample=sample,
-                 prompt=prompt, rubric_hash=rubric_hash)
+    meta = judge_meta(model, settings, done.key, done.turns, cached=done.cached, sample=sample,
+                      template_id=prompt.template_id, template_hash=prompt.template_hash,
+                      rubric_hash=rubric_hash)
     if done.status == "cache_miss":
-        return CaseResult(**_base_result(prep, rubric), status="cache_miss", reason=done.reason,
+        return CaseResult(**_base_result(prep), status="cache_miss", reason=done.reason,
                           judge=meta)
     if done.value is None:
         return _unscored(prep, rubric, meta, done.reason or "no verdict")
-    return _scored(prep, rubric, done.value, meta, None)
+    result = scored_result(prep, rubric, done.value, meta, None)
+    if remember is not None and (done.cached or (cache is not None and cache.writable)):
+        remember(prep, result)  # the verdict is in the cache: a replay may find it directly
+    return result
 
 
 def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: str) -> CaseResult:
@@ -259,5 +298,5 @@ def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: st
     # for a missing AI score (that policy is for cases never meant to reach a judge).
     cats = tuple(CategoryScore(category=c.id, deterministicScore=prep.signals.get(c.id),
                                weight=c.weight, rule="unscored") for c in rubric.categories)
-    return CaseResult(**_base_result(prep, rubric), status="unscored", categoryScores=cats,
+    return CaseResult(**_base_result(prep), status="unscored", categoryScores=cats,
                       reason=reason, judge=meta)

@@ -190,6 +190,8 @@ class RunTotals(_Frozen):
     """Judgments not found in the cache and asked of a model this run."""
     savedCalls: int = 0
     """Model calls the cache spared: one per reused judgment plus its stored repair turns."""
+    indexHits: int = 0
+    """Reused judgments found through the replay index, with no prompt rendered."""
 
 
 class RunInfo(_Frozen):

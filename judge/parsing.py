@@ -61,6 +61,16 @@ def _drop_trailing_commas(text: str) -> str:
 
 def extract_json(text: str) -> Any:
     """The first JSON object in ``text``; forgives fences, prose around it, trailing commas."""
+    body = text.strip()
+    if body.startswith("{") and body.endswith("}"):
+        # The usual reply is nothing but the object: one parse, no scan.
+        try:
+            value = json.loads(body)
+        except (json.JSONDecodeError, RecursionError):
+            pass
+        else:
+            if isinstance(value, dict):
+                return value
     start = text.find("{")
     if start < 0:
         raise OutputError("the reply contains no JSON object",

@@ -12,6 +12,7 @@ a number reads (bands, the pass mark). Two styles share one model:
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
 from fractions import Fraction
 from typing import Any, Literal
@@ -41,9 +42,15 @@ __all__ = [
 WEIGHT_TOLERANCE = Fraction(1, 10**9)
 
 
+@functools.lru_cache(maxsize=4096)
+def _exact_float(value: float) -> Fraction:
+    return Fraction(repr(value))
+
+
 def exact(value: float | int) -> Fraction:
     """The decimal a person wrote (0.45) as the exact fraction 9/20, never 0.45000000000000001."""
-    return Fraction(repr(value)) if isinstance(value, float) else Fraction(value)
+    # Cached: a run scores the same few weights and blends thousands of times.
+    return _exact_float(value) if isinstance(value, float) else Fraction(value)
 
 
 class _Frozen(BaseModel):

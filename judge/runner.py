@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from .cache import JudgmentCache
+from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .judging import Completer, JudgeSettings, judge_prepared, prepare
 from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
 from .panel import case_aggregates, headline, member_sample
 from .prompts import PromptRenderer
+from .replay import ReplayIndex
 from .rubric import Rubric
 from .suite import Case
 from .summary import Summary, SummaryBuilder
@@ -119,7 +121,7 @@ class RunOutcome:
 class _Pending:
     """A judged case waiting for the rest of its judgments before its aggregates."""
 
-    prep: Any
+    signals: dict[str, int | None]
     expected: int
     judged: dict[tuple[str, int], CaseResult] = field(default_factory=dict)
 
@@ -148,8 +150,13 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
                   cache: JudgmentCache | None, clients: Mapping[str, Completer] | None,
                   sink: ResultSink, now: Callable[[], str],
                   progress: Progress | None = None,
-                  on_result: Callable[[CaseResult], None] | None = None) -> RunOutcome:
-    """Judge ``cases``; ``clients`` None means offline (cache only, no network)."""
+                  on_result: Callable[[CaseResult], None] | None = None,
+                  index: ReplayIndex | None = None) -> RunOutcome:
+    """Judge ``cases``; ``clients`` None means offline (cache only, no network).
+
+    With ``index`` (see :mod:`judge.replay`) a judgment it finds is resolved at once,
+    without a bundle or a prompt; the rest take the plain path and are recorded in it.
+    """
     limit = asyncio.Semaphore(plan.concurrency)
     limited = {m: LimitedCompleter(c, limit) for m, c in clients.items()} if clients else None
     window = asyncio.Semaphore(max(64, plan.concurrency * 4))
@@ -176,13 +183,7 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
         if key is not None and key[1] == member and key[0] in per_model:
             per_model[key[0]].add(result)
 
-    def finished(index: int, key: tuple[str, int] | None,
-                 task: asyncio.Task[CaseResult]) -> None:
-        pending.discard(task)
-        window.release()
-        if task.cancelled() or task.exception() is not None:
-            return
-        result = task.result()
+    def deliver(index: int, key: tuple[str, int] | None, result: CaseResult) -> None:
         progress.add(result)
         keep(result, key)
         if on_result is not None:
@@ -193,7 +194,8 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
             if len(group.judged) == group.expected:
                 del waiting[index]
                 try:
-                    for agg in _aggregates(plan, group):
+                    assert renderer is not None  # only judged cases wait for aggregates
+                    for agg in _aggregates(plan, group, renderer):
                         assert agg.judge is not None
                         keep(agg, (agg.judge.model, agg.judge.sample))
                 except Exception as exc:  # a bug here must fail the run, not vanish
@@ -201,27 +203,49 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
         if len(buffer) >= STORE_BATCH:
             flush()
 
-    async def one(prep: Any, model: str, sample: int) -> CaseResult:
+    def finished(index: int, key: tuple[str, int] | None,
+                 task: asyncio.Task[CaseResult]) -> None:
+        pending.discard(task)
+        window.release()
+        if not task.cancelled() and task.exception() is None:
+            deliver(index, key, task.result())
+
+    async def one(prep: Any, model: str, sample: int, digest: bytes | None) -> CaseResult:
         client = limited.get(model) if limited else None
+        remember = None if digest is None or index is None else functools.partial(
+            index.remember, digest, model, sample)
         return await judge_prepared(prep, plan.rubric, plan.rubric_hash, model, plan.settings,
-                                    cache, client, sample=sample, now=now())
+                                    cache, client, sample=sample, now=now(), remember=remember)
 
     interrupted = False
     errors: list[BaseException] = []
     try:
-        for index, case in enumerate(cases):
-            prep = prepare(case, plan.rubric, renderer)
-            judged = prep.prompt is not None
+        replayed = 0
+        for position, case in enumerate(cases):
+            judged = renderer is not None and case.judged_by == "llm"
             judges = [(m, s) for m in plan.models for s in range(plan.samples)] \
                 if judged else [(plan.models[0], 0)]
             if judged and len(judges) > 1:
-                waiting[index] = _Pending(prep=prep, expected=len(judges))
+                waiting[position] = _Pending(signals=deterministic_signals(case, plan.rubric)[0],
+                                             expected=len(judges))
+            digest = index.case_digest(case) if judged and index is not None else None
+            prep = None
             for model, sample in judges:
+                if digest is not None and index is not None:
+                    found = index.replay(case, digest, model, sample)
+                    if found is not None:
+                        deliver(position, (model, sample), found)
+                        replayed += 1
+                        if replayed % 256 == 0:
+                            await asyncio.sleep(0)  # let judgments in flight move on
+                        continue
+                if prep is None:
+                    prep = prepare(case, plan.rubric, renderer)
                 await window.acquire()
-                task = asyncio.ensure_future(one(prep, model, sample))
+                task = asyncio.ensure_future(one(prep, model, sample, digest))
                 pending.add(task)
                 task.add_done_callback(functools.partial(
-                    finished, index, (model, sample) if judged else None))
+                    finished, position, (model, sample) if judged else None))
                 task.add_done_callback(lambda t: errors.append(t.exception())  # type: ignore[arg-type]
                                        if not t.cancelled() and t.exception() else None)
             if errors:
@@ -247,7 +271,7 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
         costUsd=round(progress.cost, 10) if progress.cost_known else None,
         wallSeconds=round(time.monotonic() - started, 3),
         judgments=progress.judgments, judgedAnew=progress.judged_anew,
-        savedCalls=progress.saved_calls,
+        savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,
     )
     run = plan.run.model_copy(update={"totals": totals,
                                       "status": "interrupted" if interrupted else "complete"})
@@ -256,10 +280,9 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
                       interrupted=interrupted)
 
 
-def _aggregates(plan: RunPlan, group: _Pending) -> list[CaseResult]:
-    prep = group.prep
+def _aggregates(plan: RunPlan, group: _Pending, renderer: PromptRenderer) -> list[CaseResult]:
     base = JudgeMeta(model="", temperature=plan.settings.temperature, seed=plan.settings.seed,
-                     templateId=prep.prompt.template_id, templateHash=prep.prompt.template_hash,
+                     templateId=renderer.template_id, templateHash=renderer.template_hash,
                      rubricHash=plan.rubric_hash, cacheKey="", cached=False)
-    return case_aggregates(group.judged, plan.rubric, prep.signals, base, models=plan.models,
+    return case_aggregates(group.judged, plan.rubric, group.signals, base, models=plan.models,
                            samples=plan.samples, panel=plan.panel)

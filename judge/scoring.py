@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
 from .models import AdvisoryScore, CaseScore, CategoryScore, Rule
-from .rubric import DEFAULT_BANDS, DEFAULT_BLEND, Band, Blend, Rubric, exact
+from .rubric import DEFAULT_BANDS, DEFAULT_BLEND, Band, Blend, Category, Rubric, exact
+
+_HALF = Fraction(1, 2)
 
 __all__ = [
     "band_for",
@@ -30,12 +32,14 @@ __all__ = [
 
 def round_half_up(value: Fraction | int) -> int:
     """Round to the nearest integer, halves away from zero for positives (76.5 -> 77)."""
-    return math.floor(Fraction(value) + Fraction(1, 2))
+    if type(value) is int:
+        return value
+    return math.floor(value + _HALF)
 
 
 def clamp(value: Fraction, low: int = 0, high: int = 100) -> Fraction:
     """``value`` limited to ``low..high``."""
-    return max(Fraction(low), min(Fraction(high), value))
+    return Fraction(low) if value < low else Fraction(high) if value > high else Fraction(value)
 
 
 def _check_score(name: str, value: object) -> int:
@@ -46,34 +50,57 @@ def _check_score(name: str, value: object) -> int:
     return value
 
 
+def _half_up(num: int, den: int) -> int:
+    """``num / den`` (den > 0) clamped to 0..100 and rounded half up, in integers only."""
+    if num <= 0:
+        return 0
+    if num >= 100 * den:
+        return 100
+    return (2 * num + den) // (2 * den)
+
+
 def compute_final_score(deterministic: int, ai: int, blend: Blend = DEFAULT_BLEND) -> int:
     """``round(clamp(deterministic * d + ai * a, 0, 100))``, half up and exact."""
     det = _check_score("deterministic score", deterministic)
     adv = _check_score("AI score", ai)
-    mixed = det * exact(blend.deterministic) + adv * exact(blend.ai)
-    return round_half_up(clamp(mixed))
+    # Exact in integers (the same value as the Fractions, without building any): a run
+    # scores thousands of categories.
+    d, a = exact(blend.deterministic), exact(blend.ai)
+    num = det * d.numerator * a.denominator + adv * a.numerator * d.denominator
+    return _half_up(num, d.denominator * a.denominator)
 
 
-def overall_fraction(finals: Mapping[str, int], rubric: Rubric) -> Fraction:
-    """The exact weighted overall before rounding; renormalised over present weights if allowed."""
+def _present_weights(finals: Mapping[str, int], rubric: Rubric) -> dict[str, Fraction]:
+    """The exact weights of the categories in ``finals``, after checking them."""
     weights = {c.id: exact(c.weight) for c in rubric.categories}
     unknown = sorted(set(finals) - set(weights))
     if unknown:
         raise ValueError(f"unknown category {unknown[0]!r} for rubric {rubric.id!r}")
-    missing = [c for c in weights if c not in finals]
-    if missing and rubric.partial != "renormalize":
-        raise ValueError(f"category {missing[0]!r} has no final score")
-    present = sum((weights[c] for c in finals), Fraction(0))
-    if present == 0:
+    if rubric.partial != "renormalize":
+        missing = [c for c in weights if c not in finals]
+        if missing:
+            raise ValueError(f"category {missing[0]!r} has no final score")
+    present = {c: weights[c] for c in finals}
+    if not any(present.values()):
         raise ValueError("no category has a final score")
-    total = sum((_check_score(f"final score of {c}", s) * weights[c] for c, s in finals.items()),
-                Fraction(0))
-    return total / present
+    for c, score in finals.items():
+        _check_score(f"final score of {c}", score)
+    return present
+
+
+def overall_fraction(finals: Mapping[str, int], rubric: Rubric) -> Fraction:
+    """The exact weighted overall before rounding; renormalised over present weights if allowed."""
+    weights = _present_weights(finals, rubric)
+    return sum((finals[c] * w for c, w in weights.items()), Fraction(0)) / sum(weights.values())
 
 
 def compute_overall_score(finals: Mapping[str, int], rubric: Rubric) -> int:
     """``round(sum(finalScore * weight))`` over the rubric's categories, half up and exact."""
-    return round_half_up(clamp(overall_fraction(finals, rubric)))
+    weights = _present_weights(finals, rubric)
+    # The overall_fraction value, in integers: every weight over one common denominator.
+    common = math.lcm(*(w.denominator for w in weights.values()))
+    scaled = {c: w.numerator * (common // w.denominator) for c, w in weights.items()}
+    return _half_up(sum(finals[c] * k for c, k in scaled.items()), sum(scaled.values()))
 
 
 def band_for(score: int, bands: Sequence[Band] = DEFAULT_BANDS) -> str:
@@ -93,9 +120,13 @@ def level_score(rubric: Rubric, level: str) -> int:
 def score_category(rubric: Rubric, category_id: str, deterministic: int | None,
                    advisory: AdvisoryScore | None) -> CategoryScore:
     """One category's authoritative score, recording which rule produced it."""
-    cat = rubric.category(category_id)
+    return _score_category(rubric, rubric.category(category_id), deterministic, advisory)
+
+
+def _score_category(rubric: Rubric, cat: Category, deterministic: int | None,
+                    advisory: AdvisoryScore | None) -> CategoryScore:
     ai = advisory.score if advisory is not None else None
-    blend = rubric.blend_for(category_id)
+    blend = cat.blend or rubric.blend
     rule: Rule
     final: int | None
     if exact(blend.deterministic) == 0:
@@ -112,7 +143,7 @@ def score_category(rubric: Rubric, category_id: str, deterministic: int | None,
     else:
         rule, final = "unscored", None
     if final is not None:
-        final = round_half_up(clamp(Fraction(_check_score("score", final))))
+        final = _check_score("score", final)
     return CategoryScore(
         category=cat.id,
         deterministicScore=deterministic,
@@ -142,7 +173,7 @@ def score_case(rubric: Rubric, deterministic: Mapping[str, int | None],
     unknown = sorted(set(advisory) - known)
     if unknown:
         raise ValueError(f"AI score for unknown category {unknown[0]!r}")
-    cats = tuple(score_category(rubric, c.id, deterministic.get(c.id), advisory.get(c.id))
+    cats = tuple(_score_category(rubric, c, deterministic.get(c.id), advisory.get(c.id))
                  for c in rubric.categories)
     finals = {c.category: c.finalScore for c in cats if c.finalScore is not None}
     missing = [c.category for c in cats if c.finalScore is None]

@@ -17,10 +17,10 @@ __all__ = ["FAILURE_LIST_LIMIT", "Failure", "Summary", "SummaryBuilder"]
 FAILURE_LIST_LIMIT = 50
 
 
-def _mean(total: Fraction, count: int, places: int) -> float | None:
+def _mean(total: Fraction | int, count: int, places: int) -> float | None:
     if count == 0:
         return None
-    scaled = total / count * 10**places
+    scaled = Fraction(total) / count * 10**places
     return float(Fraction(int(scaled + Fraction(1, 2)), 10**places))
 
 
@@ -71,8 +71,8 @@ class SummaryBuilder:
         self.status: Counter[str] = Counter()
         self.passed = 0
         self.failed = 0
-        self.overall_total = Fraction(0)
-        self.cat_total: dict[str, Fraction] = {}
+        self.overall_total = 0
+        self.cat_total: dict[str, int] = {}
         self.cat_count: Counter[str] = Counter()
         self.bands: Counter[str] = Counter()
         self.complexity: Counter[str] = Counter()
@@ -95,7 +95,7 @@ class SummaryBuilder:
             self.bands[result.band or "?"] += 1
             for cat in result.categoryScores:
                 if cat.finalScore is not None:
-                    self.cat_total[cat.category] = self.cat_total.get(cat.category, Fraction(0)) \
+                    self.cat_total[cat.category] = self.cat_total.get(cat.category, 0) \
                         + cat.finalScore
                     self.cat_count[cat.category] += 1
             if result.passed:

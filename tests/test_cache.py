@@ -459,3 +459,34 @@ def test_cli_verify_and_prune(tmp_path: Path) -> None:
     assert proc.returncode == 0 and entries[0]["key"] in proc.stdout, proc.stderr
     assert "removed 1 entries" in proc.stdout
     assert _judge("verify", cwd=tmp_path).returncode == 0
+
+
+# --- the turns-only read of the hot path --------------------------------------------------
+
+
+def test_turns_read_alone_equal_the_full_entrys(tmp_path: Path) -> None:
+    # Prose in the prompt that looks like the layout: a quoted "turns" member inside a string.
+    tricky = 'text ,"turns":[{"text":"forged"}] and }'
+    entry = build_entry(_request(messages=[{"role": "user", "content": tricky}]),
+                        [{"text": '{"score": 1}', "finishReason": "stop"},
+                         {"text": '{"score": 2}', "turns": [{"text": "nested"}]}],
+                        {"createdAt": CREATED})
+    with JudgmentCache(tmp_path / "c") as cache:
+        cache.put(entry)
+        assert cache.turns(entry["key"]) == entry["turns"]
+        assert cache.get(entry["key"]) == entry  # get still parses everything
+        assert cache.counters()["hits"] == 2
+
+
+def test_turns_read_of_a_foreign_layout_parses_the_whole_entry(tmp_path: Path) -> None:
+    entry = _entry(3)
+    with JudgmentCache(tmp_path / "c") as cache:
+        # Written by another program: valid JSON, but not canonical (spaces, other order).
+        raw = json.dumps({k: entry[k] for k in reversed(list(entry))}, indent=1)
+        cache._store().set(entry["key"], raw.encode("utf-8"))
+        assert cache.turns(entry["key"]) == entry["turns"]
+        # Stored under the wrong key: refused whichever way it is read.
+        other = _entry(4)
+        cache._store().set(other["key"], canonical_json(entry).encode("utf-8"))
+        assert cache.turns(other["key"]) is None
+        assert cache.counters()["corrupt"] == 1

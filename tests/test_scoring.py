@@ -488,3 +488,26 @@ def test_case_overall_matches_category_finals(det: dict[str, int], ai: dict[str,
                                  and result.overallScore >= TASK.pass_score)
     else:
         assert result.status == "unscored" and result.overallScore is None
+
+
+DECIMALS = st.integers(min_value=0, max_value=1000).map(lambda n: n / 1000)
+
+
+@PROPS
+@given(det=SCORES, ai=SCORES, d=DECIMALS, a=DECIMALS)
+def test_integer_blend_equals_the_fraction_formula(det: int, ai: int, d: float, a: float) -> None:
+    # compute_final_score works in integers for speed; it must equal the exact Fraction value.
+    expected = math.floor(clamp(det * Fraction(repr(d)) + ai * Fraction(repr(a))) + Fraction(1, 2))
+    assert compute_final_score(det, ai, Blend.model_construct(deterministic=d, ai=a)) == expected
+
+
+@PROPS
+@given(finals=st.tuples(SCORES, SCORES, SCORES), drop=st.integers(min_value=0, max_value=3))
+def test_integer_overall_equals_the_fraction_value(finals: tuple[int, int, int],
+                                                   drop: int) -> None:
+    rub = _variant(TASK_TEXT, "partial: unscored", "partial: renormalize") \
+        if "partial: unscored" in TASK_TEXT else TASK
+    present = {c: s for i, (c, s) in enumerate(zip(CATS, finals, strict=True)) if i != drop}
+    if rub.partial != "renormalize" and len(present) < len(CATS):
+        return
+    assert compute_overall_score(present, rub) == round_half_up(overall_fraction(present, rub))

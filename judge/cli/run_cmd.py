@@ -252,7 +252,9 @@ def cache_line(t: Any) -> str:
     line = (f"cache: {reused} of {t.judgments} judgments reused (saved {t.savedCalls} "
             f"call{'s' if t.savedCalls != 1 else ''}), {t.judgedAnew} judged anew")
     missing = t.judgments - reused - t.judgedAnew
-    return line + (f", {missing} not in the cache" if missing > 0 else "")
+    line += f", {missing} not in the cache" if missing > 0 else ""
+    hits = getattr(t, "indexHits", 0)
+    return line + (f"; {hits} replayed through the index without rendering" if hits else "")
 
 
 def _case_table(execution: Any, run: RunInfo) -> None:

@@ -98,6 +98,7 @@ class Execution:
         """Judge, store and summarise; the store records the run even when interrupted."""
         from ..cache import JudgmentCache
         from ..prompts import PromptRenderer
+        from ..replay import ReplayIndex
         from ..runner import execute
         from ..store import RunStore
 
@@ -107,6 +108,9 @@ class Execution:
                                                                     c["cache_mode"])
         plan = self._plan(renderer.template_id if renderer else "none",
                           renderer.template_hash if renderer else "none")
+        index = None if renderer is None else ReplayIndex.open(
+            cache, plan.rubric, plan.rubric_hash, template_id=renderer.template_id,
+            template_hash=renderer.template_hash, settings=plan.settings)
         self.store = RunStore(c["store_url"], workspace=c.workspace)
         clients = None if self.offline or not self.needs_judge else self._clients()
         self.store.create_run(plan.run)
@@ -114,10 +118,11 @@ class Execution:
         progress = Progress(total=self.llm_count * per_case
                             + (self.case_count - self.llm_count))
         display = _Display(progress)
+        _settle_heap()
         try:
             self.outcome = await execute(plan, self.cases(), renderer=renderer, cache=cache,
                                          clients=clients, sink=self.store, now=self.now,
-                                         progress=progress, on_result=display.tick)
+                                         progress=progress, on_result=display.tick, index=index)
         finally:
             display.close()
             for stop in self._stops:
@@ -187,6 +192,22 @@ class Execution:
         comparison = compare(load_baseline(path), primary, threshold=c["threshold"])
         return {**comparison.model_dump(mode="json"), "baselineRecorded": False,
                 "baselinePath": str(path)}
+
+
+def _settle_heap() -> None:
+    """Move what set-up built (modules, models, the rubric) out of the collector's sight.
+
+    A run allocates and drops small objects by the million. With the default thresholds
+    the cyclic collector runs every 700 allocations and its full passes rescan every
+    long-lived object: measured, 35-40 % of a replay's time. Freezing the set-up heap and
+    collecting young objects less often keeps that to a few percent; memory stays bounded
+    because the run streams (nothing it allocates lives long).
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(20_000, 50, 100)
 
 
 class _Display:

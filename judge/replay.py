@@ -1,0 +1,173 @@
+"""The replay index: find a cached judgment again without rendering its prompt.
+
+A cache key is the hash of the rendered request, so finding a judgment the plain way means
+building the evidence bundle and rendering the prompt of every case: ~0.5 ms a case, most
+of a replay. Yet all of that is a pure function of inputs that are cheap to hash: the case,
+the rubric, the templates, the judge model and its call settings, the sample, and the code
+that builds bundles and prompts. The index maps a *fingerprint* of those inputs to what a
+result needs that only the bundle knows::
+
+    sha256(salt(code, rubric, templates, model, settings) | sample | case JSON)
+        ──► {"key": cache key, "ids": [citable ids], "dropped": {group: n},
+             "cited": {id: cited evidence}}
+
+A replay then hashes the case (~10 us), reads the record and the cache entry it names,
+parses the verdict and scores it: the same functions as the plain path
+(:func:`judge.judging.scored_result`), so the result is the same, byte for byte.
+
+The cache entry stays the one source of truth: a record only says where to look. Whenever
+the shortcut cannot vouch for the answer (no record, the entry is gone or corrupt, the reply
+no longer parses, it cites an item the record does not hold) the case takes the plain path,
+which writes a fresh record. Any change to the inputs, the package's code included, changes
+the fingerprint, so a stale record is never found, only left unused.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .cache import JudgmentCache
+from .canonical import canonical_json, sha256_hex
+from .checks import deterministic_signals
+from .errors import OutputError
+from .judging import JudgeSettings, Prepared, judge_meta, scored_result
+from .models import CaseResult, CheckResult, CitedEvidence
+from .parsing import parse_verdict
+from .rubric import Rubric
+from .suite import Case
+
+__all__ = ["INDEX_FORMAT", "ReplayIndex", "code_digest"]
+
+INDEX_FORMAT = 1
+
+
+@functools.cache
+def code_digest() -> str | None:
+    """sha256 over the source of the package's modules; None when they cannot be read.
+
+    Any change to how bundles, prompts, keys or results are made changes a fingerprint,
+    without anyone having to remember to bump a version.
+    """
+    digest = hashlib.sha256()
+    try:
+        for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
+            digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    except OSError:
+        return None
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _Facts:
+    """A case's facts from a record (see :class:`judge.judging.CaseFacts`)."""
+
+    case: Case
+    signals: dict[str, int | None]
+    checks: tuple[CheckResult, ...]
+    dropped: dict[str, int]
+    cited: Mapping[str, CitedEvidence]
+
+    def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]:
+        return tuple(self.cited[i] for i in ids)
+
+
+def _record(raw: bytes) -> tuple[str, tuple[str, ...], dict[str, int], dict[str, Any]] | None:
+    try:
+        rec = json.loads(raw)
+        key, ids, dropped, cited = rec["key"], rec["ids"], rec["dropped"], rec["cited"]
+    except (ValueError, TypeError, KeyError):
+        return None
+    if not (isinstance(key, str) and isinstance(ids, list) and isinstance(dropped, dict)
+            and isinstance(cited, dict) and all(isinstance(i, str) for i in ids)):
+        return None
+    return key, tuple(ids), dropped, cited
+
+
+class ReplayIndex:
+    """Fingerprints and records for one run's rubric, templates and judge settings."""
+
+    def __init__(self, cache: JudgmentCache, rubric: Rubric, rubric_hash: str, *,
+                 template_id: str, template_hash: str, settings: JudgeSettings) -> None:
+        self.cache = cache
+        self.rubric = rubric
+        self.rubric_hash = rubric_hash
+        self.template_id = template_id
+        self.template_hash = template_hash
+        self.settings = settings
+        self._salts: dict[str, bytes] = {}
+        self.found = 0
+        """Judgments this run replayed through the index."""
+
+    @classmethod
+    def open(cls, cache: JudgmentCache | None, rubric: Rubric, rubric_hash: str, *,
+             template_id: str, template_hash: str,
+             settings: JudgeSettings) -> ReplayIndex | None:
+        """The index of ``cache``, or None when it cannot be used (no cache, no code digest)."""
+        if cache is None or cache.mode in ("off", "read-only") or code_digest() is None:
+            return None
+        return cls(cache, rubric, rubric_hash, template_id=template_id,
+                   template_hash=template_hash, settings=settings)
+
+    def _salt(self, model: str) -> bytes:
+        salt = self._salts.get(model)
+        if salt is None:
+            s = self.settings
+            salt = bytes.fromhex(sha256_hex({
+                "index": INDEX_FORMAT, "code": code_digest(), "rubric": self.rubric_hash,
+                "template": [self.template_id, self.template_hash], "model": model,
+                "settings": {"temperature": s.temperature, "seed": s.seed,
+                             "outputMode": s.output_mode, "params": dict(s.params)}}))
+            self._salts[model] = salt
+        return salt
+
+    @staticmethod
+    def case_digest(case: Case) -> bytes:
+        """A digest of everything in the case (computed once per case, for every judge)."""
+        return hashlib.sha256(case.model_dump_json().encode("utf-8")).digest()
+
+    def fingerprint(self, digest: bytes, model: str, sample: int) -> str:
+        """The index key of one judgment of a case."""
+        return hashlib.sha256(self._salt(model) + str(sample).encode() + b"\0"
+                              + digest).hexdigest()
+
+    def replay(self, case: Case, digest: bytes, model: str, sample: int) -> CaseResult | None:
+        """The result of this judgment from the index and the cache; None to take the plain path."""
+        raw = self.cache.index_get(self.fingerprint(digest, model, sample))
+        record = _record(raw) if raw is not None else None
+        if record is None:
+            return None
+        key, ids, dropped, stored = record
+        turns = self.cache.turns(key, count=False)
+        if turns is None:
+            return None
+        try:
+            advisory = parse_verdict(str(turns[-1]["text"]), self.rubric, ids)
+            cited = {i: CitedEvidence.model_validate(stored[i])
+                     for a in advisory.values() for i in a.evidence}
+        except (OutputError, KeyError, ValueError):
+            return None
+        signals, checks = deterministic_signals(case, self.rubric)
+        meta = judge_meta(model, self.settings, key, turns, cached=True, sample=sample,
+                          template_id=self.template_id, template_hash=self.template_hash,
+                          rubric_hash=self.rubric_hash)
+        self.cache.count_hit()
+        self.found += 1
+        facts = _Facts(case, signals, tuple(checks), dropped, cited)
+        return scored_result(facts, self.rubric, advisory, meta, None)
+
+    def remember(self, digest: bytes, model: str, sample: int, prep: Prepared,
+                 result: CaseResult) -> None:
+        """Record a result the plain path scored from a cached verdict."""
+        if result.judge is None or not result.judge.cacheKey:
+            return
+        record = {"key": result.judge.cacheKey, "ids": list(prep.bundle.ids()),
+                  "dropped": result.evidenceDropped,
+                  "cited": {e.id: e.model_dump(mode="json") for e in result.evidence}}
+        self.cache.index_put(self.fingerprint(digest, model, sample),
+                             canonical_json(record).encode("utf-8"))

@@ -1,0 +1,123 @@
+"""The replay index: the same results as the plain path, and never an answer it cannot vouch for.
+
+Runs go through the CLI against the loopback fake judge: two judges x two samples, so the
+index also feeds per-judge sample aggregates and the panel.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import diskcache
+from conftest import EXAMPLE_SUITE, run_judge
+
+MODELS = ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+3")
+
+
+def _run(workspace: Path, *extra: str, base_url: str | None = None) -> tuple[int, dict[str, Any]]:
+    args = ["run", "suite.yaml", "--json", "--no-check", "--samples", "2", "--seed", "42"]
+    for model in MODELS:
+        args += ["--model", model]
+    args += ["--api-base", f"{base_url}/v1"] if base_url else ["--offline"]
+    proc = run_judge([*args, *extra], workspace)
+    assert proc.returncode in (0, 3), proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def _comparable(payload: dict[str, Any]) -> str:
+    """Everything a replay prints, less what differs between any two runs (id, time)."""
+    return json.dumps({"cases": payload["cases"], "summary": payload["summary"],
+                       "summaries": payload["summaries"]}, sort_keys=True)
+
+
+def _index(workspace: Path) -> Path:
+    return workspace / "cache" / "replay-index"
+
+
+def _cold(workspace: Path, fake_server: Any) -> dict[str, Any]:
+    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
+    code, cold = _run(workspace, base_url=fake_server.base_url)
+    assert code == 0
+    return cold
+
+
+def test_index_replay_equals_the_plain_replay(fake_server: Any, workspace: Path) -> None:
+    cold = _cold(workspace, fake_server)
+    judgments = cold["run"]["totals"]["judgments"]
+    assert judgments == 4 * sum(c["judgedBy"] == "llm" and c["judge"]["sample"] == 0
+                                and c["judge"]["model"] == MODELS[0] for c in cold["cases"])
+    with diskcache.Cache(str(_index(workspace))) as index:
+        assert len(index) == judgments  # every cached verdict was recorded when it was cached
+
+    code, indexed = _run(workspace)
+    assert code == 0
+    assert indexed["run"]["totals"]["indexHits"] == judgments
+    assert indexed["run"]["totals"]["cacheHits"] == judgments
+
+    shutil.rmtree(_index(workspace))
+    code, plain = _run(workspace)
+    assert code == 0
+    assert plain["run"]["totals"]["indexHits"] == 0  # rendered every prompt, and re-indexed
+    assert plain["run"]["totals"]["cacheHits"] == judgments
+    assert _comparable(indexed) == _comparable(plain)
+
+    code, again = _run(workspace)
+    assert again["run"]["totals"]["indexHits"] == judgments
+    assert _comparable(again) == _comparable(plain)
+
+
+def test_broken_records_fall_back_to_the_plain_path(fake_server: Any, workspace: Path) -> None:
+    _cold(workspace, fake_server)
+    code, before = _run(workspace)
+    with diskcache.Cache(str(_index(workspace))) as index:
+        keys = list(index.iterkeys())
+        for n, key in enumerate(keys):
+            index.set(key, [b"not json", b'{"key": 1}', b'{"key":"0","ids":[],"dropped":{},'
+                                                          b'"cited":{}}'][n % 3])
+    code, after = _run(workspace)
+    assert code == 0
+    assert after["run"]["totals"]["indexHits"] == 0
+    assert _comparable(after) == _comparable(before)
+    code, healed = _run(workspace)  # the plain path wrote sound records again
+    assert healed["run"]["totals"]["indexHits"] == len(keys)
+
+
+def test_index_never_answers_for_a_pruned_entry(fake_server: Any, workspace: Path) -> None:
+    _cold(workspace, fake_server)
+    proc = run_judge(["cache", "prune", "--model", MODELS[1], "--yes"], workspace)
+    assert proc.returncode == 0, proc.stderr
+    code, replay = _run(workspace)
+    assert code == 3  # offline misses: the judgments of the pruned judge are gone
+    single = [c for c in replay["cases"] if c["judge"] and c["judge"]["aggregate"] is None]
+    assert {c["judge"]["model"] for c in single if c["status"] == "cache_miss"} == {MODELS[1]}
+    assert all(c["status"] == "scored" for c in single if c["judge"]["model"] == MODELS[0])
+    assert replay["run"]["totals"]["indexHits"] == replay["run"]["totals"]["judgments"] // 2
+
+
+def test_changed_template_is_never_replayed_from_the_index(fake_server: Any,
+                                                           workspace: Path) -> None:
+    _cold(workspace, fake_server)
+    prompts = workspace / "prompts"
+    prompts.mkdir()
+    shipped = Path(__file__).resolve().parents[1] / "prompts"
+    for path in shipped.glob("*.j2"):
+        shutil.copy(path, prompts / path.name)
+    judge = prompts / "judge.md.j2"
+    text = judge.read_text(encoding="utf-8")
+    # A template edit that leaves every prompt the same: a new fingerprint, the same keys.
+    judge.write_text(text + "{# a comment #}\n", encoding="utf-8")
+    code, same = _run(workspace)
+    assert code == 0
+    assert same["run"]["totals"]["indexHits"] == 0
+    assert same["run"]["totals"]["cacheHits"] == same["run"]["totals"]["judgments"]
+    # An edit that changes the prompt: a new request, so nothing of it is cached.
+    assert "Return the JSON verdict now" in text
+    judge.write_text(text.replace("Return the JSON verdict now", "Return the verdict now"),
+                     encoding="utf-8")
+    code, replay = _run(workspace)
+    assert code == 3
+    assert replay["run"]["totals"]["indexHits"] == 0
+    assert all(c["status"] == "cache_miss" for c in replay["cases"] if c["judgedBy"] == "llm")
