@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
+import functools
 import json
 import os
 import platform
@@ -166,7 +167,8 @@ def head_lines(source: Path, target: Path, count: int) -> Path:
     return target
 
 
-def _judge_setup(workspace: Path, suite: Path) -> tuple[Any, Any, Any, str, Any]:
+def _judge_setup(workspace: Path, suite: Path,
+                 load: bool = True) -> tuple[Any, Any, Any, str, Any]:
     """What `judge run` builds before judging: config, cases, rubric, renderer, settings."""
     from judge.config import load_config
     from judge.judging import JudgeSettings
@@ -175,8 +177,9 @@ def _judge_setup(workspace: Path, suite: Path) -> tuple[Any, Any, Any, str, Any]
     from judge.rubric import rubric_hash
 
     config = load_config(workspace, {}, env={})
-    cases = load_suite(suite)
-    rubric = load_rubric(config["rubric"] or cases.rubric or "task-evaluation", workspace)
+    cases = load_suite(suite) if load else None
+    rubric = load_rubric(config["rubric"] or (cases.rubric if cases else None)
+                         or "task-evaluation", workspace)
     renderer = PromptRenderer(config["template"], workspace)
     settings = JudgeSettings(temperature=config["temperature"], seed=config["seed"],
                              output_mode=config["output_mode"],
@@ -242,18 +245,28 @@ def warm_in_process(workspace: Path, suite: Path) -> int:
     from judge.cache import JudgmentCache
     from judge.clock import utc_now
     from judge.judging import judge_prepared, prepare
+    from judge.replay import ReplayIndex
+    from judge.resources import open_suite
 
-    cases, rubric, renderer, rhash, settings = _judge_setup(workspace, suite)
+    _, rubric, renderer, rhash, settings = _judge_setup(workspace, suite, load=False)
     completer = _FakeCompleter()
     written = 0
 
     async def go() -> None:
         nonlocal written
         with JudgmentCache(workspace / "cache", "read-write") as cache:
-            for case in cases.cases:
-                result = await judge_prepared(prepare(case, rubric, renderer), rubric, rhash,
-                                              MODEL, settings, cache, completer, now=utc_now())
+            # Recorded in the replay index as `judge run` records what it caches.
+            index = ReplayIndex.open(cache, rubric, rhash, template_id=renderer.template_id,
+                                     template_hash=renderer.template_hash, settings=settings)
+            assert index is not None
+            for case in open_suite(suite).cases():
+                digest = index.case_digest(case)
+                result = await judge_prepared(
+                    prepare(case, rubric, renderer), rubric, rhash, MODEL, settings, cache,
+                    completer, now=utc_now(),
+                    remember=functools.partial(index.remember, digest, MODEL, 0))
                 written += result.status == "scored"
+            index.flush()
 
     asyncio.run(go())
     return written

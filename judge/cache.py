@@ -105,14 +105,42 @@ def cache_key(request: Mapping[str, Any]) -> str:
 
 
 def build_entry(request: Mapping[str, Any], turns: Iterable[Mapping[str, Any]],
-                meta: Mapping[str, Any]) -> dict[str, Any]:
-    """Build an entry, filling in its format and key (``meta`` must carry ``createdAt``)."""
+                meta: Mapping[str, Any], *, key: str | None = None) -> dict[str, Any]:
+    """Build an entry, filling in its format and key (``meta`` must carry ``createdAt``).
+
+    ``key``, when the caller has just computed ``cache_key(request)``, saves hashing the
+    request (all its messages) a second time.
+    """
     req = dict(request)
-    return {"format": CACHE_FORMAT, "key": cache_key(req), "request": req,
+    return {"format": CACHE_FORMAT, "key": key or cache_key(req), "request": req,
             "turns": [dict(t) for t in turns], "meta": dict(meta)}
 
 
+@functools.lru_cache(maxsize=4096)
+def _secret_name(key: str) -> bool:
+    return "".join(c for c in key.lower() if c.isalnum()) in _SECRET_NAMES
+
+
+def _any_secret(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if _secret_name(str(k)):
+                    return True
+                if isinstance(v, Mapping | list | tuple):
+                    stack.append(v)
+        elif isinstance(node, list | tuple):
+            stack.extend(v for v in node if isinstance(v, Mapping | list | tuple))
+        elif isinstance(node, Mapping):
+            stack.append(dict(node))
+    return False
+
+
 def _secret_paths(value: Any) -> list[str]:
+    if not _any_secret(value):  # the usual case, without building a path for every node
+        return []
     found: list[str] = []
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
@@ -120,7 +148,7 @@ def _secret_paths(value: Any) -> list[str]:
         if isinstance(node, Mapping):
             for k, v in node.items():
                 where = f"{path}.{k}" if path else str(k)
-                if "".join(c for c in str(k).lower() if c.isalnum()) in _SECRET_NAMES:
+                if _secret_name(str(k)):
                     found.append(where)
                 stack.append((where, v))
         elif isinstance(node, list | tuple):
@@ -134,12 +162,35 @@ def _parse_time(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def entry_problems(entry: Any) -> list[str]:
-    """Why ``entry`` is not a valid cache entry; empty when it is."""
+def _key_problems(entry: Mapping[str, Any], request: Mapping[str, Any]) -> list[str]:
+    try:
+        expected = cache_key(request)
+    except (TypeError, ValueError) as exc:
+        return [f"request is not canonical JSON: {exc}"]
+    if entry.get("key") != expected:
+        return [f"key {str(entry.get('key'))[:16]}… does not match "
+                f"the request (expected {expected[:16]}…)"]
+    return []
+
+
+def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
+    """Why ``entry`` is not a valid cache entry; empty when it is.
+
+    ``built`` (see :meth:`JudgmentCache.put`): the key is not hashed again, and messages
+    that are plain role/content pairs are not scanned for credential fields.
+    """
     if not isinstance(entry, Mapping):
         return ["entry is not a JSON object"]
+    request = entry.get("request")
+    scanned: Any = entry
+    if built and isinstance(request, Mapping) and isinstance(request.get("messages"), list) \
+            and all(isinstance(m, Mapping) and set(m) <= {"role", "content"}
+                    for m in request["messages"]):
+        scanned = {**entry, "request": {**request, "messages": []}}
+    else:
+        built = False
     problems = [f"credential-like field {p!r} must never be cached"
-                for p in _secret_paths(entry)]
+                for p in _secret_paths(scanned)]
     missing = sorted(_ENTRY_FIELDS - entry.keys())
     unknown = sorted(str(k) for k in entry.keys() - _ENTRY_FIELDS)
     if missing:
@@ -148,7 +199,6 @@ def entry_problems(entry: Any) -> list[str]:
         problems.append(f"unknown field(s): {', '.join(unknown)}")
     if "format" in entry and entry["format"] != CACHE_FORMAT:
         problems.append(f"format {entry['format']!r} is not {CACHE_FORMAT}")
-    request = entry.get("request")
     if "request" in entry:
         if not isinstance(request, Mapping):
             problems.append("request is not an object")
@@ -157,14 +207,8 @@ def entry_problems(entry: Any) -> list[str]:
                 problems.append("request.model is not a non-empty string")
             if not isinstance(request.get("messages"), list):
                 problems.append("request.messages is not a list")
-            try:
-                expected = cache_key(request)
-            except (TypeError, ValueError) as exc:
-                problems.append(f"request is not canonical JSON: {exc}")
-            else:
-                if entry.get("key") != expected:
-                    problems.append(f"key {str(entry.get('key'))[:16]}… does not match "
-                                    f"the request (expected {expected[:16]}…)")
+            if not built:  # else hashed from this very request by build_entry
+                problems += _key_problems(entry, request)
     turns = entry.get("turns")
     if "turns" in entry and (not isinstance(turns, list) or not turns):
         problems.append("turns is not a non-empty list")
@@ -426,15 +470,20 @@ class JudgmentCache:
             return None
         return raw if type(raw) is bytes else None
 
-    def index_put(self, fingerprint: str, record: bytes) -> None:
-        """Store a replay record; a failure to write only loses the shortcut."""
+    def index_put(self, records: Iterable[tuple[str, bytes]]) -> None:
+        """Store replay records (fingerprint, record) in one transaction.
+
+        A failure to write only loses the shortcut: the index is then left alone.
+        """
         import sqlite3
 
         index = self._index_store()
         if index is None:
             return
         try:
-            index.set(fingerprint, record, retry=True)
+            with index.transact(retry=True):
+                for fingerprint, record in records:
+                    index.set(fingerprint, record, retry=True)
         except (OSError, sqlite3.Error):
             self._index_ok = False
 
@@ -533,22 +582,25 @@ class JudgmentCache:
 
     # --- writing -------------------------------------------------------------------------
 
-    def _validated(self, entry: Any) -> bytes:
-        problems = entry_problems(entry)
+    def _validated(self, entry: Any, *, built: bool = False) -> bytes:
+        problems = entry_problems(entry, built=built)
         if problems:
             raise ValueError("invalid cache entry: " + "; ".join(problems))
         # Raw bytes are stored as they are, never pickled: loading an entry parses JSON and
         # can never execute code, whoever wrote the directory or the imported file.
         return canonical_json(dict(entry)).encode("utf-8")
 
-    def put(self, entry: Mapping[str, Any]) -> bool:
+    def put(self, entry: Mapping[str, Any], *, built: bool = False) -> bool:
         """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
 
         Raises ``ValueError`` for an invalid entry: wrong key, no turns, a credential field.
+        ``built``: the entry comes from :func:`build_entry` in this process, with the key
+        hashed there from its request; the check then skips re-hashing the request and
+        scanning the rendered messages (they are role/content pairs), and checks the rest.
         """
         if not self.writable:
             return False
-        data = self._validated(entry)
+        data = self._validated(entry, built=built)
         self._store().set(entry["key"], data, retry=True)
         self._counters["writes"] += 1
         return True

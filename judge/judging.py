@@ -217,7 +217,8 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
     ``parse`` raises :class:`OutputError` for an invalid reply. ``client`` None is offline:
     a miss is ``cache_miss``, never a call. ``meta`` is stored with a cached entry.
     """
-    key = cache_key(request.key_material())
+    material = request.key_material()
+    key = cache_key(material)
     found = cache.turns(key) if cache is not None and cache.readable else None
     if found is not None:
         cached_turns = tuple(found)
@@ -248,9 +249,10 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
             continue
         if cache is not None and cache.writable:
             engine = getattr(client, "engine", None)
-            cache.put(build_entry(request.key_material(), turns,
+            cache.put(build_entry(material, turns,
                                   {**meta, "judgeflow": VERSION,
-                                   **({"engine": engine} if engine else {})}))
+                                   **({"engine": engine} if engine else {})}, key=key),
+                      built=True)
         return Exchange(key, tuple(turns), False, value, "ok")
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
         (error.errors if error else ["unknown"])[:5])

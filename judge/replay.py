@@ -45,6 +45,8 @@ from .suite import Case
 __all__ = ["INDEX_FORMAT", "ReplayIndex", "code_digest"]
 
 INDEX_FORMAT = 1
+WRITE_BATCH = 256
+"""Records are written in batches: a run cut short loses at most these shortcuts."""
 
 
 @functools.cache
@@ -101,6 +103,7 @@ class ReplayIndex:
         self.template_hash = template_hash
         self.settings = settings
         self._salts: dict[str, bytes] = {}
+        self._unwritten: list[tuple[str, bytes]] = []
         self.found = 0
         """Judgments this run replayed through the index."""
 
@@ -169,5 +172,13 @@ class ReplayIndex:
         record = {"key": result.judge.cacheKey, "ids": list(prep.bundle.ids()),
                   "dropped": result.evidenceDropped,
                   "cited": {e.id: e.model_dump(mode="json") for e in result.evidence}}
-        self.cache.index_put(self.fingerprint(digest, model, sample),
-                             canonical_json(record).encode("utf-8"))
+        self._unwritten.append((self.fingerprint(digest, model, sample),
+                                canonical_json(record).encode("utf-8")))
+        if len(self._unwritten) >= WRITE_BATCH:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the records remembered so far (one transaction; call at the end of a run)."""
+        if self._unwritten:
+            self.cache.index_put(self._unwritten)
+            self._unwritten = []

@@ -262,6 +262,8 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
             await asyncio.gather(*list(pending), return_exceptions=True)
     finally:
         flush()
+        if index is not None:
+            index.flush()
     summary = builder.build()
     totals = RunTotals(
         cases=summary.cases, scored=summary.scored, unscored=summary.unscored,

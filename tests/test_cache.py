@@ -490,3 +490,23 @@ def test_turns_read_of_a_foreign_layout_parses_the_whole_entry(tmp_path: Path) -
         cache._store().set(other["key"], canonical_json(entry).encode("utf-8"))
         assert cache.turns(other["key"]) is None
         assert cache.counters()["corrupt"] == 1
+
+
+def test_built_entries_are_still_refused_with_credentials(tmp_path: Path) -> None:
+    with JudgmentCache(tmp_path / "c") as cache:
+        leaky = build_entry(_request(params={"max_tokens": 5, "extra": [{"api_key": "sk-x"}]}),
+                            [{"text": "{}"}], {"createdAt": CREATED})
+        with pytest.raises(ValueError, match="api_key"):
+            cache.put(leaky, built=True)
+        # Messages that are not plain role/content pairs are scanned like any entry's.
+        odd = build_entry(_request(messages=[{"role": "user", "content": "x",
+                                              "Authorization": "Bearer y"}]),
+                          [{"text": "{}"}], {"createdAt": CREATED})
+        with pytest.raises(ValueError, match="Authorization"):
+            cache.put(odd, built=True)
+        # A built entry skips re-hashing only: a bad key from elsewhere is still caught.
+        sound = _entry(9)
+        assert cache.put(sound, built=True)
+        with pytest.raises(ValueError, match="does not match"):
+            cache.put({**sound, "key": "0" * 64})
+        assert len(cache) == 1
