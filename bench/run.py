@@ -245,8 +245,8 @@ def warm_in_process(workspace: Path, suite: Path) -> int:
     from judge.cache import JudgmentCache
     from judge.clock import utc_now
     from judge.judging import judge_prepared, prepare
-    from judge.replay import ReplayIndex
-    from judge.resources import open_suite
+    from judge.replay import ReplayIndex, line_digest
+    from judge.suite import SuiteLine
 
     _, rubric, renderer, rhash, settings = _judge_setup(workspace, suite, load=False)
     completer = _FakeCompleter()
@@ -255,17 +255,20 @@ def warm_in_process(workspace: Path, suite: Path) -> int:
     async def go() -> None:
         nonlocal written
         with JudgmentCache(workspace / "cache", "read-write") as cache:
-            # Recorded in the replay index as `judge run` records what it caches.
+            # Recorded in the replay index as `judge run` records what it caches: by line.
             index = ReplayIndex.open(cache, rubric, rhash, template_id=renderer.template_id,
                                      template_hash=renderer.template_hash, settings=settings)
             assert index is not None
-            for case in open_suite(suite).cases():
-                digest = index.case_digest(case)
-                result = await judge_prepared(
-                    prepare(case, rubric, renderer), rubric, rhash, MODEL, settings, cache,
-                    completer, now=utc_now(),
-                    remember=functools.partial(index.remember, digest, MODEL, 0))
-                written += result.status == "scored"
+            with suite.open(encoding="utf-8") as lines:
+                for text in (line.strip() for line in lines):
+                    if not text:
+                        continue
+                    digest = line_digest(text)
+                    result = await judge_prepared(
+                        prepare(SuiteLine(text, str(suite)).case(), rubric, renderer), rubric,
+                        rhash, MODEL, settings, cache, completer, now=utc_now(),
+                        remember=functools.partial(index.remember, digest, MODEL, 0))
+                    written += result.status == "scored"
             index.flush()
 
     asyncio.run(go())

@@ -53,7 +53,7 @@ CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
 _READABLE = frozenset({"read-write", "read-only", "offline"})
 _WRITABLE = frozenset({"read-write", "refresh"})
 _DBNAME = "cache.db"  # diskcache's SQLite file inside the directory
-_INDEX_DIR = "replay-index"  # the replay index (see judge.replay): derived, droppable data
+_INDEX_FILE = "replay-index.sqlite"  # the replay index (see judge.replay): derived, droppable
 _INDEXING = frozenset({"read-write", "refresh", "offline"})
 _ENTRY_FIELDS = frozenset({"format", "key", "request", "turns", "meta"})
 # Dict keys (compared lower-cased, without separators) that name credentials or endpoints.
@@ -447,30 +447,45 @@ class JudgmentCache:
     # --- the replay index ----------------------------------------------------------------
 
     def _index_store(self) -> Any:
-        """The index's own diskcache under the directory; None when there is none to use.
+        """The index's SQLite connection (``replay-index.db`` in the directory), or None.
 
-        The index is derived data (:mod:`judge.replay`): a directory that cannot hold it
-        (read-only, say) just goes without, and the judgments are never at stake.
+        The index is derived data (:mod:`judge.replay`), kept in a plain SQLite table of
+        its own rather than in diskcache: a lookup is one indexed SELECT (~6 us against
+        ~19 us through diskcache's get), and it is on the path of every replayed judgment.
+        A directory that cannot hold it (read-only, say) just goes without; the judgments
+        are never at stake.
         """
+        import sqlite3
+
         if self._index is None and self._index_ok and self._store() is not None:
             try:
-                self._index = _open_diskcache(self.directory / _INDEX_DIR)
-            except UsageError:
+                conn = sqlite3.connect(self.directory / _INDEX_FILE, timeout=30,
+                                       isolation_level=None, check_same_thread=False)
+                conn.execute("PRAGMA journal_mode = WAL")
+                conn.execute("PRAGMA synchronous = NORMAL")
+                # A rowid table: records are ~1.3 KB, too large for WITHOUT ROWID's B-tree.
+                conn.execute("CREATE TABLE IF NOT EXISTS records (fingerprint BLOB UNIQUE "
+                             "NOT NULL, record BLOB NOT NULL)")
+                self._index = conn
+            except (OSError, sqlite3.Error):
                 self._index_ok = False
         return self._index
 
-    def index_get(self, fingerprint: str) -> bytes | None:
+    def index_get(self, fingerprint: bytes) -> bytes | None:
         """The replay record stored under ``fingerprint``, if any."""
+        import sqlite3
+
         index = self._index_store() if self.readable else None
         if index is None:
             return None
         try:
-            raw = index.get(fingerprint, retry=True)
-        except _RefusedValue:
+            row = index.execute("SELECT record FROM records WHERE fingerprint = ?",
+                                (fingerprint,)).fetchone()
+        except sqlite3.Error:
             return None
-        return raw if type(raw) is bytes else None
+        return row[0] if row is not None and type(row[0]) is bytes else None
 
-    def index_put(self, records: Iterable[tuple[str, bytes]]) -> None:
+    def index_put(self, records: Iterable[tuple[bytes, bytes]]) -> None:
         """Store replay records (fingerprint, record) in one transaction.
 
         A failure to write only loses the shortcut: the index is then left alone.
@@ -481,9 +496,13 @@ class JudgmentCache:
         if index is None:
             return
         try:
-            with index.transact(retry=True):
-                for fingerprint, record in records:
-                    index.set(fingerprint, record, retry=True)
+            index.execute("BEGIN IMMEDIATE")
+            try:
+                index.executemany("INSERT OR REPLACE INTO records VALUES (?, ?)", records)
+            except BaseException:
+                index.execute("ROLLBACK")
+                raise
+            index.execute("COMMIT")
         except (OSError, sqlite3.Error):
             self._index_ok = False
 

@@ -97,6 +97,26 @@ class Prepared:
     schema: dict[str, Any] | None
 
     @property
+    def case_id(self) -> str:
+        """The case's id."""
+        return self.case.id
+
+    @property
+    def judged_by(self) -> str:
+        """``llm`` or ``deterministic``."""
+        return self.case.judged_by
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The case's tags."""
+        return self.case.tags
+
+    @property
+    def complexity(self) -> str | None:
+        """The case's complexity, if it has one."""
+        return self.case.complexity
+
+    @property
     def dropped(self) -> dict[str, int]:
         """How many items each capped group left out (groups that dropped none omitted)."""
         return {g.name: g.dropped for g in self.bundle.groups if g.dropped}
@@ -117,7 +137,13 @@ class CaseFacts(Protocol):
     """
 
     @property
-    def case(self) -> Case: ...  # noqa: D102
+    def case_id(self) -> str: ...  # noqa: D102
+    @property
+    def judged_by(self) -> str: ...  # noqa: D102
+    @property
+    def tags(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def complexity(self) -> str | None: ...  # noqa: D102
     @property
     def signals(self) -> dict[str, int | None]: ...  # noqa: D102
     @property
@@ -150,12 +176,12 @@ def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
 
 def _base_result(facts: CaseFacts) -> dict[str, Any]:
     return {
-        "id": facts.case.id,
-        "judgedBy": facts.case.judged_by,
+        "id": facts.case_id,
+        "judgedBy": facts.judged_by,
         "checks": facts.checks,
         "evidenceDropped": facts.dropped,
-        "tags": facts.case.tags,
-        "complexity": facts.case.complexity,
+        "tags": facts.tags,
+        "complexity": facts.complexity,
     }
 
 

@@ -1,25 +1,29 @@
 """The replay index: find a cached judgment again without rendering its prompt.
 
 A cache key is the hash of the rendered request, so finding a judgment the plain way means
-building the evidence bundle and rendering the prompt of every case: ~0.5 ms a case, most
-of a replay. Yet all of that is a pure function of inputs that are cheap to hash: the case,
-the rubric, the templates, the judge model and its call settings, the sample, and the code
-that builds bundles and prompts. The index maps a *fingerprint* of those inputs to what a
-result needs that only the bundle knows::
+reading and validating the case, building its evidence bundle and rendering its prompt:
+~0.5 ms a case, most of a replay. Yet all of that is a pure function of inputs that are
+cheap to hash: the case (for a JSONL suite, its line as written), the rubric, the templates,
+the judge model and its call settings, the sample, and the code that builds bundles and
+prompts. The index maps a *fingerprint* of those inputs to what a result needs besides the
+verdict::
 
-    sha256(salt(code, rubric, templates, model, settings) | sample | case JSON)
+    sha256(salt(code, rubric, templates, model, settings) | sample | case line or JSON)
         ──► {"key": cache key, "ids": [citable ids], "dropped": {group: n},
-             "cited": {id: cited evidence}}
+             "cited": {id: cited evidence},
+             "case": {id, judgedBy, tags, complexity, signals, checks}}
 
-A replay then hashes the case (~10 us), reads the record and the cache entry it names,
-parses the verdict and scores it: the same functions as the plain path
-(:func:`judge.judging.scored_result`), so the result is the same, byte for byte.
+A replay then hashes the line (~3 us), reads the record and the turns of the cache entry it
+names, parses the verdict and scores it with the same functions as the plain path
+(:func:`judge.judging.scored_result`): the result is the same, byte for byte, and the case
+is never parsed.
 
-The cache entry stays the one source of truth: a record only says where to look. Whenever
-the shortcut cannot vouch for the answer (no record, the entry is gone or corrupt, the reply
-no longer parses, it cites an item the record does not hold) the case takes the plain path,
-which writes a fresh record. Any change to the inputs, the package's code included, changes
-the fingerprint, so a stale record is never found, only left unused.
+The cache entry stays the one source of truth: a record only says where to look and what
+the case was. Whenever the shortcut cannot vouch for the answer (no record, the entry is
+gone or corrupt, the reply no longer parses, it cites an item the record does not hold) the
+case takes the plain path, which writes a fresh record. Any change to the inputs, the
+package's code included, changes the fingerprint, so a stale record is never found, only
+left unused.
 """
 
 from __future__ import annotations
@@ -34,7 +38,6 @@ from typing import Any
 
 from .cache import JudgmentCache
 from .canonical import canonical_json, sha256_hex
-from .checks import deterministic_signals
 from .errors import OutputError
 from .judging import JudgeSettings, Prepared, judge_meta, scored_result
 from .models import CaseResult, CheckResult, CitedEvidence
@@ -42,9 +45,9 @@ from .parsing import parse_verdict
 from .rubric import Rubric
 from .suite import Case
 
-__all__ = ["INDEX_FORMAT", "ReplayIndex", "code_digest"]
+__all__ = ["INDEX_FORMAT", "ReplayIndex", "Replayed", "code_digest", "line_digest"]
 
-INDEX_FORMAT = 1
+INDEX_FORMAT = 2
 WRITE_BATCH = 256
 """Records are written in batches: a run cut short loses at most these shortcuts."""
 
@@ -69,7 +72,10 @@ def code_digest() -> str | None:
 class _Facts:
     """A case's facts from a record (see :class:`judge.judging.CaseFacts`)."""
 
-    case: Case
+    case_id: str
+    judged_by: str
+    tags: tuple[str, ...]
+    complexity: str | None
     signals: dict[str, int | None]
     checks: tuple[CheckResult, ...]
     dropped: dict[str, int]
@@ -79,16 +85,30 @@ class _Facts:
         return tuple(self.cited[i] for i in ids)
 
 
-def _record(raw: bytes) -> tuple[str, tuple[str, ...], dict[str, int], dict[str, Any]] | None:
+@dataclass(frozen=True)
+class Replayed:
+    """A judgment replayed through the index, and the case's deterministic signals."""
+
+    result: CaseResult
+    signals: dict[str, int | None]
+
+
+def _record(raw: bytes) -> dict[str, Any] | None:
     try:
         rec = json.loads(raw)
-        key, ids, dropped, cited = rec["key"], rec["ids"], rec["dropped"], rec["cited"]
-    except (ValueError, TypeError, KeyError):
+    except ValueError:
         return None
-    if not (isinstance(key, str) and isinstance(ids, list) and isinstance(dropped, dict)
-            and isinstance(cited, dict) and all(isinstance(i, str) for i in ids)):
+    if not isinstance(rec, dict) or rec.get("format") != INDEX_FORMAT:
         return None
-    return key, tuple(ids), dropped, cited
+    ok = isinstance(rec.get("key"), str) and isinstance(rec.get("ids"), list) \
+        and isinstance(rec.get("dropped"), dict) and isinstance(rec.get("cited"), dict) \
+        and isinstance(rec.get("case"), dict)
+    return rec if ok else None
+
+
+def line_digest(line: str) -> bytes:
+    """The digest of a case read from this JSONL line (see :meth:`ReplayIndex.case_digest`)."""
+    return b"line\0" + hashlib.sha256(line.encode("utf-8")).digest()
 
 
 class ReplayIndex:
@@ -103,7 +123,7 @@ class ReplayIndex:
         self.template_hash = template_hash
         self.settings = settings
         self._salts: dict[str, bytes] = {}
-        self._unwritten: list[tuple[str, bytes]] = []
+        self._unwritten: list[tuple[bytes, bytes]] = []
         self.found = 0
         """Judgments this run replayed through the index."""
 
@@ -131,47 +151,60 @@ class ReplayIndex:
 
     @staticmethod
     def case_digest(case: Case) -> bytes:
-        """A digest of everything in the case (computed once per case, for every judge)."""
-        return hashlib.sha256(case.model_dump_json().encode("utf-8")).digest()
+        """A digest of everything in the case (computed once per case, for every judge).
 
-    def fingerprint(self, digest: bytes, model: str, sample: int) -> str:
-        """The index key of one judgment of a case."""
+        A case read from a JSONL line is digested from the line itself instead
+        (:func:`line_digest`): the line determines the case, and hashing it skips parsing.
+        """
+        return b"case\0" + hashlib.sha256(case.model_dump_json().encode("utf-8")).digest()
+
+    def fingerprint(self, digest: bytes, model: str, sample: int) -> bytes:
+        """The index key of one judgment of a case (a sha256 digest)."""
         return hashlib.sha256(self._salt(model) + str(sample).encode() + b"\0"
-                              + digest).hexdigest()
+                              + digest).digest()
 
-    def replay(self, case: Case, digest: bytes, model: str, sample: int) -> CaseResult | None:
-        """The result of this judgment from the index and the cache; None to take the plain path."""
+    def replay(self, digest: bytes, model: str, sample: int) -> Replayed | None:
+        """One judgment from the index and the cache; None to take the plain path."""
         raw = self.cache.index_get(self.fingerprint(digest, model, sample))
         record = _record(raw) if raw is not None else None
         if record is None:
             return None
-        key, ids, dropped, stored = record
-        turns = self.cache.turns(key, count=False)
+        turns = self.cache.turns(record["key"], count=False)
         if turns is None:
             return None
         try:
-            advisory = parse_verdict(str(turns[-1]["text"]), self.rubric, ids)
+            advisory = parse_verdict(str(turns[-1]["text"]), self.rubric, tuple(record["ids"]))
+            stored = record["cited"]
             cited = {i: CitedEvidence.model_validate(stored[i])
                      for a in advisory.values() for i in a.evidence}
-        except (OutputError, KeyError, ValueError):
-            return None
-        signals, checks = deterministic_signals(case, self.rubric)
-        meta = judge_meta(model, self.settings, key, turns, cached=True, sample=sample,
-                          template_id=self.template_id, template_hash=self.template_hash,
-                          rubric_hash=self.rubric_hash)
+            case = record["case"]
+            facts = _Facts(case_id=case["id"], judged_by=case["judgedBy"],
+                           tags=tuple(case["tags"]), complexity=case["complexity"],
+                           signals=dict(case["signals"]),
+                           checks=tuple(CheckResult.model_validate(c) for c in case["checks"]),
+                           dropped=dict(record["dropped"]), cited=cited)
+            meta = judge_meta(model, self.settings, record["key"], turns, cached=True,
+                              sample=sample, template_id=self.template_id,
+                              template_hash=self.template_hash, rubric_hash=self.rubric_hash)
+            result = scored_result(facts, self.rubric, advisory, meta, None)
+        except (OutputError, KeyError, TypeError, ValueError):
+            return None  # a record this code cannot use: the plain path will write a new one
         self.cache.count_hit()
         self.found += 1
-        facts = _Facts(case, signals, tuple(checks), dropped, cited)
-        return scored_result(facts, self.rubric, advisory, meta, None)
+        return Replayed(result, facts.signals)
 
     def remember(self, digest: bytes, model: str, sample: int, prep: Prepared,
                  result: CaseResult) -> None:
         """Record a result the plain path scored from a cached verdict."""
         if result.judge is None or not result.judge.cacheKey:
             return
-        record = {"key": result.judge.cacheKey, "ids": list(prep.bundle.ids()),
-                  "dropped": result.evidenceDropped,
-                  "cited": {e.id: e.model_dump(mode="json") for e in result.evidence}}
+        record = {"format": INDEX_FORMAT, "key": result.judge.cacheKey,
+                  "ids": list(prep.bundle.ids()), "dropped": result.evidenceDropped,
+                  "cited": {e.id: e.model_dump(mode="json") for e in result.evidence},
+                  "case": {"id": prep.case_id, "judgedBy": prep.judged_by,
+                           "tags": list(prep.tags), "complexity": prep.complexity,
+                           "signals": prep.signals,
+                           "checks": [c.model_dump(mode="json") for c in prep.checks]}}
         self._unwritten.append((self.fingerprint(digest, model, sample),
                                 canonical_json(record).encode("utf-8")))
         if len(self._unwritten) >= WRITE_BATCH:

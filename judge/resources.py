@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .errors import RubricError, SuiteError
 from .rubric import Rubric, parse_rubric
-from .suite import Case, Suite, iter_cases, iter_jsonl, parse_suite
+from .suite import Case, Suite, SuiteLine, iter_cases, iter_jsonl, parse_suite
 
 __all__ = [
     "SuiteSource",
@@ -106,6 +106,25 @@ class SuiteSource:
     rubric: str | None
     loaded: Suite | None
     """The whole suite for YAML files (they cannot stream); None for JSONL."""
+
+    def items(self, kept: bytes | bytearray) -> Iterator[Case | SuiteLine]:
+        """The cases at the positions ``kept`` marks (non-zero), in file order.
+
+        A YAML suite gives its cases; a JSONL suite gives each case as its line, unparsed
+        (:class:`SuiteLine`), for a run whose first pass has validated the file.
+        """
+        if self.loaded is not None:
+            yield from (c for c, k in zip(self.loaded.cases, kept, strict=False) if k)
+            return
+        position = 0
+        with self.path.open(encoding="utf-8") as lines:
+            for line in lines:
+                text = line.strip()
+                if not text:
+                    continue  # as iter_jsonl: blank lines hold no case
+                if position < len(kept) and kept[position]:
+                    yield SuiteLine(text, str(self.path))
+                position += 1
 
     def cases(self) -> Iterator[Case]:
         """The validated cases, in file order."""

@@ -29,9 +29,9 @@ from .judging import Completer, JudgeSettings, judge_prepared, prepare
 from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
 from .panel import case_aggregates, headline, member_sample
 from .prompts import PromptRenderer
-from .replay import ReplayIndex
+from .replay import Replayed, ReplayIndex, line_digest
 from .rubric import Rubric
-from .suite import Case
+from .suite import Case, SuiteLine
 from .summary import Summary, SummaryBuilder
 
 __all__ = ["LimitedCompleter", "Progress", "ResultSink", "RunOutcome", "RunPlan", "execute"]
@@ -113,7 +113,8 @@ class RunOutcome:
     summary: Summary
     """The headline: one result per case (see the module docstring)."""
     summaries: dict[str, Summary]
-    """Per judge model: its sample aggregate with ``--samples K``, else its judgment."""
+    """Per judge model, with two or more: its sample aggregate with ``--samples K``, else its
+    judgment. Empty with one judge (the headline summary is its)."""
     interrupted: bool = False
 
 
@@ -146,8 +147,9 @@ class LimitedCompleter:
             return await self.inner.complete(request, messages)
 
 
-async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRenderer | None,
-                  cache: JudgmentCache | None, clients: Mapping[str, Completer] | None,
+async def execute(plan: RunPlan, cases: Iterable[Case | SuiteLine], *,
+                  renderer: PromptRenderer | None, cache: JudgmentCache | None,
+                  clients: Mapping[str, Completer] | None,
                   sink: ResultSink, now: Callable[[], str],
                   progress: Progress | None = None,
                   on_result: Callable[[CaseResult], None] | None = None,
@@ -156,12 +158,15 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
 
     With ``index`` (see :mod:`judge.replay`) a judgment it finds is resolved at once,
     without a bundle or a prompt; the rest take the plain path and are recorded in it.
+    A :class:`SuiteLine` (a validated JSONL line) is parsed only when the index does not
+    answer for all of its judgments.
     """
     limit = asyncio.Semaphore(plan.concurrency)
     limited = {m: LimitedCompleter(c, limit) for m, c in clients.items()} if clients else None
     window = asyncio.Semaphore(max(64, plan.concurrency * 4))
     builder = SummaryBuilder()
-    per_model = {m: SummaryBuilder() for m in plan.models}
+    # Per-judge summaries only mean something beside another judge's (a panel).
+    per_model = {m: SummaryBuilder() for m in plan.models} if len(plan.models) > 1 else {}
     buffer: list[CaseResult] = []
     pending: set[asyncio.Task[CaseResult]] = set()
     waiting: dict[int, _Pending] = {}
@@ -220,27 +225,41 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
     interrupted = False
     errors: list[BaseException] = []
     try:
+        every = [(m, s) for m in plan.models for s in range(plan.samples)]
         replayed = 0
-        for position, case in enumerate(cases):
-            judged = renderer is not None and case.judged_by == "llm"
-            judges = [(m, s) for m in plan.models for s in range(plan.samples)] \
-                if judged else [(plan.models[0], 0)]
+        for position, item in enumerate(cases):
+            case, line = (item, None) if isinstance(item, Case) else (None, item)
+            found: dict[tuple[str, int], Replayed] = {}
+            digest = None
+            if index is not None and renderer is not None and (
+                    case is None or case.judged_by == "llm"):
+                digest = line_digest(line.text) if line is not None else \
+                    index.case_digest(_known(case))
+                for judge in every:
+                    hit = index.replay(digest, *judge)
+                    if hit is None:
+                        break
+                    found[judge] = hit
+            if len(found) < len(every) and line is not None:
+                case = line.case()  # not all in the index: the plain path needs the case
+            judged = bool(found) or (renderer is not None and case is not None
+                                     and case.judged_by == "llm")
+            judges = every if judged else [(plan.models[0], 0)]
             if judged and len(judges) > 1:
-                waiting[position] = _Pending(signals=deterministic_signals(case, plan.rubric)[0],
-                                             expected=len(judges))
-            digest = index.case_digest(case) if judged and index is not None else None
+                signals = next(iter(found.values())).signals if found else \
+                    deterministic_signals(_known(case), plan.rubric)[0]
+                waiting[position] = _Pending(signals=signals, expected=len(judges))
             prep = None
             for model, sample in judges:
-                if digest is not None and index is not None:
-                    found = index.replay(case, digest, model, sample)
-                    if found is not None:
-                        deliver(position, (model, sample), found)
-                        replayed += 1
-                        if replayed % 256 == 0:
-                            await asyncio.sleep(0)  # let judgments in flight move on
-                        continue
+                hit = found.get((model, sample))
+                if hit is not None:
+                    deliver(position, (model, sample), hit.result)
+                    replayed += 1
+                    if replayed % 256 == 0:
+                        await asyncio.sleep(0)  # let judgments in flight move on
+                    continue
                 if prep is None:
-                    prep = prepare(case, plan.rubric, renderer)
+                    prep = prepare(_known(case), plan.rubric, renderer)
                 await window.acquire()
                 task = asyncio.ensure_future(one(prep, model, sample, digest))
                 pending.add(task)
@@ -280,6 +299,11 @@ async def execute(plan: RunPlan, cases: Iterable[Case], *, renderer: PromptRende
     return RunOutcome(run=run, summary=summary,
                       summaries={m: b.build() for m, b in per_model.items()},
                       interrupted=interrupted)
+
+
+def _known(case: Case | None) -> Case:
+    assert case is not None  # parsed whenever the index did not answer for every judge
+    return case
 
 
 def _aggregates(plan: RunPlan, group: _Pending, renderer: PromptRenderer) -> list[CaseResult]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 from .models import AdvisoryScore, CaseScore, CategoryScore, Rule
@@ -120,37 +121,88 @@ def level_score(rubric: Rubric, level: str) -> int:
 def score_category(rubric: Rubric, category_id: str, deterministic: int | None,
                    advisory: AdvisoryScore | None) -> CategoryScore:
     """One category's authoritative score, recording which rule produced it."""
-    return _score_category(rubric, rubric.category(category_id), deterministic, advisory)
+    plan = _plan(rubric)
+    index = next((i for i, c in enumerate(rubric.categories) if c.id == category_id), None)
+    if index is None:
+        raise KeyError(category_id)
+    return _score_category(rubric, plan, index, deterministic, advisory)
 
 
-def _score_category(rubric: Rubric, cat: Category, deterministic: int | None,
+@dataclass(frozen=True)
+class _Plan:
+    """What scoring a case needs of a rubric, worked out once per rubric object."""
+
+    known: frozenset[str]
+    blends: tuple[tuple[Category, tuple[int, int, int], bool, bool], ...]
+    """Per category: its blend as integers (see :func:`compute_final_score`), and whether
+    its deterministic/AI part is 0."""
+    band_of: tuple[str | None, ...]
+    """The band of each score 0..100 (None where no band covers it)."""
+    scaled: dict[str, int]
+    """The weights over their common denominator (the overall with every category)."""
+
+
+_PLANS: dict[int, tuple[Rubric, _Plan]] = {}
+
+
+def _plan(rubric: Rubric) -> _Plan:
+    # Keyed by identity and kept with the rubric, so an id reused after a rubric is freed
+    # can never return another rubric's plan. A run scores with one or two rubrics.
+    hit = _PLANS.get(id(rubric))
+    if hit is not None and hit[0] is rubric:
+        return hit[1]
+    blends = []
+    for cat in rubric.categories:
+        blend = cat.blend or rubric.blend
+        d, a = exact(blend.deterministic), exact(blend.ai)
+        coefficients = (d.numerator * a.denominator, a.numerator * d.denominator,
+                        d.denominator * a.denominator)
+        blends.append((cat, coefficients, d == 0, a == 0))
+    band_of = tuple(next((b.name for b in rubric.bands if b.min <= v <= b.max), None)
+                    for v in range(101))
+    weights = {c.id: exact(c.weight) for c in rubric.categories}
+    common = math.lcm(*(w.denominator for w in weights.values()))
+    plan = _Plan(known=frozenset(weights), blends=tuple(blends), band_of=band_of,
+                 scaled={c: w.numerator * (common // w.denominator) for c, w in weights.items()})
+    if len(_PLANS) >= 64:
+        _PLANS.clear()
+    _PLANS[id(rubric)] = (rubric, plan)
+    return plan
+
+
+def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int | None,
                     advisory: AdvisoryScore | None) -> CategoryScore:
+    cat, (for_det, for_ai, denominator), no_det, no_ai = plan.blends[index]
     ai = advisory.score if advisory is not None else None
-    blend = cat.blend or rubric.blend
     rule: Rule
     final: int | None
-    if exact(blend.deterministic) == 0:
+    if no_det:
         rule, final = ("ai_only", ai) if ai is not None else ("unscored", None)
-    elif exact(blend.ai) == 0:
+    elif no_ai:
         rule, final = (("deterministic_only", deterministic) if deterministic is not None
                        else ("unscored", None))
     elif deterministic is not None and ai is not None:
-        rule, final = "blend", compute_final_score(deterministic, ai, blend)
+        # compute_final_score, with the blend's integers worked out once per rubric.
+        rule, final = "blend", _half_up(_check_score("deterministic score", deterministic)
+                                        * for_det + _check_score("AI score", ai) * for_ai,
+                                        denominator)
     elif deterministic is None and ai is not None and rubric.missing.deterministic == "ai_only":
         rule, final = "ai_only", ai
     elif ai is None and deterministic is not None and rubric.missing.ai == "deterministic_only":
         rule, final = "deterministic_only", deterministic
     else:
         rule, final = "unscored", None
+    band = None
     if final is not None:
         final = _check_score("score", final)
+        band = plan.band_of[final] or band_for(final, rubric.bands)  # (raises if uncovered)
     return CategoryScore(
         category=cat.id,
         deterministicScore=deterministic,
         aiScore=ai,
         finalScore=final,
         weight=cat.weight,
-        band=band_for(final, rubric.bands) if final is not None else None,
+        band=band,
         rationale=advisory.rationale if advisory else "",
         evidence=advisory.evidence if advisory else (),
         rule=rule,
@@ -165,22 +217,27 @@ def score_case(rubric: Rubric, deterministic: Mapping[str, int | None],
 
     ``reason`` explains a missing ``advisory`` (the judge failed) and is kept on the result.
     """
-    known = {c.id for c in rubric.categories}
-    unknown = sorted(set(deterministic) - known)
-    if unknown:
+    plan = _plan(rubric)
+    if not plan.known.issuperset(deterministic):
+        unknown = sorted(set(deterministic) - plan.known)
         raise ValueError(f"deterministic score for unknown category {unknown[0]!r}")
     advisory = advisory or {}
-    unknown = sorted(set(advisory) - known)
-    if unknown:
+    if not plan.known.issuperset(advisory):
+        unknown = sorted(set(advisory) - plan.known)
         raise ValueError(f"AI score for unknown category {unknown[0]!r}")
-    cats = tuple(_score_category(rubric, c, deterministic.get(c.id), advisory.get(c.id))
-                 for c in rubric.categories)
+    cats = tuple(_score_category(rubric, plan, i, deterministic.get(c.id), advisory.get(c.id))
+                 for i, c in enumerate(rubric.categories))
     finals = {c.category: c.finalScore for c in cats if c.finalScore is not None}
     missing = [c.category for c in cats if c.finalScore is None]
     if not finals or (missing and rubric.partial == "unscored"):
         why = f"no final score for {', '.join(missing)}"
         return CaseScore(status="unscored", categoryScores=cats,
                          reason=f"{reason}; {why}" if reason else why)
-    overall = compute_overall_score(finals, rubric)
-    return CaseScore(status="scored", overallScore=overall, band=band_for(overall, rubric.bands),
+    if missing:  # renormalised over the categories present
+        overall = compute_overall_score(finals, rubric)
+    else:
+        overall = _half_up(sum(finals[c] * k for c, k in plan.scaled.items()),
+                           sum(plan.scaled.values()))
+    band = plan.band_of[overall] or band_for(overall, rubric.bands)
+    return CaseScore(status="scored", overallScore=overall, band=band,
                      passed=overall >= rubric.pass_score, categoryScores=cats, reason=reason)

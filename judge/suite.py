@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
@@ -24,6 +25,7 @@ __all__ = [
     "Check",
     "HumanLabel",
     "Suite",
+    "SuiteLine",
     "filter_cases",
     "iter_cases",
     "iter_jsonl",
@@ -133,6 +135,21 @@ def iter_cases(raw_cases: Iterable[Any], source: str) -> Iterator[Case]:
                              where=f"case #{index + 1}", fix="give every case its own id")
         seen.add(case.id)
         yield case
+
+
+@dataclass(frozen=True)
+class SuiteLine:
+    """A case still as its JSONL line, parsed only if needed (a replay may never need to).
+
+    The line was validated by the run's first pass; :meth:`case` parses it again.
+    """
+
+    text: str
+    source: str
+
+    def case(self) -> Case:
+        """The case this line holds."""
+        return next(iter_cases(iter_jsonl([self.text], self.source), self.source))
 
 
 def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[Any]:

@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
-import diskcache
+import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
 MODELS = ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+3")
 
 
-def _run(workspace: Path, *extra: str, base_url: str | None = None) -> tuple[int, dict[str, Any]]:
-    args = ["run", "suite.yaml", "--json", "--no-check", "--samples", "2", "--seed", "42"]
+def _run(workspace: Path, *extra: str, base_url: str | None = None,
+         suite: str = "suite.yaml") -> tuple[int, dict[str, Any]]:
+    args = ["run", suite, "--json", "--no-check", "--samples", "2", "--seed", "42"]
     for model in MODELS:
         args += ["--model", model]
     args += ["--api-base", f"{base_url}/v1"] if base_url else ["--offline"]
@@ -34,7 +37,12 @@ def _comparable(payload: dict[str, Any]) -> str:
 
 
 def _index(workspace: Path) -> Path:
-    return workspace / "cache" / "replay-index"
+    return workspace / "cache" / "replay-index.sqlite"
+
+
+def _records(workspace: Path) -> dict[bytes, bytes]:
+    with closing(sqlite3.connect(_index(workspace))) as db:
+        return dict(db.execute("SELECT fingerprint, record FROM records"))
 
 
 def _cold(workspace: Path, fake_server: Any) -> dict[str, Any]:
@@ -49,15 +57,14 @@ def test_index_replay_equals_the_plain_replay(fake_server: Any, workspace: Path)
     judgments = cold["run"]["totals"]["judgments"]
     assert judgments == 4 * sum(c["judgedBy"] == "llm" and c["judge"]["sample"] == 0
                                 and c["judge"]["model"] == MODELS[0] for c in cold["cases"])
-    with diskcache.Cache(str(_index(workspace))) as index:
-        assert len(index) == judgments  # every cached verdict was recorded when it was cached
+    assert len(_records(workspace)) == judgments  # every cached verdict recorded when cached
 
     code, indexed = _run(workspace)
     assert code == 0
     assert indexed["run"]["totals"]["indexHits"] == judgments
     assert indexed["run"]["totals"]["cacheHits"] == judgments
 
-    shutil.rmtree(_index(workspace))
+    _index(workspace).unlink()
     code, plain = _run(workspace)
     assert code == 0
     assert plain["run"]["totals"]["indexHits"] == 0  # rendered every prompt, and re-indexed
@@ -72,11 +79,12 @@ def test_index_replay_equals_the_plain_replay(fake_server: Any, workspace: Path)
 def test_broken_records_fall_back_to_the_plain_path(fake_server: Any, workspace: Path) -> None:
     _cold(workspace, fake_server)
     code, before = _run(workspace)
-    with diskcache.Cache(str(_index(workspace))) as index:
-        keys = list(index.iterkeys())
-        for n, key in enumerate(keys):
-            index.set(key, [b"not json", b'{"key": 1}', b'{"key":"0","ids":[],"dropped":{},'
-                                                          b'"cited":{}}'][n % 3])
+    keys = list(_records(workspace))
+    broken = [b"not json", b'{"format": 2, "key": 1}', b'{"format":2,"key":"0","ids":[],'
+              b'"dropped":{},"cited":{},"case":{}}', "text, not bytes"]
+    with closing(sqlite3.connect(_index(workspace))) as db, db:
+        db.executemany("UPDATE records SET record = ? WHERE fingerprint = ?",
+                       [(broken[n % len(broken)], key) for n, key in enumerate(keys)])
     code, after = _run(workspace)
     assert code == 0
     assert after["run"]["totals"]["indexHits"] == 0
@@ -121,3 +129,27 @@ def test_changed_template_is_never_replayed_from_the_index(fake_server: Any,
     assert code == 3
     assert replay["run"]["totals"]["indexHits"] == 0
     assert all(c["status"] == "cache_miss" for c in replay["cases"] if c["judgedBy"] == "llm")
+
+
+def test_jsonl_lines_replay_unparsed_and_the_same(fake_server: Any, workspace: Path) -> None:
+    # A JSONL suite replays from its lines: the index answers before a line is parsed.
+    doc = yaml.safe_load(EXAMPLE_SUITE.read_text(encoding="utf-8"))
+    lines = [json.dumps(case, default=str) for case in doc["cases"]]
+    lines.insert(3, "")  # a blank line holds no case, in either pass
+    (workspace / "suite.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    code, cold = _run(workspace, base_url=fake_server.base_url, suite="suite.jsonl")
+    assert code == 0
+    judgments = cold["run"]["totals"]["judgments"]
+    code, indexed = _run(workspace, suite="suite.jsonl")
+    assert code == 0 and indexed["run"]["totals"]["indexHits"] == judgments
+    _index(workspace).unlink()
+    code, plain = _run(workspace, suite="suite.jsonl")
+    assert code == 0 and plain["run"]["totals"]["indexHits"] == 0
+    assert _comparable(indexed) == _comparable(plain)
+    # Filters pick the same cases whether the index answers or not.
+    tag = next(t for c in doc["cases"] for t in c.get("tags", []))
+    code, some = _run(workspace, "--tag", tag, suite="suite.jsonl")
+    assert code == 0 and 0 < some["summary"]["cases"] < plain["summary"]["cases"]
+    assert some["run"]["totals"]["indexHits"] == some["run"]["totals"]["judgments"]
+    picked = {c["id"] for c in some["cases"]}
+    assert [c for c in plain["cases"] if c["id"] in picked] == some["cases"]

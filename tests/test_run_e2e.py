@@ -165,9 +165,10 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
         deadline = time.monotonic() + 60
         while server.stats()["requests"] < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
+        seen = server.stats()["requests"]
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
-        assert proc.returncode != 0
+        assert proc.returncode != 0, f"{seen} requests when signalled; stderr: {err[-2000:]}"
         if sig == signal.SIGINT:
             assert proc.returncode == 130, err
             assert "interrupted" in err

@@ -105,13 +105,15 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
     count = llm_count = 0
     first_ids: list[str] = []
     found: set[str] = set()
+    kept = bytearray()  # one byte per case: judged in the second pass or not (100 KB per 100k)
     for case in source.cases():
         validate_cases((case,), rubric, str(suite_path))
         if len(first_ids) < 5:
             first_ids.append(case.id)
         if case.id in ids:
             found.add(case.id)
-        if wanted(case):
+        kept.append(wanted(case))
+        if kept[-1]:
             count += 1
             llm_count += case.judged_by == "llm"
     unknown = sorted(set(ids) - found)
@@ -127,7 +129,7 @@ def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: 
 
     execution = Execution(config=config, suite_id=source.id, suite_path=suite_path,
                           rubric=rubric, rubric_hash=rubric_hash(rubric), models=models,
-                          cases=lambda: (c for c in source.cases() if wanted(c)),
+                          cases=lambda: source.items(kept),
                           case_count=count, llm_count=llm_count,
                           offline=mode == "offline", needs_judge=needs_judge,
                           now=utc_now, run_id=new_run_id(utc_now()))

@@ -8,13 +8,16 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Config
 from ..models import CaseResult, RunInfo
 from ..rubric import Rubric
 from ..runner import Progress, RunOutcome
-from ..suite import Case
+from ..suite import Case, SuiteLine
+
+if TYPE_CHECKING:
+    from ..judging import JudgeSettings
 
 __all__ = ["Execution"]
 
@@ -29,7 +32,7 @@ class Execution:
     rubric: Rubric
     rubric_hash: str
     models: list[str]
-    cases: Callable[[], Iterator[Case]]
+    cases: Callable[[], Iterator[Case | SuiteLine]]
     """Streams the cases to judge (filters applied): a large suite is never all in memory."""
     case_count: int
     llm_count: int
@@ -67,7 +70,6 @@ class Execution:
         return clients
 
     def _plan(self, template_id: str, template_hash: str) -> Any:
-        from ..judging import JudgeSettings
         from ..runner import RunPlan
 
         c = self.config
@@ -76,9 +78,7 @@ class Execution:
 
             raise UsageError("--samples needs a seed: without one every sample is the same "
                              "request and the same cached judgment", fix="pass --seed N")
-        settings = JudgeSettings(temperature=c["temperature"], seed=c["seed"],
-                                 output_mode=c["output_mode"], max_repairs=c["max_repairs"],
-                                 params={"max_tokens": c["max_tokens"]})
+        settings = judge_settings(c)
         run = RunInfo(
             id=self.run_id, suite=self.suite_id, suitePath=str(self.suite_path),
             rubric=self.rubric.id, rubricHash=self.rubric_hash, models=tuple(self.models),
@@ -192,6 +192,15 @@ class Execution:
         comparison = compare(load_baseline(path), primary, threshold=c["threshold"])
         return {**comparison.model_dump(mode="json"), "baselineRecorded": False,
                 "baselinePath": str(path)}
+
+
+def judge_settings(config: Config) -> JudgeSettings:
+    """The call settings a run's config gives (part of every cache key)."""
+    from ..judging import JudgeSettings
+
+    return JudgeSettings(temperature=config["temperature"], seed=config["seed"],
+                         output_mode=config["output_mode"], max_repairs=config["max_repairs"],
+                         params={"max_tokens": config["max_tokens"]})
 
 
 def _settle_heap() -> None:
