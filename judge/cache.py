@@ -471,6 +471,21 @@ class JudgmentCache:
                 self._index_ok = False
         return self._index
 
+    def _index_count(self) -> int:
+        """How many replay records the directory holds (read-only, whatever the mode)."""
+        import contextlib
+        import sqlite3
+
+        path = self.directory / _INDEX_FILE
+        if not path.is_file():
+            return 0
+        try:
+            with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                    uri=True)) as conn:
+                return int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
+        except sqlite3.Error:
+            return 0
+
     def index_get(self, fingerprint: bytes) -> bytes | None:
         """The replay record stored under ``fingerprint``, if any."""
         import sqlite3
@@ -572,6 +587,7 @@ class JudgmentCache:
             "models": dict(sorted(models.items())),
             "oldest": oldest[1] if oldest else None,
             "newest": newest[1] if newest else None,
+            "indexRecords": self._index_count(),
             "counters": self.counters(),
         }
 
@@ -671,9 +687,15 @@ class JudgmentCache:
         return chosen
 
     def remove(self, keys: Iterable[Any]) -> int:
-        """Delete ``keys``; returns how many were there to delete."""
+        """Delete ``keys``; returns how many were there to delete.
+
+        Removing anything also clears the replay index (see :meth:`clear_index`).
+        """
         store = self._require_writable("remove entries")
-        return sum(1 for key in keys if store.delete(key, retry=True))
+        removed = sum(1 for key in keys if store.delete(key, retry=True))
+        if removed:
+            self.clear_index()
+        return removed
 
     def prune(self, *, model: str | None = None, before: str | None = None,
               corrupt: bool = False, all_entries: bool = False, dry_run: bool = False) -> int:
@@ -685,6 +707,22 @@ class JudgmentCache:
         if dry_run:
             return len(chosen)
         return self.remove(item["key"] for item in chosen)
+
+    def clear_index(self) -> None:
+        """Drop every replay record (derived data: later runs record what they find again).
+
+        Records of pruned entries are harmless (a replay falls back when an entry is gone),
+        but records of old code, rubric or template versions are never read again: pruning
+        is the moment to let them go.
+        """
+        import sqlite3
+
+        index = self._index_store()
+        if index is not None:
+            try:
+                index.execute("DELETE FROM records")
+            except sqlite3.Error:
+                self._index_ok = False
 
     # --- lifetime ------------------------------------------------------------------------
 

@@ -97,12 +97,17 @@ def test_index_never_answers_for_a_pruned_entry(fake_server: Any, workspace: Pat
     _cold(workspace, fake_server)
     proc = run_judge(["cache", "prune", "--model", MODELS[1], "--yes"], workspace)
     assert proc.returncode == 0, proc.stderr
+    assert _records(workspace) == {}  # pruning lets every record go; later runs record again
     code, replay = _run(workspace)
     assert code == 3  # offline misses: the judgments of the pruned judge are gone
     single = [c for c in replay["cases"] if c["judge"] and c["judge"]["aggregate"] is None]
     assert {c["judge"]["model"] for c in single if c["status"] == "cache_miss"} == {MODELS[1]}
     assert all(c["status"] == "scored" for c in single if c["judge"]["model"] == MODELS[0])
-    assert replay["run"]["totals"]["indexHits"] == replay["run"]["totals"]["judgments"] // 2
+    assert replay["run"]["totals"]["indexHits"] == 0
+    code, again = _run(workspace)
+    assert again["run"]["totals"]["indexHits"] == again["run"]["totals"]["judgments"] // 2
+    stats = json.loads(run_judge(["cache", "stats", "--json"], workspace).stdout)
+    assert stats["indexRecords"] == again["run"]["totals"]["judgments"] // 2
 
 
 def test_changed_template_is_never_replayed_from_the_index(fake_server: Any,

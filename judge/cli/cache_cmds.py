@@ -67,6 +67,7 @@ def cache_stats(directory: DirOption = Path("cache"), json_out: JsonFlag = False
     table.add_row("on disk", f"{stats['bytes'] / 1e6:.1f} MB")
     table.add_row("oldest", stats["oldest"] or "—")
     table.add_row("newest", stats["newest"] or "—")
+    table.add_row("replay index", f"{stats['indexRecords']} record(s)")
     for model, count in stats["models"].items():
         table.add_row(f"model {model}", str(count))
     out.print(table)
