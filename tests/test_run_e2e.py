@@ -160,8 +160,12 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
     try:
         args = [sys.executable, "-m", "judge", "run", "suite.yaml", "--model", MODEL,
                 "--api-base", f"{server.base_url}/v1", "--concurrency", "2", "--json"]
+        # SIGINT back to its default in the child: a shell without job control starts
+        # background jobs (`pytest &`, a CI step) with SIGINT ignored, the judge inherits
+        # that and, rightly, keeps ignoring it; the test would then see a finished run.
         proc = subprocess.Popen(args, cwd=workspace, env=judge_env(), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         deadline = time.monotonic() + 60
         while server.stats()["requests"] < 4 and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sys
 import time
@@ -132,7 +133,12 @@ class Execution:
             if clients:
                 from ..client import aclose_clients, quiet_exit
 
-                await aclose_clients()
+                try:
+                    await aclose_clients()
+                except asyncio.CancelledError:
+                    # Ctrl-C while closing: whatever was judged is stored, so record the
+                    # run below rather than leave it "running" (asyncio re-raises Ctrl-C).
+                    pass
                 quiet_exit()
         self.store.finish_run(plan.run.id, totals=self.outcome.run.totals,
                               status=self.outcome.run.status)
