@@ -65,6 +65,7 @@ from .rubric import Rubric
 from .suite import Case
 
 __all__ = [
+    "RENDERER_VERSION",
     "TEMPLATE_SUFFIX",
     "PromptRenderer",
     "RenderedPrompt",
@@ -74,6 +75,8 @@ __all__ = [
 ]
 
 TEMPLATE_SUFFIX = ".md.j2"
+RENDERER_VERSION = f"jinja2 {jinja2.__version__}"
+"""What renders prompts besides our code (part of a replay fingerprint, :mod:`judge.replay`)."""
 MESSAGE_ROLES = ("system", "user")
 _TEMPLATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _BACKTICKS = re.compile(r"`+")

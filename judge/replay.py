@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,9 +58,16 @@ def code_digest() -> str | None:
     """sha256 over the source of the package's modules; None when they cannot be read.
 
     Any change to how bundles, prompts, keys or results are made changes a fingerprint,
-    without anyone having to remember to bump a version.
+    without anyone having to remember to bump a version. The versions of Python, Jinja and
+    pydantic are in it too: they render the prompt and write the schema, so an upgrade that
+    changed a byte of a request must not find the judgment of the old one.
     """
-    digest = hashlib.sha256()
+    import pydantic
+
+    from .prompts import RENDERER_VERSION
+
+    digest = hashlib.sha256(f"python {sys.version_info[:3]} {RENDERER_VERSION} "
+                            f"pydantic {pydantic.VERSION}\0".encode())
     try:
         for path in sorted(Path(__file__).resolve().parent.glob("*.py")):
             digest.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")

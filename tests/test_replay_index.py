@@ -158,3 +158,20 @@ def test_jsonl_lines_replay_unparsed_and_the_same(fake_server: Any, workspace: P
     assert some["run"]["totals"]["indexHits"] == some["run"]["totals"]["judgments"]
     picked = {c["id"] for c in some["cases"]}
     assert [c for c in plain["cases"] if c["id"] in picked] == some["cases"]
+
+
+def test_fingerprints_cover_the_code_and_what_renders(monkeypatch: Any) -> None:
+    # An upgrade of the package, of Jinja or of pydantic may change a request's bytes: a
+    # record made before it must not be found after it.
+    import pydantic
+
+    from judge import prompts, replay
+
+    digest = replay.code_digest.__wrapped__
+    base = digest()
+    assert base is not None and base == replay.code_digest()
+    monkeypatch.setattr(pydantic, "VERSION", "0.0.0")
+    assert digest() != base
+    monkeypatch.undo()
+    monkeypatch.setattr(prompts, "RENDERER_VERSION", "jinja2 0.0")
+    assert digest() != base
