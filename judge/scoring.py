@@ -60,15 +60,23 @@ def _half_up(num: int, den: int) -> int:
     return (2 * num + den) // (2 * den)
 
 
+def _coefficients(blend: Blend) -> tuple[int, int, int]:
+    """``d`` and ``a`` over their common denominator: (for deterministic, for AI, denominator)."""
+    d, a = exact(blend.deterministic), exact(blend.ai)
+    return d.numerator * a.denominator, a.numerator * d.denominator, d.denominator * a.denominator
+
+
+def _blended(deterministic: int, ai: int, coefficients: tuple[int, int, int]) -> int:
+    for_det, for_ai, denominator = coefficients
+    return _half_up(_check_score("deterministic score", deterministic) * for_det
+                    + _check_score("AI score", ai) * for_ai, denominator)
+
+
 def compute_final_score(deterministic: int, ai: int, blend: Blend = DEFAULT_BLEND) -> int:
     """``round(clamp(deterministic * d + ai * a, 0, 100))``, half up and exact."""
-    det = _check_score("deterministic score", deterministic)
-    adv = _check_score("AI score", ai)
     # Exact in integers (the same value as the Fractions, without building any): a run
     # scores thousands of categories.
-    d, a = exact(blend.deterministic), exact(blend.ai)
-    num = det * d.numerator * a.denominator + adv * a.numerator * d.denominator
-    return _half_up(num, d.denominator * a.denominator)
+    return _blended(deterministic, ai, _coefficients(blend))
 
 
 def _present_weights(finals: Mapping[str, int], rubric: Rubric) -> dict[str, Fraction]:
@@ -97,11 +105,15 @@ def overall_fraction(finals: Mapping[str, int], rubric: Rubric) -> Fraction:
 
 def compute_overall_score(finals: Mapping[str, int], rubric: Rubric) -> int:
     """``round(sum(finalScore * weight))`` over the rubric's categories, half up and exact."""
-    weights = _present_weights(finals, rubric)
-    # The overall_fraction value, in integers: every weight over one common denominator.
-    common = math.lcm(*(w.denominator for w in weights.values()))
-    scaled = {c: w.numerator * (common // w.denominator) for c, w in weights.items()}
-    return _half_up(sum(finals[c] * k for c, k in scaled.items()), sum(scaled.values()))
+    _present_weights(finals, rubric)
+    return _overall(finals, _plan(rubric))
+
+
+def _overall(finals: Mapping[str, int], plan: _Plan) -> int:
+    # The overall_fraction value in integers: every weight over one common denominator (the
+    # same for any subset of categories, so renormalising is summing over those present).
+    return _half_up(sum(finals[c] * plan.scaled[c] for c in finals),
+                    sum(plan.scaled[c] for c in finals))
 
 
 def band_for(score: int, bands: Sequence[Band] = DEFAULT_BANDS) -> str:
@@ -134,12 +146,12 @@ class _Plan:
 
     known: frozenset[str]
     blends: tuple[tuple[Category, tuple[int, int, int], bool, bool], ...]
-    """Per category: its blend as integers (see :func:`compute_final_score`), and whether
-    its deterministic/AI part is 0."""
+    """Per category: its blend's :func:`_coefficients`, and whether its deterministic/AI
+    part is 0."""
     band_of: tuple[str | None, ...]
     """The band of each score 0..100 (None where no band covers it)."""
     scaled: dict[str, int]
-    """The weights over their common denominator (the overall with every category)."""
+    """The weights over their common denominator (see :func:`_overall`)."""
 
 
 _PLANS: dict[int, tuple[Rubric, _Plan]] = {}
@@ -154,10 +166,8 @@ def _plan(rubric: Rubric) -> _Plan:
     blends = []
     for cat in rubric.categories:
         blend = cat.blend or rubric.blend
-        d, a = exact(blend.deterministic), exact(blend.ai)
-        coefficients = (d.numerator * a.denominator, a.numerator * d.denominator,
-                        d.denominator * a.denominator)
-        blends.append((cat, coefficients, d == 0, a == 0))
+        blends.append((cat, _coefficients(blend), exact(blend.deterministic) == 0,
+                       exact(blend.ai) == 0))
     band_of = tuple(next((b.name for b in rubric.bands if b.min <= v <= b.max), None)
                     for v in range(101))
     weights = {c.id: exact(c.weight) for c in rubric.categories}
@@ -172,7 +182,7 @@ def _plan(rubric: Rubric) -> _Plan:
 
 def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int | None,
                     advisory: AdvisoryScore | None) -> CategoryScore:
-    cat, (for_det, for_ai, denominator), no_det, no_ai = plan.blends[index]
+    cat, coefficients, no_det, no_ai = plan.blends[index]
     ai = advisory.score if advisory is not None else None
     rule: Rule
     final: int | None
@@ -183,9 +193,7 @@ def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int 
                        else ("unscored", None))
     elif deterministic is not None and ai is not None:
         # compute_final_score, with the blend's integers worked out once per rubric.
-        rule, final = "blend", _half_up(_check_score("deterministic score", deterministic)
-                                        * for_det + _check_score("AI score", ai) * for_ai,
-                                        denominator)
+        rule, final = "blend", _blended(deterministic, ai, coefficients)
     elif deterministic is None and ai is not None and rubric.missing.deterministic == "ai_only":
         rule, final = "ai_only", ai
     elif ai is None and deterministic is not None and rubric.missing.ai == "deterministic_only":
@@ -233,11 +241,7 @@ def score_case(rubric: Rubric, deterministic: Mapping[str, int | None],
         why = f"no final score for {', '.join(missing)}"
         return CaseScore(status="unscored", categoryScores=cats,
                          reason=f"{reason}; {why}" if reason else why)
-    if missing:  # renormalised over the categories present
-        overall = compute_overall_score(finals, rubric)
-    else:
-        overall = _half_up(sum(finals[c] * k for c, k in plan.scaled.items()),
-                           sum(plan.scaled.values()))
+    overall = _overall(finals, plan)  # over the categories present (renormalised)
     band = plan.band_of[overall] or band_for(overall, rubric.bands)
     return CaseScore(status="scored", overallScore=overall, band=band,
                      passed=overall >= rubric.pass_score, categoryScores=cats, reason=reason)
