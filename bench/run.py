@@ -171,8 +171,8 @@ def head_lines(source: Path, target: Path, count: int) -> Path:
 def _judge_setup(workspace: Path, suite: Path,
                  load: bool = True) -> tuple[Any, Any, Any, str, Any]:
     """What `judge run` builds before judging: config, cases, rubric, renderer, settings."""
+    from judge.cli.run_exec import judge_settings
     from judge.config import load_config
-    from judge.judging import JudgeSettings
     from judge.prompts import PromptRenderer
     from judge.resources import load_rubric, load_suite
     from judge.rubric import rubric_hash
@@ -182,10 +182,7 @@ def _judge_setup(workspace: Path, suite: Path,
     rubric = load_rubric(config["rubric"] or (cases.rubric if cases else None)
                          or "task-evaluation", workspace)
     renderer = PromptRenderer(config["template"], workspace)
-    settings = JudgeSettings(temperature=config["temperature"], seed=config["seed"],
-                             output_mode=config["output_mode"],
-                             max_repairs=config["max_repairs"],
-                             params={"max_tokens": config["max_tokens"]})
+    settings = judge_settings(config)  # exactly what `judge run` sends
     return cases, rubric, renderer, rubric_hash(rubric), settings
 
 
