@@ -1,4 +1,8 @@
-"""The one-case API: ``judge.evaluate`` and ``judge.evaluate_async``."""
+"""The one-case Python door: ``judge.evaluate`` and ``judge.evaluate_async``.
+
+A thin translation onto :func:`judge.app.evaluating.evaluate_case`: keyword arguments
+become workspace overrides, so the Python API accepts every model and setting the CLI does.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .cache import CacheMode, JudgmentCache
-from .clock import utc_now
-from .judging import Completer, JudgeSettings, judge_prepared, prepare
+from .app.evaluating import evaluate_case
+from .app.settings import CacheModeName
+from .app.workspace import JudgeFactory, Workspace
+from .cache import JudgmentCache
+from .judging import Completer
 from .models import CaseResult
-from .prompts import PromptRenderer
-from .resources import load_rubric
-from .rubric import Rubric, rubric_hash
+from .rubric import Rubric
 from .suite import Case
 
 __all__ = ["evaluate", "evaluate_async"]
@@ -22,43 +26,33 @@ __all__ = ["evaluate", "evaluate_async"]
 async def evaluate_async(
     case: Case | Mapping[str, Any],
     *,
-    rubric: Rubric | str = "task-evaluation",
-    model: str,
-    cache: JudgmentCache | str | Path | None = "cache",
-    cache_mode: CacheMode = "read-write",
+    rubric: Rubric | str | None = None,
+    model: str | None = None,
+    cache: JudgmentCache | str | Path | None = None,
+    cache_mode: CacheModeName | None = None,
     client: Completer | None = None,
+    judges: JudgeFactory | None = None,
     api_base: str | None = None,
-    settings: JudgeSettings | None = None,
-    template: str = "judge",
-    workspace: Path | None = None,
+    template: str | None = None,
+    workspace: Path | str | None = None,
+    **settings: Any,
 ) -> CaseResult:
     """Judge one case with one model and return the full, authoritative result.
 
-    ``cache`` is a cache object, a folder, or None for no cache. ``cache_mode="offline"``
-    never builds a client: a miss comes back as status ``cache_miss``.
+    Settings come from the workspace (``judge.toml``, ``JUDGE_*``) with these arguments
+    over them; any other setting (``seed``, ``timeout``, ``max_tokens``...) may be passed by
+    name. ``cache`` is a cache object, a folder, or None for the workspace's cache;
+    ``cache_mode="off"`` uses none, ``"offline"`` never builds a client (a miss comes back
+    as status ``cache_miss``).
     """
-    workspace = workspace or Path.cwd()
-    case = case if isinstance(case, Case) else Case.model_validate(case)
-    rub = rubric if isinstance(rubric, Rubric) else load_rubric(rubric, workspace)
-    own_cache = isinstance(cache, str | Path)
-    store = JudgmentCache(cache, cache_mode) if isinstance(cache, str | Path) else cache
-    own_client = client is None and cache_mode != "offline" and case.judged_by == "llm"
-    if own_client:
-        from .client import LiteLLMClient, ModelSpec
-
-        client = LiteLLMClient(ModelSpec(name=model, api_base=api_base))
-    try:
-        prep = prepare(case, rub, PromptRenderer(template, workspace))
-        now = utc_now()
-        return await judge_prepared(prep, rub, rubric_hash(rub), model,
-                                    settings or JudgeSettings(), store, client, now=now)
-    finally:
-        if own_cache and store is not None:
-            store.close()
-        if own_client:
-            from .client import aclose_clients
-
-            await aclose_clients()
+    overrides: dict[str, Any] = {"model": [model] if model else None, "api_base": api_base,
+                                 "template": template, "cache_mode": cache_mode, **settings}
+    if isinstance(cache, str | Path):
+        overrides["cache_dir"] = str(cache)
+    ws = Workspace.open(workspace, overrides, judges=judges)
+    return await evaluate_case(ws, case, rubric=rubric, model=model,
+                               cache=cache if isinstance(cache, JudgmentCache) else None,
+                               client=client)
 
 
 def evaluate(case: Case | Mapping[str, Any], **kwargs: Any) -> CaseResult:

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
-from judge.config import FileSettings, load_config
+from judge.app.settings import Settings
+from judge.app.workspace import Workspace
 from judge.errors import UsageError
 
 TOML = """\
@@ -26,9 +27,9 @@ def test_precedence_and_sources(workspace: Path) -> None:
     (workspace / "judge.toml").write_text(TOML)
     env = {"JUDGE_SEED": "5", "JUDGE_CONCURRENCY": "8", "JUDGE_LLM": "false",
            "JUDGE_TIMEOUT": "", "OTHER": "x"}
-    cfg = load_config(workspace, {"concurrency": 32, "seed": None, "template": "mine"}, env=env)
+    cfg = Workspace.open(workspace, {"concurrency": 32, "seed": None, "template": "mine"}, env=env)
     expected = {
-        "model": ("openai/gpt-4o-mini", "judge.toml"),
+        "model": (("openai/gpt-4o-mini",), "judge.toml"),
         "cache_dir": ("my-cache", "judge.toml"),
         "timeout": (12.5, "judge.toml"),  # an empty env value does not count
         "seed": (5, "env JUDGE_SEED"),  # a None flag was not passed
@@ -39,46 +40,46 @@ def test_precedence_and_sources(workspace: Path) -> None:
         "temperature": (0.0, "default"),
     }
     for key, (value, source) in expected.items():
-        assert (cfg[key], cfg.sources[key]) == (value, source), key
-    assert set(cfg.values) == set(FileSettings.model_fields)
-    assert cfg.models() == ["openai/gpt-4o-mini"]
-    assert cfg.workspace == workspace
+        assert (getattr(cfg.settings, key), cfg.sources[key]) == (value, source), key
+    assert set(cfg.settings.model_dump()) == set(Settings.model_fields)
+    assert list(cfg.settings.models) == ["openai/gpt-4o-mini"]
+    assert cfg.root == workspace
 
 
 def test_defaults_without_any_file(workspace: Path) -> None:
-    cfg = load_config(workspace, env={})
-    assert dict(cfg.values) == FileSettings().model_dump()
+    cfg = Workspace.open(workspace, env={})
+    assert cfg.settings.model_dump() == Settings().model_dump()
     assert set(cfg.sources.values()) == {"default"}
-    assert cfg["seed"] == 42 and cfg.models() == []
+    assert getattr(cfg.settings, "seed") == 42 and list(cfg.settings.models) == []
 
 
 def test_env_model_list(workspace: Path) -> None:
-    cfg = load_config(workspace, env={"JUDGE_MODEL": "a/x, b/y"})
-    assert cfg.models() == ["a/x", "b/y"]
+    cfg = Workspace.open(workspace, env={"JUDGE_MODEL": "a/x, b/y"})
+    assert list(cfg.settings.models) == ["a/x", "b/y"]
 
 
 def test_pyproject_tool_judge_when_no_judge_toml(workspace: Path) -> None:
     (workspace / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.judge]\nseed = 9\nmodel = ["a/m1", "b/m2"]\n')
-    cfg = load_config(workspace, env={})
-    assert cfg["seed"] == 9 and cfg.models() == ["a/m1", "b/m2"]
+    cfg = Workspace.open(workspace, env={})
+    assert getattr(cfg.settings, "seed") == 9 and list(cfg.settings.models) == ["a/m1", "b/m2"]
     assert cfg.sources["seed"] == "pyproject.toml [tool.judge]"
     # judge.toml wins over pyproject.toml entirely.
     (workspace / "judge.toml").write_text("seed = 3\n")
-    cfg = load_config(workspace, env={})
-    assert (cfg["seed"], cfg.sources["seed"]) == (3, "judge.toml")
-    assert cfg.models() == [] and cfg.sources["model"] == "default"
+    cfg = Workspace.open(workspace, env={})
+    assert (getattr(cfg.settings, "seed"), cfg.sources["seed"]) == (3, "judge.toml")
+    assert list(cfg.settings.models) == [] and cfg.sources["model"] == "default"
 
 
 def test_pyproject_without_tool_judge_is_ignored(workspace: Path) -> None:
     (workspace / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.ruff]\nx = 1\n')
-    assert set(load_config(workspace, env={}).sources.values()) == {"default"}
+    assert set(Workspace.open(workspace, env={}).sources.values()) == {"default"}
 
 
 def test_typo_in_judge_toml_names_file_and_key(workspace: Path) -> None:
     (workspace / "judge.toml").write_text("seed = 7\nconcurency = 4\n")
     with pytest.raises(UsageError) as info:
-        load_config(workspace, env={})
+        Workspace.open(workspace, env={})
     text = str(info.value)
     assert str(workspace / "judge.toml") in text and "concurency" in text
     proc = run_judge(["config"], workspace)
@@ -90,27 +91,27 @@ def test_typo_in_judge_toml_names_file_and_key(workspace: Path) -> None:
 def test_typo_in_tool_judge_names_the_section(workspace: Path) -> None:
     (workspace / "pyproject.toml").write_text("[tool.judge]\nsede = 1\n")
     with pytest.raises(UsageError) as info:
-        load_config(workspace, env={})
+        Workspace.open(workspace, env={})
     assert "pyproject.toml" in str(info.value) and "[tool.judge].sede" in str(info.value)
 
 
 def test_bad_values_name_their_origin(workspace: Path) -> None:
     with pytest.raises(UsageError) as info:
-        load_config(workspace, env={"JUDGE_CONCURRENCY": "abc"})
+        Workspace.open(workspace, env={"JUDGE_CONCURRENCY": "abc"})
     assert "concurrency" in str(info.value) and "env JUDGE_CONCURRENCY" in str(info.value)
     proc = run_judge(["config"], workspace, env=judge_env(JUDGE_CONCURRENCY="abc"))
     assert proc.returncode == 2
     assert "env JUDGE_CONCURRENCY" in proc.stderr and "Traceback" not in proc.stderr
 
     with pytest.raises(UsageError, match=r"cache_mode \(from flag\)"):
-        load_config(workspace, {"cache_mode": "sometimes"}, env={})
+        Workspace.open(workspace, {"cache_mode": "sometimes"}, env={})
     (workspace / "judge.toml").write_text("concurrency = 0\n")
     with pytest.raises(UsageError) as info:
-        load_config(workspace, env={})
+        Workspace.open(workspace, env={})
     assert "judge.toml" in str(info.value) and "concurrency" in str(info.value)
     (workspace / "judge.toml").write_text("seed = [\n")
     with pytest.raises(UsageError, match="invalid TOML"):
-        load_config(workspace, env={})
+        Workspace.open(workspace, env={})
 
 
 def test_config_json_shows_value_and_source(workspace: Path) -> None:
@@ -118,9 +119,9 @@ def test_config_json_shows_value_and_source(workspace: Path) -> None:
     proc = run_judge(["config", "--json"], workspace, env=judge_env(JUDGE_SAMPLES="3"))
     assert proc.returncode == 0, proc.stderr
     shown: dict[str, Any] = json.loads(proc.stdout)
-    assert set(shown) == set(FileSettings.model_fields)
+    assert set(shown) == set(Settings.model_fields)
     assert all(set(v) == {"value", "source"} for v in shown.values())
-    assert shown["model"] == {"value": "hosted_vllm/x", "source": "judge.toml"}
+    assert shown["model"] == {"value": ["hosted_vllm/x"], "source": "judge.toml"}
     assert shown["seed"] == {"value": 7, "source": "judge.toml"}
     assert shown["samples"] == {"value": 3, "source": "env JUDGE_SAMPLES"}
     assert shown["concurrency"] == {"value": 16, "source": "default"}

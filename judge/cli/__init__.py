@@ -1,20 +1,25 @@
-"""The ``judge`` command. Start-up stays light: subcommands import what they need when they run."""
+"""The ``judge`` command: parse, call one operation of :mod:`judge.app`, render its result.
+
+Process-wide tuning (environment defaults for LiteLLM, the collector's thresholds) happens
+here, once, at the entry point — never inside a library call.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+
+from ..errors import ConfigError, JudgeError, StoreError
+from .app import build_app
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``judge`` console script."""
-    from ..errors import ConfigError, JudgeError, StoreError
-    from .app import build_app
-
     app = build_app()
     try:
-        app(args=argv, standalone_mode=True, prog_name="judge")
+        app.main(args=argv, prog_name="judge", standalone_mode=True)
     except ConfigError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
         sys.exit(2)
@@ -25,8 +30,6 @@ def main(argv: list[str] | None = None) -> None:
         print(f"error: {exc}", file=sys.stderr)
         sys.exit(1)
     except Exception as exc:  # a bug of ours: one readable line unless asked for more
-        import os
-
         if os.environ.get("JUDGE_DEBUG"):
             raise
         print(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "

@@ -1,48 +1,107 @@
-"""Assembles the command tree from the command modules."""
+"""The command tree, loaded lazily: ``judge --help`` lists every command from the table below
+and imports no command module; a command's module (and what it needs) is imported only when
+that command runs. So modules import at the top like ordinary Python.
+"""
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import Annotated
+
 import typer
+from typer.core import TyperGroup
 
-from . import (
-    baseline_cmds,
-    cache_cmds,
-    compare_cmd,
-    core_cmds,
-    diff_cmds,
-    local_cmds,
-    pairwise_cmd,
-    render_cmd,
-    rescore_cmds,
-    run_cmd,
-    store_cmds,
-    suite_cmds,
-)
+# typer (0.29) carries its own click; the commands it builds are of that click, so the lazy
+# group derives from typer's group and takes its types from there.
+from typer._click.core import Command, Context
+from typer._click.formatting import HelpFormatter
 
-__all__ = ["build_app"]
+from .. import __version__
+
+__all__ = ["COMMANDS", "build_app"]
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (module under judge.cli, one-line help). The order is `judge --help`'s: the daily
+    # loop first.
+    "run": ("run_cmd", "Judge a suite, store the run, summarise, compare with the baseline."),
+    "check": ("baseline_cmds", "Compare a stored run with its suite's baseline: the gate."),
+    "baseline": ("baseline_cmds", "Record, show and list baselines (baselines/<suite>.json)."),
+    "rescore": ("rescore_cmds", "Re-score a stored run under another rubric (no model call)."),
+    "compare": ("compare_cmd", "How far judges agree: κ, ρ, τ, band flips, vs human labels."),
+    "diff": ("diff_cmds", "What moved between two runs, case by case."),
+    "stability": ("diff_cmds", "Cases whose band differs between the samples of a run."),
+    "pairwise": ("pairwise_cmd", "Judge pairs of outputs in both orders; flip rate."),
+    "render": ("render_cmd", "Print the exact prompt a case is judged with."),
+    "monitor": ("baseline_cmds", "Production monitor: sample judged records, check pass rate."),
+    "history": ("store_cmds", "List stored runs, newest first."),
+    "show": ("store_cmds", "Show a stored run: settings, hashes, totals and its cases."),
+    "export": ("store_cmds", "Write a run's case results as JSON lines or CSV."),
+    "score": ("core_cmds", "Final and overall scores from a file of scores (no model)."),
+    "rubric": ("core_cmds", "Validate, list and show rubrics."),
+    "suite": ("suite_cmds", "Generate, validate and show suites."),
+    "cache": ("cache_cmds", "Inspect, export, import, verify and prune the judgment cache."),
+    "config": ("rescore_cmds", "Show the effective settings and where each came from."),
+    "local": ("local_cmds", "Run the embedded local judge (llama.cpp) on this machine."),
+}
 
 
-def build_app() -> typer.Typer:
-    """The ``judge`` Typer application."""
-    app = typer.Typer(
-        name="judge",
-        help="judgeflow: LLM judges with a deterministic core, an input-hash cache and "
-             "offline replay.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        add_completion=False,
-    )
-    # Registration order is the order `judge --help` lists: the daily loop first.
-    run_cmd.register(app)
-    baseline_cmds.register(app)
-    rescore_cmds.register(app)
-    compare_cmd.register(app)
-    diff_cmds.register(app)
-    pairwise_cmd.register(app)
-    render_cmd.register(app)
-    core_cmds.register(app)
-    store_cmds.register(app)
-    suite_cmds.register(app)
-    cache_cmds.register(app)
-    local_cmds.register(app)
-    return app
+def _conventional_metavars(command: Command) -> Command:
+    """``--seed N``-style placeholders: typer's ``<int>``/``{suite}`` become ``SEED``/``SUITE``."""
+    for param in command.params:
+        shown = param.metavar
+        if shown is None or shown.startswith(("<", "{")):
+            param.metavar = (param.name or "value").upper()
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _conventional_metavars(sub)
+    return command
+
+
+def _load(name: str) -> Command:
+    module_name, _ = COMMANDS[name]
+    module = import_module(f".{module_name}", __package__)
+    sub = typer.Typer(pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
+    module.register(sub)
+    built = typer.main.get_command(sub)
+    if isinstance(built, TyperGroup):
+        found = built.commands.get(name)
+        if found is None:  # pragma: no cover - a table entry its module does not register
+            raise LookupError(f"module {module_name} does not define command {name!r}")
+        return _conventional_metavars(found)
+    return _conventional_metavars(built)
+
+
+class _LazyGroup(TyperGroup):
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        return _load(cmd_name)
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        rows = [(name, text) for name, (_, text) in COMMANDS.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"judge (judgeflow) {__version__}")
+        raise typer.Exit()
+
+
+def build_app() -> Command:
+    """The ``judge`` command group."""
+    app = typer.Typer(cls=_LazyGroup, name="judge", no_args_is_help=True,
+                      pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None,
+                      help="judgeflow: LLM judges with a deterministic core, an input-hash "
+                           "cache and offline replay.")
+
+    @app.callback()
+    def _root(version: Annotated[bool, typer.Option(
+            "--version", callback=_version, is_eager=True,
+            help="Print the version and exit.")] = False) -> None:
+        """The root group; the work is in its commands."""
+
+    return typer.main.get_command(app)

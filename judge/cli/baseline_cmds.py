@@ -11,17 +11,21 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
-from .output import console, emit_json, err_console
+from ..app.baselines import (
+    check_run,
+    list_suite_baselines,
+    record_baseline,
+    show_baseline,
+)
+from ..app.gate import GateVerdict
+from ..app.workspace import Workspace
+from .output import band_style, console, emit_json, err_console
 
-if TYPE_CHECKING:
-    from ..baseline import Baseline, Comparison
-    from ..config import Config
-    from ..models import CaseResult, RunInfo
-    from ..store import RunStore
 
 __all__ = ["register"]
 
@@ -56,23 +60,10 @@ def register(app: typer.Typer) -> None:
 
 # -- helpers ------------------------------------------------------------------------------
 
-def _config(store: str | None = None, directory: str | None = None,
-            threshold: float | None = None, block: bool | None = None) -> Config:
-    from ..config import load_config
-
-    return load_config(Path.cwd(), {"store_url": store, "baselines_dir": directory,
+def _workspace(store: str | None = None, directory: str | None = None,
+               threshold: float | None = None, block: bool | None = None) -> Workspace:
+    return Workspace.open(overrides={"store_url": store, "baselines_dir": directory,
                                      "threshold": threshold, "block_on_regression": block})
-
-
-def _explicit_threshold(config: Config) -> float | None:
-    """Return the threshold if a flag, file or env set it; None leaves the baseline's own."""
-    if config.sources.get("threshold", "default") == "default":
-        return None
-    return float(config["threshold"])
-
-
-def _folder(config: Config) -> Path:
-    return config.workspace / str(config["baselines_dir"])
 
 
 def _shown(path: Path) -> str:
@@ -81,71 +72,6 @@ def _shown(path: Path) -> str:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
     except ValueError:
         return str(path)
-
-
-def _suite_id(value: str) -> str:
-    """Return a suite id as given, or the id of the suite file ``value`` names."""
-    if Path(value).is_file() or value.endswith((".yaml", ".yml", ".jsonl")):
-        from ..resources import load_suite
-
-        return load_suite(value).id
-    return value
-
-
-def _open_store(config: Config) -> RunStore:
-    from ..store import RunStore
-
-    return RunStore(str(config["store_url"]), workspace=config.workspace)
-
-
-def _pick_run(store: RunStore, run_id: str | None, suite: str | None) -> RunInfo:
-    """Return the named run, or the newest complete run (of ``suite``); it must be complete."""
-    from ..errors import UsageError
-
-    if run_id:
-        run = store.get_run(run_id)
-        if suite is not None and run.suite != suite:
-            raise UsageError(f"run {run.id} judged suite {run.suite!r}, not {suite!r}",
-                             fix="name a run of that suite, or drop the suite")
-    else:
-        latest = store.latest_run(suite, status="complete")
-        if latest is None:
-            what = f" of suite {suite!r}" if suite else ""
-            raise UsageError(f"no complete run{what} in {store.url}",
-                             fix="judge the suite first (`judge run SUITE`), or name a run")
-        run = latest
-    if run.status != "complete":
-        raise UsageError(f"run {run.id} is {run.status}: a baseline or a gate needs a "
-                         f"complete run, or cases would silently go missing",
-                         fix="finish the run, or name a complete one (`judge history`)")
-    return run
-
-
-def _primary(store: RunStore, run: RunInfo) -> list[CaseResult]:
-    # One result per case: the run's headline (a panel, a judge's median over its samples,
-    # or the first judge's judgment).
-    from ..baseline import pick_primary
-    from ..panel import headline_of
-
-    return pick_primary(store.iter_results(run.id), headline_of(run)[0])
-
-
-def _measured_spreads(results: list[CaseResult]) -> dict[str, int]:
-    """Each case's measured judge noise, from a run judged with ``--samples K``."""
-    return {r.id: r.spread for r in results if r.spread is not None}
-
-
-def _build(run: RunInfo, results: list[CaseResult], threshold: float,
-           spreads: dict[str, int] | None = None) -> Baseline:
-    from ..baseline import build_baseline
-    from ..errors import UsageError
-
-    try:
-        return build_baseline(run.suite, run.rubric, run.rubricHash, run.models, results,
-                              run_id=run.id, threshold=threshold, spreads=spreads)
-    except ValueError as exc:
-        raise UsageError(f"cannot record a baseline from run {run.id}: {exc}",
-                         fix="record from a run with scored cases (`judge history`)") from None
 
 
 # -- baseline record | show | list --------------------------------------------------------
@@ -163,51 +89,27 @@ def baseline_record(
     """Record a run's scores as the suite's baseline, writing baselines/<suite>.json atomically.
 
     One result per case: the run's headline (the panel with several judges, the median of
-    the samples with --samples K, else the first judge's judgment).
+    the samples with --samples K, else the first judge's judgment). Only a complete run
+    with every case scored can become a baseline.
 
     A run judged with --samples K records each case's spread (the judge's measured noise),
     so `judge check` reports a drop within it as noise. Otherwise an existing baseline's
     per-case spreads are kept. Its threshold is kept too unless --threshold (or a setting)
     gives one.
     """
-    from ..baseline import baseline_text
-    from ..baselines_io import baseline_path, load_baseline, save_baseline
-    from ..errors import ConfigError
-
-    config = _config(store, directory, threshold)
-    suite_id = _suite_id(suite)
-    path = baseline_path(_folder(config), suite_id)
-    previous: Baseline | None = None
-    old_text: str | None = None
-    if path.exists():
-        try:
-            old_text = path.read_text(encoding="utf-8")
-            previous = load_baseline(path)
-        except (ConfigError, OSError, UnicodeDecodeError) as exc:
-            err_console().print(f"[yellow]replacing an unreadable baseline:[/] {exc}",
-                                markup=True)
-    with _open_store(config) as st:
-        run = _pick_run(st, run_id, suite_id)
-        results = _primary(st, run)
-    chosen = _explicit_threshold(config)
-    if chosen is None:
-        chosen = previous.threshold if previous else float(config["threshold"])
-    present = {r.id for r in results}
-    spreads = {} if previous is None else {
-        case_id: case.spread for case_id, case in previous.cases.items()
-        if case.spread is not None and case_id in present}
-    spreads.update(_measured_spreads(results))
-    baseline = _build(run, results, chosen, spreads)
-    save_baseline(path, baseline)
-    changed = old_text != baseline_text(baseline)
+    done = record_baseline(_workspace(store, directory, threshold), suite, run_id)
+    if done.replaced_unreadable:
+        err_console().print(f"replacing an unreadable baseline: {done.replaced_unreadable}",
+                            markup=False)
+    baseline = done.baseline
     if json_out:
-        emit_json({"path": str(path), "changed": changed,
+        emit_json({"path": str(done.path), "changed": done.changed,
                    "baseline": baseline.model_dump(mode="json")})
         return
-    note = "" if changed else " (unchanged)"
+    note = "" if done.changed else " (unchanged)"
     console().print(
-        f"recorded {_shown(path)}{note}: baseline [bold]{baseline.baselineId}[/] from run "
-        f"{run.id} — {len(baseline.cases)} cases, score {baseline.score:.2f}, "
+        f"recorded {_shown(done.path)}{note}: baseline [bold]{baseline.baselineId}[/] from run "
+        f"{done.run} — {len(baseline.cases)} cases, score {baseline.score:.2f}, "
         f"pass rate {baseline.passRate:.2%}, threshold {baseline.threshold * 100:g} points")
 
 
@@ -217,19 +119,7 @@ def baseline_show(
     json_out: JsonFlag = False,
 ) -> None:
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
-    from rich.table import Table
-
-    from ..baselines_io import baseline_path, load_baseline
-    from ..errors import UsageError
-    from .output import band_style
-
-    config = _config(directory=directory)
-    suite_id = _suite_id(suite)
-    path = baseline_path(_folder(config), suite_id)
-    if not path.exists():
-        raise UsageError(f"no baseline for suite {suite_id!r} at {_shown(path)}",
-                         fix=f"record one: `judge baseline record {suite_id}`")
-    baseline = load_baseline(path)
+    path, baseline = show_baseline(_workspace(directory=directory), suite)
     if json_out:
         emit_json(baseline.model_dump(mode="json"))
         return
@@ -254,22 +144,14 @@ def baseline_list(
     json_out: JsonFlag = False,
 ) -> None:
     """List the baselines in the folder; an unreadable file is reported and makes exit 2."""
-    from rich.table import Table
-
-    from ..baselines_io import list_baselines, load_baseline
-    from ..errors import ConfigError
-
-    config = _config(directory=directory)
+    entries = list_suite_baselines(_workspace(directory=directory))
     rows: list[dict[str, Any]] = []
-    failed = 0
-    for stem, path in list_baselines(_folder(config)).items():
-        try:
-            b = load_baseline(path)
-        except ConfigError as exc:
-            failed += 1
-            rows.append({"suite": stem, "path": str(path), "error": exc.render()})
+    for e in entries:
+        b = e.baseline
+        if b is None:
+            rows.append({"suite": e.suite, "path": str(e.path), "error": e.error})
             continue
-        rows.append({"suite": b.suite, "path": str(path), "baselineId": b.baselineId,
+        rows.append({"suite": b.suite, "path": str(e.path), "baselineId": b.baselineId,
                      "score": b.score, "passRate": b.passRate, "cases": len(b.cases),
                      "threshold": b.threshold, "recordedFrom": b.recordedFrom})
     if json_out:
@@ -283,7 +165,7 @@ def baseline_list(
             table.add_row(row["suite"], row["baselineId"], f"{row['score']:.2f}",
                           f"{row['passRate']:.2%}", str(row["cases"]), row["recordedFrom"] or "—")
         console().print(table)
-    if failed:
+    if any(e.baseline is None for e in entries):
         raise typer.Exit(2)
 
 
@@ -308,68 +190,48 @@ def check(
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
 
-    With no baseline yet at the default place, one is recorded from this run (exit 0).
+    With no baseline yet at the default place, one is recorded from this run when every
+    case of it is scored (exit 0).
+
+    Threshold precedence: --threshold > JUDGE_THRESHOLD > judge.toml / [tool.judge] >
+    the baseline file's own threshold > 0.05.
 
     Exit 0: no regression, or --no-block. Exit 1: a regression while blocking.
 
     Exit 2: bad input (unknown run, malformed or missing --baseline file).
     """
-    from ..baseline import compare
-    from ..baselines_io import baseline_path, load_baseline, save_baseline
-    from ..errors import ConfigError
-
-    config = _config(store, directory, threshold, block)
-    suite_id = _suite_id(suite) if suite else None
-    with _open_store(config) as st:
-        run = _pick_run(st, run_id, suite_id)
-        results = _primary(st, run)
-    path = baseline_file if baseline_file is not None else baseline_path(_folder(config), run.suite)
-    notices: list[str] = []
-    recorded = False
-    if baseline_file is not None and not baseline_file.exists():
-        raise ConfigError("no such baseline file", file=str(baseline_file),
-                          fix="check the path, or drop --baseline to use baselines/<suite>.json")
-    if path.exists():
-        baseline = load_baseline(path)
-    else:
-        baseline = _build(run, results, float(config["threshold"]), _measured_spreads(results))
-        save_baseline(path, baseline)
-        recorded = True
-        notices.append(f"no baseline for suite {run.suite}: recorded {_shown(path)} "
-                       f"from run {run.id}")
-    if baseline.suite != run.suite:
-        notices.append(f"baseline is of suite {baseline.suite!r}, the run of {run.suite!r}")
-    if baseline.rubricHash != run.rubricHash:
-        notices.append(f"the rubric changed since the baseline ({baseline.rubric} "
-                       f"{baseline.rubricHash[:12]} → {run.rubric} {run.rubricHash[:12]})")
-    if tuple(baseline.models[:1]) != tuple(run.models[:1]):
-        notices.append(f"the judge changed since the baseline "
-                       f"({', '.join(baseline.models) or '—'} → {', '.join(run.models) or '—'})")
-    comparison = compare(baseline, results, threshold=_explicit_threshold(config))
-    blocking = bool(config["block_on_regression"])
+    verdict = check_run(_workspace(store, directory, threshold, block), run_id, suite=suite,
+                        baseline_file=baseline_file)
     if json_out:
-        for notice in notices:
+        for notice in verdict.notices:
             err_console().print(notice, markup=False)
-        emit_json({**comparison.model_dump(mode="json"), "baselineRecorded": recorded,
-                   "baselinePath": str(path), "run": run.id, "suite": run.suite,
-                   "blocked": blocking and comparison.hasRegression, "notices": notices})
+        emit_json(verdict.public())
     else:
-        _print_comparison(comparison, run, notices, blocking)
-    if blocking and comparison.hasRegression:
+        _print_verdict(verdict)
+    if verdict.blocked:
         raise typer.Exit(1)
 
 
-def _print_comparison(c: Comparison, run: RunInfo, notices: list[str], blocking: bool) -> None:
+def _print_verdict(v: GateVerdict) -> None:
     out = console()
-    for notice in notices:
+    if v.skipped:
+        out.print(f"[yellow]{v.skipped}[/]")
+        return
+    if v.baselineRecorded:
+        out.print(f"[cyan]no baseline for suite {v.suite}: recorded {_shown(Path(v.baselinePath))} "
+                  f"from run {v.run}[/]")
+        return
+    c = v.comparison
+    assert c is not None
+    for notice in v.notices:
         out.print(f"[cyan]{notice}[/]")
     head = "[red]⚠ regression[/]" if c.hasRegression else "[green]✓ no regression[/]"
-    out.print(f"{head}  run {run.id} vs baseline [bold]{c.baselineId}[/] "
+    out.print(f"{head}  run {v.run} vs baseline [bold]{c.baselineId}[/] "
               f"(threshold {c.threshold * 100:g} points)")
     out.print(f"previous {c.previousScore:.2f} → current {c.currentScore:.2f} "
               f"(delta {c.scoreDelta:+.2f}) over {c.comparedCases} cases scored in both")
     if c.blockedReasons:
-        out.print("blocked:" if blocking else "would block (--no-block):")
+        out.print("blocked:" if v.blocking else "would block (--no-block):")
         for reason in c.blockedReasons:
             out.print(f"  • {reason}", markup=False)
     for sentence in c.noiseReasons:

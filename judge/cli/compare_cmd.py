@@ -55,13 +55,13 @@ def compare(
 ) -> None:
     """Compare judges: agreement per category and overall, band flips, agreement with humans."""
     from ..agreement import compare_runs
-    from ..config import load_config
+    from ..app.workspace import Workspace
     from ..errors import UsageError
     from ..store import RunStore
 
-    config = load_config(Path.cwd(), {"store_url": store})
+    ws = Workspace.open(overrides={"store_url": store})
     notes: list[str] = []
-    with RunStore(str(config["store_url"]), workspace=config.workspace) as st:
+    with ws.open_store() as st:
         infos = [st.get_run(r) for r in runs]
         _check_runs(infos)
         judges = [(info, model) for info in infos for model in info.models]
@@ -76,10 +76,10 @@ def compare(
         if info.status != "complete":
             notes.append(f"run {info.id} is {info.status}: its missing cases are counted "
                          f"as missing")
-    scales = {info.id: _bands(info, config.workspace, notes) for info in infos}
+    scales = {info.id: _bands(info, ws.root, notes) for info in infos}
     named = {name: _judge_results(results[info.id], model)
              for name, (info, model) in zip(names, judges, strict=True)}
-    human = _human_labels(infos, suite, config.workspace, notes)
+    human = _human_labels(infos, suite, ws.root, notes)
     comparison = compare_runs(
         named, scales[infos[0].id], human=human,
         judge_bands={name: scales[info.id] for name, (info, _) in zip(names, judges,

@@ -42,11 +42,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _open(store: str | None) -> RunStore:
-    from ..config import load_config
-    from ..store import RunStore
+    from ..app.workspace import Workspace
 
-    cfg = load_config(Path.cwd(), {"store_url": store})
-    return RunStore(cfg["store_url"], workspace=cfg.workspace)
+    return Workspace.open(overrides={"store_url": store}).open_store()
 
 
 def _headline(st: RunStore, run: RunInfo) -> list[CaseResult]:

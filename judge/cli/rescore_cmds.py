@@ -26,7 +26,7 @@ def rescore(
 ) -> None:
     """Recompute a stored run's finals under another rubric; stores a new run, calls no model."""
     from ..clock import new_run_id, utc_now
-    from ..config import load_config
+    from ..app.workspace import Workspace
     from ..errors import UsageError
     from ..panel import headline_of
     from ..rescore import RescoreError, rescore_result
@@ -35,9 +35,9 @@ def rescore(
     from ..store import RunStore
     from ..summary import SummaryBuilder
 
-    cfg = load_config(Path.cwd(), {"store_url": store})
-    rub = load_rubric(rubric, cfg.workspace)
-    with RunStore(cfg["store_url"], workspace=cfg.workspace) as runs:
+    ws = Workspace.open(overrides={"store_url": store})
+    rub = load_rubric(rubric, ws.root)
+    with ws.open_store() as runs:
         source = runs.get_run(run_id)
         now = utc_now()
         new_id = new_run_id(now)
@@ -91,14 +91,15 @@ def config(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show the effective settings and where each one came from."""
     from rich.table import Table
 
-    from ..config import load_config
+    from ..app.workspace import Workspace
 
-    cfg = load_config(Path.cwd())
+    ws = Workspace.open()
+    values = ws.settings.model_dump(mode="json")
     if json_out:
-        emit_json({k: {"value": v, "source": cfg.sources.get(k, "default")}
-                   for k, v in cfg.values.items()})
+        emit_json({k: {"value": v, "source": ws.sources.get(k, "default")}
+                   for k, v in values.items()})
         return
     table = Table("setting", "value", "from")
-    for key, value in cfg.values.items():
-        table.add_row(key, "—" if value is None else str(value), cfg.sources.get(key, "default"))
+    for key, value in values.items():
+        table.add_row(key, "—" if value is None else str(value), ws.sources.get(key, "default"))
     console().print(table)

@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
+import sys
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
-from .output import band_style, emit_json_streaming, err_console
+from ..app.gate import GateVerdict
+from ..app.running import RunReport, RunRequest, run_suite
+from ..app.runs import iter_results
+from ..app.workspace import Workspace
+from ..models import CaseResult, RunInfo
+from ..panel import headline_of
+from ..rubric import Rubric
+from ..runner import Progress
+from ..summary import Summary
+from .output import band_style, console, emit_json_streaming, err_console
 
-if TYPE_CHECKING:
-    from ..config import Config
-    from ..models import RunInfo
-    from ..summary import Summary
-
-__all__ = ["EXIT_CACHE_MISS", "EXIT_INTERRUPTED", "EXIT_NO_JUDGMENT", "register"]
-
-EXIT_CACHE_MISS = 3
-EXIT_NO_JUDGMENT = 4
-DEFAULT_LOCAL = "local/smollm2"
-# A provider key in the environment means the user meant a hosted judge: never silently
-# fall back to the small local model then.
-PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY",
-                 "AZURE_API_KEY", "GROQ_API_KEY", "TOGETHERAI_API_KEY", "OPENROUTER_API_KEY",
-                 "DEEPSEEK_API_KEY", "COHERE_API_KEY", "JUDGE_API_KEY")
-EXIT_INTERRUPTED = 130
+__all__ = ["cache_line", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -65,154 +62,58 @@ def run(
         "--no-check", help="Skip the baseline comparison.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Judge SUITE, store the run, print the summary and the baseline comparison."""
-    from ..config import load_config
+    """Judge SUITE, store the run, print the summary and the baseline comparison.
 
-    flags: dict[str, Any] = {
+    Exit 0: done, no regression. 1: a regression while blocking. 2: bad input (named).
+    3: offline and judgments missing from the cache (listed). 4: no judgment succeeded
+    (the first reason is printed). 130: interrupted (what was judged is stored).
+    """
+    overrides: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
         "concurrency": concurrency, "seed": seed, "samples": samples, "panel": panel,
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
         "timeout": timeout, "llm": False if no_llm else None,
     }
-    config = load_config(Path.cwd(), flags)
-    code = run_suite(config, suite, tags=tag or [], complexity=complexity or [],
-                     ids=case or [], check=not no_check, json_out=json_out)
-    raise typer.Exit(code)
+    workspace = Workspace.open(overrides=overrides)
+    request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
+                         ids=tuple(case or ()), check=not no_check)
+    report = run_suite(workspace, request, observer=_Display())
+    _report(workspace, report, json_out=json_out)
+    raise typer.Exit(report.exit_code)
 
 
-def run_suite(config: Config, suite_path: Path, *, tags: list[str], complexity: list[str],
-              ids: list[str], check: bool, json_out: bool) -> int:
-    """Everything ``judge run`` does; returns the exit code."""
-    import asyncio
-
-    from ..clock import new_run_id, utc_now
-    from ..errors import SuiteError, UsageError
-    from ..resources import load_rubric, open_suite
-    from ..rubric import rubric_hash
-    from ..suite import Case, filter_cases, validate_cases
-
-    workspace = config.workspace
-    source = open_suite(suite_path)
-    rubric = load_rubric(config["rubric"] or source.rubric or "task-evaluation", workspace)
-
-    def wanted(case: Case) -> bool:
-        return bool(filter_cases([case], tags=tags, complexity=complexity, ids=ids)) and (
-            config["llm"] or case.judged_by == "deterministic")
-
-    # One validating pass over the whole file before anything is judged or written; a JSONL
-    # suite streams, so memory does not grow with the number of cases.
-    count = llm_count = 0
-    first_ids: list[str] = []
-    found: set[str] = set()
-    kept = bytearray()  # one byte per case: judged in the second pass or not (100 KB per 100k)
-    for case in source.cases():
-        validate_cases((case,), rubric, str(suite_path))
-        if len(first_ids) < 5:
-            first_ids.append(case.id)
-        if case.id in ids:
-            found.add(case.id)
-        kept.append(wanted(case))
-        if kept[-1]:
-            count += 1
-            llm_count += case.judged_by == "llm"
-    unknown = sorted(set(ids) - found)
-    if unknown:
-        raise SuiteError(f"no case {unknown[0]!r}", file=str(suite_path),
-                         fix="known ids start with: " + ", ".join(first_ids))
-    if not count:
-        raise UsageError("no case left to run after the filters", fix="loosen --tag/--case")
-    needs_judge = llm_count > 0
-    mode = config["cache_mode"]
-    models, notice = _resolve_models(config, needs_judge, offline=mode == "offline")
-    from .run_exec import Execution
-
-    execution = Execution(config=config, suite_id=source.id, suite_path=suite_path,
-                          rubric=rubric, rubric_hash=rubric_hash(rubric), models=models,
-                          cases=lambda: source.items(kept),
-                          case_count=count, llm_count=llm_count,
-                          offline=mode == "offline", needs_judge=needs_judge,
-                          now=utc_now, run_id=new_run_id(utc_now()))
-    if notice:
-        err_console().print(notice)
-    try:
-        outcome = asyncio.run(execution.start())
-    except KeyboardInterrupt:
-        # asyncio re-raises Ctrl-C after the run has stored what it judged and finished.
-        if execution.outcome is None:
-            raise
-        outcome = execution.outcome
-    return _report(execution, outcome, check=check, json_out=json_out)
-
-
-def _resolve_models(config: Config, needs_judge: bool, *,
-                    offline: bool) -> tuple[list[str], str | None]:
-    import os
-
-    from ..errors import UsageError
-
-    models = config.models()
-    if models or not needs_judge:
-        return models or ["none"], None
-    if offline:
-        # Replaying needs no server: the local judge's cached verdicts replay anywhere.
-        return [DEFAULT_LOCAL], f"offline replay of the default judge {DEFAULT_LOCAL}"
-    keys = sorted(k for k in PROVIDER_KEYS if os.environ.get(k))
-    if keys:
-        raise UsageError(f"no judge model configured, but {keys[0]} is set",
-                         fix="pass --model (e.g. --model openai/gpt-4o-mini) or set JUDGE_MODEL")
-    from ..local import INSTALL_HINT, default_model_notice
-
-    notice = default_model_notice()
-    if notice is None:
-        raise UsageError("no judge model configured and the local judge is not installed",
-                         fix=f"pass --model (e.g. --model openai/gpt-4o-mini), set JUDGE_MODEL, "
-                             f"or install the local judge: {INSTALL_HINT}")
-    return [DEFAULT_LOCAL], notice
-
-
-def _report(execution: Any, outcome: Any, *, check: bool, json_out: bool) -> int:
-    comparison = execution.compare() if check and not outcome.interrupted else None
+def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
+    verdict = report.verdict
     if json_out:
         emit_json_streaming({
-            "run": outcome.run.model_dump(mode="json"),
-            "summary": outcome.summary.model_dump(mode="json"),
-            "summaries": {m: s.model_dump(mode="json") for m, s in outcome.summaries.items()}
-            if len(outcome.summaries) > 1 else None,
-            "baseline": comparison,
-        }, "cases", (r.model_dump(mode="json") for r in execution.results()))
+            "run": report.run.model_dump(mode="json"),
+            "summary": report.summary.model_dump(mode="json"),
+            "summaries": {m: s.model_dump(mode="json") for m, s in report.summaries.items()}
+            if len(report.summaries) > 1 else None,
+            "baseline": verdict.public() if verdict is not None else None,
+        }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
-        _print_summary(execution, outcome.run, outcome.summary, outcome.summaries)
-        _print_comparison(comparison)
-    if outcome.interrupted:
-        err_console().print(f"[yellow]interrupted[/]: kept {outcome.summary.cases} judged "
-                            f"case(s) in run {outcome.run.id}; run again to resume from the cache")
-        return EXIT_INTERRUPTED
-    if outcome.summary.cacheMisses:
-        misses = execution.missing_cases()
-        err_console().print(
-            f"[red]offline: {len(misses)} judgment(s) not in the cache[/]: " + ", ".join(misses))
-        return EXIT_CACHE_MISS
-    if execution.llm_count and not execution.offline:
-        scored, reason = execution.first_failure()
-        if scored == 0:
-            err_console().print(f"[red]no judgment succeeded[/] ({execution.llm_count} LLM "
-                                f"case(s) unscored); the first reason: {reason}")
-            return EXIT_NO_JUDGMENT
-    if comparison is not None and comparison.get("hasRegression") and \
-            execution.config["block_on_regression"]:
-        return 1
-    return 0
+        rubric = workspace.rubric(report.run.rubric)
+        _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
+        _print_comparison(verdict)
+    err = err_console()
+    if report.interrupted:
+        err.print(f"[yellow]interrupted[/]: kept {report.summary.cases} judged "
+                  f"case(s) in run {report.run.id}; run again to resume from the cache")
+    elif report.missing:
+        err.print(f"[red]offline: {len(report.missing)} judgment(s) not in the cache[/]: "
+                  + ", ".join(report.missing))
+    elif report.no_judgment:
+        err.print(f"[red]no judgment succeeded[/] ({report.llm_cases} LLM case(s) unscored); "
+                  f"the first reason: {report.first_failure}")
 
 
 CASE_TABLE_LIMIT = 40
 
 
-def _print_summary(execution: Any, run: RunInfo, summary: Summary,
+def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: Summary,
                    summaries: dict[str, Summary]) -> None:
-    from ..panel import headline_of
-    from .output import console
-
     out = console()
     t = run.totals
     cost = "unknown" if t.costUsd is None else f"${t.costUsd:.4f}"
@@ -223,15 +124,15 @@ def _print_summary(execution: Any, run: RunInfo, summary: Summary,
     out.print(f"[bold]run {run.id}[/]  suite [bold]{run.suite}[/]  rubric {run.rubric}  "
               f"judge {', '.join(run.models)}  seed {run.seed}{scored_by}")
     if summary.cases <= CASE_TABLE_LIMIT:
-        _case_table(execution, run)
+        _case_table(workspace, rubric, run)
     elif summary.failures:
-        _failure_table(execution, summary)
+        _failure_table(rubric, summary)
     rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
     mean = "—" if summary.meanOverall is None else f"{summary.meanOverall:.1f}"
     out.print(f"cases {summary.cases}: scored {summary.scored}, unscored {summary.unscored}"
               + (f", cache misses {summary.cacheMisses}" if summary.cacheMisses else "")
               + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored}, pass ≥ "
-              + f"{execution.rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+              + f"{rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
     if summary.categoryAverages:
         out.print("category averages: " + ", ".join(
             f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()))
@@ -259,17 +160,12 @@ def cache_line(t: Any) -> str:
     return line + (f"; {hits} replayed through the index without rendering" if hits else "")
 
 
-def _case_table(execution: Any, run: RunInfo) -> None:
-    from rich.table import Table
-
-    from ..panel import headline_of
-    from .output import console
-
-    cats = [c.id for c in execution.rubric.categories]
+def _case_table(workspace: Workspace, rubric: Rubric, run: RunInfo) -> None:
+    cats = [c.id for c in rubric.categories]
     head = headline_of(run)
     table = Table("case", *[_short(c) for c in cats], "overall", "band", "pass", "note",
                   caption="per category: deterministic/ai → final", caption_justify="left")
-    for r in execution.results():
+    for r in iter_results(workspace, run.id):
         if r.judge is not None and (r.judge.model, r.judge.sample) != head:
             continue
         by_cat = {c.category: c for c in r.categoryScores}
@@ -294,42 +190,87 @@ def _short(category: str) -> str:
     return category if len(category) <= 12 else category[:11] + "…"
 
 
-def _failure_table(execution: Any, summary: Summary) -> None:
-    from rich.table import Table
-
-    from .output import console
-
+def _failure_table(rubric: Rubric, summary: Summary) -> None:
     table = Table("case", "status", "overall", "band", "reason",
                   title=f"failures ({summary.failuresTotal})", title_justify="left")
     for f in summary.failures[:20]:
-        reason = f.reason or f"below the pass mark ({execution.rubric.pass_score})"
+        reason = f.reason or f"below the pass mark ({rubric.pass_score})"
         table.add_row(f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
                       f"[{band_style(f.band)}]{f.band or '—'}[/]", reason[:80])
     console().print(table)
 
 
-def _print_comparison(comparison: dict[str, Any] | None) -> None:
-    from .output import console
-
-    if comparison is None:
+def _print_comparison(verdict: GateVerdict | None) -> None:
+    if verdict is None:
         return
     out = console()
-    if comparison.get("skipped"):
-        out.print(f"[yellow]{comparison['skipped']}[/]")
+    if verdict.skipped:
+        out.print(f"[yellow]{verdict.skipped}[/]")
         return
-    if comparison.get("baselineRecorded"):
-        out.print(f"[cyan]no baseline yet: recorded {comparison.get('baselinePath')}[/]")
+    if verdict.baselineRecorded:
+        out.print(f"[cyan]no baseline yet: recorded {verdict.baselinePath}[/]")
         return
-    if comparison["hasRegression"]:
-        out.print(f"[red]⚠ regression[/] against {comparison['baselineId']}: "
-                  f"{comparison['previousScore']} → {comparison['currentScore']} "
-                  f"({comparison['scoreDelta']:+})")
-        for reason in comparison["blockedReasons"]:
-            out.print(f"  [red]•[/] {reason}")
-    else:
-        out.print(f"[green]✓ no regression[/] against {comparison['baselineId']}: "
-                  f"{comparison['previousScore']} → {comparison['currentScore']} "
-                  f"({comparison['scoreDelta']:+})")
-    for sentence in comparison.get("noiseReasons") or ():
+    c = verdict.comparison
+    assert c is not None
+    for notice in verdict.notices:
+        out.print(f"[cyan]{notice}[/]")
+    head = "[red]⚠ regression[/]" if c.hasRegression else "[green]✓ no regression[/]"
+    out.print(f"{head} against {c.baselineId}: {c.previousScore} → {c.currentScore} "
+              f"({c.scoreDelta:+})")
+    for reason in c.blockedReasons:
+        out.print(f"  [red]•[/] {reason}", markup=False)
+    for sentence in c.noiseReasons:
         out.print(f"  ~ {sentence}", markup=False)
 
+
+class _Display:
+    """Progress on stderr: a rich bar on a terminal, a plain line every few seconds otherwise."""
+
+    def __init__(self) -> None:
+        self.progress = Progress()
+        self.bar: Any = None
+        self.last = time.monotonic()
+
+    def notice(self, text: str) -> None:
+        """One line on stderr."""
+        err_console().print(text, markup=False)
+
+    def started(self, progress: Progress, run: RunInfo) -> None:
+        """Show a bar on a terminal."""
+        self.progress = progress
+        if sys.stderr.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
+                           TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
+                           console=err_console(), transient=True)
+            self.task = self.bar.add_task("run", total=progress.total, info="")
+            self.bar.start()
+
+    def _info(self) -> str:
+        p = self.progress
+        cost = f"${p.cost:.4f}" if p.cost_known else "cost unknown"
+        return (f"hits {p.cache_hits} · unscored {p.unscored} · tokens "
+                f"{p.prompt_tokens + p.completion_tokens} · {cost}")
+
+    def result(self, result: CaseResult) -> None:
+        """Update after one result."""
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.progress.done, info=self._info())
+            return
+        now = time.monotonic()
+        if now - self.last >= 5 or self.progress.done == self.progress.total:
+            self.last = now
+            print(f"judged {self.progress.done}/{self.progress.total} · {self._info()}",
+                  file=sys.stderr, flush=True)
+
+    def finished(self) -> None:
+        """Stop the bar."""
+        if self.bar is not None:
+            self.bar.stop()

@@ -135,11 +135,9 @@ def export(
 
 def _open(store: str | None) -> RunStore:
     """The store ``judge run`` writes to: flag, else env, else the workspace's settings."""
-    from ..config import load_config
-    from ..store import RunStore
+    from ..app.workspace import Workspace
 
-    config = load_config(Path.cwd(), {"store_url": store})
-    return RunStore(str(config["store_url"]), workspace=config.workspace)
+    return Workspace.open(overrides={"store_url": store}).open_store()
 
 
 def _write(info: RunInfo, results: Iterable[CaseResult], fmt: ExportFormat, fh: TextIO) -> None:

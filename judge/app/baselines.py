@@ -1,0 +1,118 @@
+"""Baselines: check a stored run against its suite's baseline, record one, show and list them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..baseline import Baseline, baseline_text
+from ..baselines_io import list_baselines, load_baseline, save_baseline
+from ..errors import ConfigError, UsageError
+from ..resources import load_suite
+from .gate import GateVerdict, gate, headline_results, make_baseline, measured_spreads
+from .gate import resolve_threshold as _threshold
+from .runs import pick_complete_run
+from .workspace import Workspace
+
+__all__ = [
+    "BaselineEntry",
+    "Recorded",
+    "check_run",
+    "list_suite_baselines",
+    "record_baseline",
+    "show_baseline",
+    "suite_id_of",
+]
+
+
+def suite_id_of(value: str) -> str:
+    """A suite id as given, or the id of the suite file ``value`` names."""
+    if Path(value).is_file() or value.endswith((".yaml", ".yml", ".jsonl")):
+        return load_suite(value).id
+    return value
+
+
+def check_run(workspace: Workspace, run_id: str | None = None, *, suite: str | None = None,
+              baseline_file: Path | None = None) -> GateVerdict:
+    """The gate for a stored run (default: the suite's, or the store's, latest complete run)."""
+    suite_id = suite_id_of(suite) if suite else None
+    with workspace.open_store() as store:
+        run = pick_complete_run(store, run_id, suite_id)
+        results = headline_results(store, run)
+    return gate(workspace, run, results, baseline_file=baseline_file)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A baseline written to ``path``; ``changed`` False when the file already said the same."""
+
+    path: Path
+    baseline: Baseline
+    changed: bool
+    run: str
+    replaced_unreadable: str | None = None
+    """The error of an unreadable file this baseline replaced, if any."""
+
+
+def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None) -> Recorded:
+    """Record a run (default: the suite's latest complete run) as the suite's baseline.
+
+    A ``--samples K`` run records each case's spread (the judge's measured noise); otherwise
+    an existing baseline's spreads are kept, and so is its threshold unless a setting gives one.
+    """
+    suite_id = suite_id_of(suite)
+    path = workspace.baseline_path(suite_id)
+    previous: Baseline | None = None
+    old_text: str | None = None
+    unreadable: str | None = None
+    if path.exists():
+        try:
+            old_text = path.read_text(encoding="utf-8")
+            previous = load_baseline(path)
+        except (ConfigError, OSError, UnicodeDecodeError) as exc:
+            unreadable = str(exc)
+    with workspace.open_store() as store:
+        run = pick_complete_run(store, run_id, suite_id)
+        results = headline_results(store, run)
+    present = {r.id for r in results}
+    spreads = {} if previous is None else {
+        case_id: case.spread for case_id, case in previous.cases.items()
+        if case.spread is not None and case_id in present}
+    spreads.update(measured_spreads(results))
+    baseline = make_baseline(run, results, _threshold(workspace, previous), spreads)
+    save_baseline(path, baseline)
+    return Recorded(path=path, baseline=baseline, changed=old_text != baseline_text(baseline),
+                    run=run.id, replaced_unreadable=unreadable)
+
+
+def show_baseline(workspace: Workspace, suite: str) -> tuple[Path, Baseline]:
+    """The suite's baseline and where it lives; UsageError when there is none."""
+    suite_id = suite_id_of(suite)
+    path = workspace.baseline_path(suite_id)
+    if not path.exists():
+        raise UsageError(f"no baseline for suite {suite_id!r} at {path}",
+                         fix=f"record one: `judge baseline record {suite_id}`")
+    return path, load_baseline(path)
+
+
+@dataclass(frozen=True)
+class BaselineEntry:
+    """One file of the baselines folder: its baseline, or why it cannot be read."""
+
+    suite: str
+    path: Path
+    baseline: Baseline | None
+    error: str | None = None
+
+
+def list_suite_baselines(workspace: Workspace) -> list[BaselineEntry]:
+    """Every baseline file in the workspace's folder, by suite id."""
+    out = []
+    for stem, path in list_baselines(workspace.baselines_dir).items():
+        try:
+            b = load_baseline(path)
+        except ConfigError as exc:
+            out.append(BaselineEntry(suite=stem, path=path, baseline=None, error=exc.render()))
+            continue
+        out.append(BaselineEntry(suite=b.suite, path=path, baseline=b))
+    return out

@@ -1,0 +1,177 @@
+"""The one regression gate: every door (``judge run``, ``judge check``, the Python API, the HTTP
+API, the pytest plugin) decides regression here, with one precedence and one baseline rule.
+
+Threshold precedence, highest first: a door's flag (``--threshold``) > the environment
+(``JUDGE_THRESHOLD``) > the config file (``judge.toml`` / ``[tool.judge]``) > the baseline
+file's own ``threshold`` > the default 0.05. A baseline records the threshold it was made
+with so that a suite can carry its own tolerance; anything the user set explicitly wins.
+Block-on-regression: flag > environment > config file > default on.
+
+What may become a baseline: only a *complete* run in which every case was scored. A run
+with unscored, missing (cache-miss) or interrupted cases would hide those cases from the
+gate forever, so it is refused with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..baseline import Baseline, Comparison, build_baseline, compare, pick_primary
+from ..baselines_io import load_baseline, save_baseline
+from ..errors import ConfigError, UsageError
+from ..models import CaseResult, RunInfo
+from ..panel import headline_of
+from ..store import RunStore
+from .workspace import Workspace
+
+__all__ = [
+    "GateVerdict",
+    "baseline_refusal",
+    "gate",
+    "headline_results",
+    "make_baseline",
+    "measured_spreads",
+    "resolve_threshold",
+]
+
+
+class GateVerdict(BaseModel):
+    """The gate's answer for one run: compared, or a baseline recorded, or skipped (why)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run: str
+    suite: str
+    baselinePath: str
+    comparison: Comparison | None
+    """None when nothing was compared (a baseline was just recorded, or the run cannot be
+    compared: see ``skipped``)."""
+    baselineRecorded: bool = False
+    baselineId: str | None = None
+    skipped: str | None = None
+    """Why there is no comparison and no baseline was recorded."""
+    notices: tuple[str, ...] = ()
+    """What changed since the baseline (rubric, judge, suite) — context, not a verdict."""
+    blocking: bool = True
+
+    @property
+    def has_regression(self) -> bool:
+        """A regression was found."""
+        return self.comparison is not None and self.comparison.hasRegression
+
+    @property
+    def blocked(self) -> bool:
+        """A regression while blocking: the door exits 1."""
+        return self.blocking and self.has_regression
+
+    def public(self) -> dict[str, Any]:
+        """The one JSON shape every door prints: the seed's fields in camelCase, flat."""
+        body: dict[str, Any] = {
+            "hasRegression": self.has_regression, "scoreDelta": None, "previousScore": None,
+            "currentScore": None, "baselineId": self.baselineId, "blockedReasons": [],
+        }
+        if self.comparison is not None:
+            body.update(self.comparison.model_dump(mode="json"))
+        body.update({"run": self.run, "suite": self.suite, "baselinePath": self.baselinePath,
+                     "baselineRecorded": self.baselineRecorded, "skipped": self.skipped,
+                     "notices": list(self.notices), "blocked": self.blocked})
+        return body
+
+
+def resolve_threshold(workspace: Workspace, baseline: Baseline | None) -> float:
+    """The threshold by the documented precedence (see the module docstring)."""
+    if workspace.sources.get("threshold", "default") != "default" or baseline is None:
+        return workspace.settings.threshold
+    return baseline.threshold
+
+
+def headline_results(store: RunStore, run: RunInfo) -> list[CaseResult]:
+    """One result per case: the run's headline (panel, a judge's sample median, or its one)."""
+    return pick_primary(store.iter_results(run.id), headline_of(run)[0])
+
+
+def measured_spreads(results: Iterable[CaseResult]) -> dict[str, int]:
+    """Each case's measured judge noise, from a run judged with ``--samples K``."""
+    return {r.id: r.spread for r in results if r.spread is not None}
+
+
+def baseline_refusal(run: RunInfo, results: Sequence[CaseResult]) -> str | None:
+    """Why this run may not become a baseline, or None when it may (the one rule)."""
+    if run.status != "complete":
+        return f"run {run.id} is {run.status}: a baseline needs a complete run"
+    unscored = sum(r.status == "unscored" for r in results)
+    missing = sum(r.status == "cache_miss" for r in results)
+    if unscored or missing:
+        return (f"run {run.id} has {unscored} unscored and {missing} missing case(s): "
+                f"a baseline from it would hide them from the gate")
+    if not any(r.status == "scored" for r in results):
+        return f"run {run.id} has no scored case: such a baseline could never catch a drop"
+    return None
+
+
+def make_baseline(run: RunInfo, results: Sequence[CaseResult], threshold: float,
+                  spreads: dict[str, int] | None = None) -> Baseline:
+    """The baseline of ``run``; UsageError naming the reason when the run may not be one."""
+    refusal = baseline_refusal(run, results)
+    if refusal is not None:
+        raise UsageError(f"cannot record a baseline: {refusal}",
+                         fix="judge the suite until every case is scored, then record "
+                             "(`judge history` lists runs)")
+    try:
+        return build_baseline(run.suite, run.rubric, run.rubricHash, run.models, results,
+                              run_id=run.id, threshold=threshold, spreads=spreads)
+    except ValueError as exc:
+        raise UsageError(f"cannot record a baseline from run {run.id}: {exc}",
+                         fix="record from a run with scored cases (`judge history`)") from None
+
+
+def _notices(baseline: Baseline, run: RunInfo) -> tuple[str, ...]:
+    notes = []
+    if baseline.suite != run.suite:
+        notes.append(f"baseline is of suite {baseline.suite!r}, the run of {run.suite!r}")
+    if baseline.rubricHash != run.rubricHash:
+        notes.append(f"the rubric changed since the baseline ({baseline.rubric} "
+                     f"{baseline.rubricHash[:12]} → {run.rubric} {run.rubricHash[:12]})")
+    if tuple(baseline.models[:1]) != tuple(run.models[:1]):
+        notes.append(f"the judge changed since the baseline "
+                     f"({', '.join(baseline.models) or '—'} → {', '.join(run.models) or '—'})")
+    return tuple(notes)
+
+
+def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
+         baseline_file: Path | None = None, record: bool = True) -> GateVerdict:
+    """Compare ``run`` (its headline results) with the suite's baseline.
+
+    With no baseline at the default place and ``record``, one is recorded from this run
+    when the run may be a baseline (:func:`baseline_refusal`); otherwise the verdict says
+    why it was skipped. A run that is not complete is never compared.
+    """
+    path = baseline_file if baseline_file is not None else workspace.baseline_path(run.suite)
+    blocking = workspace.settings.block_on_regression
+    base = {"run": run.id, "suite": run.suite, "baselinePath": str(path), "blocking": blocking}
+    if baseline_file is not None and not baseline_file.exists():
+        raise ConfigError("no such baseline file", file=str(baseline_file),
+                          fix="check the path, or drop --baseline to use baselines/<suite>.json")
+    if run.status not in ("complete",):
+        return GateVerdict(**base, comparison=None,
+                           skipped=f"run {run.id} is {run.status}: not compared with the "
+                                   f"baseline")
+    if not path.exists():
+        refusal = baseline_refusal(run, results)
+        if not record or refusal is not None:
+            return GateVerdict(**base, comparison=None,
+                               skipped=f"no baseline recorded: {refusal}" if refusal else
+                               f"no baseline at {path}")
+        baseline = make_baseline(run, results, workspace.settings.threshold,
+                                 measured_spreads(results))
+        save_baseline(path, baseline)
+        return GateVerdict(**base, comparison=None, baselineRecorded=True,
+                           baselineId=baseline.baselineId)
+    baseline = load_baseline(path)
+    comparison = compare(baseline, results, threshold=resolve_threshold(workspace, baseline))
+    return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,
+                       notices=_notices(baseline, run))

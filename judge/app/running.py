@@ -1,0 +1,328 @@
+"""Run a suite: validate, judge, store, summarise, gate — the operation behind ``judge run``.
+
+Everything is validated before anything is created: the suite (every case, against the
+rubric), the template, the judge settings. Only then are the cache folder, the store row
+and the judges opened. The operation prints nothing: progress and notices go to an
+observer the door passes in, and the door renders the returned :class:`RunReport`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from ..clock import new_run_id, utc_now
+from ..errors import ConfigError, SuiteError, UsageError
+from ..models import CaseResult, RunInfo
+from ..prompts import PromptRenderer
+from ..replay import ReplayIndex
+from ..resources import SuiteSource, open_suite
+from ..rubric import Rubric, rubric_hash
+from ..runner import Progress, RunOutcome, RunPlan, execute
+from ..store import RunStore
+from ..suite import Case, SuiteLine, filter_cases, validate_cases
+from ..summary import Summary
+from .gate import GateVerdict, gate, headline_results
+from .workspace import JudgePool, Workspace
+
+__all__ = [
+    "EXIT_CACHE_MISS",
+    "EXIT_INTERRUPTED",
+    "EXIT_NO_JUDGMENT",
+    "EXIT_REGRESSION",
+    "NullObserver",
+    "RunObserver",
+    "RunReport",
+    "RunRequest",
+    "run_suite",
+    "run_suite_async",
+]
+
+EXIT_REGRESSION = 1
+EXIT_CACHE_MISS = 3
+EXIT_NO_JUDGMENT = 4
+EXIT_INTERRUPTED = 130
+
+
+class RunRequest(BaseModel):
+    """What to run: a suite file and filters (settings come from the workspace)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suite: Path
+    tags: tuple[str, ...] = ()
+    complexity: tuple[str, ...] = ()
+    ids: tuple[str, ...] = ()
+    check: bool = True
+    """Compare with the suite's baseline (record one when there is none)."""
+
+
+class RunObserver(Protocol):
+    """What a door shows while a run goes: notices and progress (a bar, log lines, SSE)."""
+
+    def notice(self, text: str) -> None:
+        """A one-line notice (the default judge was chosen, ...)."""
+        ...
+
+    def started(self, progress: Progress, run: RunInfo) -> None:
+        """The run is stored and judging starts; ``progress`` is updated live."""
+        ...
+
+    def result(self, result: CaseResult) -> None:
+        """One judgment finished."""
+        ...
+
+    def finished(self) -> None:
+        """Judging ended (normally or not)."""
+        ...
+
+
+class NullObserver:
+    """Shows nothing."""
+
+    def notice(self, text: str) -> None:
+        """Ignore."""
+
+    def started(self, progress: Progress, run: RunInfo) -> None:
+        """Ignore."""
+
+    def result(self, result: CaseResult) -> None:
+        """Ignore."""
+
+    def finished(self) -> None:
+        """Ignore."""
+
+
+@dataclass(frozen=True)
+class RunReport:
+    """What a run produced: the stored run, its summaries, the gate's verdict, the exit code."""
+
+    run: RunInfo
+    summary: Summary
+    summaries: dict[str, Summary]
+    interrupted: bool
+    llm_cases: int
+    offline: bool
+    missing: tuple[str, ...] = ()
+    """Cases offline replay could not find in the cache."""
+    scored_llm: int = 0
+    first_failure: str | None = None
+    """The first unscored LLM judgment's reason."""
+    verdict: GateVerdict | None = None
+    notices: tuple[str, ...] = field(default=())
+
+    @property
+    def no_judgment(self) -> bool:
+        """Every LLM judgment failed (a judge that cannot work)."""
+        return bool(self.llm_cases) and not self.offline and self.scored_llm == 0
+
+    @property
+    def exit_code(self) -> int:
+        """The exit status every door maps the outcome to (documented in ``judge run --help``)."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        if self.missing:
+            return EXIT_CACHE_MISS
+        if self.no_judgment:
+            return EXIT_NO_JUDGMENT
+        if self.verdict is not None and self.verdict.blocked:
+            return EXIT_REGRESSION
+        return 0
+
+
+@dataclass
+class _Selected:
+    source: SuiteSource
+    rubric: Rubric
+    kept: bytearray
+    count: int
+    llm_count: int
+
+
+def _select(workspace: Workspace, request: RunRequest) -> _Selected:
+    """One validating pass over the whole suite (streamed for JSONL), with the filters."""
+    source = open_suite(workspace.path(request.suite))
+    try:
+        rubric = workspace.rubric(default=source.rubric)
+    except ConfigError as exc:
+        if workspace.settings.rubric or source.rubric is None:
+            raise
+        # The rubric was named by the suite: say which file named it.
+        raise type(exc)(f"{exc.message} (rubric {source.rubric!r} named by suite "
+                        f"{request.suite})", file=exc.file, where=exc.where, fix=exc.fix) \
+            from None
+    ids, llm = set(request.ids), workspace.settings.llm
+
+    def wanted(case: Case) -> bool:
+        return bool(filter_cases([case], tags=request.tags, complexity=request.complexity,
+                                 ids=request.ids)) and (llm or case.judged_by == "deterministic")
+
+    count = llm_count = 0
+    first_ids: list[str] = []
+    found: set[str] = set()
+    kept = bytearray()  # one byte per case: judged in the second pass or not (100 KB per 100k)
+    any_llm = False
+    for case in source.cases():
+        validate_cases((case,), rubric, str(request.suite))
+        if len(first_ids) < 5:
+            first_ids.append(case.id)
+        found.update({case.id} & ids)
+        any_llm = any_llm or case.judged_by == "llm"
+        kept.append(wanted(case))
+        if kept[-1]:
+            count += 1
+            llm_count += case.judged_by == "llm"
+    unknown = sorted(ids - found)
+    if unknown:
+        raise SuiteError(f"no case {unknown[0]!r}", file=str(request.suite),
+                         fix="known ids start with: " + ", ".join(first_ids))
+    if not count:
+        fix = ("drop --no-llm: every selected case is judged by the LLM" if not llm and any_llm
+               else "loosen --tag/--complexity/--case")
+        raise UsageError("no case left to run after the filters", fix=fix)
+    return _Selected(source, rubric, kept, count, llm_count)
+
+
+class _Run:
+    """One run from validation to the stored record; holds what the report needs."""
+
+    def __init__(self, workspace: Workspace, request: RunRequest, observer: RunObserver,
+                 now: Callable[[], str]) -> None:
+        self.ws, self.request, self.observer, self.now = workspace, request, observer, now
+        s = workspace.settings
+        self.selected = _select(workspace, request)
+        self.needs_judge = self.selected.llm_count > 0
+        self.offline = s.cache_mode == "offline"
+        self.models, notice = workspace.resolve_models(needs_judge=self.needs_judge,
+                                                       offline=self.offline)
+        self.notices = (notice,) if notice else ()
+        if s.samples > 1 and s.seed is None:
+            raise UsageError("--samples needs a seed: without one every sample is the same "
+                             "request and the same cached judgment", fix="pass --seed N")
+        # The template is read and checked here, before any folder or row exists.
+        self.renderer: PromptRenderer | None = workspace.renderer() if self.needs_judge else None
+        self.rubric = self.selected.rubric
+        self.rubric_hash = rubric_hash(self.rubric)
+        self.plan = self._plan()
+
+    def _plan(self) -> RunPlan:
+        s = self.ws.settings
+        r = self.renderer
+        run = RunInfo(
+            id=new_run_id(self.now()), suite=self.selected.source.id,
+            suitePath=str(self.request.suite), rubric=self.rubric.id,
+            rubricHash=self.rubric_hash, models=tuple(self.models), seed=s.seed,
+            temperature=s.temperature, samples=s.samples,
+            panel=s.panel if len(self.models) > 1 else None,
+            templateId=r.template_id if r else "none",
+            templateHash=r.template_hash if r else "none", createdAt=self.now(),
+            settings={"cacheMode": s.cache_mode, "concurrency": s.concurrency,
+                      "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
+                      "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm},
+        )
+        return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
+                       models=tuple(self.models), settings=self.ws.judge_settings(),
+                       samples=s.samples, concurrency=s.concurrency, panel=run.panel)
+
+    def _cases(self) -> Iterator[Case | SuiteLine]:
+        return self.selected.source.items(self.selected.kept)
+
+    async def judge(self) -> RunReport:
+        """Judge, store and gate; the store records the run even when interrupted."""
+        for text in self.notices:
+            self.observer.notice(text)
+        s, plan = self.ws.settings, self.plan
+        cache = self.ws.open_cache()
+        index = None if self.renderer is None else ReplayIndex.open(
+            cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
+            template_hash=self.renderer.template_hash, settings=plan.settings)
+        pool: JudgePool | None = None
+        outcome: RunOutcome | None = None
+        with self.ws.open_store() as store:
+            try:
+                if not self.offline and self.needs_judge:
+                    pool = self.ws.judges.open(self.ws, self.models)
+                store.create_run(plan.run)
+                per_case = len(self.models) * s.samples if self.renderer is not None else 1
+                progress = Progress(total=self.selected.llm_count * per_case
+                                    + (self.selected.count - self.selected.llm_count))
+                self.observer.started(progress, plan.run)
+                try:
+                    outcome = await execute(plan, self._cases(), renderer=self.renderer,
+                                            cache=cache,
+                                            clients=pool.clients if pool else None,
+                                            sink=store, now=self.now, progress=progress,
+                                            on_result=self.observer.result, index=index)
+                finally:
+                    self.observer.finished()
+            finally:
+                if cache is not None:
+                    cache.close()
+                if pool is not None:
+                    try:
+                        await pool.aclose()
+                    except asyncio.CancelledError:
+                        # Ctrl-C while closing: whatever was judged is stored, so record the
+                        # run below rather than leave it "running".
+                        pass
+            assert outcome is not None
+            run = store.finish_run(plan.run.id, totals=outcome.run.totals,
+                                   status=outcome.run.status)
+            return self._report(store, run, outcome)
+
+    def _report(self, store: RunStore, run: RunInfo, outcome: RunOutcome) -> RunReport:
+        scored = 0
+        first: str | None = None
+        missing: set[str] = set()
+        for r in store.iter_results(run.id):
+            if r.status == "cache_miss":
+                missing.add(r.id)
+            if r.judgedBy != "llm":
+                continue
+            if r.status == "scored":
+                scored += 1
+            elif first is None:
+                first = r.reason
+        verdict = None
+        if self.request.check and not outcome.interrupted and not missing and (
+                scored or not self.selected.llm_count or self.offline):
+            verdict = gate(self.ws, run, headline_results(store, run))
+        return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
+                         interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
+                         offline=self.offline, missing=tuple(sorted(missing)),
+                         scored_llm=scored, first_failure=first, verdict=verdict,
+                         notices=self.notices)
+
+
+async def run_suite_async(workspace: Workspace, request: RunRequest, *,
+                          observer: RunObserver | None = None,
+                          now: Callable[[], str] = utc_now) -> RunReport:
+    """Judge a suite in the running event loop (``judge serve``); see :func:`run_suite`."""
+    return await _Run(workspace, request, observer or NullObserver(), now).judge()
+
+
+def run_suite(workspace: Workspace, request: RunRequest, *,
+              observer: RunObserver | None = None,
+              now: Callable[[], str] = utc_now) -> RunReport:
+    """Validate, judge, store, summarise and gate one suite; raises ConfigError on bad input.
+
+    Ctrl-C stores what was judged and returns a report with ``interrupted`` set.
+    """
+    job = _Run(workspace, request, observer or NullObserver(), now)
+    report: list[RunReport] = []
+
+    async def go() -> None:
+        report.append(await job.judge())
+
+    try:
+        asyncio.run(go())
+    except KeyboardInterrupt:
+        # asyncio re-raises Ctrl-C after the run has stored what it judged and finished.
+        if not report:
+            raise
+    return report[0]

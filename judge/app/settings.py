@@ -1,0 +1,156 @@
+"""Effective settings: default < ``judge.toml`` or ``[tool.judge]`` < environment < overrides.
+
+One pydantic model, :class:`Settings`, defines every setting and its default once; the
+file, the environment and a door's overrides (CLI flags, an HTTP body, a pytest option)
+are layers over it. Every value remembers where it came from, so ``judge config`` can say
+why a run used it. API keys are not settings: providers' keys stay in their usual
+environment variables, and a credential inside a URL is masked whenever settings are shown.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import UsageError
+from ..rubric import format_validation_error
+
+__all__ = ["ENV_PREFIX", "MAX_SEED", "CacheModeName", "Settings", "load_settings"]
+
+ENV_PREFIX = "JUDGE_"
+MAX_SEED = 2**63 - 1
+"""Providers take a 64-bit signed seed; a larger one is refused here, not by a crash later."""
+
+CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
+
+
+class Settings(BaseModel):
+    """Every setting of a workspace, with its one default; a typo is an error, not ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: tuple[str, ...] = ()
+    """Judge models by LiteLLM name (``openai/gpt-4o-mini``, ``hosted_vllm/x``,
+    ``local/smollm2``); several make a panel. A comma-separated string is accepted."""
+    rubric: str | None = None
+    """Rubric id or path; default: the suite's own, else ``task-evaluation``."""
+    concurrency: int = Field(default=16, ge=1, le=1024)
+    """Model calls in flight."""
+    cache_dir: str = "cache"
+    """Cache folder, relative to the workspace."""
+    cache_mode: CacheModeName = "read-write"
+    """How the cache is used: read-write, read-only, offline, refresh or off."""
+    store_url: str = "sqlite:///.judge/judge.db"
+    """Run store URL; a relative SQLite path is relative to the workspace."""
+    seed: int | None = Field(default=42, ge=0, le=MAX_SEED)
+    """Judge seed (sample k uses seed + k); None sends none."""
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    """Sampling temperature sent to the judge."""
+    output_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
+    """Structured-output mode; auto picks per model."""
+    api_base: str | None = None
+    """Base URL of the model server (an OpenAI-compatible ``…/v1``)."""
+    timeout: float = Field(default=60.0, gt=0, le=86_400)
+    """Seconds per model request."""
+    max_attempts: int = Field(default=4, ge=1, le=20)
+    """Attempts per request on transport faults (429, 5xx, timeouts, connection errors)."""
+    max_repairs: int = Field(default=1, ge=0, le=5)
+    """Repair turns for an invalid verdict before the case is unscored."""
+    max_tokens: int = Field(default=1024, ge=16, le=1_000_000)
+    """Completion token limit per judge call."""
+    llm: bool = True
+    """Judge LLM cases (``--no-llm`` runs only the deterministic ones)."""
+    template: str = "judge"
+    """Prompt template id (``prompts/<id>.md.j2``)."""
+    samples: int = Field(default=1, ge=1, le=50)
+    """Judge each case K times (seed, seed+1, ...); the median heads."""
+    panel: Literal["median", "mean"] = "median"
+    """How several judges' AI scores combine into the panel result, per category."""
+    threshold: float = Field(default=0.05, ge=0, le=1)
+    """Largest allowed drop of the mean overall score, as a fraction of 0..100."""
+    block_on_regression: bool = True
+    """A regression exits non-zero (the gate blocks)."""
+    baselines_dir: str = "baselines"
+    """Folder of baseline files (``<suite>.json``), relative to the workspace."""
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _models(cls, value: Any) -> Any:
+        if value is None:
+            return ()
+        if isinstance(value, str):
+            return tuple(m.strip() for m in value.split(",") if m.strip())
+        return value
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """The judge models (empty: none configured)."""
+        return self.model
+
+
+def _file_values(workspace: Path) -> tuple[dict[str, Any], str | None]:
+    judge_toml = workspace / "judge.toml"
+    pyproject = workspace / "pyproject.toml"
+    for path, section in ((judge_toml, None), (pyproject, ("tool", "judge"))):
+        if not path.is_file():
+            continue
+        try:
+            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+            raise UsageError(f"invalid TOML: {exc}", file=str(path),
+                             fix="check the syntax near the place named") from None
+        if section is not None:
+            for part in section:
+                data = data.get(part) if isinstance(data, dict) else None
+            if data is None:
+                continue
+        where = "[tool.judge]" if section else None
+        try:
+            Settings.model_validate(data)
+        except ValidationError as exc:
+            place, msg = format_validation_error(exc)
+            raise UsageError(msg, file=str(path), where=f"{where + '.' if where else ''}{place}",
+                             fix="see `judge config` for the known settings") from None
+        return dict(data), path.name if section is None else "pyproject.toml [tool.judge]"
+    return {}, None
+
+
+def _env_values(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    out: dict[str, tuple[str, str]] = {}
+    for name in Settings.model_fields:
+        raw = env.get(ENV_PREFIX + name.upper())
+        if raw is not None and raw != "":
+            out[name] = (raw, f"env {ENV_PREFIX}{name.upper()}")
+    return out
+
+
+def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
+                  env: Mapping[str, str]) -> tuple[Settings, dict[str, str]]:
+    """Merge the layers; ``overrides`` holds only values a door was actually given (None: unset).
+
+    Returns the validated settings and, per setting, where its value came from
+    (``default``, ``judge.toml``, ``pyproject.toml [tool.judge]``, ``env JUDGE_X``, ``flag``).
+    """
+    values: dict[str, Any] = {}
+    sources = dict.fromkeys(Settings.model_fields, "default")
+    file_values, file_name = _file_values(workspace)
+    for key, value in file_values.items():
+        values[key], sources[key] = value, file_name or "file"
+    for key, (raw, source) in _env_values(env).items():
+        values[key], sources[key] = raw, source
+    for key, value in (overrides or {}).items():
+        if key not in Settings.model_fields:
+            raise UsageError(f"unknown setting {key!r}", fix="see `judge config`")
+        if value is not None:
+            values[key], sources[key] = value, "flag"
+    try:
+        settings = Settings.model_validate(values)
+    except ValidationError as exc:
+        place, msg = format_validation_error(exc)
+        raise UsageError(msg, where=f"setting {place} (from {sources.get(place, '?')})",
+                         fix="correct the value") from None
+    return settings, sources

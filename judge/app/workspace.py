@@ -1,0 +1,220 @@
+"""A workspace: a folder, its typed settings (with their sources), and one factory per resource.
+
+Every door opens a :class:`Workspace` and hands it to an operation; the operation asks the
+workspace for the store, the cache, a rubric, the prompt renderer and the judges. The judge
+factory is a constructor argument, so an in-process test swaps the model client for a fake
+that speaks the same protocol (:class:`judge.judging.Completer`) without patching anything.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..baselines_io import baseline_path
+from ..cache import JudgmentCache
+from ..client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
+from ..errors import UsageError
+from ..judging import Completer, JudgeSettings
+from ..prompts import PromptRenderer
+from ..resources import load_rubric
+from ..rubric import Rubric
+from ..store import RunStore
+from .settings import CacheModeName, Settings, load_settings
+
+__all__ = [
+    "DEFAULT_LOCAL",
+    "PROVIDER_KEYS",
+    "JudgeFactory",
+    "JudgePool",
+    "LiteLLMJudges",
+    "Workspace",
+]
+
+DEFAULT_LOCAL = "local/smollm2"
+"""The judge used when none is configured and no provider key is in the environment."""
+
+PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY",
+                 "AZURE_API_KEY", "GROQ_API_KEY", "TOGETHERAI_API_KEY", "OPENROUTER_API_KEY",
+                 "DEEPSEEK_API_KEY", "COHERE_API_KEY", "JUDGE_API_KEY")
+"""A provider key in the environment means the user meant a hosted judge: never silently
+fall back to the small local model then."""
+
+
+class JudgePool(Protocol):
+    """Open judge clients for one operation, by model name; closed once at its end."""
+
+    @property
+    def clients(self) -> Mapping[str, Completer]:
+        """One completer per judge model."""
+        ...
+
+    async def aclose(self) -> None:
+        """Close the clients and stop any server started for them (in the run's own loop)."""
+        ...
+
+
+class JudgeFactory(Protocol):
+    """Makes the judges of an operation (LiteLLM by default; a test's fakes in tests)."""
+
+    def open(self, workspace: Workspace, models: Sequence[str]) -> JudgePool:
+        """Clients for ``models`` under the workspace's settings."""
+        ...
+
+
+@dataclass
+class _LiteLLMPool:
+    clients: dict[str, Completer]
+    stops: list[Any] = field(default_factory=list)
+
+    async def aclose(self) -> None:
+        for stop in self.stops:
+            stop()
+        try:
+            await aclose_clients()
+        finally:
+            quiet_exit()
+
+
+class LiteLLMJudges:
+    """The real judges: LiteLLM clients; ``local/NAME`` starts (or reuses) a llama.cpp server."""
+
+    def open(self, workspace: Workspace, models: Sequence[str]) -> JudgePool:
+        """One :class:`LiteLLMClient` per model; a local server is released at ``aclose``."""
+        s = workspace.settings
+        pool = _LiteLLMPool(clients={})
+        try:
+            for name in models:
+                call_name, api_base, engine, own = name, s.api_base, None, None
+                if name.startswith("local/"):
+                    from ..local import engine_info, ensure_server
+
+                    server = ensure_server(name, workspace.root)
+                    pool.stops.append(server.release)
+                    call_name, api_base, engine = (server.litellm_model, server.api_base,
+                                                   engine_info(name))
+                    own = 1  # llama-cpp-python's server generates one completion at a time
+                pool.clients[name] = LiteLLMClient(ModelSpec(
+                    name=call_name, api_base=api_base, api_key=workspace.env.get("JUDGE_API_KEY"),
+                    output_mode=s.output_mode, timeout=s.timeout, max_attempts=s.max_attempts,
+                    engine=engine, max_concurrency=own))
+        except BaseException:
+            for stop in pool.stops:
+                stop()
+            raise
+        return pool
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One workspace: its folder, settings, where each came from, and its factories."""
+
+    root: Path
+    settings: Settings
+    sources: Mapping[str, str]
+    env: Mapping[str, str] = field(repr=False)
+    judges: JudgeFactory = field(default_factory=LiteLLMJudges, repr=False)
+
+    @classmethod
+    def open(cls, root: Path | str | None = None, overrides: Mapping[str, Any] | None = None,
+             *, env: Mapping[str, str] | None = None,
+             judges: JudgeFactory | None = None) -> Workspace:
+        """The workspace at ``root`` (default: the current folder) with door overrides."""
+        folder = Path.cwd() if root is None else Path(root)
+        environment = dict(os.environ if env is None else env)
+        settings, sources = load_settings(folder, overrides, environment)
+        return cls(root=folder, settings=settings, sources=sources, env=environment,
+                   judges=judges or LiteLLMJudges())
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> Workspace:
+        """The same workspace with more overrides (a door's flags over the loaded settings)."""
+        given = {k: v for k, v in overrides.items() if v is not None}
+        if not given:
+            return self
+        data = {**self.settings.model_dump(), **given}
+        try:
+            settings = Settings.model_validate(data)
+        except Exception:
+            # Re-validate through the loader for its file/place error message.
+            settings, _ = load_settings(self.root, given, self.env)
+        return replace(self, settings=settings,
+                       sources={**self.sources, **dict.fromkeys(given, "flag")})
+
+    # -- paths -------------------------------------------------------------------------------
+
+    def path(self, value: str | Path) -> Path:
+        """``value`` relative to the workspace unless absolute."""
+        p = Path(value)
+        return p if p.is_absolute() else self.root / p
+
+    @property
+    def baselines_dir(self) -> Path:
+        """The baselines folder."""
+        return self.path(self.settings.baselines_dir)
+
+    def baseline_path(self, suite_id: str) -> Path:
+        """Where the suite's baseline lives (``<baselines_dir>/<suite>.json``)."""
+        return baseline_path(self.baselines_dir, suite_id)
+
+    # -- factories ---------------------------------------------------------------------------
+
+    def open_store(self) -> RunStore:
+        """The run store (SQLite by default), opened; close it (or use ``with``)."""
+        return RunStore(self.settings.store_url, workspace=self.root)
+
+    def open_cache(self, mode: CacheModeName | None = None) -> JudgmentCache | None:
+        """The judgment cache in its mode (None when the mode is ``off``)."""
+        mode = mode or self.settings.cache_mode
+        if mode == "off":
+            return None
+        return JudgmentCache(self.path(self.settings.cache_dir), mode)
+
+    def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:
+        """A rubric by id or path: ``name``, else the ``rubric`` setting, else ``default``."""
+        return load_rubric(name or self.settings.rubric or default or "task-evaluation",
+                           self.root)
+
+    def renderer(self, template: str | None = None) -> PromptRenderer:
+        """The prompt renderer for ``template`` (default: the ``template`` setting)."""
+        return PromptRenderer(template or self.settings.template, self.root)
+
+    def judge_settings(self) -> JudgeSettings:
+        """The call settings that go into every cache key."""
+        s = self.settings
+        return JudgeSettings(temperature=s.temperature, seed=s.seed,
+                             output_mode=s.output_mode, max_repairs=s.max_repairs,
+                             params={"max_tokens": s.max_tokens})
+
+    def resolve_models(self, *, needs_judge: bool, offline: bool) -> tuple[tuple[str, ...],
+                                                                           str | None]:
+        """The judges to use and a notice to show: the configured ones, else the local judge.
+
+        With a provider key in the environment and no model configured, refuse rather than
+        fall back to the small local model: the user meant a hosted judge.
+        """
+        models = self.settings.models
+        if self.settings.api_base and not models and needs_judge:
+            raise UsageError("--api-base was given without --model: nothing would use it",
+                             fix="name the model served there, e.g. "
+                                 "--model hosted_vllm/NAME --api-base URL")
+        if models or not needs_judge:
+            return models or ("none",), None
+        if offline:
+            # Replaying needs no server: the local judge's cached verdicts replay anywhere.
+            return (DEFAULT_LOCAL,), f"offline replay of the default judge {DEFAULT_LOCAL}"
+        keys = sorted(k for k in PROVIDER_KEYS if self.env.get(k))
+        if keys:
+            raise UsageError(f"no judge model configured, but {keys[0]} is set",
+                             fix="pass --model (e.g. --model openai/gpt-4o-mini) or set "
+                                 "JUDGE_MODEL")
+        from ..local import INSTALL_HINT, default_model_notice
+
+        notice = default_model_notice()
+        if notice is None:
+            raise UsageError("no judge model configured and the local judge is not installed",
+                             fix=f"pass --model (e.g. --model openai/gpt-4o-mini), set "
+                                 f"JUDGE_MODEL, or install the local judge: {INSTALL_HINT}")
+        return (DEFAULT_LOCAL,), notice
