@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_judge
+from conftest import ROOT, judge_env, run_judge
 
+from judge.app.pairwise_run import PairwiseRequest, judge_pairs, load_pair_suite, run_pairwise
+from judge.app.workspace import Workspace
 from judge.cache import JudgmentCache
-from judge.cli.pairwise_cmd import judge_pairs, load_pair_suite
 from judge.client import JudgeRequest, Turn
 from judge.errors import OutputError, ProviderError, SuiteError
 from judge.judging import JudgeSettings
@@ -393,7 +394,13 @@ def test_duplicate_ids_and_unknown_top_keys_are_errors() -> None:
         _suite("rubric: x\ncases:\n  - {id: c1, output_a: x, output_b: y}\n")
 
 
-# --- (b, d) the real CLI ------------------------------------------------------------------------
+# --- (b, d) the operation against the fake server, and the real CLI ---------------------------
+
+def _run(workspace: Path, **overrides: Any) -> tuple[int, dict[str, Any]]:
+    ws = Workspace.open(workspace, {"model": MODEL, **overrides}, env=judge_env())
+    report = run_pairwise(ws, PairwiseRequest(suite=EXAMPLE))
+    return report.exit_code, report.public()
+
 
 def _cli(workspace: Path, *args: str) -> tuple[int, dict[str, Any], str]:
     proc = run_judge(["pairwise", str(EXAMPLE), "--model", MODEL, "--json", *args], workspace)
@@ -410,11 +417,11 @@ def _without_cached(payload: dict[str, Any]) -> list[Any]:
 
 
 @pytest.mark.integration
-def test_cli_against_the_fake_server_then_cache_then_offline(fake_server: Any,
-                                                             workspace: Path) -> None:
-    base = ["--api-base", fake_server.openai_base_url]
-    code, cold, err = _cli(workspace, *base)
-    assert code == 0, err
+def test_against_the_fake_server_then_cache_then_offline(fake_server: Any,
+                                                         workspace: Path) -> None:
+    base = {"api_base": fake_server.openai_base_url}
+    code, cold = _run(workspace, **base)
+    assert code == 0
     pairs = len(load_pair_suite(EXAMPLE).cases)
     assert fake_server.stats()["requests"] == 2 * pairs
     assert cold["totals"]["calls"] == 2 * pairs and cold["totals"]["cacheHits"] == 0
@@ -427,8 +434,8 @@ def test_cli_against_the_fake_server_then_cache_then_offline(fake_server: Any,
     assert s["flipRate"] == s["flips"] / pairs
 
     fake_server.reset_stats()
-    code, warm, err = _cli(workspace, *base)
-    assert code == 0, err
+    code, warm = _run(workspace, **base)
+    assert code == 0
     assert fake_server.stats()["requests"] == 0
     assert warm["totals"]["calls"] == 0 and warm["totals"]["cacheHits"] == 2 * pairs
     assert _without_cached(warm) == _without_cached(cold)
