@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -10,6 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from judge.app.monitoring import monitor_file
+from judge.app.workspace import Workspace
+from judge.errors import ConfigError
 from judge.monitor import MonitorConfig, evaluate, is_sampled, outcome, sample
 
 
@@ -129,3 +134,32 @@ def test_config_validates() -> None:
         MonitorConfig(sample_rate=1.5)
     with pytest.raises(ValidationError):
         MonitorConfig(colour="red")  # type: ignore[call-arg]
+
+
+# --- reading a file of records (judge monitor's operation) -----------------------------------
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("{not json", "invalid JSON"),
+    ("[1, 2]", "a record is a JSON object"),
+    ('{"passed": "yes"}', "'passed' must be true"),
+    ('{"overallScore": NaN}', "invalid JSON: NaN"),
+])
+def test_monitor_file_names_the_file_and_line_of_a_bad_record(tmp_path: Path, line: str,
+                                                              message: str) -> None:
+    (tmp_path / "live.jsonl").write_text('{"id": 1, "passed": true}\n\n' + line + "\n",
+                                         encoding="utf-8")
+    ws = Workspace.open(tmp_path, env={})
+    with pytest.raises(ConfigError) as caught:
+        monitor_file(ws, Path("live.jsonl"), MonitorConfig(sample_rate=1.0))
+    err = caught.value
+    assert message in err.message and err.file == "live.jsonl" and err.where == "line 3"
+
+
+def test_monitor_file_reads_relative_to_the_workspace_and_judges(tmp_path: Path) -> None:
+    lines = [json.dumps({"id": f"q{i}", "overallScore": 40 if i < 20 else 80}) for i in range(100)]
+    (tmp_path / "live.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    status = monitor_file(Workspace.open(tmp_path, env={}), Path("live.jsonl"),
+                          MonitorConfig(sample_rate=1.0))
+    assert (status.status, status.seen, status.passed, status.failed) == ("warning", 100, 80, 20)
+    with pytest.raises(ConfigError, match="cannot read"):
+        monitor_file(Workspace.open(tmp_path, env={}), Path("absent.jsonl"), MonitorConfig())

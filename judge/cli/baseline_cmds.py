@@ -8,12 +8,11 @@ The store (SQLAlchemy) and the config loader are imported inside the commands, s
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.table import Table
 
 from ..app.baselines import (
@@ -23,9 +22,12 @@ from ..app.baselines import (
     show_baseline,
 )
 from ..app.gate import GateVerdict
+from ..app.monitoring import monitor_file
 from ..app.workspace import Workspace
+from ..errors import UsageError
+from ..monitor import MonitorConfig
+from ..rubric import format_validation_error
 from .output import band_style, console, emit_json, err_console
-
 
 __all__ = ["register"]
 
@@ -246,47 +248,6 @@ def _print_verdict(v: GateVerdict) -> None:
 
 # -- monitor ------------------------------------------------------------------------------
 
-def _records(path: Path, pass_score: int | None) -> Iterator[dict[str, Any]]:
-    """Yield the file's JSON objects, one a line; ConfigError naming the line on a bad one."""
-    from ..errors import ConfigError
-    from ..monitor import outcome
-
-    def reject(constant: str) -> Any:
-        raise ValueError(f"{constant} is not a JSON number")
-
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc}", file=str(path), fix="check the path") from None
-    with handle:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = json.loads(line, parse_constant=reject)
-                except ValueError as exc:
-                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
-                    raise ConfigError(f"invalid JSON: {msg}", file=str(path),
-                                      where=f"line {lineno}",
-                                      fix="one JSON object per line") from None
-                if not isinstance(record, dict):
-                    raise ConfigError("a record is a JSON object", file=str(path),
-                                      where=f"line {lineno}", fix="one JSON object per line")
-                try:
-                    outcome(record, pass_score)
-                except ValueError as exc:
-                    raise ConfigError(str(exc), file=str(path), where=f"line {lineno}",
-                                      fix="passed is true/false/null, overallScore a number") \
-                        from None
-                yield record
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"not UTF-8: {exc.reason}", file=str(path),
-                              where=f"after line {lineno}", fix="write the file as UTF-8") \
-                from None
-
-
 def monitor(
     file: Annotated[Path, typer.Argument(metavar="FILE.jsonl",
                                          help="Judged live records, one JSON object a line.")],
@@ -316,12 +277,6 @@ def monitor(
 
     Exit 2: a malformed line (named) or bad options.
     """
-    from pydantic import ValidationError
-
-    from ..errors import UsageError
-    from ..monitor import MonitorConfig, evaluate
-    from ..rubric import format_validation_error
-
     try:
         config = MonitorConfig(sample_rate=rate, seed=seed, warning_below=warning,
                                critical_below=critical, pass_score=pass_score,
@@ -329,7 +284,7 @@ def monitor(
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
         raise UsageError(msg, where=where, fix="--critical must not exceed --warning") from None
-    status = evaluate(_records(file, config.pass_score), config)
+    status = monitor_file(Workspace.open(), file, config)
     if json_out:
         emit_json(status.model_dump(mode="json"))
     else:
