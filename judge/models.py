@@ -215,7 +215,7 @@ class RunInfo(_Frozen):
     templateHash: str
     createdAt: str
     """ISO 8601 UTC, passed in by the caller (the core has no clock)."""
-    status: Literal["running", "complete", "interrupted"] = "running"
+    status: Literal["running", "complete", "interrupted", "failed", "abandoned"] = "running"
     settings: dict[str, Any] = Field(default_factory=dict)
     """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
     totals: RunTotals = RunTotals()

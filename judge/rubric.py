@@ -15,10 +15,11 @@ import difflib
 import functools
 import hashlib
 from fractions import Fraction
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .canonical import canonical_json
 from .errors import RubricError
@@ -149,6 +150,22 @@ class Rubric(_Frozen):
     """A case passes when its overall score is at least this."""
     evidence: EvidenceProfile = DEFAULT_PROFILE
     """Evidence groups in prompt order, their caps and excerpt limits."""
+    _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """What other modules compute once per rubric (the scoring plan, the schema base): kept
+    with the rubric it came from, so it can never be another rubric's."""
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None,
+                   deep: bool = False) -> Rubric:
+        """A copy (``update`` is not re-validated, as in pydantic) that derives anew."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._derived = {}
+        return copy
+
+    def derived(self, key: str, build: Any) -> Any:
+        """``build(self)`` computed once per rubric object and kept with it."""
+        if key not in self._derived:
+            self._derived[key] = build(self)
+        return self._derived[key]
 
     @field_validator("categories")
     @classmethod

@@ -76,7 +76,11 @@ def _inline(node: Any, defs: dict[str, Any]) -> Any:
 
 
 _PLACEHOLDER = "\x00id"
-_BASE: dict[int, tuple[Rubric, str]] = {}
+
+
+def _base_schema(rubric: Rubric) -> str:
+    raw = verdict_model(rubric, (_PLACEHOLDER,)).model_json_schema()
+    return json.dumps(_inline(raw, raw.get("$defs", {})))
 
 
 def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
@@ -85,14 +89,7 @@ def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
     Generating it through pydantic costs milliseconds, so it is built once per rubric with
     a placeholder ID and the case's IDs are put in per call.
     """
-    cached = _BASE.get(id(rubric))
-    if cached is None or cached[0] is not rubric:
-        raw = verdict_model(rubric, (_PLACEHOLDER,)).model_json_schema()
-        cached = (rubric, json.dumps(_inline(raw, raw.get("$defs", {}))))
-        if len(_BASE) >= 64:  # a long-lived process that loads many rubrics stays bounded
-            _BASE.clear()
-        _BASE[id(rubric)] = cached
-    schema: dict[str, Any] = json.loads(cached[1])
+    schema: dict[str, Any] = json.loads(rubric.derived("schema.base", _base_schema))
     for prop in schema["properties"].values():
         cites = prop["properties"]["evidence"]
         if ids:

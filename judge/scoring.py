@@ -154,15 +154,13 @@ class _Plan:
     """The weights over their common denominator (see :func:`_overall`)."""
 
 
-_PLANS: dict[int, tuple[Rubric, _Plan]] = {}
-
-
 def _plan(rubric: Rubric) -> _Plan:
-    # Keyed by identity and kept with the rubric, so an id reused after a rubric is freed
-    # can never return another rubric's plan. A run scores with one or two rubrics.
-    hit = _PLANS.get(id(rubric))
-    if hit is not None and hit[0] is rubric:
-        return hit[1]
+    # Planned once per rubric object and kept on it (Rubric.derived).
+    plan: _Plan = rubric.derived("scoring.plan", _build_plan)
+    return plan
+
+
+def _build_plan(rubric: Rubric) -> _Plan:
     blends = []
     for cat in rubric.categories:
         blend = cat.blend or rubric.blend
@@ -172,12 +170,8 @@ def _plan(rubric: Rubric) -> _Plan:
                     for v in range(101))
     weights = {c.id: exact(c.weight) for c in rubric.categories}
     common = math.lcm(*(w.denominator for w in weights.values()))
-    plan = _Plan(known=frozenset(weights), blends=tuple(blends), band_of=band_of,
+    return _Plan(known=frozenset(weights), blends=tuple(blends), band_of=band_of,
                  scaled={c: w.numerator * (common // w.denominator) for c, w in weights.items()})
-    if len(_PLANS) >= 64:
-        _PLANS.clear()
-    _PLANS[id(rubric)] = (rubric, plan)
-    return plan
 
 
 def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int | None,

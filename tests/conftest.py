@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import io
 import os
 import subprocess
 import sys
@@ -66,9 +68,40 @@ def judge_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run_judge(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
-              timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    """Run the CLI as a user would, in ``cwd``."""
+def run_judge_subprocess(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
+                         timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the CLI as a user would, in ``cwd``, as its own process (signals, start-up, exit)."""
     return subprocess.run([sys.executable, "-m", "judge", *args], cwd=cwd, text=True,
                           capture_output=True, env=env or judge_env(), timeout=timeout,
                           check=False)
+
+
+def run_judge(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
+              timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in this process: the same entry point, arguments, folder and environment.
+
+    The door is the same code either way; a process per call only adds start-up (and
+    LiteLLM's import, seconds each). Tests of signals, start-up and exit use
+    :func:`run_judge_subprocess`. ``timeout`` is kept for the call sites' sake.
+    """
+    del timeout
+    from judge.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    os.environ.clear()
+    os.environ.update(env or judge_env())
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                main(args)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    return subprocess.CompletedProcess([sys.executable, "-m", "judge", *args], code,
+                                       out.getvalue(), err.getvalue())

@@ -103,13 +103,14 @@ def baseline_refusal(run: RunInfo, results: Sequence[CaseResult]) -> str | None:
     """Why this run may not become a baseline, or None when it may (the one rule)."""
     if run.status != "complete":
         return f"run {run.id} is {run.status}: a baseline needs a complete run"
+    if not any(r.status == "scored" for r in results):
+        return (f"no case of suite {run.suite!r} is scored in run {run.id}: such a baseline "
+                f"could never catch a drop")
     unscored = sum(r.status == "unscored" for r in results)
     missing = sum(r.status == "cache_miss" for r in results)
     if unscored or missing:
         return (f"run {run.id} has {unscored} unscored and {missing} missing case(s): "
                 f"a baseline from it would hide them from the gate")
-    if not any(r.status == "scored" for r in results):
-        return f"run {run.id} has no scored case: such a baseline could never catch a drop"
     return None
 
 
@@ -169,8 +170,11 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
         baseline = make_baseline(run, results, workspace.settings.threshold,
                                  measured_spreads(results))
         save_baseline(path, baseline)
-        return GateVerdict(**base, comparison=None, baselineRecorded=True,
-                           baselineId=baseline.baselineId)
+        # Compared with itself: no regression, and every door shows the same fields.
+        return GateVerdict(**base, comparison=compare(baseline, results),
+                           baselineRecorded=True, baselineId=baseline.baselineId,
+                           notices=(f"no baseline for suite {run.suite}: recorded {path} from "
+                                    f"run {run.id}",))
     baseline = load_baseline(path)
     comparison = compare(baseline, results, threshold=resolve_threshold(workspace, baseline))
     return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,

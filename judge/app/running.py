@@ -271,15 +271,14 @@ class _Run:
                         # run below rather than leave it "running".
                         pass
             assert outcome is not None
-            run = store.finish_run(plan.run.id, totals=outcome.run.totals,
-                                   status=outcome.run.status)
-            return self._report(store, run, outcome)
+            return self._report(store, outcome)
 
-    def _report(self, store: RunStore, run: RunInfo, outcome: RunOutcome) -> RunReport:
+    def _report(self, store: RunStore, outcome: RunOutcome) -> RunReport:
+        run_id = outcome.run.id
         scored = 0
         first: str | None = None
         missing: set[str] = set()
-        for r in store.iter_results(run.id):
+        for r in store.iter_results(run_id):
             if r.status == "cache_miss":
                 missing.add(r.id)
             if r.judgedBy != "llm":
@@ -288,9 +287,12 @@ class _Run:
                 scored += 1
             elif first is None:
                 first = r.reason
+        status = outcome.run.status
+        if status == "complete" and self.selected.llm_count and not self.offline and not scored:
+            status = "failed"  # a judge that cannot work: never a baseline, never compared
+        run = store.finish_run(run_id, totals=outcome.run.totals, status=status)
         verdict = None
-        if self.request.check and not outcome.interrupted and not missing and (
-                scored or not self.selected.llm_count or self.offline):
+        if self.request.check and not outcome.interrupted:
             verdict = gate(self.ws, run, headline_results(store, run))
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,

@@ -219,14 +219,14 @@ def _print_verdict(v: GateVerdict) -> None:
     if v.skipped:
         out.print(f"[yellow]{v.skipped}[/]")
         return
-    if v.baselineRecorded:
-        out.print(f"[cyan]no baseline for suite {v.suite}: recorded {_shown(Path(v.baselinePath))} "
-                  f"from run {v.run}[/]")
-        return
     c = v.comparison
     assert c is not None
-    for notice in v.notices:
-        out.print(f"[cyan]{notice}[/]")
+    if v.baselineRecorded:
+        out.print(f"[cyan]no baseline for suite {v.suite}: recorded "
+                  f"{_shown(Path(v.baselinePath))} from run {v.run}[/]")
+    else:
+        for notice in v.notices:
+            out.print(f"[cyan]{notice}[/]")
     head = "[red]⚠ regression[/]" if c.hasRegression else "[green]✓ no regression[/]"
     out.print(f"{head}  run {v.run} vs baseline [bold]{c.baselineId}[/] "
               f"(threshold {c.threshold * 100:g} points)")
