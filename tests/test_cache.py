@@ -15,7 +15,20 @@ from typing import Any
 
 import diskcache
 import pytest
+from conftest import judge_env, run_judge
 
+from judge.app.cache_ops import (
+    ExportReport,
+    PruneRequest,
+    cache_stats,
+    export_cache,
+    export_cache_file,
+    import_cache,
+    import_cache_file,
+    prune_cache,
+    verify_cache,
+)
+from judge.app.workspace import Workspace
 from judge.cache import (
     CACHE_FORMAT,
     JudgmentCache,
@@ -399,7 +412,66 @@ def test_two_processes_share_one_directory(tmp_path: Path) -> None:
     assert texts == list(range(300))
 
 
-# --- CLI --------------------------------------------------------------------------------
+# --- the operations behind `judge cache`, and the CLI door --------------------------------
+
+
+def _ws(root: Path, cache_dir: str | None = None, env: dict[str, str] | None = None) -> Workspace:
+    return Workspace.open(root, {"cache_dir": cache_dir}, env=env or {})
+
+
+def test_stats_reads_the_workspace_setting_and_creates_nothing(tmp_path: Path) -> None:
+    _filled(tmp_path / "store")
+    stats = cache_stats(_ws(tmp_path, env={"JUDGE_CACHE_DIR": "store"}))
+    assert stats.entries == 5 and stats.models == {"m-a": 2, "m-b": 3} and stats.exists
+    default = cache_stats(_ws(tmp_path))  # ./cache: absent, and left absent
+    assert default.entries == 0 and not default.exists and not (tmp_path / "cache").exists()
+
+
+def test_export_import_roundtrip_through_the_operations(tmp_path: Path) -> None:
+    _filled(tmp_path / "cache")
+    ws = _ws(tmp_path)
+    assert export_cache_file(ws, tmp_path / "out.jsonl").exported == 5
+    stream = io.StringIO()
+    assert export_cache(ws, stream) == ExportReport(exported=5, left_out=0)
+    assert stream.getvalue() == (tmp_path / "out.jsonl").read_text(encoding="utf-8")
+
+    copy = _ws(tmp_path, "copy")
+    assert import_cache_file(copy, tmp_path / "out.jsonl").added == 5
+    export_cache_file(copy, tmp_path / "copy.jsonl")
+    assert (tmp_path / "copy.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
+
+    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
+    bad = json.loads(lines[2])
+    bad["request"]["seed"] = 99
+    lines[2] = json.dumps(bad)
+    report = import_cache(_ws(tmp_path, "third"), io.StringIO("\n".join(lines) + "\n"))
+    assert (report.added, report.rejected) == (4, 1) and report.errors[0].startswith("line 3:")
+    with pytest.raises(UsageError, match="cannot read"):
+        import_cache_file(ws, tmp_path / "absent.jsonl")
+    with pytest.raises(UsageError, match="cannot write"):
+        export_cache_file(ws, tmp_path / "no-such-folder" / "x.jsonl")
+    assert not list((tmp_path / "cache").glob(".*"))  # no temporary file left behind
+
+
+def test_verify_and_prune_through_the_operations(tmp_path: Path) -> None:
+    entries = _filled(tmp_path / "cache", 2)
+    ws = _ws(tmp_path)
+    assert verify_cache(ws).corrupt == ()
+    with diskcache.Cache(str(tmp_path / "cache")) as raw:
+        raw.set(entries[0]["key"], b"\x00garbage")
+    assert verify_cache(ws).corrupt == (entries[0]["key"],)
+
+    with pytest.raises(UsageError, match="--all"):
+        prune_cache(ws, PruneRequest())
+    with pytest.raises(UsageError, match="ISO 8601"):
+        prune_cache(ws, PruneRequest(before="yesterday"))
+    looked = prune_cache(ws, PruneRequest(corrupt=True, dry_run=True))
+    assert [e.key for e in looked.entries] == [entries[0]["key"]] and looked.removed == 0
+    asked: list[int] = []
+    declined = prune_cache(ws, PruneRequest(corrupt=True), lambda n: asked.append(n) or False)
+    assert asked == [1] and declined.removed == 0 and verify_cache(ws).corrupt
+    done = prune_cache(ws, PruneRequest(corrupt=True), lambda n: True)
+    assert done.removed == 1 and verify_cache(ws).corrupt == ()
 
 
 def _judge(*args: str, cwd: Path, env: dict[str, str] | None = None,
@@ -411,54 +483,33 @@ def _judge(*args: str, cwd: Path, env: dict[str, str] | None = None,
                           env=full_env, input=stdin, encoding="utf-8")
 
 
-def test_cli_stats_json_uses_env_dir(tmp_path: Path) -> None:
-    _filled(tmp_path / "store")
-    proc = _judge("stats", "--json", cwd=tmp_path, env={"JUDGE_CACHE_DIR": "store"})
-    assert proc.returncode == 0, proc.stderr
-    stats = json.loads(proc.stdout)
-    assert stats["entries"] == 5 and stats["models"] == {"m-a": 2, "m-b": 3}
-    default = _judge("stats", "--json", cwd=tmp_path)  # ./cache: absent, and left absent
-    assert json.loads(default.stdout)["entries"] == 0 and not (tmp_path / "cache").exists()
+def test_cli_door_flags_streams_and_exit_codes(tmp_path: Path) -> None:
+    entries = _filled(tmp_path / "store", 2)
+    stats = run_judge(["cache", "stats", "--cache-dir", "store"], tmp_path)
+    assert stats.returncode == 0 and "judgment cache at store" in stats.stdout, stats.stderr
+    assert "cache cache" not in run_judge(["cache", "stats"], tmp_path).stdout
+    # Streams need a process of their own (stdout's and stdin's bytes); --dir is the old name.
+    exported = _judge("export", "-", "--dir", "store", cwd=tmp_path)
+    assert exported.returncode == 0 and "exported 2 entries" in exported.stderr
+    assert len(exported.stdout.splitlines()) == 2
+    bad = exported.stdout + "{not json\n"
+    imported = _judge("import", "-", "--cache-dir", "copy", cwd=tmp_path, stdin=bad)
+    assert imported.returncode == 2 and "added 2" in imported.stdout
+    assert "line 3:" in imported.stderr
 
-
-def test_cli_export_import_roundtrip(tmp_path: Path) -> None:
-    _filled(tmp_path / "cache")
-    proc = _judge("export", "out.jsonl", cwd=tmp_path)
-    assert proc.returncode == 0 and "exported 5 entries" in proc.stderr, proc.stderr
-    to_stdout = _judge("export", "-", cwd=tmp_path)
-    assert to_stdout.stdout == (tmp_path / "out.jsonl").read_text(encoding="utf-8")
-
-    proc = _judge("import", "out.jsonl", "--dir", "copy", "--json", cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["added"] == 5
-    _judge("export", "copy.jsonl", "--dir", "copy", cwd=tmp_path)
-    assert (tmp_path / "copy.jsonl").read_bytes() == (tmp_path / "out.jsonl").read_bytes()
-
-    lines = (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()
-    bad = json.loads(lines[2])
-    bad["request"]["seed"] = 99
-    lines[2] = json.dumps(bad)
-    proc = _judge("import", "-", "--dir", "third", cwd=tmp_path, stdin="\n".join(lines) + "\n")
-    assert proc.returncode == 2
-    assert "line 3:" in proc.stderr and "added 4" in proc.stdout
-
-
-def test_cli_verify_and_prune(tmp_path: Path) -> None:
-    entries = _filled(tmp_path / "cache", 2)
-    assert _judge("verify", cwd=tmp_path).returncode == 0
-    with diskcache.Cache(str(tmp_path / "cache")) as raw:
+    with diskcache.Cache(str(tmp_path / "store")) as raw:
         raw.set(entries[0]["key"], b"\x00garbage")
-    proc = _judge("verify", "--json", cwd=tmp_path)
-    assert proc.returncode == 1 and json.loads(proc.stdout)["corrupt"] == [entries[0]["key"]]
-
-    refused = _judge("prune", cwd=tmp_path)
+    env = judge_env(JUDGE_CACHE_DIR="store")
+    verify = run_judge(["cache", "verify", "--json"], tmp_path, env=env)
+    assert verify.returncode == 1 and json.loads(verify.stdout)["corrupt"] == [entries[0]["key"]]
+    refused = run_judge(["cache", "prune"], tmp_path, env=env)
     assert refused.returncode == 2 and "--all" in refused.stderr
-    unconfirmed = _judge("prune", "--corrupt", cwd=tmp_path, stdin="")
+    unconfirmed = run_judge(["cache", "prune", "--corrupt"], tmp_path, env=env)
     assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
-    proc = _judge("prune", "--corrupt", "--yes", cwd=tmp_path)
+    proc = run_judge(["cache", "prune", "--corrupt", "--yes"], tmp_path, env=env)
     assert proc.returncode == 0 and entries[0]["key"] in proc.stdout, proc.stderr
     assert "removed 1 entries" in proc.stdout
-    assert _judge("verify", cwd=tmp_path).returncode == 0
+    assert "--cache-dir" in run_judge(["cache", "prune", "--help"], tmp_path).stdout
 
 
 # --- the turns-only read of the hot path --------------------------------------------------

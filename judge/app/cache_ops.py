@@ -1,0 +1,212 @@
+"""The judgment cache's maintenance operations: stats, export, import, verify and prune.
+
+Thin wrappers over :class:`judge.cache.JudgmentCache`: each opens the workspace's cache
+folder (``cache_dir``) in the mode it needs, never creating it to read, and returns a
+frozen result. Removing entries asks the door's ``confirm`` callback first, inside the
+same open cache, so what is confirmed is what is removed.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+from pydantic import BaseModel, ConfigDict
+
+from ..cache import JudgmentCache
+from ..errors import UsageError
+from .settings import CacheModeName
+from .workspace import Workspace
+
+__all__ = [
+    "CacheStats",
+    "ExportReport",
+    "ImportReport",
+    "PruneEntry",
+    "PruneReport",
+    "PruneRequest",
+    "VerifyReport",
+    "cache_stats",
+    "export_cache",
+    "export_cache_file",
+    "import_cache",
+    "import_cache_file",
+    "prune_cache",
+    "verify_cache",
+]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CacheStats(_Frozen):
+    """Entries per model, their age and the bytes on disk (field names: the ``--json``'s)."""
+
+    directory: str
+    mode: str
+    exists: bool
+    entries: int
+    corrupt: int
+    bytes: int
+    models: dict[str, int]
+    oldest: str | None
+    newest: str | None
+    indexRecords: int
+
+
+class ExportReport(_Frozen):
+    """How many entries were written, and how many corrupt ones were left out."""
+
+    exported: int
+    left_out: int
+
+
+class ImportReport(_Frozen):
+    """Entries added, skipped (the key was there) and rejected (with ``line N: why``)."""
+
+    added: int
+    skipped: int
+    rejected: int
+    errors: tuple[str, ...]
+
+
+class VerifyReport(_Frozen):
+    """Entries re-read and re-hashed; the corrupt ones by key, with their reasons."""
+
+    checked: int
+    ok: int
+    corrupt: tuple[str, ...]
+    reasons: dict[str, str]
+
+
+class PruneRequest(_Frozen):
+    """Which entries go: sound ones matching every filter given, corrupt ones with ``corrupt``."""
+
+    model: str | None = None
+    before: str | None = None
+    """ISO 8601 date or time: entries created before it."""
+    corrupt: bool = False
+    all_entries: bool = False
+    """Every entry (needed when no filter is given)."""
+    dry_run: bool = False
+
+
+class PruneEntry(_Frozen):
+    """One entry chosen for removal."""
+
+    key: str
+    model: str | None
+    createdAt: str | None
+    reason: str
+
+
+class PruneReport(_Frozen):
+    """What matched and how many were removed (none on a dry run)."""
+
+    dry_run: bool
+    entries: tuple[PruneEntry, ...]
+    removed: int
+
+
+def _open(workspace: Workspace, mode: CacheModeName) -> JudgmentCache:
+    directory = workspace.path(workspace.settings.cache_dir)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError("not a directory", file=workspace.settings.cache_dir)
+    cache = workspace.open_cache(mode)
+    assert cache is not None  # only the mode "off" opens none
+    return cache
+
+
+def cache_stats(workspace: Workspace) -> CacheStats:
+    """Count entries per model, their age and the bytes on disk (read-only: creates nothing)."""
+    with _open(workspace, "read-only") as cache:
+        stats = cache.stats()
+    stats.pop("counters")  # a fresh instance's counters say nothing
+    return CacheStats.model_validate(stats)
+
+
+def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
+    """Write every entry as one canonical JSON line to ``out``, sorted by key."""
+    with _open(workspace, "read-only") as cache:
+        count = cache.export_jsonl(out)
+        return ExportReport(exported=count, left_out=max(0, len(cache) - count))
+
+
+def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
+    """:func:`export_cache` into ``target``, written beside it and renamed (never half a file)."""
+    with _open(workspace, "read-only") as cache:
+        try:
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+                    count = cache.export_jsonl(out)
+                os.replace(tmp, target)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+        except OSError as exc:
+            raise UsageError(f"cannot write: {exc}", file=str(target)) from None
+        return ExportReport(exported=count, left_out=max(0, len(cache) - count))
+
+
+def import_cache(workspace: Workspace, fp: TextIO) -> ImportReport:
+    """Add the valid entries of an export; existing keys are kept, not replaced."""
+    with _open(workspace, "read-write") as cache:
+        report = cache.import_jsonl(fp)
+    return ImportReport(added=report["added"], skipped=report["skipped"],
+                        rejected=report["rejected"], errors=tuple(report["errors"]))
+
+
+def import_cache_file(workspace: Workspace, source: Path) -> ImportReport:
+    """:func:`import_cache` from a file; UsageError naming it when it cannot be read."""
+    try:
+        text = source.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read: {exc}", file=str(source)) from None
+    return import_cache(workspace, io.StringIO(text))
+
+
+def verify_cache(workspace: Workspace) -> VerifyReport:
+    """Re-read and re-hash every entry; name the corrupt ones and why."""
+    with _open(workspace, "read-only") as cache:
+        report = cache.verify()
+    return VerifyReport(checked=report["checked"], ok=report["ok"],
+                        corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]))
+
+
+def _name(key: object) -> str:
+    return key if isinstance(key, str) else repr(key)
+
+
+def prune_cache(workspace: Workspace, request: PruneRequest,
+                confirm: Callable[[int], bool] | None = None) -> PruneReport:
+    """Remove the entries ``request`` selects; ``confirm(count)`` False removes nothing.
+
+    UsageError without any filter (and no ``all_entries``) or with a ``before`` that is not
+    an ISO 8601 date.
+    """
+    r = request
+    if r.model is None and r.before is None and not r.corrupt and not r.all_entries:
+        raise UsageError("refusing to prune every entry without a filter",
+                         fix="pass --model, --before or --corrupt, or --all to empty the cache")
+    if r.before is not None:
+        try:
+            datetime.fromisoformat(r.before)
+        except ValueError:
+            raise UsageError(f"--before {r.before!r} is not an ISO 8601 date",
+                             fix="e.g. --before 2025-01-31") from None
+    with _open(workspace, "read-only" if r.dry_run else "read-write") as cache:
+        chosen = cache.prunable(model=r.model, before=r.before, corrupt=r.corrupt,
+                                all_entries=r.all_entries)
+        removed = 0
+        if chosen and not r.dry_run and (confirm is None or confirm(len(chosen))):
+            removed = cache.remove(item["key"] for item in chosen)
+    entries = tuple(PruneEntry(key=_name(item["key"]), model=item["model"],
+                               createdAt=item["createdAt"], reason=item["reason"])
+                    for item in chosen)
+    return PruneReport(dry_run=r.dry_run, entries=entries, removed=removed)
