@@ -1,0 +1,185 @@
+"""What moved between two stored runs (``judge diff``) and across a run's samples (``stability``).
+
+Both read stored runs only: no model call, no cache. Each run contributes one result per
+case, its headline (:func:`judge.app.gate.headline_results`): the panel with several judges,
+a judge's median over its samples with ``--samples K``, else the judge's judgment. Whether a
+case *changed* is :mod:`judge.changes`' rule, the one ``judge rescore`` counts by too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..changes import case_change
+from ..errors import UsageError
+from ..models import CaseResult, CaseStatus, RunInfo
+from ..panel import StabilityReport
+from ..panel import stability as measure_stability
+from .gate import headline_results
+from .workspace import Workspace
+
+__all__ = [
+    "RUN_FIELDS",
+    "CaseDiff",
+    "CategoryDiff",
+    "RunDiff",
+    "RunSide",
+    "RunStability",
+    "build_diff",
+    "diff_runs",
+    "run_stability",
+]
+
+RUN_FIELDS = ("suite", "rubric", "rubricHash", "templateId", "templateHash", "models",
+              "panel", "seed", "samples", "temperature")
+"""What the diff header compares between the two runs."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunSide(_Frozen):
+    """One side of a diff: the run's id and the settings the header compares."""
+
+    id: str
+    suite: str
+    rubric: str
+    rubricHash: str
+    templateId: str
+    templateHash: str
+    models: tuple[str, ...]
+    panel: str | None
+    seed: int | None
+    samples: int
+    temperature: float
+
+    @classmethod
+    def of(cls, run: RunInfo) -> RunSide:
+        """The side of ``run``."""
+        return cls(id=run.id, **{name: getattr(run, name) for name in RUN_FIELDS})
+
+
+class CategoryDiff(_Frozen):
+    """One category of a case, run A then run B (None where a side has no such category)."""
+
+    category: str
+    ai: tuple[int | None, int | None]
+    final: tuple[int | None, int | None]
+    rationale: tuple[str | None, str | None]
+    changed: bool
+    """The AI or final score moved (detail: not by itself a changed case)."""
+
+
+class CaseDiff(_Frozen):
+    """One case both runs scored, A then B."""
+
+    id: str
+    changed: bool
+    """Status, overall score, band or pass/fail differ (:func:`judge.changes.case_change`)."""
+    status: tuple[CaseStatus, CaseStatus]
+    overall: tuple[int | None, int | None]
+    band: tuple[str | None, str | None]
+    passed: tuple[bool | None, bool | None]
+    delta: int | None
+    """B − A of the overall score, when both have one."""
+    rationaleChanged: bool
+    categories: tuple[CategoryDiff, ...]
+
+
+class RunDiff(_Frozen):
+    """What moved from run A to run B; ``model_dump(mode="json")`` is ``judge diff --json``."""
+
+    a: RunSide
+    b: RunSide
+    differs: dict[str, tuple[Any, Any]]
+    """The header fields that differ, A then B (JSON values)."""
+    compared: int
+    """Cases both runs hold."""
+    changed: int
+    bandChanged: int
+    rationaleChanged: int
+    categoryOnly: int
+    """Cases whose outcome is the same but a category's AI or final score moved."""
+    onlyA: tuple[str, ...]
+    onlyB: tuple[str, ...]
+    cases: tuple[CaseDiff, ...]
+    """The changed cases (every shared case when asked for all), by case id."""
+
+
+class RunStability(_Frozen):
+    """A ``--samples K`` run's stability report, with the run it measures."""
+
+    run: RunInfo
+    report: StabilityReport
+
+    def public(self) -> dict[str, Any]:
+        """The JSON ``judge stability --json`` prints."""
+        return {"run": self.run.id, "suite": self.run.suite, "samples": self.run.samples,
+                "judges": list(self.run.models), **self.report.model_dump(mode="json")}
+
+
+def _case_diff(a: CaseResult, b: CaseResult) -> CaseDiff:
+    change = case_change(a, b)
+    cats_a = {c.category: c for c in a.categoryScores}
+    cats_b = {c.category: c for c in b.categoryScores}
+    categories = []
+    for name in dict.fromkeys([*cats_a, *cats_b]):
+        ca, cb = cats_a.get(name), cats_b.get(name)
+        categories.append(CategoryDiff(
+            category=name, ai=(ca.aiScore if ca else None, cb.aiScore if cb else None),
+            final=(ca.finalScore if ca else None, cb.finalScore if cb else None),
+            rationale=(ca.rationale if ca else None, cb.rationale if cb else None),
+            changed=name in change.categories))
+    return CaseDiff(
+        id=a.id, changed=change.changed, status=(a.status, b.status),
+        overall=(a.overallScore, b.overallScore), band=(a.band, b.band),
+        passed=(a.passed, b.passed),
+        delta=None if a.overallScore is None or b.overallScore is None
+        else b.overallScore - a.overallScore,
+        rationaleChanged=any(c.rationale[0] != c.rationale[1] for c in categories),
+        categories=tuple(categories))
+
+
+def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
+               results_b: Iterable[CaseResult], *, everything: bool = False) -> RunDiff:
+    """What moved from run A to run B, case by case (one result per case on each side)."""
+    a_by = {r.id: r for r in results_a}
+    b_by = {r.id: r for r in results_b}
+    side_a, side_b = RunSide.of(run_a), RunSide.of(run_b)
+    da, db = side_a.model_dump(mode="json"), side_b.model_dump(mode="json")
+    differs = {name: (da[name], db[name]) for name in RUN_FIELDS if da[name] != db[name]}
+    shared = sorted(set(a_by) & set(b_by))
+    rows = [_case_diff(a_by[i], b_by[i]) for i in shared]
+    return RunDiff(
+        a=side_a, b=side_b, differs=differs, compared=len(shared),
+        changed=sum(r.changed for r in rows),
+        bandChanged=sum(r.band[0] != r.band[1] for r in rows),
+        rationaleChanged=sum(r.rationaleChanged for r in rows),
+        categoryOnly=sum(not r.changed and any(c.changed for c in r.categories) for r in rows),
+        onlyA=tuple(sorted(set(a_by) - set(b_by))), onlyB=tuple(sorted(set(b_by) - set(a_by))),
+        cases=tuple(rows if everything else [r for r in rows if r.changed]))
+
+
+def diff_runs(workspace: Workspace, run_a: str, run_b: str, *,
+              everything: bool = False) -> RunDiff:
+    """Diff two stored runs (ids or unique prefixes); StoreError when one is unknown."""
+    with workspace.open_store() as store:
+        info_a, info_b = store.get_run(run_a), store.get_run(run_b)
+        return build_diff(info_a, headline_results(store, info_a),
+                          info_b, headline_results(store, info_b), everything=everything)
+
+
+def run_stability(workspace: Workspace, run_id: str, *, keep_all: bool = False) -> RunStability:
+    """The cases whose band differs between the samples of a ``--samples K`` run."""
+    with workspace.open_store() as store:
+        run = store.get_run(run_id)
+        if run.samples < 2:
+            raise UsageError(f"run {run.id} judged each case once: stability needs samples",
+                             fix="judge the suite with --samples K (K >= 2), e.g. "
+                                 "`judge run SUITE --samples 3`")
+        return RunStability(run=run, report=measure_stability(store.iter_results(run.id),
+                                                             keep_all=keep_all))
