@@ -7,8 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-import inproc
-from conftest import EXAMPLE_SUITE
+from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
 from judge.app.diffing import build_diff, diff_runs
 from judge.app.workspace import Workspace
@@ -20,7 +19,11 @@ MODEL = "hosted_vllm/fake-judge"
 
 
 def _run(workspace: Path, url: str, model: str = MODEL) -> dict[str, Any]:
-    return inproc.run(workspace, url, model=model)
+    proc = run_judge(["run", "suite.yaml", "--model", model, "--api-base", f"{url}/v1",
+                      "--no-check", "--json"], workspace)
+    assert proc.returncode == 0, proc.stderr
+    payload: dict[str, Any] = json.loads(proc.stdout)
+    return payload
 
 
 def _diff(workspace: Path, a: str, b: str, *, everything: bool = False) -> dict[str, Any]:
@@ -85,10 +88,10 @@ def test_diff_after_a_template_edit_lists_what_moved(fake_server: Any, workspace
     assert {c["id"] for c in everything["cases"] if c["changed"]} == listed
 
     # The door prints the operation's JSON, and its table has a pass column.
-    shown = inproc.cli(["diff", a_id, b_id, "--json"], workspace)
+    shown = run_judge(["diff", a_id, b_id, "--json"], workspace)
     assert shown.returncode == 0, shown.stderr
     assert json.loads(shown.stdout) == report
-    human = inproc.cli(["diff", a_id, b_id], workspace, env={"COLUMNS": "200"})
+    human = run_judge(["diff", a_id, b_id], workspace, env=judge_env(COLUMNS="200"))
     assert human.returncode == 0, human.stderr
     text = " ".join(human.stdout.split())
     assert "templateHash" in text
@@ -106,7 +109,7 @@ def test_identical_runs_have_no_changed_cases(fake_server: Any, workspace: Path)
     assert report["differs"] == {}
     assert report["changed"] == 0 and report["cases"] == []
     assert report["compared"] == len(first["cases"])
-    human = inproc.cli(["diff", first["run"]["id"], second["run"]["id"]], workspace)
+    human = run_judge(["diff", first["run"]["id"], second["run"]["id"]], workspace)
     assert human.returncode == 0
     assert "same suite, rubric, template, judges and seed" in human.stdout
 
@@ -121,7 +124,7 @@ def test_diff_of_different_judges_names_the_models(fake_server: Any, workspace: 
 
 
 def test_unknown_run_exits_2(workspace: Path) -> None:
-    done = inproc.cli(["diff", "nope", "nada", "--json"], workspace)
+    done = run_judge(["diff", "nope", "nada", "--json"], workspace)
     assert done.returncode == 2 and done.stdout == "" and "judge history" in done.stderr
 
 
