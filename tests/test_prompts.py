@@ -6,16 +6,17 @@ import json
 import re
 import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.errors import TemplateError
+from judge.app.rendering import RenderRequest, render_case
+from judge.app.workspace import Workspace
+from judge.errors import TemplateError, UsageError
 from judge.evidence import REF_KEY_LIMIT, build_bundle, truncate
 from judge.prompts import PromptRenderer, RenderedPrompt, fence, oneline
 from judge.resources import load_rubric, shipped_dir
@@ -276,7 +277,8 @@ def test_messages_have_roles_and_no_edge_whitespace(task_rubric: Rubric) -> None
     assert re.fullmatch(r"[0-9a-f]{64}", prompt.template_hash)
 
 
-def test_render_is_fast_and_reads_no_files(task_rubric: Rubric, tmp_path: Path) -> None:
+def test_render_reads_no_files_after_the_first(task_rubric: Rubric, tmp_path: Path) -> None:
+    # Speed is measured in bench/, not with a wall-clock limit that a busy machine breaks.
     ws = tmp_path / "ws"
     shutil.copytree(shipped_dir("prompts"), ws / "prompts")
     renderer = PromptRenderer(workspace=ws)
@@ -285,13 +287,6 @@ def test_render_is_fast_and_reads_no_files(task_rubric: Rubric, tmp_path: Path) 
     first = renderer.render(task_rubric, case, bundle)
     shutil.rmtree(ws)  # compiled once: rendering never goes back to the disk
     assert renderer.render(task_rubric, case, bundle) == first
-    best = float("inf")
-    for _ in range(5):
-        start = time.perf_counter()
-        for _ in range(100):
-            renderer.render(task_rubric, case, bundle)
-        best = min(best, (time.perf_counter() - start) / 100)
-    assert best < 0.001, f"{best * 1e6:.0f} µs per render"
 
 
 # --- hashing and overrides ---------------------------------------------------------------
@@ -437,8 +432,19 @@ def test_template_without_both_messages(task_rubric: Rubric, tmp_path: Path) -> 
 # --- judge render ------------------------------------------------------------------------
 
 def _judge(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judge", "render", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60, check=False)
+    return run_judge(["render", *args], cwd)
+
+
+def test_render_case_is_what_the_renderer_gives_with_the_schema(tmp_path: Path) -> None:
+    (tmp_path / "suite.yaml").write_text(SUITE_YAML, encoding="utf-8")
+    ws = Workspace.open(tmp_path, env={})
+    done = render_case(ws, RenderRequest(suite=Path("suite.yaml"), case_id="c1"))
+    assert done.prompt.template_hash == PromptRenderer().template_hash
+    assert list(done.public()) == ["messages", "templateId", "templateHash", "schema"]
+    assert done.schema["required"][0] == "agentPerformance"
+    with pytest.raises(UsageError, match="no case 'nope'") as caught:
+        render_case(ws, RenderRequest(suite=Path("suite.yaml"), case_id="nope"))
+    assert caught.value.fix is not None and "c1" in caught.value.fix
 
 
 def test_cli_render_text(tmp_path: Path) -> None:

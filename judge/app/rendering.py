@@ -1,0 +1,60 @@
+"""The exact prompt a case is judged with, and its response schema, with no model call."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import UsageError
+from ..evidence import build_bundle
+from ..prompts import RenderedPrompt
+from ..schema import output_schema
+from .suites import load_checked
+from .workspace import Workspace
+
+__all__ = ["RenderRequest", "RenderedCase", "render_case"]
+
+SHOWN_IDS = 5
+
+
+class RenderRequest(BaseModel):
+    """Which case of which suite; rubric and template default to the suite's and settings'."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suite: Path
+    case_id: str
+    rubric: str | None = None
+    template: str | None = None
+
+
+@dataclass(frozen=True)
+class RenderedCase:
+    """The messages the judge receives, the template's id and hash, the response schema."""
+
+    prompt: RenderedPrompt
+    schema: dict[str, Any]
+
+    def public(self) -> dict[str, Any]:
+        """The ``--json`` document."""
+        return {"messages": list(self.prompt.messages), "templateId": self.prompt.template_id,
+                "templateHash": self.prompt.template_hash, "schema": self.schema}
+
+
+def render_case(workspace: Workspace, request: RenderRequest) -> RenderedCase:
+    """Render one case as ``judge run`` would send it; UsageError listing ids for an unknown one."""
+    suite, rubric = load_checked(workspace, request.suite, request.rubric or None)
+    case = next((c for c in suite.cases if c.id == request.case_id), None)
+    if case is None:
+        ids = [c.id for c in suite.cases]
+        shown = ", ".join(ids[:SHOWN_IDS]) + (", ..." if len(ids) > SHOWN_IDS else "")
+        raise UsageError(f"no case {request.case_id!r} in suite {suite.id!r}",
+                         file=str(request.suite),
+                         fix=f"use one of: {shown or '(the suite has no cases)'}")
+    bundle = build_bundle(case.evidence, rubric.evidence)
+    prompt = workspace.renderer(request.template).render(rubric, case, bundle)
+    return RenderedCase(prompt=prompt, schema=output_schema(rubric, bundle.ids()))
+
