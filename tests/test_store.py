@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import random
 import sqlite3
 import subprocess
@@ -15,9 +14,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from conftest import judge_env, run_judge
 
+from judge.app.exporting import ExportFormat
+from judge.app.runs import export_run, is_failure, run_history, show_run
+from judge.app.workspace import Workspace
 from judge.canonical import canonical_json
-from judge.errors import StoreError
+from judge.errors import StoreError, UsageError
 from judge.models import (
     CaseResult,
     CategoryScore,
@@ -310,13 +313,13 @@ def test_two_processes_write_one_file(tmp_path: Path) -> None:
             assert [canonical(r) for r in st.iter_results(run_id)] == lines
 
 
-# -- commands ------------------------------------------------------------------------------
+# -- operations and commands ----------------------------------------------------------------
 
 
 def judge(*args: str, env: dict[str, str] | None = None,
           cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judge", *args], capture_output=True,
-                          text=True, encoding="utf-8", timeout=60, env=env, cwd=cwd)
+    """``judge ARGS`` in this process (the door is the same code as in a subprocess)."""
+    return run_judge(list(args), cwd or Path.cwd(), env=judge_env(**(env or {})))
 
 
 @pytest.fixture
@@ -333,20 +336,29 @@ def stored(url: str) -> tuple[RunInfo, list[CaseResult]]:
     return finished, results
 
 
-def test_export_jsonl(url: str, stored: tuple[RunInfo, list[CaseResult]]) -> None:
+@pytest.fixture
+def ws(url: str, tmp_path: Path) -> Workspace:
+    return Workspace.open(tmp_path, {"store_url": url}, env={})
+
+
+def test_export_jsonl(ws: Workspace, url: str, stored: tuple[RunInfo, list[CaseResult]]) -> None:
     run, results = stored
+    sink = io.StringIO()
+    done = export_run(ws, run.id[:8], ExportFormat.jsonl, sink)
+    assert (done.run, done.count, done.path) == (run, len(results), None)
+    assert sink.getvalue() == "".join(canonical(r) + "\n" for r in results)
     proc = judge("export", run.id[:8], "--store", url)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == "".join(canonical(r) + "\n" for r in results)
+    assert proc.stdout == sink.getvalue()
 
 
-def test_export_csv(url: str, stored: tuple[RunInfo, list[CaseResult]],
+def test_export_csv(ws: Workspace, url: str, stored: tuple[RunInfo, list[CaseResult]],
                     tmp_path: Path) -> None:
     run, results = stored
     out = tmp_path / "cases.csv"
-    proc = judge("export", run.id, "--format", "csv", "--output", str(out), "--store", url)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == ""
+    done = export_run(ws, run.id, ExportFormat.csv, out)
+    assert (done.count, done.path) == (len(results), out)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
     rows = list(csv.DictReader(io.StringIO(out.read_text(encoding="utf-8"))))
     header = list(rows[0])
     assert header[:9] == ["run_id", "case_id", "model", "sample", "status", "overallScore",
@@ -368,36 +380,65 @@ def test_export_csv(url: str, stored: tuple[RunInfo, list[CaseResult]],
     assert scored["taskOutcomeQuality.ai"] == str(cat.aiScore)
     assert scored["taskOutcomeQuality.final"] == str(cat.finalScore)
     assert scored["taskOutcomeQuality.band"] == cat.band
+    # The door writes the same file, and prints nothing.
+    again = tmp_path / "again.csv"
+    proc = judge("export", run.id, "--format", "csv", "--output", str(again), "--store", url)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and again.read_text() == out.read_text()
+
+
+def test_export_leaves_no_file_for_an_unknown_run_or_a_missing_folder(
+        ws: Workspace, stored: tuple[RunInfo, list[CaseResult]], tmp_path: Path) -> None:
+    run, _ = stored
+    out = tmp_path / "x.jsonl"
+    with pytest.raises(StoreError):
+        export_run(ws, "nope", ExportFormat.jsonl, out)
+    assert not out.exists()
+    with pytest.raises(UsageError) as info:
+        export_run(ws, run.id, ExportFormat.jsonl, tmp_path / "no-such" / "x.jsonl")
+    assert "no-such" in str(info.value)
+
+
+def test_history_and_show(ws: Workspace, url: str,
+                          stored: tuple[RunInfo, list[CaseResult]]) -> None:
+    run, results = stored
+    history = run_history(ws)
+    assert history.runs == (run,) and history.store_url == url
+    assert run_history(ws, "another-suite").runs == ()
+    view = show_run(ws, run.id[:10])
+    assert view.run == run and list(view.cases) == results
+    failing = show_run(ws, run.id, failures_only=True)
+    assert [c.id for c in failing.cases] == [
+        r.id for r in results if r.status != "scored" or r.passed is False]
+    assert all(is_failure(c) for c in failing.cases)
 
 
 def test_history_and_show_json(url: str, stored: tuple[RunInfo, list[CaseResult]]) -> None:
     run, results = stored
-    env = {**os.environ, "JUDGE_STORE_URL": url}  # the option's environment variable
-    history = judge("history", "--json", env=env)
+    history = judge("history", "--json", env={"JUDGE_STORE_URL": url})  # the setting's env
     assert history.returncode == 0, history.stderr
     assert [RunInfo.model_validate(r) for r in json.loads(history.stdout)] == [run]
 
-    show = judge("show", run.id, "--json", "--store", url)
+    show = judge("show", run.id, "--json", "--failures", "--store", url)
     assert show.returncode == 0, show.stderr
     body = json.loads(show.stdout)
     assert RunInfo.model_validate(body["run"]) == run
-    assert [CaseResult.model_validate(c) for c in body["cases"]] == results
-
-    failing = json.loads(judge("show", run.id, "--json", "--failures", "--store", url).stdout)
-    assert [c["id"] for c in failing["cases"]] == [
-        r.id for r in results if r.status != "scored" or r.passed is False]
+    assert [CaseResult.model_validate(c) for c in body["cases"]] == [
+        r for r in results if r.status != "scored" or r.passed is False]
 
 
 def test_history_and_show_for_people(url: str,
                                      stored: tuple[RunInfo, list[CaseResult]]) -> None:
     run, _ = stored
-    history = judge("history", "--store", url, env={**os.environ, "COLUMNS": "200"})
+    history = judge("history", "--store", url, env={"COLUMNS": "200"})
     assert history.returncode == 0, history.stderr
     assert run.id[:12] in history.stdout and "unknown" in history.stdout
-    show = judge("show", run.id[:10], "--store", url, env={**os.environ, "COLUMNS": "250"})
+    show = judge("show", run.id[:10], "--store", url, env={"COLUMNS": "250"})
     assert show.returncode == 0, show.stderr
     assert run.id in show.stdout and RUBRIC_HASH[:12] in show.stdout
     assert "case-00000" in show.stdout and "taskOutcomeQuality" in show.stdout
+    empty = judge("history", "another-suite", "--store", url)
+    assert empty.returncode == 0 and "no runs of suite 'another-suite'" in empty.stdout
 
 
 def test_store_url_from_workspace_settings(url: str, stored: tuple[RunInfo, list[CaseResult]],
@@ -406,8 +447,7 @@ def test_store_url_from_workspace_settings(url: str, stored: tuple[RunInfo, list
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "judge.toml").write_text(f'store_url = "{url}"\n', encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "JUDGE_STORE_URL"}
-    proc = judge("history", "--json", env=env, cwd=workspace)
+    proc = judge("history", "--json", cwd=workspace)
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)] == [run.id]
 

@@ -1,26 +1,27 @@
 """Commands over stored runs: ``history``, ``show`` and ``export``.
 
-``judge.store`` (and with it SQLAlchemy) is imported inside the commands, so ``judge --help``
-never pays for it.
+The work is :mod:`judge.app.runs`; this module parses the flags and renders the result.
 """
 
 from __future__ import annotations
 
+import os
 import sys
-from collections.abc import Iterable
-from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TextIO
+from typing import Annotated
 
 import typer
+from rich.markup import escape
+from rich.table import Table
 
+from ..app.exporting import ExportFormat
+from ..app.runs import RunView, export_run, run_history, show_run
+from ..app.workspace import Workspace
+from ..canonical import canonical_json
+from ..models import RunInfo
 from .output import band_style, console, emit_json
 
-if TYPE_CHECKING:
-    from ..models import CaseResult, RunInfo
-    from ..store import RunStore
-
-__all__ = ["ExportFormat", "register"]
+__all__ = ["register"]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 StoreOption = Annotated[str | None, typer.Option(
@@ -30,18 +31,16 @@ StoreOption = Annotated[str | None, typer.Option(
 RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
 
 
-class ExportFormat(StrEnum):
-    """What ``judge export`` writes."""
-
-    jsonl = "jsonl"
-    csv = "csv"
-
-
 def register(app: typer.Typer) -> None:
     """Add ``history``, ``show`` and ``export`` to ``app``."""
     app.command("history")(history)
     app.command("show")(show)
     app.command("export")(export)
+
+
+def _workspace(store: str | None) -> Workspace:
+    """The workspace in the current folder; ``--store`` over the ``store_url`` setting."""
+    return Workspace.open(overrides={"store_url": store})
 
 
 def history(
@@ -51,18 +50,15 @@ def history(
     json_out: JsonFlag = False,
 ) -> None:
     """List stored runs, newest first."""
-    with _open(store) as st:
-        runs = st.list_runs(suite, limit=limit)
+    found = run_history(_workspace(store), suite, limit=limit)
+    runs = found.runs
     if json_out:
         emit_json([r.model_dump(mode="json") for r in runs])
         return
     out = console()
     if not runs:
-        out.print(f"no runs{f' of suite {suite!r}' if suite else ''} in {st.url}")
+        out.print(f"no runs{f' of suite {suite!r}' if suite else ''} in {found.store_url}")
         return
-    from rich.markup import escape
-    from rich.table import Table
-
     # The id is shown whole (it is what `judge show` takes, and its time prefix is shared by
     # runs started in the same minute); the creation time is cut to the minute.
     table = Table()
@@ -89,15 +85,13 @@ def show(
     json_out: JsonFlag = False,
 ) -> None:
     """Show a run: its settings, hashes and totals, and a table of its cases."""
-    with _open(store) as st:
-        info = st.get_run(run)
-        cases = [c for c in st.iter_results(info.id) if not failures or _is_failure(c)]
+    view = show_run(_workspace(store), run, failures_only=failures)
     if json_out:
-        emit_json({"run": info.model_dump(mode="json"),
-                   "cases": [c.model_dump(mode="json") for c in cases]})
+        emit_json({"run": view.run.model_dump(mode="json"),
+                   "cases": [c.model_dump(mode="json") for c in view.cases]})
         return
-    _print_header(info)
-    _print_cases(info, cases, failures)
+    _print_header(view.run)
+    _print_cases(view)
 
 
 def export(
@@ -110,101 +104,20 @@ def export(
     store: StoreOption = None,
 ) -> None:
     """Write a run's case results as JSON lines or CSV, streaming them from the store."""
-    from ..errors import UsageError
-
-    with _open(store) as st:
-        info = st.get_run(run)
-        results = st.iter_results(info.id)
-        if output is None:
-            try:
-                _write(info, results, fmt, sys.stdout)
-                sys.stdout.flush()
-            except BrokenPipeError:
-                # The reader (``| head``) went away: stop quietly, as other Unix tools do.
-                import os
-
-                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-                raise typer.Exit(1) from None
-            return
-        try:
-            with output.open("w", encoding="utf-8", newline="") as fh:
-                _write(info, results, fmt, fh)
-        except OSError as exc:
-            raise UsageError(f"cannot write: {exc.strerror or exc}", file=str(output)) from None
+    ws = _workspace(store)
+    if output is not None:
+        export_run(ws, run, fmt, output)
+        return
+    try:
+        export_run(ws, run, fmt, sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader (``| head``) went away: stop quietly, as other Unix tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        raise typer.Exit(1) from None
 
 
-def _open(store: str | None) -> RunStore:
-    """The store ``judge run`` writes to: flag, else env, else the workspace's settings."""
-    from ..app.workspace import Workspace
-
-    return Workspace.open(overrides={"store_url": store}).open_store()
-
-
-def _write(info: RunInfo, results: Iterable[CaseResult], fmt: ExportFormat, fh: TextIO) -> None:
-    if fmt is ExportFormat.jsonl:
-        from ..canonical import canonical_json
-
-        for result in results:
-            fh.write(canonical_json(result.model_dump(mode="json")) + "\n")
-    else:
-        _write_csv(info, results, fh)
-
-
-def _write_csv(info: RunInfo, results: Iterable[CaseResult], fh: TextIO) -> None:
-    """One row per result; category columns come from the first result that has scores.
-
-    Results before that one (unscored cases carry no categories) are held back until it
-    arrives, so the stream is only buffered as far as it must be.
-    """
-    import csv
-
-    writer = csv.writer(fh, lineterminator="\n")
-    categories: list[str] | None = None
-    held: list[CaseResult] = []
-
-    def start(cats: list[str]) -> None:
-        writer.writerow(["run_id", "case_id", "model", "sample", "status", "overallScore",
-                         "band", "passed", "reason",
-                         *(f"{c}.{part}" for c in cats
-                           for part in ("deterministic", "ai", "final", "band"))])
-        for r in held:
-            writer.writerow(_csv_row(info, r, cats))
-        held.clear()
-
-    for result in results:
-        if categories is not None:
-            writer.writerow(_csv_row(info, result, categories))
-            continue
-        held.append(result)
-        if result.categoryScores:
-            categories = [c.category for c in result.categoryScores]
-            start(categories)
-    if categories is None:
-        start([])
-
-
-def _csv_row(info: RunInfo, r: CaseResult, categories: list[str]) -> list[str]:
-    by_cat = {c.category: c for c in r.categoryScores}
-    row = [info.id, r.id, r.judge.model if r.judge else "", str(r.judge.sample if r.judge else 0),
-           r.status, _cell(r.overallScore), _cell(r.band), _cell(r.passed), _cell(r.reason)]
-    for name in categories:
-        c = by_cat.get(name)
-        row += ["", "", "", ""] if c is None else [
-            _cell(c.deterministicScore), _cell(c.aiScore), _cell(c.finalScore), _cell(c.band)]
-    return row
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _is_failure(case: CaseResult) -> bool:
-    return case.status != "scored" or case.passed is False
-
+# -- rendering ------------------------------------------------------------------------------
 
 def _cost(cost: float | None) -> str:
     return "unknown" if cost is None else f"${cost:.4f}"
@@ -216,10 +129,6 @@ def _status(status: str) -> str:
 
 
 def _print_header(info: RunInfo) -> None:
-    from rich.markup import escape
-
-    from ..canonical import canonical_json
-
     out = console()
     t = info.totals
     tokens = f"{t.promptTokens} prompt + {t.completionTokens} completion"
@@ -242,13 +151,11 @@ def _print_header(info: RunInfo) -> None:
         out.print(line)
 
 
-def _print_cases(info: RunInfo, cases: list[CaseResult], failures: bool) -> None:
-    from rich.markup import escape
-    from rich.table import Table
-
+def _print_cases(view: RunView) -> None:
     out = console()
+    info, cases = view.run, view.cases
     if not cases:
-        out.print("no failing cases" if failures else "no case results stored")
+        out.print("no failing cases" if view.failures_only else "no case results stored")
         return
     categories: list[str] = []
     for case in cases:
