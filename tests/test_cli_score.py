@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_judge
+
+from judge.canonical import stable_json
+from judge.cli.output import emit_json_streaming
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "score.json"
@@ -17,8 +20,7 @@ SEED_FIELDS = {"category", "deterministicScore", "aiScore", "finalScore", "weigh
 
 
 def _judge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return run_judge(list(args), ROOT)
 
 
 def _write(tmp_path: Path, data: Any, name: str = "scores.json") -> Path:
@@ -151,9 +153,6 @@ def test_unscored_case_is_reported_not_crashed(tmp_path: Path) -> None:
 
 
 def test_streamed_json_is_byte_identical_to_emit_json(capsys: pytest.CaptureFixture[str]) -> None:
-    from judge.canonical import stable_json
-    from judge.cli.output import emit_json_streaming
-
     fields = {"run": {"id": "r", "totals": {"cases": 2}}, "summary": {"passRate": 0.5},
               "baseline": None, "summaries": None}
     for items in ([{"id": "b", "scores": [1, {"x": None}]}, {"id": "é\n"}], []):

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from conftest import run_judge
 
 from judge.errors import ConfigError, RubricError
 from judge.evidence import DEFAULT_PROFILE
@@ -175,8 +175,7 @@ def test_missing_rubric_file() -> None:
 # --- through the CLI ---------------------------------------------------------------------
 
 def _judge(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, capture_output=True,
-                          text=True, timeout=60, check=False)
+    return run_judge(list(args), ROOT)
 
 
 def test_cli_validate_shipped_rubrics() -> None:

@@ -1,4 +1,7 @@
-"""Commands that need no model: rubric validation and display, scoring a file of scores."""
+"""Commands that need no model: rubric validation and display, scoring a file of scores.
+
+The work is in :mod:`judge.app.rubrics`; these commands parse flags and print results.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.table import Table
 
+from ..app.rubrics import list_workspace_rubrics, score_file, show_rubric, validate_rubrics
+from ..app.workspace import Workspace
 from .output import band_style, console, emit_json
 
 __all__ = ["register"]
@@ -28,27 +34,20 @@ def rubric_validate(
     paths: Annotated[list[Path], typer.Argument(help="Rubric files to check.")],
 ) -> None:
     """Check rubric files; exit 2 naming the file, the field and the fix on the first problem."""
-    from ..errors import RubricError
-    from ..resources import load_rubric
-
-    failed = 0
-    for path in paths:
-        try:
-            rubric = load_rubric(str(path))
-        except RubricError as exc:
-            typer.echo(f"✗ {exc.render()}", err=True)
-            failed += 1
+    checks = validate_rubrics(list(paths))
+    for check in checks:
+        if check.rubric is None:
+            typer.echo(f"✗ {check.error.render() if check.error else check.path}", err=True)
             continue
-        typer.echo(f"✓ {path}: rubric {rubric.id!r}, {len(rubric.categories)} categories")
-    if failed:
+        typer.echo(f"✓ {check.path}: rubric {check.rubric.id!r}, "
+                   f"{len(check.rubric.categories)} categories")
+    if any(c.rubric is None for c in checks):
         raise typer.Exit(2)
 
 
 def rubric_list(json_out: JsonFlag = False) -> None:
     """List the rubrics visible from this workspace."""
-    from ..resources import list_rubrics
-
-    found = {k: str(v) for k, v in list_rubrics(Path.cwd()).items()}
+    found = {k: str(v) for k, v in list_workspace_rubrics(Workspace.open()).items()}
     if json_out:
         emit_json(found)
         return
@@ -61,18 +60,13 @@ def rubric_show(
     json_out: JsonFlag = False,
 ) -> None:
     """Show a rubric: categories, weights, blend, bands and pass mark."""
-    from rich.table import Table
-
-    from ..resources import load_rubric
-    from ..rubric import rubric_hash
-
-    rubric = load_rubric(rubric_id, Path.cwd())
+    rubric, digest = show_rubric(Workspace.open(), rubric_id)
     if json_out:
-        emit_json({**rubric.model_dump(mode="json"), "hash": rubric_hash(rubric)})
+        emit_json({**rubric.model_dump(mode="json"), "hash": digest})
         return
     out = console()
     out.print(f"[bold]{rubric.id}[/] — {rubric.title}  (style {rubric.style}, "
-              f"pass ≥ {rubric.pass_score}, hash {rubric_hash(rubric)[:12]})")
+              f"pass ≥ {rubric.pass_score}, hash {digest[:12]})")
     if rubric.description:
         out.print(rubric.description)
     table = Table("category", "weight", "blend det/ai", "definition")
@@ -96,17 +90,8 @@ def score(
     json_out: JsonFlag = False,
 ) -> None:
     """Compute final and overall scores from deterministic and AI scores, with no model call."""
-    from ..errors import ConfigError
-    from ..resources import load_rubric
-    from ..scorefile import parse_score_input, score_input
-
-    try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", file=str(file)) from None
-    data = parse_score_input(text, str(file))
-    rub = load_rubric(rubric or data.rubric or "task-evaluation", Path.cwd())
-    result = score_input(data, rub, str(file))
+    done = score_file(Workspace.open(), file, rubric)
+    rub, result = done.rubric, done.score
     payload: dict[str, Any] = {
         "rubric": rub.id,
         "status": result.status,
@@ -122,17 +107,17 @@ def score(
     _print_case(rub.id, payload)
 
 
-def _print_case(rubric_id: str, payload: dict[str, Any]) -> None:
-    from rich.table import Table
+def _num(v: Any) -> str:
+    return "—" if v is None else str(v)
 
+
+def _print_case(rubric_id: str, payload: dict[str, Any]) -> None:
     out = console()
     table = Table("category", "deterministic", "ai", "final", "weight", "band", "rule",
                   title=f"rubric {rubric_id}")
     for c in payload["categoryScores"]:
-        def num(v: Any) -> str:
-            return "—" if v is None else str(v)
-        table.add_row(c["category"], num(c["deterministicScore"]), num(c["aiScore"]),
-                      num(c["finalScore"]), f"{c['weight']:g}",
+        table.add_row(c["category"], _num(c["deterministicScore"]), _num(c["aiScore"]),
+                      _num(c["finalScore"]), f"{c['weight']:g}",
                       f"[{band_style(c['band'])}]{c['band'] or '—'}[/]", c["rule"])
     out.print(table)
     if payload["status"] == "scored":

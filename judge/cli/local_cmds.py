@@ -1,17 +1,19 @@
-"""``judge local serve|status|stop``: the embedded local judge's server."""
+"""``judge local serve|status|stop``: the embedded local judge's server (judge.app.local_ops)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from ..app.local_ops import local_status, serve_local, stop_local
+from ..app.workspace import DEFAULT_LOCAL, Workspace
 from .output import emit_json
 
 __all__ = ["register"]
 
 ModelArg = Annotated[str, typer.Option("--model", help="Local model, e.g. local/smollm2.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -24,45 +26,34 @@ def register(app: typer.Typer) -> None:
     app.add_typer(local, name="local")
 
 
-def serve(model: ModelArg = "local/smollm2",
+def serve(model: ModelArg = DEFAULT_LOCAL,
           port: Annotated[int | None, typer.Option(help="Port (default: a free one).")] = None,
-          json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+          json_out: JsonFlag = False) -> None:
     """Start the local server in the background; runs reuse it until `judge local stop`."""
-    from ..local import server_status, start_server
-
-    running = server_status(model, Path.cwd())
-    if running is None:
-        running = start_server(model, Path.cwd(), port=port, detached=True)
-        running.pop("_process", None)
-        verb = "started"
-    else:
-        verb = "already running"
+    report = serve_local(Workspace.open(), model, port)
+    running = report.server
     if json_out:
-        emit_json({**running, "state": verb})
+        emit_json({**running, "state": report.state})
         return
-    typer.echo(f"{model} {verb}: {running['apiBase']} (pid {running['pid']}, "
+    typer.echo(f"{model} {report.state}: {running['apiBase']} (pid {running['pid']}, "
                f"log {running['log']})")
 
 
-def status(model: ModelArg = "local/smollm2",
-           json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+def status(model: ModelArg = DEFAULT_LOCAL, json_out: JsonFlag = False) -> None:
     """Say whether the local server is running; exit 1 if it is not."""
-    from ..local import local_available, server_status
-
-    running = server_status(model, Path.cwd())
+    found = local_status(Workspace.open(), model)
     if json_out:
-        emit_json({"installed": local_available(), "running": running is not None,
-                   "server": running})
-    elif running is None:
-        typer.echo(f"{model}: not running (installed: {'yes' if local_available() else 'no'})")
+        emit_json({"installed": found.installed, "running": found.running,
+                   "server": found.server})
+    elif found.server is None:
+        typer.echo(f"{model}: not running (installed: {'yes' if found.installed else 'no'})")
     else:
-        typer.echo(f"{model}: running at {running['apiBase']} (pid {running['pid']})")
-    if running is None:
+        typer.echo(f"{model}: running at {found.server['apiBase']} (pid {found.server['pid']})")
+    if not found.running:
         raise typer.Exit(1)
 
 
-def stop(model: ModelArg = "local/smollm2") -> None:
+def stop(model: ModelArg = DEFAULT_LOCAL) -> None:
     """Stop the server `judge local serve` started."""
-    from ..local import stop_server
-
-    typer.echo(f"{model}: {'stopped' if stop_server(model, Path.cwd()) else 'was not running'}")
+    stopped = stop_local(Workspace.open(), model)
+    typer.echo(f"{model}: {'stopped' if stopped else 'was not running'}")
