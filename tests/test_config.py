@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
+from judge.app.configview import config_view, mask_url
 from judge.app.settings import Settings
 from judge.app.workspace import Workspace
 from judge.errors import UsageError
@@ -50,7 +51,7 @@ def test_defaults_without_any_file(workspace: Path) -> None:
     cfg = Workspace.open(workspace, env={})
     assert cfg.settings.model_dump() == Settings().model_dump()
     assert set(cfg.sources.values()) == {"default"}
-    assert getattr(cfg.settings, "seed") == 42 and list(cfg.settings.models) == []
+    assert cfg.settings.seed == 42 and list(cfg.settings.models) == []
 
 
 def test_env_model_list(workspace: Path) -> None:
@@ -62,12 +63,12 @@ def test_pyproject_tool_judge_when_no_judge_toml(workspace: Path) -> None:
     (workspace / "pyproject.toml").write_text(
         '[project]\nname = "x"\n\n[tool.judge]\nseed = 9\nmodel = ["a/m1", "b/m2"]\n')
     cfg = Workspace.open(workspace, env={})
-    assert getattr(cfg.settings, "seed") == 9 and list(cfg.settings.models) == ["a/m1", "b/m2"]
+    assert cfg.settings.seed == 9 and list(cfg.settings.models) == ["a/m1", "b/m2"]
     assert cfg.sources["seed"] == "pyproject.toml [tool.judge]"
     # judge.toml wins over pyproject.toml entirely.
     (workspace / "judge.toml").write_text("seed = 3\n")
     cfg = Workspace.open(workspace, env={})
-    assert (getattr(cfg.settings, "seed"), cfg.sources["seed"]) == (3, "judge.toml")
+    assert (cfg.settings.seed, cfg.sources["seed"]) == (3, "judge.toml")
     assert list(cfg.settings.models) == [] and cfg.sources["model"] == "default"
 
 
@@ -127,6 +128,35 @@ def test_config_json_shows_value_and_source(workspace: Path) -> None:
     assert shown["concurrency"] == {"value": 16, "source": "default"}
     human = run_judge(["config"], workspace)
     assert human.returncode == 0 and "judge.toml" in human.stdout
+
+
+def test_config_masks_credentials_inside_urls(workspace: Path) -> None:
+    (workspace / "judge.toml").write_text(
+        'api_base = "http://user:s3cret@127.0.0.1:9/v1"\n'
+        'store_url = "postgresql://app:pw-xyz@db.internal/judge?sslmode=require"\n')
+    view = config_view(Workspace.open(workspace, env={"JUDGE_MODEL": "hosted_vllm/x"}))
+    shown = view.public()
+    assert shown["api_base"] == {"value": "http://user:***@127.0.0.1:9/v1",
+                                 "source": "judge.toml"}
+    assert shown["store_url"]["value"] == "postgresql://app:***@db.internal/judge?sslmode=require"
+    assert shown["model"] == {"value": ["hosted_vllm/x"], "source": "env JUDGE_MODEL"}
+    assert [s.name for s in view.settings] == list(Settings.model_fields)
+    for args in (["config", "--json"], ["config"]):
+        proc = run_judge(args, workspace, env=judge_env(COLUMNS="200"))
+        assert proc.returncode == 0, proc.stderr
+        assert "s3cret" not in proc.stdout and "pw-xyz" not in proc.stdout
+        assert "user:***@127.0.0.1" in proc.stdout
+
+
+@pytest.mark.parametrize(("url", "shown"), [
+    ("https://TOKEN@host/v1", "https://***@host/v1"),
+    ("http://h:8080/v1?api_key=k1&x=1", "http://h:8080/v1?api_key=***&x=1"),
+    ("sqlite:///.judge/judge.db", "sqlite:///.judge/judge.db"),
+    ("http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1"),
+    ("openai/gpt-4o-mini", "openai/gpt-4o-mini"),
+])
+def test_mask_url(url: str, shown: str) -> None:
+    assert mask_url(url) == shown
 
 
 def test_run_honours_judge_toml(fake_server: Any, workspace: Path) -> None:

@@ -16,6 +16,10 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
 
+from judge.app.diffing import diff_runs
+from judge.app.rescoring import rescore_run
+from judge.app.runs import show_run
+from judge.app.workspace import Workspace
 from judge.models import AdvisoryScore, CaseResult, JudgeMeta
 from judge.rescore import RescoreError, rescore_result
 from judge.resources import load_rubric
@@ -79,17 +83,18 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ws]:
 
 
 def _rescore(ws: Ws, rubric: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Re-score the shared run; returns the command's payload and the new run's cases."""
+    """Re-score the shared run; returns the ``--json`` payload and the new run's cases."""
     before = ws.server.stats()["requests"]
-    proc = run_judge(["rescore", ws.run_id, "--rubric", rubric, "--json"], ws.path)
-    assert proc.returncode == 0, proc.stderr
-    payload = json.loads(proc.stdout)
+    workspace = Workspace.open(ws.path, env={})
+    report = rescore_run(workspace, ws.run_id, rubric)
+    payload = report.public()
     assert payload["modelCalls"] == 0 and payload["rescoredFrom"] == ws.run_id
     assert ws.server.stats()["requests"] == before  # no request reached the judge
-    shown = run_judge(["show", payload["run"]["id"], "--json"], ws.path)
-    assert shown.returncode == 0, shown.stderr
-    cases = {c["id"]: c for c in json.loads(shown.stdout)["cases"]}
+    view = show_run(workspace, report.run.id)
+    cases = {c.id: c.model_dump(mode="json") for c in view.cases}
     assert set(cases) == set(ws.cases)
+    # Moved = changed by the rule `judge diff` counts by, between the same two runs.
+    assert payload["casesMoved"] == diff_runs(workspace, ws.run_id, report.run.id).changed
     return payload, cases
 
 
@@ -117,7 +122,8 @@ def test_weight_change_recomputes_overall_without_a_call(ws: Ws) -> None:
             assert (a["aiScore"], a["deterministicScore"], a["rationale"], a["evidence"]) == \
                 (b["aiScore"], b["deterministicScore"], b["rationale"], b["evidence"])
         assert new["judge"] == old["judge"]
-        moved += (new["overallScore"], new["band"]) != (old["overallScore"], old["band"])
+        moved += (new["overallScore"], new["band"], new["passed"]) != \
+            (old["overallScore"], old["band"], old["passed"])
     assert payload["casesMoved"] == moved
 
     history = run_judge(["history", "--json"], ws.path)
@@ -139,7 +145,10 @@ def test_band_shift_rebands_and_repasses(ws: Ws) -> None:
         assert new["passed"] == (new["overallScore"] >= 65)
         for cat in new["categoryScores"]:
             assert cat["band"] == band_for(cat["finalScore"], rubric.bands)
-    assert payload["casesMoved"] == sum(cases[c]["band"] != ws.cases[c]["band"] for c in cases)
+    # Changed: band or pass/fail (the overall stays), one rule for rescore and diff.
+    assert payload["casesMoved"] == sum(
+        (cases[c]["band"], cases[c]["passed"]) != (ws.cases[c]["band"], ws.cases[c]["passed"])
+        for c in cases)
 
 
 def test_blend_change_recomputes_finals(ws: Ws) -> None:
@@ -173,6 +182,17 @@ def test_different_categories_exit_2_naming_them(ws: Ws) -> None:
         assert name in proc.stderr, proc.stderr
     assert "same categories" in proc.stderr
     assert len(json.loads(run_judge(["history", "--json"], ws.path).stdout)) == runs_before
+
+
+def test_rescore_door_prints_the_report(ws: Ws) -> None:
+    proc = run_judge(["rescore", ws.run_id, "--rubric", "task-weights", "--json"], ws.path)
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["rescoredFrom"] == ws.run_id and payload["run"]["rubric"] == "task-weights"
+    human = run_judge(["rescore", ws.run_id, "--rubric", "task-weights"], ws.path)
+    assert human.returncode == 0, human.stderr
+    assert (f"0 model calls, {payload['casesMoved']} case(s) changed score, band or pass"
+            in " ".join(human.stdout.split()))
 
 
 # ── rescore_result on handcrafted results ───────────────────────────────────────────────

@@ -1,0 +1,91 @@
+"""Re-score a stored run under another rubric and store it as a new run: no model call.
+
+The pure arithmetic is :func:`judge.rescore.rescore_result`; this operation reads the
+source run, re-scores every result, and stores the new run only when every result could be
+re-scored (a rubric with other categories stores nothing). A case *moved* by
+:mod:`judge.changes`' rule (status, score, band or pass/fail), counted over the run's
+headline results, as ``judge diff`` counts between the two runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..changes import case_changed
+from ..clock import new_run_id, utc_now
+from ..errors import UsageError
+from ..models import CaseResult, RunInfo
+from ..panel import headline_of
+from ..rescore import RescoreError, rescore_result
+from ..rubric import rubric_hash
+from ..summary import Summary, SummaryBuilder
+from .workspace import Workspace
+
+__all__ = ["BATCH", "RescoreReport", "rescore_run"]
+
+BATCH = 500
+"""Results written per store transaction."""
+
+
+@dataclass(frozen=True)
+class RescoreReport:
+    """The new run, the run it was re-scored from, how many cases moved, the new summary."""
+
+    run: RunInfo
+    source: RunInfo
+    rubric: str
+    cases_moved: int
+    summary: Summary
+
+    def public(self) -> dict[str, Any]:
+        """The JSON ``judge rescore --json`` prints."""
+        return {"run": self.run.model_dump(mode="json"), "rescoredFrom": self.source.id,
+                "modelCalls": 0, "casesMoved": self.cases_moved,
+                "summary": self.summary.model_dump(mode="json")}
+
+
+def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
+                now: Callable[[], str] = utc_now) -> RescoreReport:
+    """Recompute a stored run's finals under ``rubric`` (id or path); stores a new run."""
+    rub = workspace.rubric(rubric)
+    with workspace.open_store() as store:
+        source = store.get_run(run_id)
+        head = headline_of(source)
+        try:
+            pairs = [(old, rescore_result(old, rub)) for old in store.iter_results(source.id)]
+        except RescoreError as exc:
+            raise UsageError(str(exc), fix="re-score under a rubric with the same categories") \
+                from None
+        created = now()
+        info = source.model_copy(update={
+            "id": new_run_id(created), "rubric": rub.id, "rubricHash": rubric_hash(rub),
+            "createdAt": created, "status": "running",
+            "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0}})
+        builder = SummaryBuilder()
+        moved = 0
+        for old, new in pairs:
+            if _is_headline(new, head):
+                builder.add(new)
+                moved += case_changed(old, new)
+        store.create_run(info)
+        try:
+            for start in range(0, len(pairs), BATCH):
+                store.add_results(info.id, [new for _, new in pairs[start:start + BATCH]])
+            summary = builder.build()
+            totals = source.totals.model_copy(update={
+                "calls": 0, "cases": summary.cases, "scored": summary.scored,
+                "unscored": summary.unscored, "cacheHits": 0, "promptTokens": 0,
+                "completionTokens": 0, "costUsd": 0.0, "wallSeconds": 0.0})
+            final = store.finish_run(info.id, totals=totals, status="complete")
+        except BaseException:
+            store.delete_run(info.id)  # no half-stored run left behind
+            raise
+    return RescoreReport(run=final, source=source, rubric=rub.id, cases_moved=moved,
+                         summary=summary)
+
+
+def _is_headline(result: CaseResult, head: tuple[str | None, int]) -> bool:
+    """A deterministic result, or the headline judge's headline sample."""
+    return result.judge is None or (result.judge.model, result.judge.sample) == head
