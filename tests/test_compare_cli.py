@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, load_fake_server, run_judge
 
-from judge.cli.compare_cmd import judge_names
+from judge.app.comparing import compare_runs_op, judge_names
+from judge.app.runs import show_run
+from judge.app.workspace import Workspace as JudgeWorkspace
 from judge.models import RunInfo
 
 PLAIN = "hosted_vllm/fake-judge"
@@ -49,17 +51,14 @@ class Workspace:
         return proc.returncode, proc.stdout, proc.stderr
 
     def compare(self, *runs: str) -> dict[str, Any]:
-        code, out, err = self.judge("compare", *runs, "--json")
-        assert code == 0, err
-        assert "NaN" not in out and "Infinity" not in out
-        data: dict[str, Any] = json.loads(out)
+        """The operation's comparison as ``judge compare --json`` prints it."""
+        comparison = compare_runs_op(JudgeWorkspace.open(self.root, env={}), runs)
+        data: dict[str, Any] = comparison.model_dump(mode="json")
         return data
 
     def stored(self, run_id: str) -> list[dict[str, Any]]:
-        code, out, err = self.judge("show", run_id, "--json")
-        assert code == 0, err
-        cases: list[dict[str, Any]] = json.loads(out)["cases"]
-        return cases
+        view = show_run(JudgeWorkspace.open(self.root, env={}), run_id)
+        return [c.model_dump(mode="json") for c in view.cases]
 
 
 @pytest.fixture(scope="module")
@@ -153,6 +152,10 @@ def test_panel_run_gives_the_same_ai_statistics(ws: Workspace,
 
 def test_human_output_has_tables_flips_and_a_verdict(ws: Workspace,
                                                      two_runs: tuple[str, str]) -> None:
+    code, out, err = ws.judge("compare", *two_runs, "--json")
+    assert code == 0, err
+    assert "NaN" not in out and "Infinity" not in out
+    assert json.loads(out) == ws.compare(*two_runs)
     code, out, err = ws.judge("compare", *two_runs)
     assert code == 0, err
     assert "mean diff" in out and "band flips (overall)" in out

@@ -1,0 +1,170 @@
+"""How far judges agree (``judge compare``): for deciding on a judge, template or rubric swap.
+
+Two or more runs of one suite (another judge model, template or rubric), or one panel run,
+are compared judge by judge; the statistics are :func:`judge.agreement.compare_runs`. This
+operation gathers what they need: each judge's results and name, each run's band scale
+(from its rubric), and the suite's human labels, and says in ``notes`` what it could not
+find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..agreement import Comparison, compare_runs
+from ..errors import ConfigError, UsageError
+from ..models import CaseResult, RunInfo
+from ..resources import open_suite
+from ..rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..suite import HumanLabel
+from .workspace import Workspace
+
+__all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names"]
+
+MIN_PREFIX = 8
+"""Shortest run-id prefix used in a judge's name."""
+
+
+def compare_runs_op(workspace: Workspace, run_ids: Sequence[str],
+                    suite_file: Path | None = None) -> Comparison:
+    """Compare the judges of the stored runs ``run_ids`` (ids or unique prefixes).
+
+    ``suite_file`` holds the human labels (default: the runs' suite file, when it is still
+    there). UsageError for a run given twice, runs of different suites, or a lone judge.
+    """
+    with workspace.open_store() as store:
+        infos = [store.get_run(r) for r in run_ids]
+        _check_runs(infos)
+        judges = [(info, model) for info in infos for model in info.models]
+        results = {info.id: list(store.iter_results(info.id)) for info in infos}
+    if len(judges) < 2:
+        only = infos[0]
+        raise UsageError(f"run {only.id} has one judge ({only.models[0]}): nothing to compare",
+                         fix="give two runs of the suite (judge compare RUN_A RUN_B), or "
+                             "compare a panel run (judge run --model A --model B)")
+    notes = [f"run {info.id} is {info.status}: its missing cases are counted as missing"
+             for info in infos if info.status != "complete"]
+    names = judge_names(judges)
+    scales = {info.id: _bands(info, workspace, notes) for info in infos}
+    named = {name: _judge_results(results[info.id], model)
+             for name, (info, model) in zip(names, judges, strict=True)}
+    human = _human_labels(infos, suite_file, workspace, notes)
+    comparison = compare_runs(
+        named, scales[infos[0].id], human=human,
+        judge_bands={name: scales[info.id] for name, (info, _) in zip(names, judges,
+                                                                        strict=True)})
+    counts = tuple(c.model_copy(update={"runId": info.id, "model": model})
+                   for c, (info, model) in zip(comparison.judges, judges, strict=True))
+    return comparison.model_copy(update={"judges": counts,
+                                         "notes": (*notes, *comparison.notes)})
+
+
+def _check_runs(infos: Sequence[RunInfo]) -> None:
+    seen: set[str] = set()
+    for info in infos:
+        if info.id in seen:
+            raise UsageError(f"run {info.id} is given twice", fix="give each run once")
+        seen.add(info.id)
+    suites = {info.suite for info in infos}
+    if len(suites) > 1:
+        listed = ", ".join(f"{i.id} judged suite {i.suite!r}" for i in infos)
+        raise UsageError(f"the runs are from different suites: {listed}",
+                         fix="compare runs of one suite; `judge history SUITE` lists them")
+
+
+def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
+    """Readable, unique names for (run, model) judges.
+
+    The model alone when every judge's model differs; otherwise the shortest unique run-id
+    prefix, plus whatever else tells the judges apart (model, rubric, template).
+    """
+    models = [model for _, model in judges]
+    if len(set(models)) == len(models):
+        return models
+    runs = {info.id: info for info, _ in judges}
+    prefix = _short_ids(list(runs))
+    rubrics = {(i.rubric, i.rubricHash) for i in runs.values()}
+    templates = {(i.templateId, i.templateHash) for i in runs.values()}
+    names = []
+    for info, model in judges:
+        parts = [prefix[info.id]]
+        if len(set(models)) > 1:
+            parts.append(model)
+        if len(rubrics) > 1:
+            same_id = len({r for r, _ in rubrics}) == 1
+            parts.append(f"{info.rubric}@{info.rubricHash[:8]}" if same_id else info.rubric)
+        if len(templates) > 1:
+            same_id = len({t for t, _ in templates}) == 1
+            parts.append(f"{info.templateId}@{info.templateHash[:8]}" if same_id
+                         else info.templateId)
+        if len(parts) == 1:
+            parts.append(model)
+        names.append(":".join(parts))
+    if len(set(names)) < len(names):
+        return [f"{info.id}:{model}" for info, model in judges]
+    return names
+
+
+def _short_ids(ids: Sequence[str]) -> dict[str, str]:
+    """The shortest prefix (at least :data:`MIN_PREFIX` characters) that tells the ids apart."""
+    longest = max(len(i) for i in ids)
+    for length in range(min(MIN_PREFIX, longest), longest + 1):
+        if len({i[:length] for i in ids}) == len(ids):
+            return {i: i[:length] for i in ids}
+    return {i: i for i in ids}
+
+
+def _judge_results(results: Sequence[CaseResult], model: str) -> list[CaseResult]:
+    """A judge's own results, plus the run's deterministic ones (counted, never compared)."""
+    return [r for r in results if r.judge is None or r.judge.model == model]
+
+
+def _bands(info: RunInfo, workspace: Workspace, notes: list[str]) -> tuple[Band, ...]:
+    """The band scale of the run's rubric (the default scale when the file is gone)."""
+    try:
+        rubric = workspace.rubric(info.rubric)
+    except ConfigError:
+        notes.append(f"rubric {info.rubric!r} of run {info.id} is not found: bands are read "
+                     f"on the default scale")
+        return DEFAULT_BANDS
+    if rubric_hash(rubric) != info.rubricHash:
+        notes.append(f"rubric {info.rubric!r} changed since run {info.id}: bands of AI scores "
+                     f"are read on the current file's scale")
+    return rubric.bands
+
+
+def _suite_file(infos: Sequence[RunInfo], workspace: Workspace) -> Path | None:
+    """The runs' suite file where it still is (a relative path: in the cwd or the workspace)."""
+    for info in infos:
+        if not info.suitePath:
+            continue
+        path = Path(info.suitePath)
+        candidates = [path] if path.is_absolute() else [Path.cwd() / path,
+                                                        workspace.root / path]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate
+    return None
+
+
+def _human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspace: Workspace,
+                  notes: list[str]) -> dict[str, HumanLabel]:
+    """Human labels by case id from the suite file; a missing default file is a note."""
+    suite_id = infos[0].suite
+    path = explicit or _suite_file(infos, workspace)
+    if path is None:
+        notes.append(f"suite file of {suite_id!r} not found: no agreement with human labels "
+                     f"(pass --suite FILE)")
+        return {}
+    try:
+        source = open_suite(path)
+        if source.id != suite_id:
+            raise UsageError(f"suite file {path} is suite {source.id!r}, the runs judged "
+                             f"{suite_id!r}", fix="pass the runs' suite with --suite")
+        return {c.id: c.human for c in source.cases() if c.human is not None}
+    except ConfigError as exc:
+        if explicit is not None:
+            raise
+        notes.append(f"human labels not read: {exc.message}")
+        return {}
