@@ -106,3 +106,20 @@ def test_missing_extra_gives_the_install_command(ws: Path, tmp_path: Path) -> No
                           timeout=120, check=False)
     assert proc.returncode == 2
     assert "pip install 'judgeflow[local]'" in proc.stderr
+
+
+def test_python_api_reaches_the_local_judge(ws: Path) -> None:
+    # judge.evaluate accepts every model the CLI accepts, the local judge included: the
+    # server is started for the call and stopped after it.
+    import yaml
+
+    import judge
+
+    case = next(c for c in yaml.safe_load((ws / "suite.yaml").read_text())["cases"]
+                if c["id"] == CASES[0])
+    before = _servers()
+    result = judge.evaluate(case, model="local/smollm2", workspace=ws, cache_mode="off",
+                            timeout=900)
+    assert result.status == "scored", result.reason
+    assert result.judge is not None and result.judge.model == "local/smollm2"
+    assert _servers() == before
