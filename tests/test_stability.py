@@ -9,9 +9,13 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
+from judge.app.diffing import run_stability
+from judge.app.workspace import Workspace
+from judge.errors import UsageError
 from judge.models import AdvisoryScore
 from judge.resources import load_rubric
 from judge.scoring import round_half_up, score_case
@@ -73,9 +77,7 @@ def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
     # The random judge really varies, so some case must change band across samples.
     assert unstable
 
-    proc = run_judge(["stability", payload["run"]["id"], "--json"], workspace)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
+    report = run_stability(Workspace.open(workspace, env={}), payload["run"]["id"]).public()
     assert {r["id"] for r in report["unstable"]} == unstable
     assert report["cases"] == len(grouped)
     assert report["stable"] == len(grouped) - len(unstable)
@@ -86,6 +88,9 @@ def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
     spreads = sorted(grouped[c][-1]["spread"] for c in grouped)
     assert report["medianSpread"] == float(_median_fraction(spreads))
 
+    shown = run_judge(["stability", payload["run"]["id"], "--json"], workspace)
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout) == report
     human = run_judge(["stability", payload["run"]["id"]], workspace)
     assert human.returncode == 0, human.stderr
     text = " ".join(human.stdout.split())
@@ -113,8 +118,9 @@ def test_fixed_judge_answers_alike_across_seeds(fake_server: Any, workspace: Pat
         assert samples[-1]["spread"] == 0
         assert all(c["spread"] == 0 for c in samples[-1]["categoryScores"])
         assert samples[-1]["overallScore"] == samples[0]["overallScore"]
-    proc = run_judge(["stability", payload["run"]["id"], "--json"], workspace)
-    report = json.loads(proc.stdout)
+    report = run_stability(Workspace.open(workspace, env={}), payload["run"]["id"],
+                           keep_all=True).public()
+    assert len(report["judged"]) == len(grouped)
     assert report["unstable"] == [] and report["stable"] == report["cases"] == len(grouped)
     assert report["medianSpread"] == 0.0
 
@@ -124,8 +130,10 @@ def test_stability_needs_samples(fake_server: Any, workspace: Path) -> None:
     proc = run_judge(["run", "suite.yaml", "--model", FIXED, "--api-base",
                       f"{fake_server.base_url}/v1", "--json"], workspace)
     run_id = json.loads(proc.stdout)["run"]["id"]
+    with pytest.raises(UsageError, match="--samples"):
+        run_stability(Workspace.open(workspace, env={}), run_id)
     proc = run_judge(["stability", run_id], workspace)
-    assert proc.returncode != 0 and "--samples" in proc.stderr
+    assert proc.returncode == 2 and "--samples" in proc.stderr
 
 
 def _overall_after(case: dict[str, Any], drop: int) -> int:

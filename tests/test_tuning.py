@@ -12,6 +12,9 @@ from typing import Any
 import yaml
 from conftest import run_judge
 
+from judge.app.rescoring import rescore_run
+from judge.app.runs import show_run
+from judge.app.workspace import Workspace
 from judge.generate import generate_cases, suite_to_yaml
 from judge.resources import load_rubric, shipped_dir
 
@@ -90,9 +93,8 @@ def test_one_word_edit_rejudges_all_50_and_a_weight_change_costs_nothing(
                          "processCompliance": 0.25}[cat["id"]]
     tuned = workspace / "tuned.yaml"
     tuned.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    proc = run_judge(["rescore", warm["run"]["id"], "--rubric", str(tuned), "--json"], workspace)
-    assert proc.returncode == 0, proc.stderr
-    rescored = json.loads(proc.stdout)
+    judge_ws = Workspace.open(workspace, env={})
+    rescored = rescore_run(judge_ws, warm["run"]["id"], str(tuned)).public()
     assert fake_server.stats()["requests"] == 2 * COUNT          # 0 calls
     assert rescored["modelCalls"] == 0
     assert rescored["casesMoved"] > 0
@@ -106,8 +108,6 @@ def test_one_word_edit_rejudges_all_50_and_a_weight_change_costs_nothing(
     assert (totals["calls"], totals["judgedAnew"], totals["cacheHits"]) == (0, 0, COUNT)
     assert rerun["run"]["rubricHash"] != warm["run"]["rubricHash"]
     # And it gives exactly the re-scored run's scores.
-    proc = run_judge(["show", rescored["run"]["id"], "--json"], workspace)
-    assert proc.returncode == 0, proc.stderr
-    shown = {c["id"]: c["overallScore"] for c in json.loads(proc.stdout)["cases"]}
+    shown = {c.id: c.overallScore for c in show_run(judge_ws, rescored["run"]["id"]).cases}
     assert shown == {c["id"]: c["overallScore"] for c in rerun["cases"]}
     assert rerun["summary"]["meanOverall"] == rescored["summary"]["meanOverall"]
