@@ -22,6 +22,7 @@ __all__ = [
     "JudgeMeta",
     "Rule",
     "RunInfo",
+    "RunOwner",
     "RunTotals",
     "Score",
     "turn_totals",
@@ -194,6 +195,13 @@ class RunTotals(_Frozen):
     """Reused judgments found through the replay index, with no prompt rendered."""
 
 
+class RunOwner(_Frozen):
+    """The process that runs a run: a run left "running" by a dead owner is abandoned."""
+
+    host: str
+    pid: int
+
+
 class RunInfo(_Frozen):
     """A run's identity, settings and totals: one suite, one rubric, one or more judges."""
 
@@ -218,6 +226,8 @@ class RunInfo(_Frozen):
     status: Literal["running", "complete", "interrupted", "failed", "abandoned"] = "running"
     settings: dict[str, Any] = Field(default_factory=dict)
     """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
+    owner: RunOwner | None = None
+    """Host and pid of the process judging it, while it runs."""
     totals: RunTotals = RunTotals()
 
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import difflib
 import functools
 import hashlib
-from fractions import Fraction
 from collections.abc import Mapping
+from fractions import Fraction
 from typing import Any, Literal
 
 import yaml

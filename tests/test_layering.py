@@ -64,12 +64,12 @@ def _target(rel: Path, node: ast.ImportFrom | ast.Import) -> list[Path]:
         if not node.module or node.module.split(".")[0] != "judge":
             return []
         base = node.module.split(".")[1:]
-        dotted = [base + [a.name] for a in node.names]
+        dotted = [[*base, a.name] for a in node.names]
     else:
         pkg = list(rel.parent.parts)
         up = pkg[: len(pkg) - (node.level - 1)] if node.level > 1 else pkg
         base = up + (node.module.split(".") if node.module else [])
-        dotted = [base + [a.name] for a in node.names]
+        dotted = [[*base, a.name] for a in node.names]
     out = []
     for parts in dotted:
         # Longest prefix that is a module or a package.
@@ -194,7 +194,7 @@ def _world_uses(tree: ast.Module) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("rel", CORE, ids=str)
 def test_core_module_touches_no_world(rel: Path) -> None:
-    path, tree = _source(rel)
+    _, tree = _source(rel)
     bad = [(line, mod) for line, mod in _imported_roots(tree) if mod in FORBIDDEN]
     assert not bad, f"{rel} imports {bad}"
     uses = _world_uses(tree)

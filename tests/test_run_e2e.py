@@ -153,7 +153,7 @@ def test_bad_suite_fails_before_any_call_and_writes_nothing(fake_server: Any,
     assert not (workspace / "baselines").exists()
 
 
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals) -> None:
     _suite(workspace)
     server = load_fake_server().start_in_thread(latency_ms=300, seed=7)
@@ -173,11 +173,18 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
         proc.send_signal(sig)
         _out, err = proc.communicate(timeout=60)
         assert proc.returncode != 0, f"{seen} requests when signalled; stderr: {err[-2000:]}"
-        if sig == signal.SIGINT:
-            assert proc.returncode == 130, err
+        if sig != signal.SIGKILL:
+            assert proc.returncode == (130 if sig == signal.SIGINT else 143), err
             assert "interrupted" in err
         first = server.stats()["requests"]
         assert 4 <= first < 14
+        # The next command that opens the store: no run is left "running"; a killed one is
+        # abandoned, a signalled one interrupted, and what it judged is stored either way.
+        history = json.loads(run_judge(["history", "--json"], workspace).stdout)
+        assert [r["status"] for r in history] == \
+            ["abandoned" if sig == signal.SIGKILL else "interrupted"]
+        if sig != signal.SIGKILL:
+            assert history[0]["totals"]["cases"] >= 1
 
         code, resumed, err = _run(workspace, server.base_url)
         assert code == 0, err

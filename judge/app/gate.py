@@ -1,5 +1,7 @@
-"""The one regression gate: every door (``judge run``, ``judge check``, the Python API, the HTTP
-API, the pytest plugin) decides regression here, with one precedence and one baseline rule.
+"""The one regression gate: every door decides regression here, by one precedence and rule.
+
+The doors are ``judge run``, ``judge check``, the Python API, the HTTP API and the pytest
+plugin.
 
 Threshold precedence, highest first: a door's flag (``--threshold``) > the environment
 (``JUDGE_THRESHOLD``) > the config file (``judge.toml`` / ``[tool.judge]``) > the baseline

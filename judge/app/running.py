@@ -9,6 +9,9 @@ observer the door passes in, and the door renders the returned :class:`RunReport
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
+import signal
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +31,7 @@ from ..store import RunStore
 from ..suite import Case, SuiteLine, filter_cases, validate_cases
 from ..summary import Summary
 from .gate import GateVerdict, gate, headline_results
+from .lifecycle import owner_here
 from .workspace import JudgePool, Workspace
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_NO_JUDGMENT",
     "EXIT_REGRESSION",
+    "EXIT_TERMINATED",
     "NullObserver",
     "RunObserver",
     "RunReport",
@@ -47,6 +52,7 @@ EXIT_REGRESSION = 1
 EXIT_CACHE_MISS = 3
 EXIT_NO_JUDGMENT = 4
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 
 
 class RunRequest(BaseModel):
@@ -115,6 +121,8 @@ class RunReport:
     """The first unscored LLM judgment's reason."""
     verdict: GateVerdict | None = None
     notices: tuple[str, ...] = field(default=())
+    terminated: bool = False
+    """Stopped by SIGTERM (exit 143) rather than Ctrl-C (exit 130)."""
 
     @property
     def no_judgment(self) -> bool:
@@ -124,6 +132,8 @@ class RunReport:
     @property
     def exit_code(self) -> int:
         """The exit status every door maps the outcome to (documented in ``judge run --help``)."""
+        if self.terminated:
+            return EXIT_TERMINATED
         if self.interrupted:
             return EXIT_INTERRUPTED
         if self.missing:
@@ -224,6 +234,7 @@ class _Run:
             settings={"cacheMode": s.cache_mode, "concurrency": s.concurrency,
                       "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
                       "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm},
+            owner=owner_here(),
         )
         return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
                        models=tuple(self.models), settings=self.ws.judge_settings(),
@@ -317,9 +328,28 @@ def run_suite(workspace: Workspace, request: RunRequest, *,
     """
     job = _Run(workspace, request, observer or NullObserver(), now)
     report: list[RunReport] = []
+    terminated: list[bool] = []
 
     async def go() -> None:
-        report.append(await job.judge())
+        # SIGTERM (CI cancellation, `docker stop`) is handled like Ctrl-C: the run stores
+        # what was judged and is marked interrupted. Only the main thread may install it.
+        main = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+
+        def on_term() -> None:
+            terminated.append(True)
+            if main is not None:
+                main.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_term)
+        except (RuntimeError, ValueError, NotImplementedError):
+            pass
+        try:
+            report.append(await job.judge())
+        finally:
+            with contextlib.suppress(RuntimeError, ValueError, NotImplementedError):
+                loop.remove_signal_handler(signal.SIGTERM)
 
     try:
         asyncio.run(go())
@@ -327,4 +357,6 @@ def run_suite(workspace: Workspace, request: RunRequest, *,
         # asyncio re-raises Ctrl-C after the run has stored what it judged and finished.
         if not report:
             raise
+    if terminated and report:
+        return dataclasses.replace(report[0], terminated=True, interrupted=True)
     return report[0]

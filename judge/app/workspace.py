@@ -23,6 +23,7 @@ from ..prompts import PromptRenderer
 from ..resources import load_rubric
 from ..rubric import Rubric
 from ..store import RunStore
+from .lifecycle import reap_abandoned
 from .settings import CacheModeName, Settings, load_settings
 
 __all__ = [
@@ -162,8 +163,17 @@ class Workspace:
     # -- factories ---------------------------------------------------------------------------
 
     def open_store(self) -> RunStore:
-        """The run store (SQLite by default), opened; close it (or use ``with``)."""
-        return RunStore(self.settings.store_url, workspace=self.root)
+        """The run store (SQLite by default), opened; close it (or use ``with``).
+
+        Opening it marks this host's runs whose process died ``abandoned``.
+        """
+        store = RunStore(self.settings.store_url, workspace=self.root)
+        try:
+            reap_abandoned(store)
+        except BaseException:
+            store.close()
+            raise
+        return store
 
     def open_cache(self, mode: CacheModeName | None = None) -> JudgmentCache | None:
         """The judgment cache in its mode (None when the mode is ``off``)."""

@@ -1,6 +1,8 @@
-"""The command tree, loaded lazily: ``judge --help`` lists every command from the table below
-and imports no command module; a command's module (and what it needs) is imported only when
-that command runs. So modules import at the top like ordinary Python.
+"""The command tree, loaded lazily: ``judge --help`` imports no command module.
+
+``judge --help`` lists every command from the table below; a command's module (and what it
+needs) is imported only when that command runs, so modules import at the top like ordinary
+Python.
 """
 
 from __future__ import annotations
@@ -9,12 +11,12 @@ from importlib import import_module
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 # typer (0.29) carries its own click; the commands it builds are of that click, so the lazy
 # group derives from typer's group and takes its types from there.
 from typer._click.core import Command, Context
 from typer._click.formatting import HelpFormatter
+from typer.core import TyperGroup
 
 from .. import __version__
 

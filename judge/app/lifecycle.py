@@ -1,0 +1,53 @@
+"""Runs whose process died: found by the next command that opens the store, marked abandoned.
+
+A run records its owner (host and pid) when it starts. A run still ``running`` whose owner
+is on this host and no longer alive was killed (kill -9, a lost CI runner on this machine):
+it is marked ``abandoned`` with the counts of what it stored, so nothing shows as running
+forever; its judged cases come back from the cache when the suite is run again. A run owned
+by another host is left alone (this host cannot tell whether it lives).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from ..models import RunOwner, RunTotals
+from ..store import RunStore
+
+__all__ = ["owner_here", "pid_alive", "reap_abandoned"]
+
+
+def owner_here() -> RunOwner:
+    """The current process as a run's owner."""
+    return RunOwner(host=socket.gethostname(), pid=os.getpid())
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def reap_abandoned(store: RunStore) -> list[str]:
+    """Mark this host's dead ``running`` runs ``abandoned``; returns their ids."""
+    here = socket.gethostname()
+    reaped = []
+    for run in store.runs_with_status("running"):
+        owner = run.owner
+        if owner is None or owner.host != here or owner.pid == os.getpid() or \
+                pid_alive(owner.pid):
+            continue
+        counts = store.count_results(run.id)
+        totals = run.totals.model_copy(update={
+            "cases": sum(counts.values()), "scored": counts["scored"],
+            "unscored": counts["unscored"], "cacheMisses": counts["cache_miss"]})
+        store.finish_run(run.id, totals=RunTotals.model_validate(totals.model_dump()),
+                         status="abandoned")
+        reaped.append(run.id)
+    return reaped
