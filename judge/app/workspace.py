@@ -19,6 +19,7 @@ from ..cache import JudgmentCache
 from ..client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
 from ..errors import UsageError
 from ..judging import Completer, JudgeSettings
+from ..local import INSTALL_HINT, default_model_notice, engine_info, ensure_server
 from ..prompts import PromptRenderer
 from ..resources import load_rubric
 from ..rubric import Rubric
@@ -91,8 +92,6 @@ class LiteLLMJudges:
             for name in models:
                 call_name, api_base, engine, own = name, s.api_base, None, None
                 if name.startswith("local/"):
-                    from ..local import engine_info, ensure_server
-
                     server = ensure_server(name, workspace.root)
                     pool.stops.append(server.release)
                     call_name, api_base, engine = (server.litellm_model, server.api_base,
@@ -220,8 +219,6 @@ class Workspace:
             raise UsageError(f"no judge model configured, but {keys[0]} is set",
                              fix="pass --model (e.g. --model openai/gpt-4o-mini) or set "
                                  "JUDGE_MODEL")
-        from ..local import INSTALL_HINT, default_model_notice
-
         notice = default_model_notice()
         if notice is None:
             raise UsageError("no judge model configured and the local judge is not installed",

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterable
 from typing import Any
+
+from rich.console import Console
 
 from ..canonical import stable_json
 
@@ -30,8 +33,6 @@ def emit_json_streaming(fields: dict[str, Any], streamed: str, items: Iterable[A
 
     One item at a time, so a 100,000-case ``--json`` never holds every case in memory.
     """
-    import json
-
     out = sys.stdout
     keys = sorted([*fields, streamed])
     out.write("{\n")
@@ -62,14 +63,10 @@ def band_style(band: str | None) -> str:
 
 def console() -> Any:
     """A rich console on stdout (imported on demand)."""
-    from rich.console import Console
-
     return Console(highlight=False)
 
 
 def err_console() -> Any:
     """A rich console on stderr, for progress and notices that must stay out of JSON."""
-    from rich.console import Console
-
     # soft_wrap: a notice stays one line in a log, not cut at 80 columns off a terminal.
     return Console(stderr=True, highlight=False, soft_wrap=True)

@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+from rich.progress import Progress as Bar
 from rich.table import Table
 
 from ..app.gate import GateVerdict
@@ -239,14 +241,6 @@ class _Display:
         """Show a bar on a terminal."""
         self.progress = progress
         if sys.stderr.isatty():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                TextColumn,
-                TimeRemainingColumn,
-            )
-            from rich.progress import Progress as Bar
-
             self.bar = Bar(TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
                            TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
                            console=err_console(), transient=True)
