@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
-from judge.app.configview import config_view, mask_url
+from judge.app.configview import config_view
+from judge.redact import mask_url
 from judge.app.settings import Settings
 from judge.app.workspace import Workspace
 from judge.errors import UsageError

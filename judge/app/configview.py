@@ -8,24 +8,14 @@ JSON file.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..redact import mask_url
 from .workspace import Workspace
 
-__all__ = ["MASK", "ConfigView", "SettingView", "config_view", "mask_url"]
-
-MASK = "***"
-
-# The user information of a URL: from "scheme://" to the last "@" before the host ends.
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s]*)@")
-# A query parameter whose name says it holds a secret.
-_SECRET_QUERY = re.compile(
-    r"(?P<name>[?&][^=&#\s]*(?:key|token|secret|password|passwd|pwd|auth|sig)[^=&#\s]*)"
-    r"=[^&#\s]*", re.IGNORECASE)
-
+__all__ = ["ConfigView", "SettingView", "config_view"]
 
 class SettingView(BaseModel):
     """One setting: its JSON value (credentials masked) and where it came from."""
@@ -47,21 +37,6 @@ class ConfigView(BaseModel):
     def public(self) -> dict[str, dict[str, Any]]:
         """The JSON ``judge config --json`` prints: ``{name: {"value", "source"}}``."""
         return {s.name: {"value": s.value, "source": s.source} for s in self.settings}
-
-
-def mask_url(text: str) -> str:
-    """``text`` with a URL's password (or a lone user token) and secret query values masked.
-
-    ``http://user:secret@host/v1`` → ``http://user:***@host/v1``;
-    ``https://TOKEN@host`` → ``https://***@host``; ``…?api_key=k`` → ``…?api_key=***``.
-    Everything else is kept byte for byte (text that is not a URL is returned as it is).
-    """
-    def userinfo(match: re.Match[str]) -> str:
-        user, colon, _secret = match["info"].partition(":")
-        return f"{match['scheme']}{user}:{MASK}@" if colon else f"{match['scheme']}{MASK}@"
-
-    masked = _USERINFO.sub(userinfo, text)
-    return _SECRET_QUERY.sub(lambda m: f"{m['name']}={MASK}", masked)
 
 
 def _masked(value: Any) -> Any:
