@@ -11,10 +11,10 @@ import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
 from judge.app.configview import config_view
-from judge.redact import mask_url
 from judge.app.settings import Settings
 from judge.app.workspace import Workspace
 from judge.errors import UsageError
+from judge.redact import mask_url
 
 TOML = """\
 model = "openai/gpt-4o-mini"
