@@ -34,6 +34,7 @@ import functools
 import json
 import os
 import platform
+import random
 import re
 import shutil
 import statistics
@@ -43,8 +44,21 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
+
+from judge.app.workspace import Workspace
+from judge.cache import JudgmentCache, cache_key
+from judge.canonical import canonical_json
+from judge.client import LiteLLMClient, ModelSpec, Turn, resolve_output_mode
+from judge.clock import utc_now
+from judge.generate import generate_cases
+from judge.judging import build_request, judge_prepared, prepare
+from judge.replay import ReplayIndex, line_digest
+from judge.resources import load_rubric, load_suite
+from judge.rubric import rubric_hash
+from judge.suite import SuiteLine
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
@@ -141,10 +155,6 @@ def write_suite(path: Path, count: int, suite_id: str = SUITE_ID) -> None:
 
     Chunk k > 0 is generated from its own suite id and its case ids get a ``c{k}-`` prefix.
     """
-    from judge.canonical import canonical_json
-    from judge.generate import generate_cases
-    from judge.resources import load_rubric
-
     rubric = load_rubric("task-evaluation")
     with path.open("w", encoding="utf-8") as fp:
         for chunk in range(0, (count + CHUNK - 1) // CHUNK):
@@ -170,28 +180,17 @@ def head_lines(source: Path, target: Path, count: int) -> Path:
 
 def _judge_setup(workspace: Path, suite: Path,
                  load: bool = True) -> tuple[Any, Any, Any, str, Any]:
-    """What `judge run` builds before judging: config, cases, rubric, renderer, settings."""
-    from judge.cli.run_exec import judge_settings
-    from judge.config import load_config
-    from judge.prompts import PromptRenderer
-    from judge.resources import load_rubric, load_suite
-    from judge.rubric import rubric_hash
-
-    config = load_config(workspace, {}, env={})
+    """What `judge run` builds before judging, from the same workspace: cases, rubric,
+    renderer, rubric hash and call settings."""
+    ws = Workspace.open(workspace, env={})
     cases = load_suite(suite) if load else None
-    rubric = load_rubric(config["rubric"] or (cases.rubric if cases else None)
-                         or "task-evaluation", workspace)
-    renderer = PromptRenderer(config["template"], workspace)
-    settings = judge_settings(config)  # exactly what `judge run` sends
-    return cases, rubric, renderer, rubric_hash(rubric), settings
+    rubric = ws.rubric(default=cases.rubric if cases else None)
+    settings = ws.judge_settings()  # exactly what `judge run` sends
+    return cases, rubric, ws.renderer(), rubric_hash(rubric), settings
 
 
 def write_requests(workspace: Path, suite: Path, target: Path) -> list[str]:
     """The prepared LiteLLM kwargs of every LLM case, as `judge run` sends them; their keys."""
-    from judge.cache import cache_key
-    from judge.client import LiteLLMClient, ModelSpec, resolve_output_mode
-    from judge.judging import build_request, prepare
-
     cases, rubric, renderer, _, settings = _judge_setup(workspace, suite)
     client = LiteLLMClient(ModelSpec(name=MODEL))
     requests, keys = [], []
@@ -215,8 +214,6 @@ def write_requests(workspace: Path, suite: Path, target: Path) -> list[str]:
 
 
 def cached_keys(cache_dir: Path) -> set[str]:
-    from judge.cache import JudgmentCache
-
     with JudgmentCache(cache_dir, "read-only") as cache:
         return {entry["key"] for entry in cache.iter_entries()}
 
@@ -227,10 +224,6 @@ class _FakeCompleter:
     engine = None
 
     async def complete(self, request: Any, messages: Any = None) -> Any:
-        import random
-
-        from judge.client import Turn
-
         seed = json.dumps(request.key_material(), sort_keys=True)
         text = json.dumps(generate_instance(dict(request.schema or {}), random.Random(seed)))
         return Turn(text=text, finish_reason="stop", model_reported="fake-judge",
@@ -240,12 +233,6 @@ class _FakeCompleter:
 
 def warm_in_process(workspace: Path, suite: Path) -> int:
     """Fill the cache for ``suite`` through the judge's own prepare/judge/cache code."""
-    from judge.cache import JudgmentCache
-    from judge.clock import utc_now
-    from judge.judging import judge_prepared, prepare
-    from judge.replay import ReplayIndex, line_digest
-    from judge.suite import SuiteLine
-
     _, rubric, renderer, rhash, settings = _judge_setup(workspace, suite, load=False)
     completer = _FakeCompleter()
     written = 0
@@ -636,8 +623,6 @@ def machine() -> dict[str, Any]:
 
 
 def _version(name: str) -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(name)
     except PackageNotFoundError:
