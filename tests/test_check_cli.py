@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import run_judge
 
 from judge.baseline import baseline_text, parse_baseline
 from judge.models import CaseResult, JudgeMeta, RunInfo
@@ -66,8 +66,7 @@ class Workspace:
         env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_")}
         env["JUDGE_STORE_URL"] = self.url
         env["COLUMNS"] = "200"
-        return subprocess.run([sys.executable, "-m", "judge", *args], cwd=self.root, env=env,
-                              capture_output=True, text=True, timeout=120, check=False)
+        return run_judge(list(args), self.root, env=env)
 
     def baseline(self, suite: str = "task-eval") -> Path:
         return self.root / "baselines" / f"{suite}.json"
