@@ -17,15 +17,20 @@ __all__ = [
     "CaseScore",
     "CategoryScore",
     "ConfigError",
+    "GateVerdict",
     "JudgeError",
     "JudgmentCache",
     "RegressionBlocked",
     "Rubric",
     "RubricError",
+    "RunReport",
+    "RunRequest",
     "SuiteError",
+    "Workspace",
     "band_for",
     "build_bundle",
     "check",
+    "check_run",
     "compute_final_score",
     "compute_overall_score",
     "evaluate",
@@ -33,6 +38,8 @@ __all__ = [
     "load_rubric",
     "load_suite",
     "parse_rubric",
+    "record_baseline",
+    "run_suite",
     "score_case",
 ]
 
@@ -42,15 +49,20 @@ _WHERE = {
     "CaseScore": "models",
     "CategoryScore": "models",
     "ConfigError": "errors",
+    "GateVerdict": "app.gate",
     "JudgeError": "errors",
     "JudgmentCache": "cache",
     "RegressionBlocked": "errors",
     "Rubric": "rubric",
     "RubricError": "errors",
+    "RunReport": "app.running",
+    "RunRequest": "app.running",
     "SuiteError": "errors",
+    "Workspace": "app.workspace",
     "band_for": "scoring",
     "build_bundle": "evidence",
     "check": "baseline",
+    "check_run": "app.baselines",
     "compute_final_score": "scoring",
     "compute_overall_score": "scoring",
     "evaluate": "api",
@@ -58,11 +70,17 @@ _WHERE = {
     "load_rubric": "resources",
     "load_suite": "resources",
     "parse_rubric": "rubric",
+    "record_baseline": "app.baselines",
+    "run_suite": "app.running",
     "score_case": "scoring",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from .api import evaluate, evaluate_async
+    from .app.baselines import check_run, record_baseline
+    from .app.gate import GateVerdict
+    from .app.running import RunReport, RunRequest, run_suite
+    from .app.workspace import Workspace
     from .baseline import check
     from .cache import JudgmentCache
     from .errors import ConfigError, JudgeError, RegressionBlocked, RubricError, SuiteError
