@@ -18,7 +18,6 @@ import json
 import os
 import re
 import statistics
-import tempfile
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
 from importlib import resources
@@ -194,12 +193,11 @@ def write_report(path: Path, html: str) -> int:
     """Write ``html`` to ``path`` atomically (nothing half-written); the bytes written."""
     payload = html.encode("utf-8")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # created under the umask
     try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(payload)
-        os.replace(tmp, path)
+        tmp.write_bytes(payload)
+        tmp.replace(path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
     return len(payload)
