@@ -23,7 +23,7 @@ APPLICATION = frozenset({"runner", "judging", "replay"})
 ADAPTER_PACKAGES = ("collect",)
 ADAPTERS = frozenset({
     "prompts", "client", "cache", "store", "local", "replay", "replay_store", "resources",
-    "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations",
+    "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations", "report_html",
 })
 RANK = {"core": 0, "adapters": 1, "application": 2, "doors": 3}
 

@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rescore": ("rescore_cmds", "Re-score a stored run under another rubric (no model call)."),
     "compare": ("compare_cmd", "How far judges agree: κ, ρ, τ, band flips, vs human labels."),
     "diff": ("diff_cmds", "What moved between two runs, case by case."),
+    "report": ("report_cmd", "Write a self-contained HTML report of a run, a diff, a judge swap."),
     "stability": ("diff_cmds", "Cases whose band differs between the samples of a run."),
     "pairwise": ("pairwise_cmd", "Judge pairs of outputs in both orders; flip rate."),
     "render": ("render_cmd", "Print the exact prompt a case is judged with."),

@@ -1,0 +1,279 @@
+"""Gather a report of a stored run: the operation behind ``judge report`` (and ``judge serve``).
+
+Reads the store, the suite's baseline and the suite file's human labels; calls no model and
+no cache. Against another run, that run's headline results are made into a baseline (in
+memory, never written) so each case's regression mark is the gate's own rule; against the
+baseline, the file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge
+swap (``compare``) or a panel run gets the agreement statistics of :mod:`judge.agreement`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+from .. import __version__
+from ..agreement import compare_runs
+from ..baseline import Baseline, build_baseline, compare
+from ..baselines_io import load_baseline
+from ..clock import utc_now
+from ..errors import ConfigError, UsageError
+from ..models import CaseResult, RunInfo
+from ..panel import headline_of
+from ..report_data import (
+    AgainstView,
+    AgreementView,
+    CategoryView,
+    PairPoints,
+    ReportData,
+    RubricView,
+    band_counts,
+    case_moves,
+    category_distributions,
+    pair_points,
+)
+from ..resources import open_suite
+from ..rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..store import RunStore
+from ..suite import HumanLabel
+from .gate import headline_results, resolve_threshold
+from .workspace import Workspace
+
+__all__ = ["DIFF_FIELDS", "ReportData", "ReportRequest", "build_report"]
+
+DIFF_FIELDS = ("suite", "rubric", "rubricHash", "templateId", "templateHash", "models",
+               "panel", "seed", "samples", "temperature")
+"""Run settings the report compares between the run and the other run."""
+
+_MIN_PREFIX = 8
+
+
+class ReportRequest(BaseModel):
+    """Which run to report, against what, and which runs' judges to compare with it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    run: str
+    """Run id or unique prefix."""
+    against: str | None = None
+    """Another run (id or prefix): each case's move from it to ``run``."""
+    baseline: bool = False
+    """Each case's move from the suite's baseline to ``run``."""
+    compare: tuple[str, ...] = ()
+    """Runs of the same suite whose judges are compared with ``run``'s (a judge swap)."""
+
+    @model_validator(mode="after")
+    def _one_reference(self) -> ReportRequest:
+        if self.against is not None and self.baseline:
+            raise ValueError("give --against RUN or --baseline, not both")
+        return self
+
+
+def build_report(workspace: Workspace, request: ReportRequest, *,
+                 now: str | None = None) -> ReportData:
+    """Everything the report of ``request.run`` shows; UsageError/StoreError on bad input."""
+    if request.against is not None and request.baseline:
+        raise UsageError("give --against RUN or --baseline, not both",
+                         fix="drop one of them")
+    notes: list[str] = []
+    with workspace.open_store() as store:
+        run = store.get_run(request.run)
+        results = headline_results(store, run)
+        others = [store.get_run(r) for r in request.compare]
+        against_run = store.get_run(request.against) if request.against else None
+        against_results = (headline_results(store, against_run)
+                           if against_run is not None else [])
+        judged = _judges(store, run, others)
+    if run.status != "complete":
+        notes.append(f"run {run.id} is {run.status}: cases it did not reach are missing")
+    rubric, bands = _rubric(workspace, run, notes)
+    human = _human_labels(workspace, run, notes)
+    against = None
+    if against_run is not None:
+        against = _against_run(workspace, run, results, against_run, against_results, notes)
+    elif request.baseline:
+        against = _against_baseline(workspace, run, results)
+    agreement = _agreement(judged, bands, human, workspace, notes) if len(judged) >= 2 else None
+    return ReportData(
+        generatedAt=now or utc_now(), version=__version__, run=run, rubric=rubric,
+        headline=headline_of(run)[0], cases=tuple(results), human=human,
+        bands=band_counts(results, bands),
+        categories=category_distributions(results, [c.id for c in rubric.categories]),
+        against=against, agreement=agreement, notes=tuple(notes))
+
+
+# -- parts ---------------------------------------------------------------------------------
+
+
+def _rubric(workspace: Workspace, run: RunInfo,
+            notes: list[str]) -> tuple[RubricView, tuple[Band, ...]]:
+    try:
+        rubric = workspace.rubric(run.rubric)
+    except ConfigError:
+        notes.append(f"rubric {run.rubric!r} is not found: bands are read on the default "
+                     f"scale")
+        bands = tuple(sorted(DEFAULT_BANDS, key=lambda b: b.min))
+        return RubricView(id=run.rubric, hash=run.rubricHash, currentHash=None, bands=bands,
+                          categories=()), bands
+    current = rubric_hash(rubric)
+    if current != run.rubricHash:
+        notes.append(f"rubric {run.rubric!r} changed since the run ({run.rubricHash[:12]} → "
+                     f"{current[:12]}): bands are read on the current file")
+    bands = tuple(sorted(rubric.bands, key=lambda b: b.min))
+    cats = tuple(CategoryView(id=c.id, weight=c.weight)
+                 for c in rubric.categories)
+    return RubricView(id=run.rubric, hash=run.rubricHash, currentHash=current, bands=bands,
+                      categories=cats), bands
+
+
+def _human_labels(workspace: Workspace, run: RunInfo,
+                  notes: list[str]) -> dict[str, HumanLabel]:
+    if not run.suitePath:
+        return {}
+    path = workspace.path(run.suitePath)
+    if not path.is_file():
+        notes.append(f"suite file {run.suitePath} not found: no human labels shown")
+        return {}
+    try:
+        source = open_suite(path)
+        if source.id != run.suite:
+            notes.append(f"suite file {path} is now suite {source.id!r}: no human labels shown")
+            return {}
+        return {c.id: c.human for c in source.cases() if c.human is not None}
+    except ConfigError as exc:
+        notes.append(f"human labels not read: {exc.message}")
+        return {}
+
+
+def _differs(a: RunInfo, b: RunInfo) -> dict[str, tuple[object, object]]:
+    da, db = a.model_dump(mode="json"), b.model_dump(mode="json")
+    return {k: (da.get(k), db.get(k)) for k in DIFF_FIELDS if da.get(k) != db.get(k)}
+
+
+def _against_run(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult],
+                 other: RunInfo, other_results: Sequence[CaseResult],
+                 notes: list[str]) -> AgainstView:
+    if other.id == run.id:
+        raise UsageError(f"--against names the reported run itself ({run.id})",
+                         fix="name an earlier run of the suite (`judge history`)")
+    if other.suite != run.suite:
+        notes.append(f"run {other.id} judged suite {other.suite!r}, run {run.id} "
+                     f"{run.suite!r}: only cases with the same id are compared")
+    threshold = resolve_threshold(workspace, None)
+    try:
+        reference = build_baseline(other.suite, other.rubric, other.rubricHash, other.models,
+                                   other_results, run_id=other.id, threshold=threshold)
+    except ValueError as exc:
+        raise UsageError(f"run {other.id} cannot be compared with: {exc}",
+                         fix="name a run with scored cases (`judge history`)") from None
+    comparison = compare(reference, results, threshold=threshold)
+    return AgainstView(kind="run", label=other.id, run=other, comparison=comparison,
+                       moves=case_moves(reference, results, comparison),
+                       differs=_differs(other, run))
+
+
+def _against_baseline(workspace: Workspace, run: RunInfo,
+                      results: Sequence[CaseResult]) -> AgainstView:
+    path = workspace.baseline_path(run.suite)
+    if not path.exists():
+        raise UsageError(f"no baseline for suite {run.suite!r} at {path}",
+                         fix=f"record one (`judge baseline record {run.suite}`), or use "
+                             f"--against RUN")
+    baseline: Baseline = load_baseline(path)
+    comparison = compare(baseline, results, threshold=resolve_threshold(workspace, baseline))
+    differs: dict[str, tuple[object, object]] = {}
+    if baseline.rubricHash != run.rubricHash:
+        differs["rubricHash"] = (baseline.rubricHash, run.rubricHash)
+    if tuple(baseline.models) != tuple(run.models):
+        differs["models"] = (list(baseline.models), list(run.models))
+    return AgainstView(kind="baseline", label=baseline.baselineId, baselinePath=str(path),
+                       comparison=comparison, moves=case_moves(baseline, results, comparison),
+                       differs=differs)
+
+
+# -- agreement -----------------------------------------------------------------------------
+
+
+_Judge = tuple[RunInfo, str, list[CaseResult]]
+
+
+def _judges(store: RunStore, run: RunInfo, others: Sequence[RunInfo]) -> list[_Judge]:
+    """Every (run, model) judge of the compared runs and the reported run, with its results."""
+    seen = {run.id}
+    for other in others:
+        if other.id in seen:
+            raise UsageError(f"run {other.id} is given twice", fix="give each run once")
+        seen.add(other.id)
+        if other.suite != run.suite:
+            raise UsageError(f"run {other.id} judged suite {other.suite!r}, run {run.id} "
+                             f"{run.suite!r}", fix="compare runs of one suite")
+    judges: list[_Judge] = []
+    for info in (*others, run):  # the compared runs first: "old → new", like --against
+        stored = list(store.iter_results(info.id))
+        for model in info.models:
+            mine = [r for r in stored if r.judge is None or r.judge.model == model]
+            judges.append((info, model, mine))
+    return judges
+
+
+def _short_ids(ids: Sequence[str]) -> dict[str, str]:
+    longest = max(len(i) for i in ids)
+    for length in range(min(_MIN_PREFIX, longest), longest + 1):
+        if len({i[:length] for i in ids}) == len(ids):
+            return {i: i[:length] for i in ids}
+    return {i: i for i in ids}
+
+
+def _names(judges: Sequence[_Judge]) -> list[str]:
+    """The model when the models differ, else a short run id and the model."""
+    models = [model for _, model, _ in judges]
+    if len(set(models)) == len(models):
+        return models
+    prefix = _short_ids(list(dict.fromkeys(info.id for info, _, _ in judges)))
+    names = [f"{prefix[info.id]}:{model}" for info, model, _ in judges]
+    if len(set(names)) < len(names):
+        return [f"{info.id}:{model}" for info, model, _ in judges]
+    return names
+
+
+def _overall(results: Sequence[CaseResult]) -> dict[str, int]:
+    """First-sample model judgments that were scored, by case id."""
+    out: dict[str, int] = {}
+    for r in results:
+        if (r.status == "scored" and r.overallScore is not None and r.judge is not None
+                and r.judgedBy == "llm" and r.judge.sample == 0 and r.id not in out):
+            out[r.id] = r.overallScore
+    return out
+
+
+def _agreement(judges: Sequence[_Judge], bands: Sequence[Band],
+               human: Mapping[str, HumanLabel], workspace: Workspace,
+               notes: list[str]) -> AgreementView:
+    names = _names(judges)
+    scales: dict[str, Sequence[Band]] = {}
+    for name, (info, _, _) in zip(names, judges, strict=True):
+        scales[name] = bands if info.rubric == judges[-1][0].rubric else _bands_of(
+            workspace, info, bands, notes)
+    comparison = compare_runs({n: j[2] for n, j in zip(names, judges, strict=True)}, bands,
+                              human=human, judge_bands=scales)
+    scores = {n: _overall(j[2]) for n, j in zip(names, judges, strict=True)}
+    pairs: list[PairPoints] = []
+    for pair in comparison.pairs:
+        flips = [f.caseId for f in pair.bandFlips]
+        pairs.append(pair_points(pair.judgeA, scores[pair.judgeA], pair.judgeB,
+                                 scores[pair.judgeB], flips))
+    labels = {i: h.overall for i, h in human.items() if h.overall is not None}
+    humans = tuple(pair_points("humans", labels, n, scores[n]) for n in names) if labels else ()
+    return AgreementView(comparison=comparison, pairs=tuple(pairs),
+                         human=tuple(h for h in humans if h.points))
+
+
+def _bands_of(workspace: Workspace, info: RunInfo, fallback: Sequence[Band],
+              notes: list[str]) -> Sequence[Band]:
+    try:
+        return workspace.rubric(info.rubric).bands
+    except ConfigError:
+        notes.append(f"rubric {info.rubric!r} of run {info.id} is not found: its bands are "
+                     f"read on the reported run's scale")
+        return fallback
