@@ -20,7 +20,7 @@ DOORS_PACKAGES = ("cli", "server", "pytest_plugin")
 DOORS = frozenset({"__init__", "__main__", "api"})
 APPLICATION_PACKAGES = ("app",)
 APPLICATION = frozenset({"runner", "judging"})
-ADAPTER_PACKAGES = ("collect",)
+ADAPTER_PACKAGES = ("collect", "migrations")
 ADAPTERS = frozenset({
     "prompts", "client", "cache", "store", "local", "replay", "replay_store", "resources",
     "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations",

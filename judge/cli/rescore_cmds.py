@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..redact import mask_url
 from .output import console, emit_json
 
 __all__ = ["register"]
@@ -94,7 +95,9 @@ def config(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     from ..app.workspace import Workspace
 
     ws = Workspace.open()
-    values = ws.settings.model_dump(mode="json")
+    # A password inside a URL (store_url, api_base) is never shown.
+    values = {k: mask_url(v) if isinstance(v, str) else v
+              for k, v in ws.settings.model_dump(mode="json").items()}
     if json_out:
         emit_json({k: {"value": v, "source": ws.sources.get(k, "default")}
                    for k, v in values.items()})
