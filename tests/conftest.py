@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -98,14 +99,34 @@ class PostgresServer:
     def _as_owner(self, args: list[str]) -> list[str]:
         return (["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args)
 
+    def _pg_ctl(self, *args: str) -> None:
+        if self.data is None or self.bin is None:
+            pytest.skip("the PostgreSQL server is not ours to stop "
+                        "(set JUDGE_TEST_POSTGRES_DATA to its data folder)")
+        subprocess.run(self._as_owner([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w",
+                                       "-t", str(PG_START_SECONDS), *args]),
+                       check=True, capture_output=True, timeout=PG_START_SECONDS * 2)
+
     def restart(self) -> None:
         """Restart the server (fast shutdown: every connection is dropped)."""
-        if self.data is None or self.bin is None:
-            pytest.skip("the PostgreSQL server is not ours to restart "
-                        "(set JUDGE_TEST_POSTGRES_DATA to its data folder)")
-        subprocess.run(self._as_owner([str(self.bin / "pg_ctl"), "-D", str(self.data), "-m",
-                                       "fast", "-w", "-t", str(PG_START_SECONDS), "restart"]),
-                       check=True, capture_output=True, timeout=PG_START_SECONDS * 2)
+        assert self.data is not None
+        # With a log file: otherwise the server inherits our stdout pipe and holds it open.
+        self._pg_ctl("-l", str(self.data.parent / "server.log"), "-m", "fast", "restart")
+
+    def stop(self) -> str:
+        """Stop the server (fast); returns the options to start it again with."""
+        assert self.data is not None
+        # postmaster.opts: the server's command line; drop the binary and its -D DIR.
+        words = shlex.split((self.data / "postmaster.opts").read_text())[1:]
+        at = words.index("-D")
+        options = shlex.join(words[:at] + words[at + 2:])
+        self._pg_ctl("-m", "fast", "stop")
+        return options
+
+    def start(self, options: str) -> None:
+        """Start the server stopped by :meth:`stop`."""
+        assert self.data is not None
+        self._pg_ctl("-l", str(self.data.parent / "server.log"), "-o", options, "start")
 
 
 def _pg_bin() -> Path | None:
@@ -161,9 +182,11 @@ def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
     """A fresh, empty database on the server for one test (dropped after it)."""
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
 
     name = f"judge_t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(postgres_server.url, isolation_level="AUTOCOMMIT")
+    # No pool: a test may restart the server between creating and dropping the database.
+    admin = create_engine(postgres_server.url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
     try:
         with admin.connect() as conn:
             conn.execute(text(f'CREATE DATABASE "{name}"'))
