@@ -23,7 +23,7 @@ APPLICATION = frozenset({"runner", "judging"})
 ADAPTER_PACKAGES = ("collect", "migrations")
 ADAPTERS = frozenset({
     "prompts", "client", "cache", "store", "local", "replay", "replay_store", "resources",
-    "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations",
+    "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations", "cache_shared",
 })
 RANK = {"core": 0, "adapters": 1, "application": 2, "doors": 3}
 
