@@ -3,13 +3,16 @@ workspaces writing one store at once."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_SUITE, PostgresServer
+from conftest import EXAMPLE_SUITE, PostgresServer, judge_env
 from test_store import make_result, make_run
 
 from judge.app.running import RunReport, RunRequest, run_suite
@@ -72,25 +75,21 @@ def test_server_restart_mid_run_loses_nothing(
 
 def test_two_workspaces_write_one_store_at_once(
         fake_server: Any, pg_url: str, tmp_path: Path) -> None:
-    spaces = [open_ws(tmp_path / f"ws{i}", fake_server, pg_url) for i in range(2)]
-    reports: list[RunReport] = []
-    errors: list[BaseException] = []
-    gate = threading.Barrier(2)
-
-    def go(ws: Workspace) -> None:
-        try:
-            gate.wait(timeout=10)
-            reports.append(run_suite(ws, RunRequest(suite=EXAMPLE_SUITE, check=False)))
-        except BaseException as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=go, args=(ws,)) for ws in spaces]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not errors, errors
-    assert len({r.run.id for r in reports}) == 2
+    # Two machines: two processes (one process's threads would share LiteLLM's globals).
+    procs = []
+    for i in range(2):
+        root = tmp_path / f"ws{i}"
+        root.mkdir()
+        procs.append(subprocess.Popen(
+            [sys.executable, "-m", "judge", "run", str(EXAMPLE_SUITE), "--model", MODEL,
+             "--api-base", fake_server.base_url + "/v1", "--store", pg_url, "--no-check",
+             "--json"], cwd=root, env=judge_env(), stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True))
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outputs]
+    ids = {json.loads(out)["run"]["id"] for out, _ in outputs}
+    assert len(ids) == 2
     with RunStore(pg_url) as store:
-        for r in reports:
-            assert store.count_results(r.run.id)["scored"] == r.summary.scored == 16
+        assert sorted(r.id for r in store.list_runs()) == sorted(ids)
+        for run_id in ids:
+            assert store.count_results(run_id)["scored"] == 16
