@@ -10,17 +10,24 @@ may write to one file: the journal is WAL, a busy timeout makes writers wait for
 and write transactions start with ``BEGIN IMMEDIATE`` so a transaction that reads before it
 writes cannot fail on a lock upgrade. Nothing here reads the clock: ``createdAt`` comes in
 with the run.
+
+PostgreSQL (``postgresql+psycopg://user:password@host/db``, the ``postgres`` extra) is the
+team's store: pooled connections are pinged before use, and a write that meets a dropped
+connection (a server restart) waits for the server to come back and is retried once; every
+write is idempotent (a batch replaces its rows), so a retry never doubles a row. The schema
+is versioned by :mod:`judge.migrations` on both engines. A password in the URL appears
+nowhere: messages show ``user:***@``.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Literal, TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -42,16 +49,22 @@ from sqlalchemy import (
     func,
     insert,
     select,
+    text,
     update,
 )
 from sqlalchemy.engine import URL, Engine, make_url
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .canonical import canonical_json
 from .errors import StoreError
+from .migrations import HEAD, SchemaState, pending, schema_state, upgrade
 from .models import CaseResult, RunInfo, RunTotals
+from .redact import mask_url
 
-__all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "RunStore"]
+__all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
+
+MigratePolicy = Literal["auto", "all", "none"]
+"""On open: apply additive revisions (``auto``), every revision (``all``), or none."""
 
 DEFAULT_STORE_URL: Final = "sqlite:///.judge/judge.db"
 """Relative SQLite paths are resolved against the workspace, not the process's cwd."""
@@ -64,6 +77,13 @@ _BUSY_TIMEOUT_MS: Final = 30_000
 
 _IMMEDIATE: Final = "judge_sqlite_immediate"
 """Execution option that makes the SQLite ``begin`` hook take the write lock up front."""
+
+_RECONNECT_SECONDS: Final = 30.0
+"""How long a write waits for a dropped PostgreSQL server to come back before failing."""
+
+_MIGRATION_LOCK: Final = 0x6A756467  # "judg": the advisory lock migrations take on PostgreSQL
+
+_T = TypeVar("_T")
 
 _metadata = MetaData()
 
@@ -82,9 +102,14 @@ _runs = Table(
     Column("status", String(32), nullable=False),
     Column("info_json", Text, nullable=False),
     Column("format_version", Integer, nullable=False),
+    Column("run_group", String(255), nullable=True),
+    Column("shard_index", Integer, nullable=True),
+    Column("shard_count", Integer, nullable=True),
     Index("ix_runs_suite_created_at", "suite", "created_at"),
     Index("ix_runs_created_at", "created_at"),
+    Index("ix_runs_group", "run_group", "created_at"),
 )
+"""The schema itself is made by :mod:`judge.migrations`; these tables are for the queries."""
 
 # No separate index on run_id: it leads the primary key, whose index already serves
 # "WHERE run_id = ?" and the (case_id, model, sample) order; a second one would only
@@ -182,42 +207,110 @@ def _result_key(result: CaseResult) -> tuple[str, str, int]:
 class RunStore:
     """Runs and case results in one database; safe to share between processes on SQLite."""
 
-    def __init__(self, url: str = DEFAULT_STORE_URL, *, workspace: Path | None = None) -> None:
-        """Open (and create, if needed) the store at ``url``."""
+    def __init__(self, url: str = DEFAULT_STORE_URL, *, workspace: Path | None = None,
+                 migrate: MigratePolicy = "auto") -> None:
+        """Open (and create, if needed) the store at ``url``; see :mod:`judge.migrations`."""
+        shown = mask_url(url)
+        self.url: str = shown
+        self._password: str | None = None
+        self._server = False
         try:
             resolved = _resolve_url(url, workspace if workspace is not None else Path.cwd())
-            self.url: str = resolved.render_as_string(hide_password=True)
-            self._engine = create_engine(resolved)
-        except (SQLAlchemyError, ValueError) as exc:
-            raise StoreError(f"cannot open run store {url!r}: {exc}") from exc
+            self.url = resolved.render_as_string(hide_password=True)
+            self._password = None if resolved.password is None else str(resolved.password)
+            self._server = resolved.get_backend_name() != "sqlite"
+            options: dict[str, Any] = {"pool_pre_ping": True} if self._server else {}
+            self._engine = create_engine(resolved, **options)
         except ImportError as exc:
-            raise StoreError(f"cannot open run store {url!r}: its database driver is "
-                             f"not installed ({exc})") from exc
+            extra = " (pip install 'judgeflow[postgres]')" if "psycopg" in str(exc) else ""
+            raise StoreError(f"cannot open run store {shown!r}: its database driver is "
+                             f"not installed{extra}: {exc}") from None
+        except (SQLAlchemyError, ValueError) as exc:
+            raise StoreError(f"cannot open run store {shown!r}: "
+                             f"{mask_url(str(exc))}") from None
         except OSError as exc:
-            raise StoreError(f"cannot create the folder of run store {url!r}: {exc}") from exc
-        if resolved.get_backend_name() == "sqlite":
+            raise StoreError(f"cannot create the folder of run store {shown!r}: {exc}") from exc
+        if not self._server:
             _configure_sqlite(self._engine)
+        try:
+            self.schema_before: SchemaState = self._open_schema(migrate)
+        except BaseException:
+            self._engine.dispose()  # a store that did not open holds no connection
+            raise
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def _open_schema(self, migrate: MigratePolicy) -> SchemaState:
+        """Read the revision; bring the store to the head as ``migrate`` allows."""
+        with self._transaction() as conn:
+            state = schema_state(conn)
+        if state.current:
+            return state
+        self._refuse_unknown(state)
+        if migrate == "none":
+            return state
         with self._transaction(write=True) as conn:
-            _metadata.create_all(conn)
+            if self._server:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            state = schema_state(conn)  # again, under the lock: another process may have won
+            self._refuse_unknown(state)
+            todo = pending(state)
+            if migrate == "auto" and not all(additive for _, additive in todo):
+                first = next(r for r, additive in todo if not additive)
+                raise StoreError(
+                    f"run store {self.url} is at schema revision {state.revision}; revision "
+                    f"{first} changes existing data and is not applied on open: back the "
+                    f"store up, then run `judge store upgrade`")
+            if todo:
+                upgrade(conn, state)
+        return state
+
+    def _refuse_unknown(self, state: SchemaState) -> None:
+        if not state.known:
+            raise StoreError(
+                f"run store {self.url} is at schema revision {state.revision}, newer than "
+                f"this judgeflow knows (head {HEAD}): it was written by a newer judgeflow; "
+                f"upgrade judgeflow (pip install -U judgeflow) to read it")
+
+    def schema_revision(self) -> str | None:
+        """The store's schema revision now (None: empty)."""
+        with self._transaction() as conn:
+            return schema_state(conn).revision
 
     # -- runs -----------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo) -> None:
         """Record a new run; a run with the same id is an error, never overwritten."""
-        with self._transaction(write=True) as conn:
-            if self._exists(conn, run.id):
-                raise StoreError(f"run {run.id!r} already exists in {self.url}")
-            conn.execute(insert(_runs).values(**self._run_row(run)))
+        row = self._run_row(run)
+        attempts = 0
+
+        def write() -> None:
+            nonlocal attempts
+            attempts += 1
+            with self._transaction(write=True) as conn:
+                if self._exists(conn, run.id):
+                    stored = conn.execute(select(_runs.c.info_json)
+                                          .where(_runs.c.id == run.id)).scalar()
+                    if attempts > 1 and stored == row["info_json"]:
+                        return  # the first attempt committed before its connection dropped
+                    raise StoreError(f"run {run.id!r} already exists in {self.url}")
+                conn.execute(insert(_runs).values(**row))
+
+        self._retrying(write)
 
     def finish_run(self, run_id: str, *, totals: RunTotals, status: str) -> RunInfo:
         """Set a run's totals and status; returns the run as now stored."""
-        with self._transaction(write=True) as conn:
-            current = self._load_run(conn, run_id)
-            finished = RunInfo.model_validate(
-                {**current.model_dump(), "totals": totals, "status": status})
-            row = self._run_row(finished)
-            conn.execute(update(_runs).where(_runs.c.id == run_id).values(
-                status=row["status"], info_json=row["info_json"]))
+        def write() -> RunInfo:
+            with self._transaction(write=True) as conn:
+                current = self._load_run(conn, run_id)
+                finished = RunInfo.model_validate(
+                    {**current.model_dump(), "totals": totals, "status": status})
+                row = self._run_row(finished)
+                conn.execute(update(_runs).where(_runs.c.id == run_id).values(
+                    status=row["status"], info_json=row["info_json"]))
+            return finished
+
+        finished = self._retrying(write)
         if status != "running":
             self.checkpoint()
         return finished
@@ -264,6 +357,16 @@ class RunStore:
             row = conn.execute(self._runs_query(suite, status).limit(1)).first()
         return None if row is None else self._parse_run(row[0], row[1])
 
+    def group_runs(self, group: str, suite: str | None = None) -> list[RunInfo]:
+        """Every run of a sharded group (``judge run --group``), oldest first."""
+        query = select(_runs.c.info_json, _runs.c.format_version).where(
+            _runs.c.run_group == group)
+        if suite is not None:
+            query = query.where(_runs.c.suite == suite)
+        query = query.order_by(_runs.c.created_at, _runs.c.id)
+        with self._transaction() as conn:
+            return [self._parse_run(text, version) for text, version in conn.execute(query)]
+
     def delete_run(self, run_id: str) -> None:
         """Delete a run and its results; takes the exact id, never a prefix."""
         with self._transaction(write=True) as conn:
@@ -302,12 +405,15 @@ class RunStore:
             c.model == bindparam("k_model"), c.sample == bindparam("k_sample")))
         keys = [{"k_run": run_id, "k_case": k[0], "k_model": k[1], "k_sample": k[2]}
                 for k in rows]
-        with self._transaction(write=True) as conn:
-            if not self._exists(conn, run_id):
-                raise self._unknown(run_id)
-            if rows:
-                conn.execute(remove, keys)
-                conn.execute(insert(_case_results), list(rows.values()))
+        def write() -> None:
+            with self._transaction(write=True) as conn:
+                if not self._exists(conn, run_id):
+                    raise self._unknown(run_id)
+                if rows:
+                    conn.execute(remove, keys)
+                    conn.execute(insert(_case_results), list(rows.values()))
+
+        self._retrying(write)
 
     def iter_results(self, run_id: str, *, batch: int = 1000) -> Iterator[CaseResult]:
         """Yield a run's results by case id, model, sample, fetching ``batch`` rows at a time.
@@ -349,6 +455,36 @@ class RunStore:
 
     # -- internals ------------------------------------------------------------------------
 
+    def _retrying(self, write: Callable[[], _T]) -> _T:
+        """``write()``; on a server whose connection dropped, wait for it and retry once."""
+        try:
+            return write()
+        except StoreError as exc:
+            cause = exc.__cause__
+            if not (self._server and isinstance(cause, DBAPIError)
+                    and (cause.connection_invalidated or _is_disconnect(cause))):
+                raise
+        self._engine.dispose()  # every pooled connection died with the server
+        self._await_server()
+        return write()
+
+    def _await_server(self) -> None:
+        """Block until the server answers again, at most ``_RECONNECT_SECONDS``."""
+        deadline = time.monotonic() + _RECONNECT_SECONDS
+        pause = 0.1
+        while True:
+            try:
+                with self._engine.connect() as conn:
+                    conn.execute(select(1))
+                return
+            except SQLAlchemyError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise StoreError(f"run store {self.url}: the server did not come back "
+                                     f"within {_RECONNECT_SECONDS:g}s: "
+                                     f"{self._scrub(exc)}") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
     @contextmanager
     def _transaction(self, *, write: bool = False) -> Iterator[Connection]:
         """One transaction; database failures come out as StoreError."""
@@ -375,7 +511,15 @@ class RunStore:
 
     @staticmethod
     def _run_row(run: RunInfo) -> dict[str, Any]:
+        group = run.settings.get("group")
+        shard = run.settings.get("shard")
+        index = count = None
+        if isinstance(shard, str) and "/" in shard:
+            index, count = (int(part) for part in shard.split("/", 1))
         return {
+            "run_group": group if isinstance(group, str) else None,
+            "shard_index": index,
+            "shard_count": count,
             "id": run.id,
             "suite": run.suite,
             "rubric": run.rubric,
@@ -437,5 +581,18 @@ class RunStore:
         return StoreError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
+        return StoreError(f"run store {self.url}: {self._scrub(exc)}")
+
+    def _scrub(self, exc: BaseException) -> str:
+        """The driver's message, never with the password in it."""
         cause = getattr(exc, "orig", None) or exc
-        return StoreError(f"run store {self.url}: {cause}")
+        message = mask_url(str(cause).strip())
+        if self._password:
+            message = message.replace(str(self._password), "***")
+        return message
+
+
+def _is_disconnect(exc: DBAPIError) -> bool:
+    """A server-side connection loss psycopg reports as an operational error."""
+    name = type(exc.orig).__name__ if exc.orig is not None else ""
+    return name in {"OperationalError", "AdminShutdown", "InterfaceError"}

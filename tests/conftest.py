@@ -6,9 +6,15 @@ import contextlib
 import importlib.util
 import io
 import os
+import shlex
+import shutil
+import socket
 import subprocess
 import sys
+import tempfile
+import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -105,3 +111,119 @@ def run_judge(args: list[str], cwd: Path, *, env: dict[str, str] | None = None,
         os.environ.update(saved_env)
     return subprocess.CompletedProcess([sys.executable, "-m", "judge", *args], code,
                                        out.getvalue(), err.getvalue())
+# --- PostgreSQL (tests marked `postgres`) -----------------------------------------------------
+# CI (.ci/run) starts a cluster with .ci/postgres.sh and exports JUDGE_TEST_POSTGRES_URL (and
+# JUDGE_TEST_POSTGRES_DATA, so a test can restart it). Locally, with no URL but Debian's
+# PostgreSQL installed, the session starts a throwaway cluster on loopback itself.
+
+PG_START_SECONDS = 30
+
+
+@dataclass
+class PostgresServer:
+    """A PostgreSQL server on loopback: its admin URL and, when we may, its data folder."""
+
+    url: str
+    data: Path | None = None
+    bin: Path | None = None
+
+    def _as_owner(self, args: list[str]) -> list[str]:
+        return (["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args)
+
+    def _pg_ctl(self, *args: str) -> None:
+        if self.data is None or self.bin is None:
+            pytest.skip("the PostgreSQL server is not ours to stop "
+                        "(set JUDGE_TEST_POSTGRES_DATA to its data folder)")
+        subprocess.run(self._as_owner([str(self.bin / "pg_ctl"), "-D", str(self.data), "-w",
+                                       "-t", str(PG_START_SECONDS), *args]),
+                       check=True, capture_output=True, timeout=PG_START_SECONDS * 2)
+
+    def restart(self) -> None:
+        """Restart the server (fast shutdown: every connection is dropped)."""
+        assert self.data is not None
+        # With a log file: otherwise the server inherits our stdout pipe and holds it open.
+        self._pg_ctl("-l", str(self.data.parent / "server.log"), "-m", "fast", "restart")
+
+    def stop(self) -> str:
+        """Stop the server (fast); returns the options to start it again with."""
+        assert self.data is not None
+        # postmaster.opts: the server's command line; drop the binary and its -D DIR.
+        words = shlex.split((self.data / "postmaster.opts").read_text())[1:]
+        at = words.index("-D")
+        options = shlex.join(words[:at] + words[at + 2:])
+        self._pg_ctl("-m", "fast", "stop")
+        return options
+
+    def start(self, options: str) -> None:
+        """Start the server stopped by :meth:`stop`."""
+        assert self.data is not None
+        self._pg_ctl("-l", str(self.data.parent / "server.log"), "-o", options, "start")
+
+
+def _pg_bin() -> Path | None:
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/pg_ctl"),
+                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
+                   else 0)
+    return found[-1].parent if found else None
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """The configured server, else a throwaway cluster of our own, else a skip (why)."""
+    url = os.environ.get("JUDGE_TEST_POSTGRES_URL")
+    binary = _pg_bin()
+    if url:
+        data = os.environ.get("JUDGE_TEST_POSTGRES_DATA")
+        yield PostgresServer(url=url, data=Path(data) if data else None, bin=binary)
+        return
+    if binary is None:
+        pytest.skip("no PostgreSQL: set JUDGE_TEST_POSTGRES_URL=postgresql+psycopg://... or "
+                    "install Debian's postgresql (CI does both)")
+    root = Path(tempfile.mkdtemp(prefix="judge-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(root, "postgres", "postgres")
+    server = PostgresServer(url="", data=root / "db", bin=binary)
+    port = _free_port()
+    subprocess.run(server._as_owner([str(binary / "initdb"), "-D", str(server.data), "-U",
+                                     "judge", "--auth=trust", "-E", "UTF8"]),
+                   check=True, capture_output=True, timeout=120)
+    subprocess.run(server._as_owner([
+        str(binary / "pg_ctl"), "-D", str(server.data), "-l", str(root / "server.log"), "-w",
+        "-t", str(PG_START_SECONDS), "-o",
+        f"-k /tmp -c listen_addresses=127.0.0.1 -p {port} -c fsync=off", "start"]),
+        check=True, capture_output=True, timeout=PG_START_SECONDS * 2)
+    server.url = f"postgresql+psycopg://judge@127.0.0.1:{port}/postgres"
+    try:
+        yield server
+    finally:
+        subprocess.run(server._as_owner([str(binary / "pg_ctl"), "-D", str(server.data), "-m",
+                                         "immediate", "-w", "stop"]),
+                       capture_output=True, timeout=PG_START_SECONDS * 2, check=False)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def pg_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """A fresh, empty database on the server for one test (dropped after it)."""
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.pool import NullPool
+
+    name = f"judge_t_{uuid.uuid4().hex[:12]}"
+    # No pool: a test may restart the server between creating and dropping the database.
+    admin = create_engine(postgres_server.url, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(postgres_server.url).set(database=name).render_as_string(
+            hide_password=False)
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()

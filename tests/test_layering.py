@@ -20,10 +20,11 @@ DOORS_PACKAGES = ("cli", "server", "pytest_plugin")
 DOORS = frozenset({"__init__", "__main__", "api"})
 APPLICATION_PACKAGES = ("app",)
 APPLICATION = frozenset({"runner", "judging", "replay"})
-ADAPTER_PACKAGES = ("collect",)
+ADAPTER_PACKAGES = ("collect", "migrations")
 ADAPTERS = frozenset({
-    "prompts", "client", "cache", "store", "local", "replay", "replay_store", "resources",
+    "prompts", "client", "cache", "store", "local", "replay_store", "resources",
     "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations", "report_html",
+    "cache_shared",
 })
 RANK = {"core": 0, "adapters": 1, "application": 2, "doors": 3}
 

@@ -27,11 +27,13 @@ from ..replay import ReplayIndex
 from ..resources import SuiteSource, open_suite
 from ..rubric import Rubric, rubric_hash
 from ..runner import Progress, RunOutcome, RunPlan, execute
+from ..shards import Shard
 from ..store import RunStore
 from ..suite import Case, SuiteLine, filter_cases, validate_cases
 from ..summary import Summary
 from .gate import GateVerdict, gate, headline_results
 from .lifecycle import owner_here
+from .sharding import GroupCheck, gate_group, group_settings
 from .workspace import JudgePool, Workspace
 
 __all__ = [
@@ -66,6 +68,11 @@ class RunRequest(BaseModel):
     ids: tuple[str, ...] = ()
     check: bool = True
     """Compare with the suite's baseline (record one when there is none)."""
+    # -- sharded runs (judge/app/sharding.py) --
+    shard: Shard | None = None
+    """Judge only this shard of the cases (by a stable hash of the case id)."""
+    group: str | None = None
+    """The group the shards make one run of; required with ``shard``."""
 
 
 class RunObserver(Protocol):
@@ -123,6 +130,8 @@ class RunReport:
     notices: tuple[str, ...] = field(default=())
     terminated: bool = False
     """Stopped by SIGTERM (exit 143) rather than Ctrl-C (exit 130)."""
+    group: GroupCheck | None = None
+    """A sharded run: its group's state, and as one run once complete (``verdict`` is its)."""
 
     @property
     def no_judgment(self) -> bool:
@@ -172,6 +181,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         return bool(filter_cases([case], tags=request.tags, complexity=request.complexity,
                                  ids=request.ids)) and (llm or case.judged_by == "deterministic")
 
+    shard = request.shard
+    matched = 0  # cases the filters keep before the shard's partition
     count = llm_count = 0
     first_ids: list[str] = []
     found: set[str] = set()
@@ -184,6 +195,9 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         found.update({case.id} & ids)
         any_llm = any_llm or case.judged_by == "llm"
         kept.append(wanted(case))
+        matched += kept[-1]
+        if kept[-1] and shard is not None and not shard.holds(case.id):
+            kept[-1] = False
         if kept[-1]:
             count += 1
             llm_count += case.judged_by == "llm"
@@ -191,7 +205,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     if unknown:
         raise SuiteError(f"no case {unknown[0]!r}", file=str(request.suite),
                          fix="known ids start with: " + ", ".join(first_ids))
-    if not count:
+    if not matched:
         fix = ("drop --no-llm: every selected case is judged by the LLM" if not llm and any_llm
                else "loosen --tag/--complexity/--case")
         raise UsageError("no case left to run after the filters", fix=fix)
@@ -204,6 +218,7 @@ class _Run:
     def __init__(self, workspace: Workspace, request: RunRequest, observer: RunObserver,
                  now: Callable[[], str]) -> None:
         self.ws, self.request, self.observer, self.now = workspace, request, observer, now
+        self.sharding = group_settings(request.shard, request.group)
         s = workspace.settings
         self.selected = _select(workspace, request)
         self.needs_judge = self.selected.llm_count > 0
@@ -233,7 +248,8 @@ class _Run:
             templateHash=r.template_hash if r else "none", createdAt=self.now(),
             settings={"cacheMode": s.cache_mode, "concurrency": s.concurrency,
                       "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
-                      "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm},
+                      "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm,
+                      **self.sharding},
             owner=owner_here(),
         )
         return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
@@ -303,13 +319,19 @@ class _Run:
             status = "failed"  # a judge that cannot work: never a baseline, never compared
         run = store.finish_run(run_id, totals=outcome.run.totals, status=status)
         verdict = None
-        if self.request.check and not outcome.interrupted:
+        group: GroupCheck | None = None
+        if self.request.group is not None:
+            # A shard: the gate is the group's, once its last shard is in.
+            group = gate_group(self.ws, store, self.request.group, run.suite,
+                               record=self.request.check)
+            verdict = group.verdict if self.request.check else None
+        elif self.request.check and not outcome.interrupted:
             verdict = gate(self.ws, run, headline_results(store, run))
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
                          offline=self.offline, missing=tuple(sorted(missing)),
                          scored_llm=scored, first_failure=first, verdict=verdict,
-                         notices=self.notices)
+                         notices=self.notices, group=group)
 
 
 async def run_suite_async(workspace: Workspace, request: RunRequest, *,

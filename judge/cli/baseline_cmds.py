@@ -23,6 +23,7 @@ from ..app.baselines import (
 )
 from ..app.gate import GateVerdict
 from ..app.monitoring import monitor_file
+from ..app.sharding import check_group
 from ..app.workspace import Workspace
 from ..errors import UsageError
 from ..monitor import MonitorConfig
@@ -188,6 +189,9 @@ def check(
         help="Exit 1 on a regression (default: setting block_on_regression, on).")] = None,
     store: StoreOption = None,
     directory: DirOption = None,
+    group: Annotated[str | None, typer.Option(
+        "--group", metavar="NAME",
+        help="Gate a sharded group (judge run --shard I/N --group NAME) as one run.")] = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
@@ -202,6 +206,10 @@ def check(
 
     Exit 2: bad input (unknown run, malformed or missing --baseline file).
     """
+    if group is not None:
+        _check_group(_workspace(store, directory, threshold, block), group, run_id, suite,
+                     baseline_file, json_out=json_out)
+        return
     verdict = check_run(_workspace(store, directory, threshold, block), run_id, suite=suite,
                         baseline_file=baseline_file)
     if json_out:
@@ -212,6 +220,25 @@ def check(
         _print_verdict(verdict)
     if verdict.blocked:
         raise typer.Exit(1)
+
+
+def _check_group(workspace: Workspace, group: str, run_id: str | None, suite: str | None,
+                 baseline_file: Path | None, *, json_out: bool) -> None:
+    """``check --group``: exit 1 on a blocking regression and on an incomplete group."""
+    from ..errors import UsageError
+    from .run_cmd import group_json, print_group
+
+    if run_id is not None:
+        raise UsageError("--group gates the group's runs: a RUN is not taken with it",
+                         fix="drop RUN, or drop --group")
+    found = check_group(workspace, group, suite=suite, baseline_file=baseline_file)
+    if json_out:
+        emit_json({**found.verdict.public(), "group": group_json(found)})
+    else:
+        print_group(found)
+        if found.status.complete:
+            _print_verdict(found.verdict)
+    raise typer.Exit(found.exit_code)
 
 
 def _print_verdict(v: GateVerdict) -> None:

@@ -15,15 +15,18 @@ from rich.table import Table
 from ..app.gate import GateVerdict
 from ..app.running import RunReport, RunRequest, run_suite
 from ..app.runs import iter_results
+from ..app.sharding import GroupCheck
 from ..app.workspace import Workspace
+from ..errors import UsageError
 from ..models import CaseResult, RunInfo
 from ..panel import headline_of
 from ..rubric import Rubric
 from ..runner import Progress
+from ..shards import Shard
 from ..summary import Summary
 from .output import band_style, console, emit_json_streaming, err_console
 
-__all__ = ["cache_line", "register"]
+__all__ = ["cache_line", "group_json", "print_group", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -62,6 +65,14 @@ def run(
     timeout: Annotated[float | None, typer.Option(help="Seconds per model request.")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
+    shard: Annotated[str | None, typer.Option(
+        "--shard", metavar="I/N",
+        help="Judge only shard I of N (by a stable hash of the case id); needs --group.")]
+    = None,
+    group: Annotated[str | None, typer.Option(
+        "--group", metavar="NAME",
+        help="The group the shards make one run of (e.g. the CI run id); the last shard in "
+             "gates the whole group.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
@@ -78,8 +89,12 @@ def run(
         "timeout": timeout, "llm": False if no_llm else None,
     }
     workspace = Workspace.open(overrides=overrides)
+    try:
+        part = Shard.parse(shard) if shard is not None else None
+    except ValueError as exc:
+        raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
-                         ids=tuple(case or ()), check=not no_check)
+                         ids=tuple(case or ()), check=not no_check, shard=part, group=group)
     report = run_suite(workspace, request, observer=_Display())
     _report(workspace, report, json_out=json_out)
     raise typer.Exit(report.exit_code)
@@ -94,10 +109,13 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
             "summaries": {m: s.model_dump(mode="json") for m, s in report.summaries.items()}
             if len(report.summaries) > 1 else None,
             "baseline": verdict.public() if verdict is not None else None,
+            **({"group": group_json(report.group)} if report.group is not None else {}),
         }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
         rubric = workspace.rubric(report.run.rubric)
         _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
+        if report.group is not None:
+            print_group(report.group)
         _print_comparison(verdict)
     err = err_console()
     if report.interrupted:
@@ -149,6 +167,29 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
         for name, s in summaries.items():
             rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
             out.print(f"  judge {name}: mean overall {s.meanOverall}, pass rate {rate}")
+
+
+def group_json(check: GroupCheck) -> dict[str, Any]:
+    """A group's state as JSON: complete or the problems, its shards' runs, its summary."""
+    st = check.status
+    return {"group": st.group, "suite": st.suite, "shards": st.count, "complete": st.complete,
+            "problems": list(st.problems), "runs": [r.id for r in st.runs],
+            "summary": check.summary.model_dump(mode="json") if check.summary else None}
+
+
+def print_group(check: GroupCheck) -> None:
+    """One or two lines: the group's shards, and its summary as one run once complete."""
+    st, out = check.status, console()
+    if not st.complete:
+        out.print(f"group {st.group}: " + "; ".join(st.problems), markup=False)
+        return
+    s = check.summary
+    assert s is not None
+    rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
+    mean = "—" if s.meanOverall is None else f"{s.meanOverall:.1f}"
+    out.print(f"[bold]group {st.group}[/] complete: {st.count} shard(s), cases {s.cases}: "
+              f"scored {s.scored}, unscored {s.unscored}  ·  pass rate [bold]{rate}[/]  ·  "
+              f"mean overall [bold]{mean}[/]")
 
 
 def cache_line(t: Any) -> str:
