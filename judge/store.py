@@ -48,7 +48,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
 from .canonical import canonical_json
-from .errors import StoreError
+from .errors import StoreError, UnknownRunError
 from .models import CaseResult, RunInfo, RunTotals
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "RunStore"]
@@ -410,7 +410,7 @@ class RunStore:
         return self._parse_run(row[0], row[1])
 
     def _unknown(self, run_id: str) -> StoreError:
-        return StoreError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        return UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         cause = getattr(exc, "orig", None) or exc
