@@ -9,12 +9,12 @@ from importlib import import_module
 from typing import Annotated
 
 import typer
-from typer.core import TyperGroup
 
 # typer (0.29) carries its own click; the commands it builds are of that click, so the lazy
 # group derives from typer's group and takes its types from there.
 from typer._click.core import Command, Context
 from typer._click.formatting import HelpFormatter
+from typer.core import TyperGroup
 
 from .. import __version__
 
@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("cache_cmds", "Inspect, export, import, verify and prune the judgment cache."),
     "config": ("rescore_cmds", "Show the effective settings and where each came from."),
     "local": ("local_cmds", "Run the embedded local judge (llama.cpp) on this machine."),
+    "serve": ("serve_cmd", "Serve the harness over HTTP: runs, baselines, monitor, metrics."),
 }
 
 
