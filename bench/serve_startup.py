@@ -3,6 +3,7 @@
 Run: .venv/bin/python bench/serve_startup.py [--runs 5]
 Starts `judge serve --port 0` in an empty workspace, polls `/healthz` every 5 ms from the
 moment the process is spawned, and stops it with SIGINT. Prints the median (and each run),
+the CPU the server process used until then (steadier than the wall on a shared machine),
 `python -c pass` for scale, and whether litellm was imported (it must not be before the
 first model call). Writes bench/out/serve_startup.json. Target: <= 1 s.
 """
@@ -34,7 +35,13 @@ SERVE = (
 )
 
 
-def _once(workspace: Path) -> tuple[float, bool]:
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU the process has used (Linux ``/proc``), to read beside the wall."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _once(workspace: Path) -> tuple[float, float, bool]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("JUDGE_")}
     env["PYTHONPATH"] = str(ROOT)
     start = time.perf_counter()
@@ -56,10 +63,11 @@ def _once(workspace: Path) -> tuple[float, bool]:
                     pass
                 time.sleep(0.005)
         elapsed = time.perf_counter() - start
+        cpu = _cpu_seconds(proc.pid)
     finally:
         proc.send_signal(signal.SIGINT)
         _, rest = proc.communicate(timeout=30)
-    return elapsed, "LITELLM=True" in rest
+    return elapsed, cpu, "LITELLM=True" in rest
 
 
 def main() -> None:
@@ -67,10 +75,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        samples, loaded = [], []
+        samples, cpus, loaded = [], [], []
         for _ in range(args.runs):
-            seconds, litellm = _once(Path(tmp))
+            seconds, cpu, litellm = _once(Path(tmp))
             samples.append(seconds)
+            cpus.append(cpu)
             loaded.append(litellm)
     floor = []
     for _ in range(args.runs):
@@ -80,6 +89,7 @@ def main() -> None:
     result = {
         "serve_to_healthz_median_s": round(statistics.median(samples), 3),
         "runs_s": [round(s, 3) for s in samples],
+        "server_cpu_to_healthz_median_s": round(statistics.median(cpus), 3),
         "python_c_pass_median_s": round(statistics.median(floor), 3),
         "litellm_imported": any(loaded),
         "load_average_1m": round(os.getloadavg()[0], 2),
@@ -90,7 +100,8 @@ def main() -> None:
     (out / "serve_startup.json").write_text(json.dumps(result, indent=2) + "\n",
                                             encoding="utf-8")
     print(f"judge serve to /healthz: median {result['serve_to_healthz_median_s']} s over "
-          f"{args.runs} runs {result['runs_s']} (python -c pass "
+          f"{args.runs} runs {result['runs_s']}; server CPU to /healthz median "
+          f"{result['server_cpu_to_healthz_median_s']} s (python -c pass "
           f"{result['python_c_pass_median_s']} s; litellm imported: "
           f"{result['litellm_imported']}; load {result['load_average_1m']} on "
           f"{result['cpus']} CPUs)")

@@ -76,6 +76,10 @@ def test_serve_without_the_extra_names_the_install(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("JUDGE_SERVER_TOKEN", raising=False)
+    import judge
+
+    if "judge.server" in sys.modules:  # undone with the modules: later tests see the real one
+        monkeypatch.setattr(judge, "server", sys.modules["judge.server"], raising=False)
     for name in [m for m in sys.modules if m.startswith("judge.server")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "fastapi", None)

@@ -70,13 +70,14 @@ class ProgressView(BaseModel):
     elapsedSeconds: float
 
     @classmethod
-    def of(cls, p: Progress) -> ProgressView:
-        """A snapshot of ``p``."""
+    def of(cls, p: Progress, elapsed: float | None = None) -> ProgressView:
+        """A snapshot of ``p`` (``elapsed``: the run's own wall time, once it ended)."""
         return cls(total=p.total, done=p.done, cacheHits=p.cache_hits, unscored=p.unscored,
                    cacheMisses=p.misses, judgments=p.judgments, judgedAnew=p.judged_anew,
                    promptTokens=p.prompt_tokens, completionTokens=p.completion_tokens,
                    costUsd=round(p.cost, 10) if p.cost_known else None,
-                   elapsedSeconds=round(time.monotonic() - p.started, 3))
+                   elapsedSeconds=round(time.monotonic() - p.started if elapsed is None
+                                        else elapsed, 3))
 
 
 class RunView(BaseModel):
@@ -163,7 +164,8 @@ class ActiveRun:
                   "failed" if report.no_judgment else "complete")
         return RunView(
             id=report.run.id, suite=report.run.suite, status=status, active=False,
-            run=report.run, progress=ProgressView.of(self.progress), summary=report.summary,
+            run=report.run, summary=report.summary,
+            progress=ProgressView.of(self.progress, report.run.totals.wallSeconds),
             regression=report.verdict.public() if report.verdict is not None else None,
             exitCode=report.exit_code,
             reason=report.first_failure if report.no_judgment else None,
