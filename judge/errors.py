@@ -8,11 +8,15 @@
     │   ├── SuiteError       a suite file (cases, evidence, signals)
     │   ├── TemplateError    a prompt template (syntax, undefined names)
     │   └── UsageError       a flag, a config value, a missing extra
+    │       ├── UnknownSuiteError   no suite of the workspace has this id
+    │       └── NoBaselineError     the suite has no baseline file yet
     ├── ProviderError        the model endpoint failed in transport: retried by the one layer
     │   └── PermanentProviderError   4xx and friends: the same request would fail again
     ├── OutputError          the model answered, but not with a valid verdict: repair, then unscored
     ├── CacheMissError       offline replay met judgments that are not cached
     ├── StoreError           the run store could not find or write what was asked
+    │   └── UnknownRunError  no stored run has this id (or prefix)
+    ├── RunActiveError       a run of that suite is already going (``judge serve``)
     └── RegressionBlocked    the regression gate blocked a rollout
 """
 
@@ -24,14 +28,18 @@ __all__ = [
     "CacheMissError",
     "ConfigError",
     "JudgeError",
+    "NoBaselineError",
     "OutputError",
     "PermanentProviderError",
     "ProviderError",
     "RegressionBlocked",
     "RubricError",
+    "RunActiveError",
     "StoreError",
     "SuiteError",
     "TemplateError",
+    "UnknownRunError",
+    "UnknownSuiteError",
     "UsageError",
 ]
 
@@ -85,6 +93,14 @@ class UsageError(ConfigError):
     """A flag, configuration value or installation problem."""
 
 
+class UnknownSuiteError(UsageError):
+    """No suite of the workspace has this id."""
+
+
+class NoBaselineError(UsageError):
+    """The suite has no baseline file yet."""
+
+
 class ProviderError(JudgeError):
     """A transport fault talking to the model: worth retrying."""
 
@@ -119,6 +135,19 @@ class StoreError(JudgeError):
     """The run store has no such run, or could not be written."""
 
     exit_code = 2
+
+
+class UnknownRunError(StoreError):
+    """No stored run has this id, nor is it the prefix of exactly one."""
+
+
+class RunActiveError(JudgeError):
+    """A run of this suite is already going; ``run`` names it."""
+
+    def __init__(self, message: str, *, run: str, suite: str) -> None:
+        self.run = run
+        self.suite = suite
+        super().__init__(message)
 
 
 class RegressionBlocked(JudgeError):

@@ -56,7 +56,7 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .canonical import canonical_json
-from .errors import StoreError
+from .errors import StoreError, UnknownRunError
 from .migrations import HEAD, SchemaState, pending, schema_state, upgrade
 from .models import CaseResult, RunInfo, RunTotals
 from .redact import mask_url
@@ -578,7 +578,7 @@ class RunStore:
         return self._parse_run(row[0], row[1])
 
     def _unknown(self, run_id: str) -> StoreError:
-        return StoreError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        return UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         return StoreError(f"run store {self.url}: {self._scrub(exc)}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..baseline import Baseline, baseline_text
 from ..baselines_io import list_baselines, load_baseline, save_baseline
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, NoBaselineError
 from ..resources import load_suite
 from .gate import GateVerdict, gate, headline_results, make_baseline, measured_spreads
 from .gate import resolve_threshold as _threshold
@@ -86,11 +86,11 @@ def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None)
 
 
 def show_baseline(workspace: Workspace, suite: str) -> tuple[Path, Baseline]:
-    """The suite's baseline and where it lives; UsageError when there is none."""
+    """The suite's baseline and where it lives; NoBaselineError (a UsageError) if none."""
     suite_id = suite_id_of(suite)
     path = workspace.baseline_path(suite_id)
     if not path.exists():
-        raise UsageError(f"no baseline for suite {suite_id!r} at {path}",
+        raise NoBaselineError(f"no baseline for suite {suite_id!r} at {path}",
                          fix=f"record one: `judge baseline record {suite_id}`")
     return path, load_baseline(path)
 

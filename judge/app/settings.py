@@ -19,11 +19,22 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..errors import UsageError
 from ..rubric import format_validation_error
 
-__all__ = ["ENV_PREFIX", "MAX_SEED", "CacheModeName", "Settings", "load_settings"]
+__all__ = [
+    "DEFAULT_SUITE_GLOBS",
+    "ENV_PREFIX",
+    "MAX_SEED",
+    "CacheModeName",
+    "Settings",
+    "load_settings",
+]
 
 ENV_PREFIX = "JUDGE_"
 MAX_SEED = 2**63 - 1
 """Providers take a 64-bit signed seed; a larger one is refused here, not by a crash later."""
+
+DEFAULT_SUITE_GLOBS = ("suites/**/*.yaml", "suites/**/*.yml", "suites/**/*.jsonl",
+                      "examples/*/suite.yaml")
+"""Where a workspace's suites are unless the ``suites`` setting says otherwise."""
 
 CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
 
@@ -76,14 +87,34 @@ class Settings(BaseModel):
     """A regression exits non-zero (the gate blocks)."""
     baselines_dir: str = "baselines"
     """Folder of baseline files (``<suite>.json``), relative to the workspace."""
+    suites: tuple[str, ...] = DEFAULT_SUITE_GLOBS
+    """Where the workspace's suites are (``judge serve`` lists them by id): glob patterns
+    relative to the workspace; a comma-separated string is accepted."""
+    monitor_rate: float = Field(default=0.1, ge=0, le=1)
+    """Production monitor: the fraction of live records sampled and judged."""
+    monitor_seed: int = Field(default=0, ge=0)
+    """Production monitor: changes which records are sampled, reproducibly."""
+    monitor_min_samples: int = Field(default=20, ge=1)
+    """Production monitor: scored samples needed before a verdict."""
+    monitor_window: int = Field(default=1000, ge=1, le=1_000_000)
+    """Production monitor: the last N records received per suite that the verdict covers."""
 
-    @field_validator("model", mode="before")
+    @field_validator("model", "suites", mode="before")
     @classmethod
-    def _models(cls, value: Any) -> Any:
+    def _listed(cls, value: Any) -> Any:
         if value is None:
             return ()
         if isinstance(value, str):
             return tuple(m.strip() for m in value.split(",") if m.strip())
+        return value
+
+    @field_validator("suites")
+    @classmethod
+    def _inside(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in value:
+            if pattern.startswith(("/", "\\")) or ".." in pattern.replace("\\", "/").split("/"):
+                raise ValueError(f"suite pattern {pattern!r} must stay inside the workspace "
+                                 "(relative, no '..')")
         return value
 
     @property

@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "cache": ("cache_cmds", "Inspect, export, import, verify and prune the judgment cache."),
     "config": ("rescore_cmds", "Show the effective settings and where each came from."),
     "local": ("local_cmds", "Run the embedded local judge (llama.cpp) on this machine."),
+    "serve": ("serve_cmd", "Serve the harness over HTTP: runs, baselines, monitor, metrics."),
 }
 
 

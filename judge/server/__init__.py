@@ -1,0 +1,11 @@
+"""The HTTP door, ``judge serve``: the harness over HTTP with FastAPI on uvicorn.
+
+Routes translate a request into the typed inputs of :mod:`judge.app` operations, call one,
+and render its result; every feature lives in the application layer, shared with the CLI.
+Needs the ``server`` extra (``pip install 'judgeflow[server]'``): only ``judge serve``
+imports this package.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,63 @@
+"""The FastAPI app of one workspace: its state, its routes, its error answers.
+
+Runs execute in the app's own event loop (:class:`judge.app.jobs.RunJobs`); when the app
+stops (its lifespan ends, or ``judge serve`` gets SIGTERM) the active runs are cancelled and
+stored ``interrupted`` before it exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from .. import __version__
+from ..app.bind import TOKEN_ENV
+from ..app.jobs import RunJobs
+from ..app.live_monitor import LiveMonitor
+from ..app.suites_index import SuiteIndex
+from ..app.workspace import Workspace
+from . import routes_eval, routes_runs, routes_service
+from .metrics import Metrics
+from .problems import Redactor, install_handlers
+from .security import WriteGuard
+from .state import ServerState
+
+__all__ = ["DESCRIPTION", "create_app"]
+
+DESCRIPTION = (
+    "judgeflow's harness over HTTP: run a suite and get the regression result, record and "
+    "read baselines, a suite's history; runs with progress, server-sent events and cancel; "
+    "one-case evaluation; the production monitor. Writes (POST, DELETE) need "
+    "`Authorization: Bearer $JUDGE_SERVER_TOKEN` when the server has a token. Errors are "
+    "`application/problem+json` (RFC 9457).")
+
+
+def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
+    """The app serving ``workspace``; ``token`` (default: ``JUDGE_SERVER_TOKEN``) guards writes."""
+    redact = Redactor(workspace.env)
+    jobs_box: list[RunJobs] = []
+    metrics = Metrics(lambda: len(jobs_box[0].active()) if jobs_box else 0)
+    jobs = RunJobs([metrics])
+    jobs_box.append(jobs)
+    index = SuiteIndex(workspace)
+    state = ServerState(workspace=workspace, index=index, jobs=jobs,
+                        monitor=LiveMonitor(index), metrics=metrics,
+                        guard=WriteGuard(token if token is not None
+                                         else workspace.env.get(TOKEN_ENV)),
+                        redact=redact)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await jobs.stop()
+
+    app = FastAPI(title="judgeflow", version=__version__, description=DESCRIPTION,
+                  lifespan=lifespan, default_response_class=redact.response_class())
+    app.state.judge = state
+    install_handlers(app, workspace.root, redact)
+    app.include_router(routes_eval.router)
+    app.include_router(routes_runs.router)
+    app.include_router(routes_service.router)
+    return app
