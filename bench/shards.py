@@ -75,7 +75,8 @@ def timed_runs(commands: list[list[str]], cwd: list[Path]) -> float:
     """Start every command at once; the wall time until the last one ends."""
     started = time.perf_counter()
     procs = [subprocess.Popen(c, cwd=d, env=clean_env(), stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True) for c, d in zip(commands, cwd, strict=True)]
+                              stderr=subprocess.PIPE, text=True)
+             for c, d in zip(commands, cwd, strict=True)]
     for p in procs:
         _, err = p.communicate(timeout=1800)
         if p.returncode != 0:
