@@ -7,10 +7,11 @@ one place they meet, so every rule holds for every source:
 
 - every string is scrubbed of credentials (:mod:`judge.scrub`) before anything else;
 - each group is capped at the profile's cap and each excerpt and title truncated to its
-  limits with :func:`judge.evidence.truncate`; what a cap drops is counted in the case's
-  ``metadata.collected.capped``, never silent. Groups keep their items' source order
-  (newest commit first, reports before failures), except ``agentLogs``: its head (the plan)
-  and tail (the outcome) are kept and the middle dropped;
+  limits with :func:`judge.evidence.truncate` (an excerpt's trailing spaces dropped); what
+  a cap drops is counted in the case's ``metadata.collected.capped``, never silent.
+  Groups keep their items' source order (newest commit first, reports before failures),
+  except ``agentLogs``: its head (the plan) and tail (the outcome) are kept, the middle
+  dropped;
 - signals come from the rubric's ``signals`` rules (:mod:`judge.signal_rules`) over the
   facts; ``metadata.signals`` records each one's rule and terms;
 - evidence groups follow the profile's order and facts are sorted, so equal artefacts give
@@ -84,7 +85,10 @@ def _bound_item(item: Mapping[str, Any], profile: EvidenceProfile) -> dict[str, 
     out: dict[str, Any] = {}
     for key, value in item.items():
         if key == text_key:
-            out[key] = truncate(value, profile.excerpt_limit)[0]
+            # Trailing spaces dropped: they carry nothing, and they keep YAML from writing
+            # the text as a readable block.
+            text = "\n".join(line.rstrip() for line in value.strip("\n").splitlines())
+            out[key] = truncate(text, profile.excerpt_limit)[0]
         elif key == title_key:
             out[key] = truncate(" ".join(value.split()), profile.subject_limit)[0]
         else:

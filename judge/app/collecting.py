@@ -16,6 +16,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -29,7 +30,6 @@ from ..collect.junit import collect_junit
 from ..collect.task import collect_task
 from ..collected import Collected, build_case
 from ..errors import ConfigError, SuiteError, UsageError
-from ..generate import suite_to_yaml
 from ..resources import load_suite
 from ..rubric import Rubric
 from ..signal_rules import SignalOutcome
@@ -108,9 +108,25 @@ def _parts(ws: Workspace, request: CollectRequest) -> list[Collected]:
     return parts
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line text as a literal block (``|``): a traceback reads as one in a diff."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # PyYAML falls back to a quoted style by itself where a block cannot hold the text.
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value,
+                                   style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _text)
+
+
+def _dump(data: Any) -> str:
+    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
 def _case_block(case: Case) -> str:
-    data = case.model_dump(mode="json", exclude_defaults=True)
-    return yaml.safe_dump([data], sort_keys=False, allow_unicode=True, width=100)
+    return _dump([case.model_dump(mode="json", exclude_defaults=True)])
 
 
 def _indent(block: str, spaces: int) -> str:
@@ -132,7 +148,7 @@ def _append_yaml(text: str, existing: Suite, case: Case, source: str) -> tuple[s
         if parsed.cases == want and parsed.id == existing.id \
                 and parsed.rubric == existing.rubric:
             return candidate, False
-    return suite_to_yaml(existing.model_copy(update={"cases": want})), True
+    return _suite_yaml(existing.model_copy(update={"cases": want})), True
 
 
 def _jsonl_line(case: Case) -> str:
@@ -198,7 +214,11 @@ def _new_suite_text(path: Path, suite: Suite) -> str:
     if path.suffix == ".jsonl":
         return "".join(_jsonl_line(c) for c in suite.cases)
     return ("# Collected from real artefacts with `judge collect`; add cases with --append.\n"
-            + suite_to_yaml(suite))
+            + _suite_yaml(suite))
+
+
+def _suite_yaml(suite: Suite) -> str:
+    return _dump(suite.model_dump(mode="json", exclude_defaults=True))
 
 
 def _suite_id(path: Path) -> str:

@@ -65,6 +65,8 @@ def _check_items(checks: list[Any]) -> tuple[list[dict[str, Any]], dict[str, int
         name = _str(raw.get("name")) or _str(raw.get("context")) or f"check {n}"
         workflow = _str(raw.get("workflowName"))
         label = f"{workflow} / {name}" if workflow else name
+        # Cited as check:WORKFLOW/NAME, spaces as dashes (the id alphabet has no spaces).
+        cite = "/".join(p.strip().replace(" ", "-") for p in (workflow, name) if p)
         conclusion = _conclusion(raw)
         counts["total"] += 1
         if conclusion in PASSED:
@@ -74,7 +76,7 @@ def _check_items(checks: list[Any]) -> tuple[list[dict[str, Any]], dict[str, int
         elif conclusion in ("", "PENDING", "EXPECTED", "QUEUED", "IN_PROGRESS"):
             counts["pending"] += 1
         items.append(_clean({
-            "id": citable_id("workflow", f"check:{label}"), "name": label,
+            "id": citable_id("workflow", f"check:{cite}"), "name": label,
             "status": conclusion.lower() or "pending",
             "startedAt": _str(raw.get("startedAt")), "completedAt": _str(raw.get("completedAt")),
             "url": _str(raw.get("detailsUrl") or raw.get("targetUrl"))}))
