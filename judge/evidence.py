@@ -14,6 +14,7 @@ references. The rules (seed 000) are enforced here, once:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -31,6 +32,7 @@ __all__ = [
     "GroupSpec",
     "build_bundle",
     "check_evidence",
+    "citable_id",
     "truncate",
 ]
 
@@ -159,6 +161,21 @@ def _safe_id(raw: str) -> str:
     # plain alphabet so an ID can never carry a newline, a heading or a fence.
     cleaned = _UNSAFE_ID.sub("_", raw).strip("_")[:ID_LIMIT]
     return cleaned or "item"
+
+
+def citable_id(group: str, raw: str) -> str:
+    """An ``id`` for a raw item of ``group`` that the bundle keeps as written (``group:raw``).
+
+    A source's own id (a test id, a long review id) may exceed the ID limit once prefixed;
+    cutting it would make two ids collide, so a long one keeps its head and gains a digest
+    of the whole: the same source id gives the same citation every time.
+    """
+    safe = _UNSAFE_ID.sub("_", raw).strip("_") or "item"
+    budget = ID_LIMIT - len(group) - 1
+    if len(safe) <= budget and safe == raw:
+        return safe
+    digest = hashlib.sha256(raw.encode("utf-8")).hexdigest()[:8]
+    return f"{safe[: max(1, budget - 9)].rstrip('_')}-{digest}"
 
 
 def _short(text: str, limit: int = REF_LIMIT) -> str:

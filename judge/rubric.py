@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from .canonical import canonical_json
 from .errors import RubricError
 from .evidence import DEFAULT_PROFILE, EvidenceProfile
+from .signal_rules import SignalRule
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -150,6 +151,9 @@ class Rubric(_Frozen):
     """A case passes when its overall score is at least this."""
     evidence: EvidenceProfile = DEFAULT_PROFILE
     """Evidence groups in prompt order, their caps and excerpt limits."""
+    signals: dict[str, tuple[SignalRule, ...]] = Field(default_factory=dict)
+    """How ``judge collect`` computes each category's deterministic signal from collected
+    facts: rules tried in order, the first applicable one wins (see judge.signal_rules)."""
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
     """What other modules compute once per rubric (the scoring plan, the schema base): kept
     with the rubric it came from, so it can never be another rubric's."""
@@ -197,8 +201,14 @@ class Rubric(_Frozen):
 
 
 def rubric_hash(rubric: Rubric) -> str:
-    """sha256 of the rubric's canonical JSON: what a run records to say which rubric it used."""
-    return hashlib.sha256(canonical_json(rubric.model_dump(mode="json")).encode()).hexdigest()
+    """sha256 of the rubric's canonical JSON: what a run records to say which rubric it used.
+
+    ``signals`` is left out: its rules act when a case is collected, and the case records
+    the values and the rule of each; a run judges and scores those recorded values, so the
+    rules cannot change a run, and editing them must not void baselines or replay records.
+    """
+    data = rubric.model_dump(mode="json", exclude={"signals"})
+    return hashlib.sha256(canonical_json(data).encode()).hexdigest()
 
 
 def _primary_error(exc: ValidationError) -> Any:
@@ -239,6 +249,7 @@ def _check_semantics(rubric: Rubric, source: str) -> None:
                 file=source, where=where, fix="make deterministic + ai equal 1 (e.g. 0.7 and 0.3)",
             )
     _check_bands(rubric.bands, source)
+    _check_signals(rubric, source)
     if rubric.style == "levels":
         _check_levels(rubric, source)
     elif rubric.levels:
@@ -274,6 +285,21 @@ def _check_bands(bands: tuple[Band, ...], source: str) -> None:
     if expected != 101:
         raise RubricError(f"bands stop at {expected - 1}; they must cover 0..100",
                           file=source, where="bands", fix="let the highest band end at 100")
+
+
+def _check_signals(rubric: Rubric, source: str) -> None:
+    known = [c.id for c in rubric.categories]
+    seen: set[str] = set()
+    for category, rules in rubric.signals.items():
+        if category not in known:
+            raise RubricError(f"signal rules for unknown category {category!r}", file=source,
+                              where=f"signals.{category}", fix=f"use one of: {', '.join(known)}")
+        for i, rule in enumerate(rules):
+            if rule.id in seen:
+                raise RubricError(f"signal rule id {rule.id!r} appears twice", file=source,
+                                  where=f"signals.{category}[{i}].id",
+                                  fix="give every rule its own id: cases record it")
+            seen.add(rule.id)
 
 
 def _check_levels(rubric: Rubric, source: str) -> None:
@@ -327,7 +353,7 @@ def _fix_hint(exc: ValidationError) -> str:
             return f"rename it to {close[0]!r}"
         allowed = {
             0: "id, title, description, style, blend, missing, partial, categories, levels, "
-               "bands, pass_score, evidence, version",
+               "bands, pass_score, evidence, signals, version",
         }
         if len(err["loc"]) == 1:
             return f"remove it or correct the spelling; allowed keys: {allowed[0]}"

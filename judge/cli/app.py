@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("core_cmds", "Final and overall scores from a file of scores (no model)."),
     "rubric": ("core_cmds", "Validate, list and show rubrics."),
     "suite": ("suite_cmds", "Generate, validate and show suites."),
+    "collect": ("collect_cmd", "Build a case from git, test reports, reviews, CI and agent logs."),
     "cache": ("cache_cmds", "Inspect, export, import, verify and prune the judgment cache."),
     "config": ("rescore_cmds", "Show the effective settings and where each came from."),
     "local": ("local_cmds", "Run the embedded local judge (llama.cpp) on this machine."),
