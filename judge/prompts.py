@@ -49,12 +49,13 @@ rendering uses exactly that snapshot, so the hash always describes what was rend
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, final
 
 import jinja2
 from jinja2 import meta
@@ -99,6 +100,7 @@ def _refuse(what: str) -> _UntrustedUse:
                          "turn it into text")
 
 
+@final
 class Untrusted:
     """Text from a case (input, output, evidence): data to quote, never to print bare.
 
@@ -154,15 +156,13 @@ class Untrusted:
 
     __hash__ = object.__hash__
 
-    @staticmethod
-    def text_of(value: Untrusted) -> str:
-        """The text itself: for this module's filters only."""
-        return value.__text
+
+_untrusted_text: Callable[[Untrusted], str] = operator.attrgetter("_Untrusted__text")
 
 
 def _text(value: object) -> str:
-    if isinstance(value, Untrusted):
-        return Untrusted.text_of(value)
+    if type(value) is Untrusted:
+        return _untrusted_text(value)
     return value if isinstance(value, str) else str(value)
 
 
@@ -189,36 +189,43 @@ def fence(value: object) -> str:
 def _finalize(value: object) -> object:
     # Runs on every {{ ... }} output, for the clearest message in the commonest case; the
     # type itself refuses every other conversion.
-    if isinstance(value, Untrusted):
+    if type(value) is Untrusted:
         raise _UntrustedUse(
             f"untrusted case text printed without |fence or |oneline: {oneline(value)[:40]!r}")
     return value
 
 
-class _OpaqueUntrusted:
-    """Environment hooks: attribute and item access on untrusted text are refused.
-
-    Jinja routes ``x.name``, ``x[key]``, ``|attr``, ``|map(attribute=)``, ``|sort(attribute=)``
-    ... through these two methods, sandboxed or not.
-    """
-
-    def getattr(self, obj: Any, attribute: str) -> Any:
-        if isinstance(obj, Untrusted):
+def _opaque_getattr(base: Callable[..., Any]) -> Callable[..., Any]:
+    def getattr(self: jinja2.Environment, obj: Any, attribute: str) -> Any:
+        if type(obj) is Untrusted:
             raise _refuse(f"with an attribute ({attribute!r})")
-        return super().getattr(obj, attribute)  # type: ignore[misc]
+        return base(self, obj, attribute)
+    return getattr
 
-    def getitem(self, obj: Any, argument: Any) -> Any:
-        if isinstance(obj, Untrusted):
+
+def _opaque_getitem(base: Callable[..., Any]) -> Callable[..., Any]:
+    def getitem(self: jinja2.Environment, obj: Any, argument: Any) -> Any:
+        if type(obj) is Untrusted:
             raise _refuse("with an index or key")
-        return super().getitem(obj, argument)  # type: ignore[misc]
+        return base(self, obj, argument)
+    return getitem
 
 
-class _Environment(_OpaqueUntrusted, jinja2.Environment):
+# Jinja routes ``x.name``, ``x[key]``, ``|attr``, ``|map(attribute=)``, ``|sort(attribute=)``...
+# through ``getattr``/``getitem``, sandboxed or not: both refuse untrusted text. Each wraps
+# its base method directly (no super() per access: this is the render hot path).
+class _Environment(jinja2.Environment):
     """The environment for shipped templates."""
 
+    getattr = _opaque_getattr(jinja2.Environment.getattr)
+    getitem = _opaque_getitem(jinja2.Environment.getitem)
 
-class _SandboxedEnvironment(_OpaqueUntrusted, ImmutableSandboxedEnvironment):
+
+class _SandboxedEnvironment(ImmutableSandboxedEnvironment):
     """The environment for a workspace's templates."""
+
+    getattr = _opaque_getattr(ImmutableSandboxedEnvironment.getattr)
+    getitem = _opaque_getitem(ImmutableSandboxedEnvironment.getitem)
 
 
 @dataclass(frozen=True)
