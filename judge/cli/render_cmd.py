@@ -36,7 +36,7 @@ def render(
     from ..resources import load_rubric, load_suite
     from ..schema import output_schema
     from ..suite import validate_against_rubric
-    from .output import emit_json
+    from ..visible import visible
 
     workspace = Path.cwd()
     suite = load_suite(suite_file)
@@ -52,13 +52,14 @@ def render(
     prompt = PromptRenderer(template, workspace).render(rub, case, bundle)
     schema = output_schema(rub, bundle.ids())
     if json_out:
-        emit_json({"messages": list(prompt.messages), "templateId": prompt.template_id,
-                   "templateHash": prompt.template_hash, "schema": schema})
+        sys.stdout.write(visible(stable_json({
+            "messages": list(prompt.messages), "templateId": prompt.template_id,
+            "templateHash": prompt.template_hash, "schema": schema})))
         return
     # Plain text, not rich: evidence like "[commits:abc]" would be read as rich markup, and
     # the point of this command is to show the bytes the judge receives, unstyled.
     parts = [f"=== {m['role']} ===\n{m['content']}\n" for m in prompt.messages]
     parts.append(f"=== template ===\n{prompt.template_id} sha256:{prompt.template_hash}\n")
     parts.append(f"=== response schema ===\n{stable_json(schema)}")
-    sys.stdout.write("\n".join(parts))
+    sys.stdout.write(visible("\n".join(parts)))
     sys.stdout.flush()
