@@ -26,12 +26,17 @@ from judge.visible import visible
 
 
 def _laughs() -> str:
-    """The classic alias bomb as a suite: nine levels of nine aliases, 10^9 strings, 555 bytes."""
-    lines = ["id: laughs", 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    """The classic alias bomb as a valid suite: nine levels of nine aliases, 10^9 strings.
+
+    The anchors sit in a case's free-form ``metadata``, so every key is one a suite allows
+    and the file passed ``judge suite validate`` before; 555 bytes, as in issue 12.
+    """
+    lines = ["id: laughs", "description: nested lists", "cases:", "  - id: c1", "    output: ok",
+             "    metadata:",
+             '      a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
     for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
-        lines.append(f"{name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
-    lines += ["cases:", "  - id: c1", "    input: *i", "    output: *i", "    metadata:",
-              "      padding: " + "x" * 125]
+        lines.append(f"      {name}: &{name} [" + ",".join([f"*{prev}"] * 9) + "]")
+    lines += ["    input: *i", "    tags: [" + ",".join(["laughs"] * 7) + "]"]
     return "\n".join(lines) + "\n"
 
 
@@ -41,10 +46,10 @@ CASE = "  - id: c1\n    output: ok\n"
 
 # (name, suite YAML text, words the message must hold, line it must name)
 HOSTILE_YAML: tuple[tuple[str, str, str, int], ...] = (
-    ("billion laughs", LAUGHS, "aliases expand", 7),
-    ("alias bomb in evidence", "id: t\nx: &x [" + ",".join(["1"] * 400) + "]\ny: &y ["
-     + ",".join(["*x"] * 400) + "]\ncases:\n  - id: c\n    evidence: {e: *y}\n",
-     "aliases expand", 3),
+    ("billion laughs", LAUGHS, "aliases expand", 11),
+    ("two-level alias bomb", "id: t\ncases:\n  - id: c\n    metadata:\n      x: &x ["
+     + ",".join(["1"] * 400) + "]\n      y: &y [" + ",".join(["*x"] * 400) + "]\n"
+     "    input: *y\n", "aliases expand", 6),
     ("recursive alias", "id: t\ncases: &c\n  - id: c1\n    input: *c\n", "contains it", 4),
     ("duplicate deterministic", "id: t\ncases:\n  - id: c1\n    output: ok\n"
      "    deterministic: {agentPerformance: 90}\n    checks: []\n"
@@ -53,8 +58,8 @@ HOSTILE_YAML: tuple[tuple[str, str, str, int], ...] = (
     ("duplicate id key", "id: t\nid: u\ncases: []\n", "first at line 1", 2),
     ("duplicate in flow mapping", "id: t\ncases:\n  - {id: a, output: x, output: y}\n",
      "'output'", 3),
-    ("duplicate after normalising", "id: t\ncases:\n  - id: c1\n    metadata: {true: 1, yes: 2}\n",
-     "duplicate key", 4),
+    ("duplicate quoted and plain", "id: t\ncases:\n  - id: c1\n    metadata: {\"k\": 1, k: 2}\n",
+     "duplicate key 'k'", 4),
     ("flow nesting 200,000 deep", "id: t\ncases: " + "[" * 200_000 + "]" * 200_000 + "\n",
      f"deeper than {MAX_DEPTH}", 2),
     ("block nesting 80 deep", "id: t\ncases:\n  - id: c1\n    input:\n"
@@ -94,7 +99,8 @@ def test_duplicate_keys_in_a_rubric_name_both_lines() -> None:
 
 def test_an_alias_bomb_rubric_is_refused() -> None:
     with pytest.raises(RubricError, match="aliases expand"):
-        parse_rubric(LAUGHS.replace("cases:", "extra:"), "bomb.yaml")
+        parse_rubric(RUBRIC + LAUGHS.split("    metadata:\n", 1)[1].replace(
+            "      ", "").replace("input: *i", "description: *i"), "bomb.yaml")
 
 
 # --- what still works -------------------------------------------------------------------
