@@ -58,7 +58,7 @@ class GroupSpec(_Frozen):
 
     name: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     """Group key as it appears in a suite's evidence."""
-    cap: int = Field(default=25, ge=1, le=1000)
+    cap: int = Field(default=25, strict=True, ge=1, le=1000)
     """Most items kept; the rest are counted as dropped."""
 
 
@@ -67,9 +67,9 @@ class EvidenceProfile(_Frozen):
 
     groups: tuple[GroupSpec, ...] = Field(min_length=1)
     """Groups in the order the judge sees them."""
-    excerpt_limit: int = Field(default=500, ge=len(TRUNCATION_MARKER) + 1, le=100_000)
+    excerpt_limit: int = Field(default=500, strict=True, ge=len(TRUNCATION_MARKER) + 1, le=100_000)
     """Longest excerpt, marker included."""
-    subject_limit: int = Field(default=160, ge=len(TRUNCATION_MARKER) + 1, le=10_000)
+    subject_limit: int = Field(default=160, strict=True, ge=len(TRUNCATION_MARKER) + 1, le=10_000)
     """Longest title (a commit subject), marker included."""
 
     def names(self) -> tuple[str, ...]:

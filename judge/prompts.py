@@ -32,10 +32,14 @@ source (no ``from_string`` on data), so it is never evaluated. It may still try 
 prompt structure: open a heading, close a fence, pose as instructions. Templates print it
 only through two filters: ``fence`` (multi-line text in a backtick fence longer than any
 backtick run inside, every line indented two spaces) and ``oneline`` (all whitespace,
-newlines included, collapsed to single spaces). Untrusted values are marked by type, and
-printing one bare is an error, so a workspace template cannot leak raw data by accident.
-Both filters also replace control characters, which ``judge render`` would otherwise send to
-a terminal.
+newlines included, collapsed to single spaces). Untrusted values reach a template as
+:class:`Untrusted`, which is *not* a ``str``: it has no string methods, no attributes, no
+items, no iteration, no arithmetic, comparison or conversion (``str``, ``repr``, ``format``,
+``int``...), so every path but the two filters (``|trim``, ``|e``, ``|safe``, ``~``,
+``|format``, ``|join``, ``|tojson``, ``.attr``, ``[i]``, ``{% for %}``...) fails at render
+time with the template's file and line. Only truth (``{% if task %}``) is allowed. A type,
+not a list of banned filters: a filter Jinja adds tomorrow meets the same wall. Both filters
+also replace control characters, which ``judge render`` would otherwise send to a terminal.
 
 **Hash.** ``template_hash`` is the sha256 of canonical JSON of the root id and the name and
 source of every template reachable from it; the sources are read once, at construction, and
@@ -45,12 +49,13 @@ rendering uses exactly that snapshot, so the hash always describes what was rend
 from __future__ import annotations
 
 import json
+import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, final
 
 import jinja2
 from jinja2 import meta
@@ -86,13 +91,78 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _RUBRIC_CACHE_SIZE = 32
 
 
-class Untrusted(str):
-    """Text from a case (input, output, evidence): data to quote, never to print bare."""
+class _UntrustedUse(jinja2.TemplateRuntimeError):
+    """Untrusted text was used other than through ``|fence`` or ``|oneline``."""
 
-    __slots__ = ()
+
+def _refuse(what: str) -> _UntrustedUse:
+    return _UntrustedUse(f"untrusted case text used {what}; only |fence and |oneline may "
+                         "turn it into text")
+
+
+@final
+class Untrusted:
+    """Text from a case (input, output, evidence): data to quote, never to print bare.
+
+    Deliberately not a ``str`` subclass: every conversion and operation raises, so the only
+    ways to text are :func:`fence` and :func:`oneline`. Truth is allowed (``{% if task %}``).
+    """
+
+    __slots__ = ("__text",)
+
+    def __init__(self, text: str) -> None:
+        self.__text = text
+
+    def __bool__(self) -> bool:
+        return bool(self.__text)
+
+    def __str__(self) -> str:
+        raise _refuse("as a string (printed bare, |string, |trim, |e, |safe, ~, join...)")
+
+    def __repr__(self) -> str:
+        raise _refuse("as a string (repr, |pprint, or printed inside a list or mapping)")
+
+    def __format__(self, spec: str) -> str:
+        raise _refuse("in a format string")
+
+    # Numbers: |int and |float would otherwise turn a TypeError into a silent 0.
+    def __int__(self) -> int:
+        raise _refuse("as a number")
+
+    def __float__(self) -> float:
+        raise _refuse("as a number")
+
+    def __index__(self) -> int:
+        raise _refuse("as a number")
+
+    # Comparisons: a template must not branch on what the case says.
+    def __eq__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __ne__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __lt__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __le__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __gt__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __ge__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    __hash__ = object.__hash__
+
+
+_untrusted_text: Callable[[Untrusted], str] = operator.attrgetter("_Untrusted__text")
 
 
 def _text(value: object) -> str:
+    if type(value) is Untrusted:
+        return _untrusted_text(value)
     return value if isinstance(value, str) else str(value)
 
 
@@ -116,17 +186,46 @@ def fence(value: object) -> str:
     return f"{bar}\n{body}\n{bar}" if body else f"{bar}\n{bar}"
 
 
-class _UnfilteredValue(jinja2.TemplateRuntimeError):
-    """An untrusted value was printed without ``|fence`` or ``|oneline``."""
-
-
 def _finalize(value: object) -> object:
-    # Runs on every {{ ... }} output. Only the exact Untrusted type is refused: the filters
-    # return plain str, so a filtered value passes.
+    # Runs on every {{ ... }} output, for the clearest message in the commonest case; the
+    # type itself refuses every other conversion.
     if type(value) is Untrusted:
-        raise _UnfilteredValue(
+        raise _UntrustedUse(
             f"untrusted case text printed without |fence or |oneline: {oneline(value)[:40]!r}")
     return value
+
+
+def _opaque_getattr(base: Callable[..., Any]) -> Callable[..., Any]:
+    def getattr(self: jinja2.Environment, obj: Any, attribute: str) -> Any:
+        if type(obj) is Untrusted:
+            raise _refuse(f"with an attribute ({attribute!r})")
+        return base(self, obj, attribute)
+    return getattr
+
+
+def _opaque_getitem(base: Callable[..., Any]) -> Callable[..., Any]:
+    def getitem(self: jinja2.Environment, obj: Any, argument: Any) -> Any:
+        if type(obj) is Untrusted:
+            raise _refuse("with an index or key")
+        return base(self, obj, argument)
+    return getitem
+
+
+# Jinja routes ``x.name``, ``x[key]``, ``|attr``, ``|map(attribute=)``, ``|sort(attribute=)``...
+# through ``getattr``/``getitem``, sandboxed or not: both refuse untrusted text. Each wraps
+# its base method directly (no super() per access: this is the render hot path).
+class _Environment(jinja2.Environment):
+    """The environment for shipped templates."""
+
+    getattr = _opaque_getattr(jinja2.Environment.getattr)
+    getitem = _opaque_getitem(jinja2.Environment.getitem)
+
+
+class _SandboxedEnvironment(ImmutableSandboxedEnvironment):
+    """The environment for a workspace's templates."""
+
+    getattr = _opaque_getattr(ImmutableSandboxedEnvironment.getattr)
+    getitem = _opaque_getitem(ImmutableSandboxedEnvironment.getitem)
 
 
 @dataclass(frozen=True)
@@ -218,6 +317,8 @@ class _SnapshotLoader(jinja2.BaseLoader):
 
     def get_source(self, environment: jinja2.Environment,
                    template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+        if not isinstance(template, str):
+            raise _refuse("as a template name")
         if template not in self._sources:
             raise jinja2.TemplateNotFound(template)
         source, filename = self._sources[template]
@@ -233,7 +334,7 @@ def _environment(sandboxed: bool = True) -> jinja2.Environment:
     # The sandbox guards against a workspace's *templates*; data is never template code in
     # either environment. Templates shipped with judgeflow are our own source code, so they
     # render without it: half the cost of a render (0.48 -> 0.25 ms), the same bytes out.
-    kind = ImmutableSandboxedEnvironment if sandboxed else jinja2.Environment
+    kind = _SandboxedEnvironment if sandboxed else _Environment
     env = kind(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
@@ -247,6 +348,14 @@ def _environment(sandboxed: bool = True) -> jinja2.Environment:
     env.filters["fence"] = fence
     env.filters["oneline"] = oneline
     return env
+
+
+def _message(exc: Exception) -> str:
+    # An exception's args may hold untrusted text (which refuses str): never crash on it.
+    try:
+        return str(exc)
+    except _UntrustedUse:
+        return "(an argument held untrusted case text)"
 
 
 def _template_file(template: str) -> str:
@@ -357,12 +466,12 @@ class PromptRenderer:
             return TemplateError(f"undefined variable: {exc.message}", file=file, where=where,
                                  fix="use the context the renderer provides: rubric, task, "
                                  "output, groups (see judge/prompts.py)")
-        if isinstance(exc, _UnfilteredValue):
+        if isinstance(exc, _UntrustedUse):
             return TemplateError(str(exc), file=file, where=where,
                                  fix="print case text as {{ value|fence }} or "
                                  "{{ value|oneline }}")
-        return TemplateError(f"rendering failed: {type(exc).__name__}: {exc}", file=file,
-                             where=where, fix="correct the template near that line")
+        return TemplateError(f"rendering failed: {type(exc).__name__}: {_message(exc)}",
+                             file=file, where=where, fix="correct the template near that line")
 
     def _rubric_context(self, rubric: Rubric) -> _RubricView:
         cached = self._rubrics.get(id(rubric))

@@ -11,9 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import RubricError, SuiteError
+from .errors import ConfigError, RubricError, SuiteError
+from .limits import MAX_RUBRIC_CHARS, MAX_SUITE_CHARS
 from .rubric import Rubric, parse_rubric
-from .suite import Case, Suite, SuiteLine, iter_cases, iter_jsonl, parse_suite
+from .suite import Case, Suite, SuiteLine, check_suite_id, iter_cases, iter_jsonl, parse_suite
 
 __all__ = [
     "SuiteSource",
@@ -69,9 +70,22 @@ def list_rubrics(workspace: Path | None = None) -> dict[str, Path]:
     return found
 
 
+def _check_size(file: Path, limit: int, error: type[ConfigError]) -> None:
+    # Before reading: a file far over the limit is refused without loading it into memory
+    # (characters never outnumber UTF-8 bytes; the parser checks characters exactly).
+    try:
+        size = file.stat().st_size
+    except OSError:
+        return  # the read that follows reports it
+    if size > 4 * limit:
+        raise error(f"file too large: {size:,} bytes, the limit is {limit:,} characters",
+                    file=str(file), fix="split it into smaller files")
+
+
 def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
     """Load and validate a rubric by id or path."""
     path = find_rubric(str(name), workspace)
+    _check_size(path, MAX_RUBRIC_CHARS, RubricError)
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -82,6 +96,8 @@ def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
 def load_suite(path: str | Path) -> Suite:
     """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem."""
     file = Path(path)
+    if file.suffix != ".jsonl":
+        _check_size(file, MAX_SUITE_CHARS, SuiteError)
     try:
         text = file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -143,4 +159,5 @@ def open_suite(path: str | Path) -> SuiteSource:
         return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
     if not file.is_file():
         raise SuiteError("cannot read: no such file", file=str(file), fix="check the path")
-    return SuiteSource(path=file, id=_default_id(file), rubric=None, loaded=None)
+    return SuiteSource(path=file, id=check_suite_id(_default_id(file), str(file)), rubric=None,
+                       loaded=None)

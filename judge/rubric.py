@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .canonical import canonical_json
 from .errors import RubricError
 from .evidence import DEFAULT_PROFILE, EvidenceProfile
+from .limits import MAX_RUBRIC_CHARS
+from .safeyaml import load_yaml
 from .signal_rules import SignalRule
 
 __all__ = [
@@ -56,6 +57,8 @@ def exact(value: float | int) -> Fraction:
 
 
 class _Frozen(BaseModel):
+    # Numbers are strict (Field(strict=True)): a weight written "0.3" or a pass mark written
+    # true is an error, never coerced; an integer is still a valid float.
     model_config = ConfigDict(frozen=True, extra="forbid")
 
 
@@ -64,18 +67,18 @@ class Band(_Frozen):
 
     name: str = Field(min_length=1)
     """Label shown for scores in the range (``failing``, ``strong``...)."""
-    min: int = Field(ge=0, le=100)
+    min: int = Field(strict=True, ge=0, le=100)
     """Lowest score in the band, inclusive."""
-    max: int = Field(ge=0, le=100)
+    max: int = Field(strict=True, ge=0, le=100)
     """Highest score in the band, inclusive."""
 
 
 class Blend(_Frozen):
     """How a category's deterministic and AI scores combine; the weights sum to 1."""
 
-    deterministic: float = Field(ge=0, le=1)
+    deterministic: float = Field(strict=True, ge=0, le=1)
     """Weight of the deterministic signal."""
-    ai: float = Field(ge=0, le=1)
+    ai: float = Field(strict=True, ge=0, le=1)
     """Weight of the advisory AI score."""
 
 
@@ -93,7 +96,7 @@ class Level(_Frozen):
 
     name: str = Field(min_length=1, pattern=r"^[a-z][a-z0-9_]*$")
     """Identifier the judge answers with."""
-    value: float = Field(ge=0, le=1)
+    value: float = Field(strict=True, ge=0, le=1)
     """Value the core maps the level to."""
 
 
@@ -102,7 +105,7 @@ class Category(_Frozen):
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     """Stable identifier; the judge's output schema uses it as a key."""
-    weight: float = Field(gt=0, le=1)
+    weight: float = Field(strict=True, gt=0, le=1)
     """Share of the overall score; the rubric's weights sum to 1."""
     definition: str = Field(min_length=1)
     """What the category measures, shown to the judge."""
@@ -147,7 +150,7 @@ class Rubric(_Frozen):
     """Level names and values (``levels`` style only), best first."""
     bands: tuple[Band, ...] = DEFAULT_BANDS
     """Bands covering 0..100 with no gap or overlap."""
-    pass_score: int = Field(default=60, ge=0, le=100)
+    pass_score: int = Field(default=60, strict=True, ge=0, le=100)
     """A case passes when its overall score is at least this."""
     evidence: EvidenceProfile = DEFAULT_PROFILE
     """Evidence groups in prompt order, their caps and excerpt limits."""
@@ -322,14 +325,7 @@ def _check_levels(rubric: Rubric, source: str) -> None:
 
 def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
     """Parse and validate a rubric from YAML; every error names ``source``, the place, a fix."""
-    try:
-        data: Any = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise RubricError(f"invalid YAML: {problem}", file=source, where=where,
-                          fix="check the indentation and quoting near that line") from None
+    data: Any = load_yaml(text, source, RubricError, max_chars=MAX_RUBRIC_CHARS)
     if not isinstance(data, dict):
         raise RubricError("a rubric is a mapping with at least 'id' and 'categories'",
                           file=source, fix="see rubrics/task-evaluation.yaml for the shape")

@@ -8,17 +8,25 @@ complexity, optional human labels). ``judged_by: deterministic`` cases never rea
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .errors import SuiteError
 from .evidence import EvidenceInputError, check_evidence
+from .limits import (
+    MAX_DEPTH,
+    MAX_JSONL_LINE_CHARS,
+    MAX_SUITE_CHARS,
+    MAX_SUITE_ID,
+    SUITE_ID_PATTERN,
+)
 from .models import Score
 from .rubric import Rubric, format_validation_error
+from .safeyaml import load_yaml
 
 __all__ = [
     "Case",
@@ -26,6 +34,7 @@ __all__ = [
     "HumanLabel",
     "Suite",
     "SuiteLine",
+    "check_suite_id",
     "filter_cases",
     "iter_cases",
     "iter_jsonl",
@@ -92,7 +101,7 @@ class Case(_Frozen):
 class Suite(_Frozen):
     """A named list of cases."""
 
-    id: str = Field(min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    id: str = Field(min_length=1, max_length=MAX_SUITE_ID, pattern=SUITE_ID_PATTERN)
     """Suite id: names the baseline file and the run history."""
     description: str = ""
     rubric: str | None = None
@@ -100,14 +109,22 @@ class Suite(_Frozen):
     cases: tuple[Case, ...]
 
 
-class _SuiteLoader(yaml.SafeLoader):
-    """``yaml.safe_load`` without the timestamp rule: evidence times stay the strings written."""
+_SUITE_ID_FIX = (f"suite ids are letters, digits, . _ - (at most {MAX_SUITE_ID} characters, "
+                 "starting with a letter or digit)")
+_SUITE_ID = re.compile(SUITE_ID_PATTERN)
 
 
-_SuiteLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+def check_suite_id(suite_id: str, source: str) -> str:
+    """``suite_id`` if it can name a baseline file (as a YAML suite's id is checked), else an error.
+
+    For ids no :class:`Suite` model checks: a streamed JSONL suite's, taken from its file name.
+    """
+    if not suite_id or len(suite_id) > MAX_SUITE_ID or not _SUITE_ID.match(suite_id):
+        shown = suite_id if len(suite_id) <= 40 else suite_id[:40] + "..."
+        raise SuiteError(f"invalid suite id {shown!r} ({len(suite_id)} characters)",
+                         file=source, where="id", fix=_SUITE_ID_FIX
+                         + "; for a JSONL suite the id is the file name: rename the file")
+    return suite_id
 
 
 def _case_error(exc: ValidationError, source: str, index: int, case_id: str | None) -> SuiteError:
@@ -157,11 +174,48 @@ def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[Any]:
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
+        if len(line) > MAX_JSONL_LINE_CHARS:
+            raise SuiteError(f"line too long: {len(line):,} characters, the limit is "
+                             f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
+                             fix="keep each case under the limit (trim large evidence)")
         try:
-            yield json.loads(line)
+            value = json.loads(line)
         except json.JSONDecodeError as exc:
             raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
                              fix="one JSON object per line") from None
+        except RecursionError:
+            raise _too_deep(source, lineno) from None
+        # Cheap filter first: only a line with many brackets can nest too deeply.
+        if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+            raise _too_deep(source, lineno)
+        yield value
+
+
+def _too_deep(source: str, lineno: int) -> SuiteError:
+    return SuiteError(f"nested deeper than {MAX_DEPTH} levels", file=source,
+                     where=f"line {lineno}",
+                     fix="flatten the data; real cases nest a few levels")
+
+
+def _depth(value: Any) -> int:
+    """Deepest nesting of lists and mappings in ``value``, walked without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        level += 1
+        if level > deepest:
+            deepest = level
+            if deepest > MAX_DEPTH:
+                break
+        stack.extend((child, level) for child in children)
+    return deepest
 
 
 def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:
@@ -173,14 +227,7 @@ def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str)
 
     Shared by every suite format (rubric cases, pairs); times stay the strings written.
     """
-    try:
-        data = yaml.load(text, Loader=_SuiteLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise SuiteError(f"invalid YAML: {getattr(exc, 'problem', None) or exc}", file=source,
-                         where=where, fix="check the indentation and quoting near that line") \
-            from None
+    data = load_yaml(text, source, SuiteError, max_chars=MAX_SUITE_CHARS, timestamps=False)
     if isinstance(data, list):
         data = {"cases": data}
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
@@ -195,7 +242,7 @@ def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str)
 def parse_suite(text: str, source: str, default_id: str) -> Suite:
     """Parse a suite from YAML (a mapping with ``cases``) or JSONL (one case a line)."""
     if source.endswith(".jsonl"):
-        return Suite(id=default_id,
+        return Suite(id=check_suite_id(default_id, source),
                      cases=_parse_cases(iter_jsonl(text.splitlines(), source), source))
     data = read_suite_document(text, source, ("id", "description", "rubric", "cases"),
                                "write cases: [- id: ..., ...]")
@@ -206,9 +253,7 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
                      rubric=data.get("rubric"), cases=cases)
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
-        raise SuiteError(msg, file=source, where=where,
-                         fix="suite ids are letters, digits, . _ -") \
-            from None
+        raise SuiteError(msg, file=source, where=where, fix=_SUITE_ID_FIX) from None
 
 
 def validate_against_rubric(suite: Suite, rubric: Rubric, source: str) -> None:
@@ -230,6 +275,8 @@ def validate_cases(cases: Iterable[Case], rubric: Rubric, source: str) -> None:
                 raise SuiteError(f"unknown category {check.category!r}", file=source,
                                  where=f"case {case.id!r}: checks[{i}].category",
                                  fix=f"use one of: {', '.join(sorted(known))}")
+        if case.human is not None:
+            _check_human(case.id, case.human, rubric, known, source)
         try:
             check_evidence(case.evidence, rubric.evidence)
         except EvidenceInputError as exc:
@@ -237,6 +284,22 @@ def validate_cases(cases: Iterable[Case], rubric: Rubric, source: str) -> None:
                              where=f"case {case.id!r}: {exc.where}",
                              fix=f"groups for rubric {rubric.id!r}: "
                                  f"{', '.join(rubric.evidence.names())}") from None
+
+
+def _check_human(case_id: str, human: HumanLabel, rubric: Rubric, known: set[str],
+                 source: str) -> None:
+    # A label naming a band or category the rubric lacks would be counted as a disagreement
+    # (or dropped) by the agreement statistics, silently.
+    bands = [b.name for b in rubric.bands]
+    if human.band is not None and human.band not in bands:
+        raise SuiteError(f"unknown band {human.band!r} for rubric {rubric.id!r}", file=source,
+                         where=f"case {case_id!r}: human.band",
+                         fix=f"use one of: {', '.join(bands)}")
+    for cat in human.categories:
+        if cat not in known:
+            raise SuiteError(f"unknown category {cat!r} for rubric {rubric.id!r}", file=source,
+                             where=f"case {case_id!r}: human.categories.{cat}",
+                             fix=f"use one of: {', '.join(sorted(known))}")
 
 
 def filter_cases(cases: Iterable[Case], *, tags: Iterable[str] = (),

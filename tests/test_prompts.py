@@ -411,7 +411,7 @@ def test_sandbox_refuses_attribute_tricks(task_rubric: Rubric, tmp_path: Path,
                                           expr: str) -> None:
     err = _error(tmp_path, f"{{% set system %}}{{{{ {expr} }}}}{{% endset %}}"
                            "{% set user %}u{% endset %}", task_rubric)
-    assert "unsafe" in err.message or "sandbox" in err.message
+    assert "unsafe" in err.message or "sandbox" in err.message or "untrusted" in err.message
 
 
 def test_bare_untrusted_value_is_refused(task_rubric: Rubric, tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from ..baseline import Baseline, baseline_text
 from ..baselines_io import list_baselines, load_baseline, save_baseline
 from ..errors import ConfigError, NoBaselineError
 from ..resources import load_suite
+from ..suite import check_suite_id
 from .gate import GateVerdict, gate, headline_results, make_baseline, measured_spreads
 from .gate import resolve_threshold as _threshold
 from .runs import pick_complete_run
@@ -27,9 +28,16 @@ __all__ = [
 
 def suite_id_of(value: str) -> str:
     """A suite id as given, or the id of the suite file ``value`` names."""
-    if Path(value).is_file() or value.endswith((".yaml", ".yml", ".jsonl")):
+    if value.endswith((".yaml", ".yml", ".jsonl")) or _is_file(value):
         return load_suite(value).id
-    return value
+    return check_suite_id(value, "--suite")
+
+
+def _is_file(value: str) -> bool:
+    try:
+        return Path(value).is_file()
+    except OSError:  # a name too long for the file system names no file
+        return False
 
 
 def check_run(workspace: Workspace, run_id: str | None = None, *, suite: str | None = None,

@@ -11,7 +11,7 @@ import typer
 from ..app.rendering import RenderRequest, render_case
 from ..app.workspace import Workspace
 from ..canonical import stable_json
-from .output import emit_json
+from ..visible import visible
 
 __all__ = ["register"]
 
@@ -36,7 +36,7 @@ def render(
     done = render_case(Workspace.open(), RenderRequest(suite=suite_file, case_id=case_id,
                                                        rubric=rubric, template=template))
     if json_out:
-        emit_json(done.public())
+        sys.stdout.write(visible(stable_json(done.public())))
         return
     prompt = done.prompt
     # Plain text, not rich: evidence like "[commits:abc]" would be read as rich markup, and
@@ -44,5 +44,5 @@ def render(
     parts = [f"=== {m['role']} ===\n{m['content']}\n" for m in prompt.messages]
     parts.append(f"=== template ===\n{prompt.template_id} sha256:{prompt.template_hash}\n")
     parts.append(f"=== response schema ===\n{stable_json(done.schema)}")
-    sys.stdout.write("\n".join(parts))
+    sys.stdout.write(visible("\n".join(parts)))
     sys.stdout.flush()

@@ -1,0 +1,50 @@
+"""Size and shape limits on what judgeflow reads: the one place they are set and explained.
+
+Each limit is far above any real suite or rubric (the largest shipped example is a few
+kilobytes; a generated 10,000-case JSONL suite has lines of ~2 KB) and far below what would
+exhaust memory or the stack. Crossing one is a configuration error (exit 2) naming the file,
+the place and the limit, never a crash.
+
+=====================  ==============  ==================================================
+limit                  value           why
+=====================  ==============  ==================================================
+MAX_SUITE_CHARS        64 Mi chars     a YAML suite is loaded whole (JSONL streams)
+MAX_RUBRIC_CHARS       1 Mi chars      a rubric is configuration, a few KB
+MAX_JSONL_LINE_CHARS   16 Mi chars     one case of a JSONL suite
+MAX_DEPTH              64 levels       nested lists/mappings in a YAML document or JSON line
+MAX_ALIAS_NODES        100,000 nodes   nodes reached through YAML aliases, every use counted
+MAX_SUITE_ID           128 chars       ``baselines/<id>.json`` must fit a file name (255)
+=====================  ==============  ==================================================
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "MAX_ALIAS_NODES",
+    "MAX_DEPTH",
+    "MAX_JSONL_LINE_CHARS",
+    "MAX_RUBRIC_CHARS",
+    "MAX_SUITE_CHARS",
+    "MAX_SUITE_ID",
+    "SUITE_ID_PATTERN",
+]
+
+MAX_SUITE_CHARS = 64 * 1024 * 1024
+"""Characters in a YAML suite file (a suite of 10,000 rich cases is ~30 MB)."""
+MAX_RUBRIC_CHARS = 1024 * 1024
+"""Characters in a rubric file."""
+MAX_JSONL_LINE_CHARS = 16 * 1024 * 1024
+"""Characters in one line (one case) of a JSONL suite."""
+MAX_DEPTH = 64
+"""Nesting of lists and mappings in a YAML document or a JSON line (real cases: under 10)."""
+MAX_ALIAS_NODES = 100_000
+"""Nodes a YAML document may reach through aliases, counting every use of an alias in full.
+
+Sharing an evidence block between a few hundred cases stays far below it; a 555-byte
+"billion laughs" document (nine levels of nine aliases) reaches 10^9 and is refused while it
+is read, before anything is built from it.
+"""
+MAX_SUITE_ID = 128
+"""Characters in a suite id; it names ``baselines/<id>.json``, so it must fit a file name."""
+SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""What a suite id may hold: safe in a file name on every platform, no path separator."""
