@@ -220,8 +220,9 @@ def test_mask_url() -> None:
 
     assert mask_url("postgresql+psycopg://u:p%40ss@h:5432/db") == \
         "postgresql+psycopg://u:***@h:5432/db"
+    # A lone user part may be a token (https://TOKEN@host): masked too.
     assert mask_url("see postgresql://u@h/db and http://a:b@c/") == \
-        "see postgresql://u@h/db and http://a:***@c/"
+        "see postgresql://***@h/db and http://a:***@c/"
     assert mask_url("sqlite:///.judge/judge.db") == "sqlite:///.judge/judge.db"
 
 

@@ -173,6 +173,7 @@ def test_blend_change_recomputes_finals(ws: Ws) -> None:
 def test_different_categories_exit_2_naming_them(ws: Ws) -> None:
     data = _variant("task-renamed")
     data["categories"][2]["id"] = "process"
+    data.get("signals", {}).pop("processCompliance", None)  # collect's rules name categories
     (ws.path / "rubrics" / "task-renamed.yaml").write_text(yaml.safe_dump(data))
     runs_before = len(json.loads(run_judge(["history", "--json"], ws.path).stdout))
     proc = run_judge(["rescore", ws.run_id, "--rubric", "task-renamed", "--json"], ws.path)
