@@ -188,7 +188,7 @@ def _judge_setup(workspace: Path, suite: Path,
 
 def write_requests(workspace: Path, suite: Path, target: Path) -> list[str]:
     """The prepared LiteLLM kwargs of every LLM case, as `judge run` sends them; their keys."""
-    from judge.cache import cache_key
+    from judge.cache_entry import cache_key
     from judge.client import LiteLLMClient, ModelSpec, resolve_output_mode
     from judge.judging import build_request, prepare
 

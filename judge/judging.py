@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from .cache import JudgmentCache, build_entry, cache_key
+from .cache import JudgmentCache
+from .cache_entry import build_entry, cache_key
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .errors import OutputError, ProviderError

@@ -16,13 +16,8 @@ from typing import Any
 import diskcache
 import pytest
 
-from judge.cache import (
-    CACHE_FORMAT,
-    JudgmentCache,
-    build_entry,
-    cache_key,
-    entry_problems,
-)
+from judge.cache import JudgmentCache
+from judge.cache_entry import CACHE_FORMAT, build_entry, cache_key, entry_problems
 from judge.canonical import canonical_json
 from judge.errors import UsageError
 
@@ -366,7 +361,8 @@ def test_prune_by_model_and_date(tmp_path: Path) -> None:
 WRITER = r"""
 import sys, time
 from pathlib import Path
-from judge.cache import JudgmentCache, build_entry
+from judge.cache import JudgmentCache
+from judge.cache_entry import build_entry
 directory, start, stop, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.002)

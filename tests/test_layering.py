@@ -14,8 +14,9 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "judge"
 
 REQUIRED_PURE = ("canonical", "models", "rubric", "evidence", "scoring", "scorefile")
-OPTIONAL_PURE = ("parsing", "schema", "summary", "compare", "baseline", "monitor", "generate",
-                 "checks", "stats", "suite", "rescore", "agreement", "panel", "pairwise")
+OPTIONAL_PURE = ("cache_entry", "cache_bytes", "parsing", "schema", "summary", "compare",
+                 "baseline", "monitor", "generate", "checks", "stats", "suite", "rescore",
+                 "agreement", "panel", "pairwise")
 PURE_MODULES = tuple(name for name in REQUIRED_PURE + OPTIONAL_PURE
                      if (PACKAGE / f"{name}.py").is_file())
 
