@@ -224,7 +224,10 @@ def cached_keys(cache_dir: Path) -> set[str]:
 class _FakeCompleter:
     """Answers at once with a schema-valid verdict, as the fake judge would: no HTTP."""
 
-    engine = None
+    engine = None  # the rest of judge.judging.Completer's attributes
+    max_concurrency = None
+    attempts = 0
+    retries = 0
 
     async def complete(self, request: Any, messages: Any = None) -> Any:
         import random

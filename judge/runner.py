@@ -133,9 +133,28 @@ class LimitedCompleter:
     def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
         self.inner = inner
         self.limit = limit
-        self.engine = getattr(inner, "engine", None)
-        own = getattr(inner, "max_concurrency", None)
-        self.own_limit = asyncio.Semaphore(own) if isinstance(own, int) and own > 0 else None
+        own = inner.max_concurrency
+        self.own_limit = asyncio.Semaphore(own) if own is not None and own > 0 else None
+
+    @property
+    def engine(self) -> Mapping[str, Any] | None:
+        """The inner client's engine."""
+        return self.inner.engine
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The inner client's own limit (applied here, below the run's)."""
+        return self.inner.max_concurrency
+
+    @property
+    def attempts(self) -> int:
+        """The inner client's requests on the wire."""
+        return self.inner.attempts
+
+    @property
+    def retries(self) -> int:
+        """The inner client's retries."""
+        return self.inner.retries
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
@@ -287,7 +306,7 @@ async def execute(plan: RunPlan, cases: Iterable[Case | SuiteLine], *,
     totals = RunTotals(
         cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
         cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
-        calls=sum(getattr(c, "attempts", 0) for c in (clients or {}).values()),
+        calls=sum(c.attempts for c in (clients or {}).values()),
         promptTokens=progress.prompt_tokens, completionTokens=progress.completion_tokens,
         costUsd=round(progress.cost, 10) if progress.cost_known else None,
         wallSeconds=round(time.monotonic() - started, 3),

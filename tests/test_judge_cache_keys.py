@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 import respx
+from conftest import FakeClient
 
 from judge.cache import JudgmentCache
 from judge.client import JudgeRequest, LiteLLMClient, ModelSpec, Turn, _litellm
@@ -38,7 +39,7 @@ NOW = "2025-03-03T16:00:00Z"
 SECRET = "sk-secret-XYZ"
 
 
-class FakeCompleter:
+class FakeCompleter(FakeClient):
     """A model that always answers with a valid verdict for the case's bundle, and counts."""
 
     def __init__(self, prep: Prepared) -> None:
@@ -53,6 +54,7 @@ class FakeCompleter:
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
         self.calls += 1
+        self.attempts += 1
         self.requests.append(request)
         return Turn(text=self.text, finish_reason="stop", model_reported="judge-x",
                     prompt_tokens=1000, completion_tokens=80, cost_usd=None,

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, run_judge
+from conftest import ROOT, FakeClient, run_judge
 
 from judge.cache import JudgmentCache
 from judge.cli.pairwise_cmd import judge_pairs, load_pair_suite
@@ -74,7 +74,7 @@ def _user(request: JudgeRequest, messages: Sequence[Mapping[str, str]] | None) -
     return next(m["content"] for m in msgs if m["role"] == "user")
 
 
-class FirstPositionJudge:
+class FirstPositionJudge(FakeClient):
     """Always prefers whatever is shown first."""
 
     def __init__(self) -> None:
@@ -86,7 +86,7 @@ class FirstPositionJudge:
         return _turn({"rationale": "Response 1 is better.", "winner": "1"})
 
 
-class MarkerJudge:
+class MarkerJudge(FakeClient):
     """Prefers the response that contains the marker word, wherever it is shown."""
 
     def __init__(self) -> None:
@@ -102,7 +102,7 @@ class MarkerJudge:
         return _turn({"rationale": f"The {MARKER} one is better.", "winner": winner})
 
 
-class ScriptedJudge:
+class ScriptedJudge(FakeClient):
     """Answers from a script, one reply (or exception) per call."""
 
     def __init__(self, replies: list[Any]) -> None:
