@@ -240,7 +240,7 @@ def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
         built = False
     problems = [f"credential-like field {p!r} must never be cached"
                 for p in secret_paths(scanned)]
-    missing = sorted(ENTRY_FIELDS - entry.keys())
+    missing = sorted(ENTRY_FIELDS - entry.keys() - {"digest"})  # said below, with advice
     unknown = sorted(str(k) for k in entry.keys() - ENTRY_FIELDS)
     if missing:
         problems.append(f"missing field(s): {', '.join(missing)}")
@@ -274,6 +274,6 @@ def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
             problems.append("meta.createdAt is not a string")
         elif not is_iso_time(created):
             problems.append(f"meta.createdAt {created!r} is not ISO 8601")
-    if not built and "digest" in entry:
+    if not built:  # else digested from this very content by build_entry
         problems += _digest_problems(entry)
     return problems
