@@ -486,7 +486,7 @@ class JudgmentCache:
         """
         store = self._require_writable("upgrade entries")
         upgraded = 0
-        for key in self._keys():
+        for key in list(self._keys()):  # listed first: the loop writes to the same table
             raw, _ = self._raw(key)
             try:
                 entry = json.loads(raw.decode("utf-8")) if raw is not None else None
