@@ -49,7 +49,8 @@ from pathlib import Path
 from typing import Any
 
 from judge.app.workspace import Workspace
-from judge.cache import JudgmentCache, cache_key
+from judge.cache import JudgmentCache
+from judge.cache_entry import cache_key
 from judge.canonical import canonical_json
 from judge.client import LiteLLMClient, ModelSpec, Turn, resolve_output_mode
 from judge.clock import utc_now
@@ -221,7 +222,10 @@ def cached_keys(cache_dir: Path) -> set[str]:
 class _FakeCompleter:
     """Answers at once with a schema-valid verdict, as the fake judge would: no HTTP."""
 
-    engine = None
+    engine = None  # the rest of judge.judging.Completer's attributes
+    max_concurrency = None
+    attempts = 0
+    retries = 0
 
     async def complete(self, request: Any, messages: Any = None) -> Any:
         seed = json.dumps(request.key_material(), sort_keys=True)

@@ -1,23 +1,21 @@
-"""The judgment cache: raw completions keyed by the sha256 of everything that shapes them.
+"""The judgment cache's storage: entries in a diskcache folder, read and written as the mode allows.
 
-The one module that imports diskcache (lazily: importing this module is cheap). An entry is a
-plain JSON object, stored as the bytes of its canonical JSON::
+The one module that imports diskcache (lazily: importing this module is cheap). What an
+entry is — its key, its digest, what makes it valid, the credential scan — is the pure
+:mod:`judge.cache_entry`; the fast read of an entry's turns from its bytes is
+:mod:`judge.cache_bytes`; the replay index's own SQLite table is :mod:`judge.replay_store`.
 
-    {"format": 1,
-     "key": "<sha256 hex of canonical {"format": 1, "request": request}>",
-     "request": {            # the key material: all that can change the output, nothing else
-        "model": str, "messages": [{"role", "content"}, ...], "temperature": float,
-        "seed": int | null, "responseFormat": dict | null, "outputMode": str,
-        "params": {sampling params: max_tokens, top_p, ...}},
-     "turns": [              # the first call, then any repair turns, as received
-        {"text": str, "finishReason", "modelReported", "promptTokens", "completionTokens",
-         "costUsd", "latencyMs", "outputMode"}, ...],
-     "meta": {"templateId", "templateHash", "rubricId", "rubricHash",
-              "createdAt": ISO 8601 str, "judgeflow": version str}}
+Decisions:
 
-Entries never expire and are never evicted: no expiry is ever set, the eviction policy is
-``none``. Several processes may share one directory (diskcache is SQLite in WAL mode).
-API keys, base URLs and authorization headers are refused at any depth of an entry.
+- Entries never expire and are never evicted: no expiry is ever set, the eviction policy is
+  ``none``. Several processes may share one directory (diskcache is SQLite in WAL mode).
+- Values are stored as the bytes of the entry's canonical JSON, never pickled, and a read
+  refuses anything else: a planted row must not run code when read.
+- Every read checks the entry's digest, the replay path's ``turns`` included (over the
+  bytes, see :mod:`judge.cache_bytes`). A mismatch, or an entry without a digest, is a miss
+  counted as corrupt, never a score; ``judge cache verify`` names it.
+- An entry written before digests existed is given one only by an explicit act:
+  :meth:`JudgmentCache.import_jsonl` (after the full check) or :meth:`JudgmentCache.upgrade`.
 """
 
 from __future__ import annotations
@@ -30,22 +28,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO, TypedDict, get_args
 
-from .canonical import canonical_json, sha256_hex
+from .cache_bytes import turns_alone
+from .cache_entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
+from .canonical import canonical_json
 from .errors import UsageError
+from .replay_store import ReplayStore
 
 __all__ = [
-    "CACHE_FORMAT",
     "CACHE_MODES",
     "CacheMode",
     "ImportReport",
     "JudgmentCache",
     "VerifyReport",
-    "build_entry",
-    "cache_key",
-    "entry_problems",
 ]
-
-CACHE_FORMAT = 1
 
 CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
 CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
@@ -55,14 +50,6 @@ _WRITABLE = frozenset({"read-write", "refresh"})
 _DBNAME = "cache.db"  # diskcache's SQLite file inside the directory
 _INDEX_FILE = "replay-index.sqlite"  # the replay index (see judge.replay): derived, droppable
 _INDEXING = frozenset({"read-write", "refresh", "offline"})
-_ENTRY_FIELDS = frozenset({"format", "key", "request", "turns", "meta"})
-# Dict keys (compared lower-cased, without separators) that name credentials or endpoints.
-# Exact names, not substrings: "promptTokens" or a rubric category must not trip them.
-_SECRET_NAMES = frozenset({
-    "apikey", "xapikey", "apibase", "apiurl", "baseurl", "authorization",
-    "proxyauthorization", "accesstoken", "apitoken", "apisecret", "clientsecret",
-    "secretkey", "awssecretaccesskey", "password",
-})
 
 
 class ImportReport(TypedDict):
@@ -83,152 +70,10 @@ class VerifyReport(TypedDict):
     reasons: dict[str, str]
 
 
-def _normalised(value: Any) -> Any:
-    # 0 and 0.0 are the same number to a provider's JSON parser but not to json.dumps:
-    # integral floats hash as ints, so temperature=0 and temperature=0.0 share a key.
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, Mapping):
-        return {k: _normalised(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_normalised(v) for v in value]
-    return value
-
-
-def cache_key(request: Mapping[str, Any]) -> str:
-    """sha256 of the canonical JSON of ``{"format": CACHE_FORMAT, "request": request}``.
-
-    Integral floats are written as integers first, so ``temperature: 0`` from a YAML file
-    and ``0.0`` from a flag find the same entry.
-    """
-    return sha256_hex({"format": CACHE_FORMAT, "request": _normalised(request)})
-
-
-def build_entry(request: Mapping[str, Any], turns: Iterable[Mapping[str, Any]],
-                meta: Mapping[str, Any], *, key: str | None = None) -> dict[str, Any]:
-    """Build an entry, filling in its format and key (``meta`` must carry ``createdAt``).
-
-    ``key``, when the caller has just computed ``cache_key(request)``, saves hashing the
-    request (all its messages) a second time.
-    """
-    req = dict(request)
-    return {"format": CACHE_FORMAT, "key": key or cache_key(req), "request": req,
-            "turns": [dict(t) for t in turns], "meta": dict(meta)}
-
-
-@functools.lru_cache(maxsize=4096)
-def _secret_name(key: str) -> bool:
-    return "".join(c for c in key.lower() if c.isalnum()) in _SECRET_NAMES
-
-
-def _any_secret(value: Any) -> bool:
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if _secret_name(str(k)):
-                    return True
-                if isinstance(v, Mapping | list | tuple):
-                    stack.append(v)
-        elif isinstance(node, list | tuple):
-            stack.extend(v for v in node if isinstance(v, Mapping | list | tuple))
-        elif isinstance(node, Mapping):
-            stack.append(dict(node))
-    return False
-
-
-def _secret_paths(value: Any) -> list[str]:
-    if not _any_secret(value):  # the usual case, without building a path for every node
-        return []
-    found: list[str] = []
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, node = stack.pop()
-        if isinstance(node, Mapping):
-            for k, v in node.items():
-                where = f"{path}.{k}" if path else str(k)
-                if _secret_name(str(k)):
-                    found.append(where)
-                stack.append((where, v))
-        elif isinstance(node, list | tuple):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node))
-    return sorted(found)
-
-
 def _parse_time(text: str) -> datetime:
     """Parse an ISO 8601 date or time; a naive one is taken as UTC."""
     moment = datetime.fromisoformat(text)
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
-def _key_problems(entry: Mapping[str, Any], request: Mapping[str, Any]) -> list[str]:
-    try:
-        expected = cache_key(request)
-    except (TypeError, ValueError) as exc:
-        return [f"request is not canonical JSON: {exc}"]
-    if entry.get("key") != expected:
-        return [f"key {str(entry.get('key'))[:16]}… does not match "
-                f"the request (expected {expected[:16]}…)"]
-    return []
-
-
-def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
-    """Why ``entry`` is not a valid cache entry; empty when it is.
-
-    ``built`` (see :meth:`JudgmentCache.put`): the key is not hashed again, and messages
-    that are plain role/content pairs are not scanned for credential fields.
-    """
-    if not isinstance(entry, Mapping):
-        return ["entry is not a JSON object"]
-    request = entry.get("request")
-    scanned: Any = entry
-    if built and isinstance(request, Mapping) and isinstance(request.get("messages"), list) \
-            and all(isinstance(m, Mapping) and set(m) <= {"role", "content"}
-                    for m in request["messages"]):
-        scanned = {**entry, "request": {**request, "messages": []}}
-    else:
-        built = False
-    problems = [f"credential-like field {p!r} must never be cached"
-                for p in _secret_paths(scanned)]
-    missing = sorted(_ENTRY_FIELDS - entry.keys())
-    unknown = sorted(str(k) for k in entry.keys() - _ENTRY_FIELDS)
-    if missing:
-        problems.append(f"missing field(s): {', '.join(missing)}")
-    if unknown:
-        problems.append(f"unknown field(s): {', '.join(unknown)}")
-    if "format" in entry and entry["format"] != CACHE_FORMAT:
-        problems.append(f"format {entry['format']!r} is not {CACHE_FORMAT}")
-    if "request" in entry:
-        if not isinstance(request, Mapping):
-            problems.append("request is not an object")
-        else:
-            if not isinstance(request.get("model"), str) or not request["model"]:
-                problems.append("request.model is not a non-empty string")
-            if not isinstance(request.get("messages"), list):
-                problems.append("request.messages is not a list")
-            if not built:  # else hashed from this very request by build_entry
-                problems += _key_problems(entry, request)
-    turns = entry.get("turns")
-    if "turns" in entry and (not isinstance(turns, list) or not turns):
-        problems.append("turns is not a non-empty list")
-    elif isinstance(turns, list):
-        for i, turn in enumerate(turns):
-            if not isinstance(turn, Mapping) or not isinstance(turn.get("text"), str):
-                problems.append(f"turns[{i}] has no text")
-    meta = entry.get("meta")
-    if "meta" in entry:
-        created = meta.get("createdAt") if isinstance(meta, Mapping) else None
-        if not isinstance(meta, Mapping):
-            problems.append("meta is not an object")
-        elif not isinstance(created, str):
-            problems.append("meta.createdAt is not a string")
-        else:
-            try:
-                _parse_time(created)
-            except ValueError:
-                problems.append(f"meta.createdAt {created!r} is not ISO 8601")
-    return problems
 
 
 class _RefusedValue(Exception):
@@ -298,44 +143,6 @@ def _open_diskcache(directory: Path) -> Any:
                          fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
 
 
-def _light_problems(entry: Any) -> list[str]:
-    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
-        return ["not an entry of this cache format"]
-    turns = entry.get("turns")
-    if not isinstance(entry.get("key"), str) or not isinstance(turns, list) or not turns \
-            or not all(isinstance(t, dict) and isinstance(t.get("text"), str) for t in turns):
-        return ["entry has no key or no turns with text"]
-    return []
-
-
-_HEAD = b'{"format":%d,"key":"' % CACHE_FORMAT
-_TURNS = b',"turns":'
-
-
-def _turns_alone(raw: bytes, key: str) -> list[dict[str, Any]] | None:
-    """The turns of an entry stored as canonical JSON, parsed without the rest; else None.
-
-    A judgment needs only the turns, but an entry is mostly its prompt (~10 KB). Canonical
-    JSON sorts keys, so a stored entry reads ``{"format":1,"key":"…",…,"turns":[…]}``: the
-    turns are the last member, and ``,"turns":`` cannot occur inside a string (a quote there
-    is escaped). The slice must parse as exactly one list, so a nested "turns" member fails
-    to parse rather than being mistaken for it; anything not laid out so returns None and
-    the caller parses the whole entry.
-    """
-    head = _HEAD + key.encode("ascii", "replace") + b'",'
-    at = raw.rfind(_TURNS)
-    if not raw.startswith(head) or not raw.endswith(b"}") or at < len(head):
-        return None
-    try:
-        turns = json.loads(raw[at + len(_TURNS):-1].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        return None
-    if not isinstance(turns, list) or _light_problems(
-            {"format": CACHE_FORMAT, "key": key, "turns": turns}):
-        return None
-    return turns
-
-
 class JudgmentCache:
     """Cache entries in a directory, read and written as the mode allows.
 
@@ -351,8 +158,7 @@ class JudgmentCache:
         self.writable: bool = mode in _WRITABLE
         self._counters = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0}
         self._dc: Any = None
-        self._index: Any = None
-        self._index_ok = mode in _INDEXING
+        self._index: ReplayStore | None = None
         self._store()
 
     def __repr__(self) -> str:
@@ -373,16 +179,8 @@ class JudgmentCache:
 
     # --- reading -------------------------------------------------------------------------
 
-    def _load(self, key: Any, *, full: bool = True,
-              turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:
-        """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent.
-
-        ``full=False`` (the read path of a run) checks what a judgment needs — JSON, the
-        format, the key it is stored under, its turns — and leaves re-hashing the request
-        and the credential scan to ``put`` and ``judge cache verify``: they cost more per
-        hit than everything else a replay does. ``turns_only`` may return just the format,
-        key and turns of a sound entry, skipping the parse of its prompt.
-        """
+    def _raw(self, key: Any) -> tuple[bytes | None, str | None]:
+        """(bytes, None) when stored, (None, reason) when unreadable, (None, None) when absent."""
         store = self._store()
         if store is None or not isinstance(key, str):
             return None, None
@@ -396,15 +194,32 @@ class JudgmentCache:
             return (None, "value file missing") if key in store else (None, None)
         if type(raw) is not bytes:
             return None, f"stored value is {type(raw).__name__}, not bytes"
+        return raw, None
+
+    def _load(self, key: Any, *, full: bool = True,
+              turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+        """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent.
+
+        ``full=False`` (the read path of a run) checks what a judgment needs — JSON, the
+        format, the key it is stored under, its turns, the digest — and leaves re-hashing
+        the request and the credential scan to ``put`` and ``judge cache verify``: they cost
+        more per hit than everything else a replay does. ``turns_only`` may return just the
+        format, key and turns of a sound entry, skipping the parse of its prompt.
+        """
+        raw, problem = self._raw(key)
+        if raw is None:
+            return None, problem
         if turns_only:
-            turns = _turns_alone(raw, key)
-            if turns is not None:
+            turns = turns_alone(raw, key)
+            if isinstance(turns, list):
                 return {"format": CACHE_FORMAT, "key": key, "turns": turns}, None
+            if turns is not None:  # laid out as written here, but the digest does not match
+                return None, turns
         try:
             entry = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             return None, f"not JSON: {exc}"
-        problems = entry_problems(entry) if full else _light_problems(entry)
+        problems = entry_problems(entry) if full else read_problems(entry)
         if not problems and entry["key"] != key:
             problems = [f"stored under {key[:16]}… but its key is {entry['key'][:16]}…"]
         if problems:
@@ -446,80 +261,16 @@ class JudgmentCache:
 
     # --- the replay index ----------------------------------------------------------------
 
-    def _index_store(self) -> Any:
-        """The index's SQLite connection (``replay-index.db`` in the directory), or None.
+    @property
+    def replay_store(self) -> ReplayStore | None:
+        """The replay index's store (:mod:`judge.replay_store`) in this directory, or None.
 
-        The index is derived data (:mod:`judge.replay`), kept in a plain SQLite table of
-        its own rather than in diskcache: a lookup is one indexed SELECT (~6 us against
-        ~19 us through diskcache's get), and it is on the path of every replayed judgment.
-        A directory that cannot hold it (read-only, say) just goes without; the judgments
-        are never at stake.
+        None when the mode keeps no index (``off``, ``read-only``) or there is no cache
+        here yet; in ``refresh`` it is written and never read, as the entries are.
         """
-        import sqlite3
-
-        if self._index is None and self._index_ok and self._store() is not None:
-            try:
-                conn = sqlite3.connect(self.directory / _INDEX_FILE, timeout=30,
-                                       isolation_level=None, check_same_thread=False)
-                conn.execute("PRAGMA journal_mode = WAL")
-                conn.execute("PRAGMA synchronous = NORMAL")
-                # A rowid table: records are ~1.3 KB, too large for WITHOUT ROWID's B-tree.
-                conn.execute("CREATE TABLE IF NOT EXISTS records (fingerprint BLOB UNIQUE "
-                             "NOT NULL, record BLOB NOT NULL)")
-                self._index = conn
-            except (OSError, sqlite3.Error):
-                self._index_ok = False
+        if self._index is None and self.mode in _INDEXING and self._store() is not None:
+            self._index = ReplayStore(self.directory / _INDEX_FILE, readable=self.readable)
         return self._index
-
-    def _index_count(self) -> int:
-        """How many replay records the directory holds (read-only, whatever the mode)."""
-        import contextlib
-        import sqlite3
-
-        path = self.directory / _INDEX_FILE
-        if not path.is_file():
-            return 0
-        try:
-            with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
-                                                    uri=True)) as conn:
-                return int(conn.execute("SELECT count(*) FROM records").fetchone()[0])
-        except sqlite3.Error:
-            return 0
-
-    def index_get(self, fingerprint: bytes) -> bytes | None:
-        """The replay record stored under ``fingerprint``, if any."""
-        import sqlite3
-
-        index = self._index_store() if self.readable else None
-        if index is None:
-            return None
-        try:
-            row = index.execute("SELECT record FROM records WHERE fingerprint = ?",
-                                (fingerprint,)).fetchone()
-        except sqlite3.Error:
-            return None
-        return row[0] if row is not None and type(row[0]) is bytes else None
-
-    def index_put(self, records: Iterable[tuple[bytes, bytes]]) -> None:
-        """Store replay records (fingerprint, record) in one transaction.
-
-        A failure to write only loses the shortcut: the index is then left alone.
-        """
-        import sqlite3
-
-        index = self._index_store()
-        if index is None:
-            return
-        try:
-            index.execute("BEGIN IMMEDIATE")
-            try:
-                index.executemany("INSERT OR REPLACE INTO records VALUES (?, ?)", records)
-            except BaseException:
-                index.execute("ROLLBACK")
-                raise
-            index.execute("COMMIT")
-        except (OSError, sqlite3.Error):
-            self._index_ok = False
 
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
@@ -587,7 +338,8 @@ class JudgmentCache:
             "models": dict(sorted(models.items())),
             "oldest": oldest[1] if oldest else None,
             "newest": newest[1] if newest else None,
-            "indexRecords": self._index_count(),
+            "indexRecords": ReplayStore(self.directory / _INDEX_FILE).count(),
+            "indexCorrupt": self._index.corrupt if self._index is not None else 0,
             "counters": self.counters(),
         }
 
@@ -628,10 +380,11 @@ class JudgmentCache:
     def put(self, entry: Mapping[str, Any], *, built: bool = False) -> bool:
         """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
 
-        Raises ``ValueError`` for an invalid entry: wrong key, no turns, a credential field.
-        ``built``: the entry comes from :func:`build_entry` in this process, with the key
-        hashed there from its request; the check then skips re-hashing the request and
-        scanning the rendered messages (they are role/content pairs), and checks the rest.
+        Raises ``ValueError`` for an invalid entry: wrong key or digest, no turns, a
+        credential field. ``built``: the entry comes from
+        :func:`judge.cache_entry.build_entry` in this process, with the key and digest
+        hashed there; the check then skips re-hashing them and scanning the rendered
+        messages (they are role/content pairs), and checks the rest.
         """
         if not self.writable:
             return False
@@ -641,7 +394,11 @@ class JudgmentCache:
         return True
 
     def import_jsonl(self, fp: TextIO) -> ImportReport:
-        """Add the valid entries of a JSONL export; existing keys are kept, not replaced."""
+        """Add the valid entries of a JSONL export; existing keys are kept, not replaced.
+
+        A line without a digest (an export from before digests) is given one once it has
+        passed the full check; a line with a digest that does not match is rejected.
+        """
         store = self._require_writable("import")
         report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": []}
         for number, line in enumerate(fp, start=1):
@@ -649,6 +406,8 @@ class JudgmentCache:
                 continue
             try:
                 entry = json.loads(line)
+                if isinstance(entry, dict) and "digest" not in entry:
+                    entry = with_digest(entry)
                 data = self._validated(entry)
             except (ValueError, RecursionError) as exc:
                 report["rejected"] += 1
@@ -715,23 +474,44 @@ class JudgmentCache:
         but records of old code, rubric or template versions are never read again: pruning
         is the moment to let them go.
         """
-        import sqlite3
+        store = self.replay_store
+        if store is not None:
+            store.clear()
 
-        index = self._index_store()
-        if index is not None:
+    def upgrade(self) -> int:
+        """Give a digest to each entry written before digests; returns how many were.
+
+        Each is fully checked first (its key re-hashed from its request, the credential
+        scan), as an import checks a line; one that fails stays as it is, corrupt.
+        """
+        store = self._require_writable("upgrade entries")
+        upgraded = 0
+        for key in list(self._keys()):  # listed first: the loop writes to the same table
+            raw, _ = self._raw(key)
             try:
-                index.execute("DELETE FROM records")
-            except sqlite3.Error:
-                self._index_ok = False
+                entry = json.loads(raw.decode("utf-8")) if raw is not None else None
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if not isinstance(entry, dict) or "digest" in entry:
+                continue
+            sealed = with_digest(entry)
+            if not entry_problems(sealed) and sealed["key"] == key:
+                store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
+                upgraded += 1
+        if upgraded:
+            self._counters["writes"] += upgraded
+        return upgraded
 
     # --- lifetime ------------------------------------------------------------------------
 
     def close(self) -> None:
         """Release the SQLite connections."""
-        for store in (self._dc, self._index):
-            if store is not None:
-                store.close()
-        self._dc = self._index = None
+        if self._dc is not None:
+            self._dc.close()
+        if self._index is not None:
+            self._index.close()
+        self._dc = None
+        self._index = None
 
     def __enter__(self) -> JudgmentCache:
         return self

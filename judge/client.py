@@ -22,6 +22,7 @@ from typing import Any, Literal
 from .errors import PermanentProviderError, ProviderError
 
 __all__ = [
+    "LITELLM_IMPORT_ENV",
     "OUTPUT_MODES",
     "JudgeRequest",
     "LiteLLMClient",
@@ -129,26 +130,31 @@ class Turn:
 _litellm_module: Any = None
 
 
+# Read by litellm while it is imported, and only then on the paths we use (the price map's
+# loader and the .env loader in litellm/__init__.py): no price-map fetch over the network,
+# no stray .env loaded into the process.
+LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MODE": "PRODUCTION"}
+
+
 def _litellm() -> Any:
-    """Import litellm once, configured for a CLI: no network at import, no .env, no banners."""
+    """Import litellm once, configured for us: no network at import, no .env, no banners.
+
+    The only place that touches ``os.environ``, and only for the import: litellm reads these
+    two variables there and nowhere after, and offers no other switch (its one alternative
+    is to look at ``sys.argv[0]``). What was unset is set for the import and removed again,
+    so a library call leaves the environment as it found it; a value the user set wins.
+    The garbage collector is the process's to tune (:func:`judge.process.tune_process`).
+    """
     global _litellm_module
     if _litellm_module is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LITELLM_MODE", "PRODUCTION")
-        import gc
-
-        # The import creates millions of long-lived objects: with the collector on, it runs
-        # full collections over them during the import (~1 s here), every later full
-        # collection scans them again, and so does interpreter shutdown (~1.5 s). Frozen,
-        # they are out of the collector's way (measured in bench/RESULTS.md).
-        enabled = gc.isenabled()
-        gc.disable()
+        added = [name for name in LITELLM_IMPORT_ENV if name not in os.environ]
+        for name in added:
+            os.environ[name] = LITELLM_IMPORT_ENV[name]
         try:
             import litellm
         finally:
-            if enabled:
-                gc.enable()
-        gc.freeze()
+            for name in added:
+                os.environ.pop(name, None)
         litellm.suppress_debug_info = True
         litellm.telemetry = False
         _litellm_module = litellm

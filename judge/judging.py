@@ -21,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
-from .cache import JudgmentCache, build_entry, cache_key
+from .cache import JudgmentCache
+from .cache_entry import build_entry, cache_key
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .errors import OutputError, ProviderError
@@ -62,7 +63,31 @@ T = TypeVar("T")
 
 
 class Completer(Protocol):
-    """What the judge needs from a model client (the LiteLLM client, or a test's fake)."""
+    """What the judge and the runner use of a model client (the LiteLLM client, or a fake).
+
+    Read-only properties, so a plain attribute or a property both satisfy them (the
+    runner's :class:`judge.runner.LimitedCompleter` forwards its inner client's).
+    """
+
+    @property
+    def engine(self) -> Mapping[str, Any] | None:
+        """What serves the model, when known: stored in the meta of every entry it writes."""
+        ...
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """Calls the server takes at once, when it has its own limit (a llama.cpp server: 1)."""
+        ...
+
+    @property
+    def attempts(self) -> int:
+        """Requests sent on the wire so far, retries and fallbacks included (a run's calls)."""
+        ...
+
+    @property
+    def retries(self) -> int:
+        """Of those, the ones sent again after a transport fault."""
+        ...
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
@@ -274,7 +299,7 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                                                                    turn.finish_reason)}]
             continue
         if cache is not None and cache.writable:
-            engine = getattr(client, "engine", None)
+            engine = client.engine
             cache.put(build_entry(material, turns,
                                   {**meta, "judgeflow": VERSION,
                                    **({"engine": engine} if engine else {})}, key=key),

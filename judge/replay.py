@@ -19,9 +19,11 @@ names, parses the verdict and scores it with the same functions as the plain pat
 is never parsed.
 
 The cache entry stays the one source of truth: a record only says where to look and what
-the case was. Whenever the shortcut cannot vouch for the answer (no record, the entry is
-gone or corrupt, the reply no longer parses, it cites an item the record does not hold) the
-case takes the plain path, which writes a fresh record. Any change to the inputs, the
+the case was. Records live in their own table (:mod:`judge.replay_store`), each sealed with
+its sha256: a record whose bytes changed is read as absent, never scored from. Whenever
+the shortcut cannot vouch for the answer (no record, the entry is gone or corrupt, the
+reply no longer parses, it cites an item the record does not hold) the case takes the
+plain path, which writes a fresh record. Any change to the inputs, the
 package's code included, changes the fingerprint, so a stale record is never found, only
 left unused.
 """
@@ -173,7 +175,8 @@ class ReplayIndex:
 
     def replay(self, digest: bytes, model: str, sample: int) -> Replayed | None:
         """One judgment from the index and the cache; None to take the plain path."""
-        raw = self.cache.index_get(self.fingerprint(digest, model, sample))
+        store = self.cache.replay_store
+        raw = store.get(self.fingerprint(digest, model, sample)) if store is not None else None
         record = _record(raw) if raw is not None else None
         if record is None:
             return None
@@ -220,6 +223,7 @@ class ReplayIndex:
 
     def flush(self) -> None:
         """Write the records remembered so far (one transaction; call at the end of a run)."""
-        if self._unwritten:
-            self.cache.index_put(self._unwritten)
-            self._unwritten = []
+        store = self.cache.replay_store
+        if self._unwritten and store is not None:
+            store.put(self._unwritten)
+        self._unwritten = []

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 from .cache import JudgmentCache
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
-from .judging import Completer, JudgeSettings, judge_prepared, prepare
+from .judging import Completer, JudgeSettings, Prepared, judge_prepared, prepare
 from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
 from .panel import case_aggregates, headline, member_sample
 from .prompts import PromptRenderer
@@ -133,9 +133,28 @@ class LimitedCompleter:
     def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
         self.inner = inner
         self.limit = limit
-        self.engine = getattr(inner, "engine", None)
-        own = getattr(inner, "max_concurrency", None)
-        self.own_limit = asyncio.Semaphore(own) if isinstance(own, int) and own > 0 else None
+        own = inner.max_concurrency
+        self.own_limit = asyncio.Semaphore(own) if own is not None and own > 0 else None
+
+    @property
+    def engine(self) -> Mapping[str, Any] | None:
+        """The inner client's engine."""
+        return self.inner.engine
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The inner client's own limit (applied here, below the run's)."""
+        return self.inner.max_concurrency
+
+    @property
+    def attempts(self) -> int:
+        """The inner client's requests on the wire."""
+        return self.inner.attempts
+
+    @property
+    def retries(self) -> int:
+        """The inner client's retries."""
+        return self.inner.retries
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
@@ -161,144 +180,186 @@ async def execute(plan: RunPlan, cases: Iterable[Case | SuiteLine], *,
     A :class:`SuiteLine` (a validated JSONL line) is parsed only when the index does not
     answer for all of its judgments.
     """
-    limit = asyncio.Semaphore(plan.concurrency)
-    limited = {m: LimitedCompleter(c, limit) for m, c in clients.items()} if clients else None
-    window = asyncio.Semaphore(max(64, plan.concurrency * 4))
-    builder = SummaryBuilder()
-    # Per-judge summaries only mean something beside another judge's (a panel).
-    per_model = {m: SummaryBuilder() for m in plan.models} if len(plan.models) > 1 else {}
-    buffer: list[CaseResult] = []
-    pending: set[asyncio.Task[CaseResult]] = set()
-    waiting: dict[int, _Pending] = {}
-    progress = progress or Progress()
-    started = time.monotonic()
-    head = headline(plan.models, plan.samples, plan.panel)
-    member = member_sample(plan.samples)
+    run = _Run(plan, renderer=renderer, cache=cache, clients=clients, sink=sink, now=now,
+               progress=progress or Progress(), on_result=on_result, index=index)
+    return await run.execute(cases)
 
-    def flush() -> None:
-        if buffer:
-            sink.add_results(plan.run.id, list(buffer))
-            buffer.clear()
 
-    def keep(result: CaseResult, key: tuple[str, int] | None) -> None:
-        # ``key`` is the (model, sample) the result stands for; None for a deterministic case.
-        buffer.append(result)
-        if key is None or key == head:
-            builder.add(result)
-        if key is not None and key[1] == member and key[0] in per_model:
-            per_model[key[0]].add(result)
+_Judge = tuple[str, int]
+"""The (model, sample) a judgment stands for."""
 
-    def deliver(index: int, key: tuple[str, int] | None, result: CaseResult) -> None:
-        progress.add(result)
-        keep(result, key)
-        if on_result is not None:
-            on_result(result)
-        group = waiting.get(index)
+
+class _Run:
+    """One run's state: limits, summaries, the store's buffer, cases waiting for aggregates.
+
+    One error path: every judgment is a task of one :class:`asyncio.TaskGroup`, and the
+    loop that feeds them runs in the group's body. A failure anywhere — a task, the sink, an
+    aggregate (a bug there must fail the run, not vanish) — ends the group, which cancels
+    what is in flight, and is raised as itself (not as an ExceptionGroup) once what was
+    judged is stored. Ctrl-C or a cancellation ends it the same way, and the run is
+    returned marked interrupted.
+    """
+
+    def __init__(self, plan: RunPlan, *, renderer: PromptRenderer | None,
+                 cache: JudgmentCache | None, clients: Mapping[str, Completer] | None,
+                 sink: ResultSink, now: Callable[[], str], progress: Progress,
+                 on_result: Callable[[CaseResult], None] | None,
+                 index: ReplayIndex | None) -> None:
+        self.plan = plan
+        self.renderer = renderer
+        self.cache = cache
+        self.clients = clients
+        self.sink = sink
+        self.now = now
+        self.progress = progress
+        self.on_result = on_result
+        self.index = index
+        limit = asyncio.Semaphore(plan.concurrency)
+        self.limited = {m: LimitedCompleter(c, limit) for m, c in clients.items()} \
+            if clients else None
+        # Bounds the judgments in flight (prepared cases held in memory), not the calls.
+        self.window = asyncio.Semaphore(max(64, plan.concurrency * 4))
+        self.builder = SummaryBuilder()
+        # Per-judge summaries only mean something beside another judge's (a panel).
+        self.per_model = {m: SummaryBuilder() for m in plan.models} \
+            if len(plan.models) > 1 else {}
+        self.buffer: list[CaseResult] = []
+        self.waiting: dict[int, _Pending] = {}
+        self.head = headline(plan.models, plan.samples, plan.panel)
+        self.member = member_sample(plan.samples)
+        self.every: list[_Judge] = [(m, s) for m in plan.models for s in range(plan.samples)]
+        self.replayed = 0
+        self.started = time.monotonic()
+
+    async def execute(self, cases: Iterable[Case | SuiteLine]) -> RunOutcome:
+        """Judge every case, store every result, and sum the run up."""
+        interrupted = False
+        try:
+            async with asyncio.TaskGroup() as group:
+                for position, item in enumerate(cases):
+                    await self._case(group, position, item)
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            interrupted = True
+        except BaseExceptionGroup as failed:
+            raise _first(failed) from None
+        finally:
+            self._flush()
+            if self.index is not None:
+                self.index.flush()
+        return self._outcome(interrupted)
+
+    async def _case(self, group: asyncio.TaskGroup, position: int,
+                    item: Case | SuiteLine) -> None:
+        """Resolve what the index answers at once; start a task for each other judgment."""
+        plan, index, renderer = self.plan, self.index, self.renderer
+        case, line = (item, None) if isinstance(item, Case) else (None, item)
+        found: dict[_Judge, Replayed] = {}
+        digest = None
+        if index is not None and renderer is not None and (
+                case is None or case.judged_by == "llm"):
+            digest = line_digest(line.text) if line is not None else \
+                index.case_digest(_known(case))
+            for judge in self.every:
+                hit = index.replay(digest, *judge)
+                if hit is None:
+                    break
+                found[judge] = hit
+        if len(found) < len(self.every) and line is not None:
+            case = line.case()  # not all in the index: the plain path needs the case
+        judged = bool(found) or (renderer is not None and case is not None
+                                 and case.judged_by == "llm")
+        judges = self.every if judged else [(plan.models[0], 0)]
+        if judged and len(judges) > 1:
+            signals = next(iter(found.values())).signals if found else \
+                deterministic_signals(_known(case), plan.rubric)[0]
+            self.waiting[position] = _Pending(signals=signals, expected=len(judges))
+        prep = None
+        for judge in judges:
+            hit = found.get(judge)
+            if hit is not None:
+                self._deliver(position, judge, hit.result)
+                self.replayed += 1
+                if self.replayed % 256 == 0:
+                    await asyncio.sleep(0)  # let judgments in flight move on
+                continue
+            if prep is None:
+                prep = prepare(_known(case), plan.rubric, renderer)
+            await self.window.acquire()
+            group.create_task(self._judge(position, judge if judged else None, prep, judge,
+                                          digest))
+
+    async def _judge(self, position: int, key: _Judge | None, prep: Prepared, judge: _Judge,
+                     digest: bytes | None) -> None:
+        """One judgment (a cache hit resolves at once; a call waits for the limit)."""
+        model, sample = judge
+        try:
+            client = self.limited.get(model) if self.limited else None
+            remember = None if digest is None or self.index is None else functools.partial(
+                self.index.remember, digest, model, sample)
+            result = await judge_prepared(prep, self.plan.rubric, self.plan.rubric_hash, model,
+                                          self.plan.settings, self.cache, client,
+                                          sample=sample, now=self.now(), remember=remember)
+        finally:
+            self.window.release()
+        self._deliver(position, key, result)
+
+    def _deliver(self, position: int, key: _Judge | None, result: CaseResult) -> None:
+        """Count, keep and announce a result; aggregate its case once all its judgments are in."""
+        self.progress.add(result)
+        self._keep(result, key)
+        if self.on_result is not None:
+            self.on_result(result)
+        group = self.waiting.get(position)
         if group is not None and key is not None:
             group.judged[key] = result
             if len(group.judged) == group.expected:
-                del waiting[index]
-                try:
-                    assert renderer is not None  # only judged cases wait for aggregates
-                    for agg in _aggregates(plan, group, renderer):
-                        assert agg.judge is not None
-                        keep(agg, (agg.judge.model, agg.judge.sample))
-                except Exception as exc:  # a bug here must fail the run, not vanish
-                    errors.append(exc)
-        if len(buffer) >= STORE_BATCH:
-            flush()
+                del self.waiting[position]
+                assert self.renderer is not None  # only judged cases wait for aggregates
+                for agg in _aggregates(self.plan, group, self.renderer):
+                    assert agg.judge is not None
+                    self._keep(agg, (agg.judge.model, agg.judge.sample))
+        if len(self.buffer) >= STORE_BATCH:
+            self._flush()
 
-    def finished(index: int, key: tuple[str, int] | None,
-                 task: asyncio.Task[CaseResult]) -> None:
-        pending.discard(task)
-        window.release()
-        if not task.cancelled() and task.exception() is None:
-            deliver(index, key, task.result())
+    def _keep(self, result: CaseResult, key: _Judge | None) -> None:
+        # ``key`` is the (model, sample) the result stands for; None for a deterministic case.
+        self.buffer.append(result)
+        if key is None or key == self.head:
+            self.builder.add(result)
+        if key is not None and key[1] == self.member and key[0] in self.per_model:
+            self.per_model[key[0]].add(result)
 
-    async def one(prep: Any, model: str, sample: int, digest: bytes | None) -> CaseResult:
-        client = limited.get(model) if limited else None
-        remember = None if digest is None or index is None else functools.partial(
-            index.remember, digest, model, sample)
-        return await judge_prepared(prep, plan.rubric, plan.rubric_hash, model, plan.settings,
-                                    cache, client, sample=sample, now=now(), remember=remember)
+    def _flush(self) -> None:
+        if self.buffer:
+            self.sink.add_results(self.plan.run.id, list(self.buffer))
+            self.buffer.clear()
 
-    interrupted = False
-    errors: list[BaseException] = []
-    try:
-        every = [(m, s) for m in plan.models for s in range(plan.samples)]
-        replayed = 0
-        for position, item in enumerate(cases):
-            case, line = (item, None) if isinstance(item, Case) else (None, item)
-            found: dict[tuple[str, int], Replayed] = {}
-            digest = None
-            if index is not None and renderer is not None and (
-                    case is None or case.judged_by == "llm"):
-                digest = line_digest(line.text) if line is not None else \
-                    index.case_digest(_known(case))
-                for judge in every:
-                    hit = index.replay(digest, *judge)
-                    if hit is None:
-                        break
-                    found[judge] = hit
-            if len(found) < len(every) and line is not None:
-                case = line.case()  # not all in the index: the plain path needs the case
-            judged = bool(found) or (renderer is not None and case is not None
-                                     and case.judged_by == "llm")
-            judges = every if judged else [(plan.models[0], 0)]
-            if judged and len(judges) > 1:
-                signals = next(iter(found.values())).signals if found else \
-                    deterministic_signals(_known(case), plan.rubric)[0]
-                waiting[position] = _Pending(signals=signals, expected=len(judges))
-            prep = None
-            for model, sample in judges:
-                hit = found.get((model, sample))
-                if hit is not None:
-                    deliver(position, (model, sample), hit.result)
-                    replayed += 1
-                    if replayed % 256 == 0:
-                        await asyncio.sleep(0)  # let judgments in flight move on
-                    continue
-                if prep is None:
-                    prep = prepare(_known(case), plan.rubric, renderer)
-                await window.acquire()
-                task = asyncio.ensure_future(one(prep, model, sample, digest))
-                pending.add(task)
-                task.add_done_callback(functools.partial(
-                    finished, position, (model, sample) if judged else None))
-                task.add_done_callback(lambda t: errors.append(t.exception())  # type: ignore[arg-type]
-                                       if not t.cancelled() and t.exception() else None)
-            if errors:
-                break
-        if pending:
-            await asyncio.gather(*list(pending), return_exceptions=True)
-        if errors:
-            raise errors[0]
-    except (asyncio.CancelledError, KeyboardInterrupt):
-        interrupted = True
-        for task in list(pending):
-            task.cancel()
-        if pending:
-            await asyncio.gather(*list(pending), return_exceptions=True)
-    finally:
-        flush()
-        if index is not None:
-            index.flush()
-    summary = builder.build()
-    totals = RunTotals(
-        cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
-        cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
-        calls=sum(getattr(c, "attempts", 0) for c in (clients or {}).values()),
-        promptTokens=progress.prompt_tokens, completionTokens=progress.completion_tokens,
-        costUsd=round(progress.cost, 10) if progress.cost_known else None,
-        wallSeconds=round(time.monotonic() - started, 3),
-        judgments=progress.judgments, judgedAnew=progress.judged_anew,
-        savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,
-    )
-    run = plan.run.model_copy(update={"totals": totals,
-                                      "status": "interrupted" if interrupted else "complete"})
-    return RunOutcome(run=run, summary=summary,
-                      summaries={m: b.build() for m, b in per_model.items()},
-                      interrupted=interrupted)
+    def _outcome(self, interrupted: bool) -> RunOutcome:
+        summary = self.builder.build()
+        progress, index = self.progress, self.index
+        totals = RunTotals(
+            cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
+            cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
+            calls=sum(c.attempts for c in (self.clients or {}).values()),
+            promptTokens=progress.prompt_tokens, completionTokens=progress.completion_tokens,
+            costUsd=round(progress.cost, 10) if progress.cost_known else None,
+            wallSeconds=round(time.monotonic() - self.started, 3),
+            judgments=progress.judgments, judgedAnew=progress.judged_anew,
+            savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,
+        )
+        run = self.plan.run.model_copy(update={
+            "totals": totals, "status": "interrupted" if interrupted else "complete"})
+        return RunOutcome(run=run, summary=summary,
+                          summaries={m: b.build() for m, b in self.per_model.items()},
+                          interrupted=interrupted)
+
+
+def _first(failed: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The first failure of a task group (nested groups opened), raised as itself."""
+    first: BaseException = failed
+    while isinstance(first, BaseExceptionGroup):
+        first = first.exceptions[0]
+    return first
 
 
 def _known(case: Case | None) -> Case:

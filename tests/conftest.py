@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,6 +25,19 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
 REPORTS: list[str] = []
 """Findings a test wants shown in the run's output whether it passes or fails."""
+
+
+class FakeClient:
+    """What :class:`judge.judging.Completer` declares besides ``complete()``, for test fakes.
+
+    A fake model subclasses it and writes ``complete()``; counting its calls in ``attempts``
+    makes them show as a run's calls.
+    """
+
+    engine: Mapping[str, Any] | None = None
+    max_concurrency: int | None = None
+    attempts: int = 0
+    retries: int = 0
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

@@ -29,15 +29,18 @@ from judge.app.cache_ops import (
     verify_cache,
 )
 from judge.app.workspace import Workspace
-from judge.cache import (
+from judge.cache import JudgmentCache
+from judge.cache_entry import (
     CACHE_FORMAT,
-    JudgmentCache,
     build_entry,
     cache_key,
+    digest_ok,
     entry_problems,
+    is_iso_time,
 )
 from judge.canonical import canonical_json
 from judge.errors import UsageError
+from judge.replay_store import ReplayStore
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATED = "2025-03-01T12:00:00Z"
@@ -379,7 +382,8 @@ def test_prune_by_model_and_date(tmp_path: Path) -> None:
 WRITER = r"""
 import sys, time
 from pathlib import Path
-from judge.cache import JudgmentCache, build_entry
+from judge.cache import JudgmentCache
+from judge.cache_entry import build_entry
 directory, start, stop, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.002)
@@ -561,3 +565,96 @@ def test_built_entries_are_still_refused_with_credentials(tmp_path: Path) -> Non
         with pytest.raises(ValueError, match="does not match"):
             cache.put({**sound, "key": "0" * 64})
         assert len(cache) == 1
+
+
+# --- digests: entries from before them, the pattern for createdAt, replay records ---------
+
+
+def _legacy(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in entry.items() if k != "digest"}
+
+
+def test_an_entry_without_a_digest_is_a_miss_until_upgraded(tmp_path: Path) -> None:
+    old = _legacy(_entry(5))
+    with JudgmentCache(tmp_path / "c") as cache:
+        cache._store().set(old["key"], canonical_json(old).encode("utf-8"))
+        assert cache.turns(old["key"]) is None and cache.get(old["key"]) is None
+        assert cache.counters()["corrupt"] == 2
+        assert "no content digest" in cache.verify()["reasons"][old["key"]]
+        assert cache.upgrade() == 1 and cache.upgrade() == 0
+        assert cache.get(old["key"]) == {**old, "digest": _entry(5)["digest"]}
+        assert cache.turns(old["key"]) == old["turns"]
+
+
+def test_upgrade_leaves_an_unsound_old_entry_corrupt(tmp_path: Path) -> None:
+    old = _legacy(_entry(6))
+    forged = {**old, "key": _entry(7)["key"]}  # a key that is not its request's
+    with JudgmentCache(tmp_path / "c") as cache:
+        cache._store().set(forged["key"], canonical_json(forged).encode("utf-8"))
+        assert cache.upgrade() == 0
+        assert cache.verify()["corrupt"] == [forged["key"]]
+
+
+def test_import_digests_old_lines_and_rejects_a_wrong_digest(tmp_path: Path) -> None:
+    sound, old, tampered = _entry(1), _legacy(_entry(2)), _entry(3)
+    tampered["turns"][0]["text"] = '{"score": 99}'  # the digest no longer matches
+    text = "\n".join(canonical_json(e) for e in (sound, old, tampered)) + "\n"
+    with JudgmentCache(tmp_path / "c") as cache:
+        report = cache.import_jsonl(io.StringIO(text))
+        assert (report["added"], report["rejected"]) == (2, 1)
+        assert "line 3" in report["errors"][0] and "digest" in report["errors"][0]
+        assert cache.get(old["key"]) == _entry(2)
+
+
+def test_build_entry_digest_covers_everything_but_itself() -> None:
+    entry = _entry(1)
+    body = {k: v for k, v in entry.items() if k != "digest"}
+    assert entry["digest"] == hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    assert digest_ok(entry) and not digest_ok(body)
+    assert not digest_ok({**entry, "meta": {**entry["meta"], "rubricId": "other"}})
+    assert next(iter(canonical_json(entry)[2:].split('"'))) == "digest"  # sorts first
+
+
+ISO_TEXTS = [
+    "2025-01-01", "2025-03-01T12:00:00Z", "2026-11-30T05:13:37.831469Z", "2024-02-29",
+    "2025-01-01 10:00", "2025-01-01T10:00:00+05:30", "2025-01-01T10:00:00-0100",
+    "2025-01-01T10:00:00,5", "2025-02-29", "2025-13-01", "2025-01-01T24:00", "20250101",
+    "2025-1-1", "2025-01-01T10", "yesterday", "", "2025-01-01T10:00:00+24:00",
+    "2025-01-01T10:00:60", "0000-01-01", "2025-04-31", "2025-01-01T10:00:00.1234567Z",
+]
+
+
+@pytest.mark.parametrize("text", ISO_TEXTS)
+def test_created_at_pattern_takes_only_what_fromisoformat_reads(text: str) -> None:
+    from datetime import datetime
+
+    try:
+        datetime.fromisoformat(text)
+        readable = True
+    except ValueError:
+        readable = False
+    if is_iso_time(text):  # the adapter parses what the entry check let through
+        assert readable
+    if text in ISO_TEXTS[:8]:  # the forms this project and common tools write
+        assert is_iso_time(text)
+
+
+def test_a_replay_record_with_a_flipped_byte_reads_as_absent(tmp_path: Path) -> None:
+    import sqlite3
+    from contextlib import closing
+
+    path = tmp_path / "index.sqlite"
+    store = ReplayStore(path)
+    record = b'{"format":2,"case":{"signals":{"agentPerformance":80}}}'
+    store.put([(b"fp-1", record), (b"fp-2", record)])
+    assert store.get(b"fp-1") == record and store.count() == 2
+    with closing(sqlite3.connect(path)) as db, db:
+        (sealed,) = db.execute("SELECT record FROM records WHERE fingerprint = ?",
+                               (b"fp-1",)).fetchone()
+        db.execute("UPDATE records SET record = ? WHERE fingerprint = ?",
+                   (sealed.replace(b"80", b"90"), b"fp-1"))
+        db.execute("UPDATE records SET record = ? WHERE fingerprint = ?", (record, b"fp-2"))
+    assert store.get(b"fp-1") is None  # a changed signal never reaches a score
+    assert store.get(b"fp-2") is None  # nor does a record without its seal
+    assert store.corrupt == 2
+    store.close()

@@ -13,15 +13,19 @@ import dataclasses
 import json
 import os
 import socket
-from collections.abc import Iterator, Mapping, Sequence
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import respx
+from conftest import FakeClient
 
 from judge.cache import JudgmentCache
+from judge.cache_entry import cache_key
 from judge.client import JudgeRequest, LiteLLMClient, ModelSpec, Turn, _litellm
 from judge.judging import JudgeSettings, Prepared, judge_prepared, prepare
 from judge.models import CaseResult
@@ -38,7 +42,7 @@ NOW = "2025-03-03T16:00:00Z"
 SECRET = "sk-secret-XYZ"
 
 
-class FakeCompleter:
+class FakeCompleter(FakeClient):
     """A model that always answers with a valid verdict for the case's bundle, and counts."""
 
     def __init__(self, prep: Prepared) -> None:
@@ -53,6 +57,7 @@ class FakeCompleter:
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
         self.calls += 1
+        self.attempts += 1
         self.requests.append(request)
         return Turn(text=self.text, finish_reason="stop", model_reported="judge-x",
                     prompt_tokens=1000, completion_tokens=80, cost_usd=None,
@@ -307,3 +312,102 @@ async def test_offline_replay_is_byte_identical(prep: Prepared, rubric: Rubric,
     cold_as_cached = cold.model_copy(
         update={"judge": cold.judge.model_copy(update={"cached": True})})
     assert cold_as_cached.model_dump_json() == replay.model_dump_json()
+
+
+# --- pinned keys: no refactor may move a key (computed by the cache.py of 7e419cb) --------
+
+PINNED: dict[str, tuple[dict[str, Any], str]] = {
+    "minimal": ({"model": "openai/gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}],
+                 "temperature": 0.0, "seed": 42, "responseFormat": None, "outputMode": "auto",
+                 "params": {"max_tokens": 1024}},
+                "a674b63d1f427e8b343c3df791bda9ffffb55b27742d26de478d6fd4ba0400d0"),
+    "schema": ({"model": "hosted_vllm/judge-x",
+                "messages": [{"role": "system", "content": "You are the judge."},
+                             {"role": "user",
+                              "content": "## Evidence\n- [C-1] Évidence ✓ \"quoted\"\n"}],
+                "temperature": 0, "seed": 7,
+                "responseFormat": {"type": "object", "required": ["a"], "properties": {
+                    "a": {"type": "integer", "minimum": 0, "maximum": 100}}},
+                "outputMode": "json_object", "params": {"max_tokens": 800, "top_p": 1.0}},
+               "8cab63a0cab040c302a93cf6e04ef205278035e532c49a9a25c53679cd20297b"),
+    "no_seed": ({"model": "anthropic/claude-x", "messages": [{"role": "user", "content": "x"}],
+                 "temperature": 0.7, "seed": None, "responseFormat": None,
+                 "outputMode": "prompt", "params": {}},
+                "ecc579827058e963299c2d34ca33e20e9f664da99de1b3795080dc48b6fc8f09"),
+}
+SHIPPED_EXPORT = ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl"
+
+
+@pytest.mark.parametrize("name", sorted(PINNED))
+def test_keys_of_fixed_requests_are_pinned(name: str) -> None:
+    request, key = PINNED[name]
+    assert cache_key(request) == key
+
+
+def test_a_judge_requests_key_material_keeps_its_pinned_key() -> None:
+    request, key = PINNED["schema"]
+    logical = JudgeRequest(model=request["model"], messages=tuple(request["messages"]),
+                           temperature=0.0, seed=7, schema=request["responseFormat"],
+                           output_mode="json_object", params=request["params"])
+    assert cache_key(logical.key_material()) == key
+
+
+def test_the_shipped_exports_keys_still_match_their_requests() -> None:
+    lines = SHIPPED_EXPORT.read_text(encoding="utf-8").splitlines()
+    assert lines
+    for line in lines:
+        entry = json.loads(line)
+        assert cache_key(entry["request"]) == entry["key"]
+
+
+# --- a flipped byte in a stored value is a miss, never another score ----------------------
+
+
+def _edit_value(directory: Path, key: str, edit: Callable[[bytes], bytes]) -> None:
+    """Change the stored bytes of one entry in diskcache's own SQLite table."""
+    with closing(sqlite3.connect(directory / "cache.db")) as db, db:
+        value, filename = db.execute("SELECT value, filename FROM Cache WHERE key = ?",
+                                     (key,)).fetchone()
+        assert filename is None and isinstance(value, bytes)  # stored inline, as bytes
+        edited = edit(value)
+        assert edited != value
+        db.execute("UPDATE Cache SET value = ? WHERE key = ?", (edited, key))
+
+
+def _after(raw: bytes, marker: bytes, old: bytes, new: bytes) -> bytes:
+    at = raw.index(old, raw.index(marker))
+    return raw[:at] + new + raw[at + len(old):]
+
+
+FLIPS: dict[str, Callable[[bytes], bytes]] = {
+    # Still valid JSON in the same layout: only the score a reply gives has changed.
+    "score in the reply": lambda raw: _after(raw, b'"turns":', b"75", b"76"),
+    "one bit of the prompt": lambda raw: _after(raw, b'"messages":', b"judge",
+                                                bytes([ord("j") ^ 1]) + b"udge"),
+    "the digest itself": lambda raw: raw[:20] + (b"0" if raw[20:21] != b"0" else b"1")
+    + raw[21:],
+    "createdAt": lambda raw: _after(raw, b'"createdAt":', b"2025", b"2024"),
+}
+
+
+@pytest.mark.parametrize("flip", sorted(FLIPS))
+async def test_a_flipped_byte_in_a_stored_entry_is_a_miss(
+        flip: str, prep: Prepared, rubric: Rubric, tmp_path: Path) -> None:
+    directory = tmp_path / "cache"
+    fake = FakeCompleter(prep)
+    with JudgmentCache(directory) as online:
+        scored = await judge(prep, rubric, online, fake)
+    assert scored.status == "scored" and scored.judge is not None
+    key = scored.judge.cacheKey
+    _edit_value(directory, key, FLIPS[flip])
+
+    with JudgmentCache(directory, "offline") as offline:
+        replay = await judge(prep, rubric, offline, None)
+        assert replay.status == "cache_miss" and replay.overallScore is None
+        assert offline.get(key) is None and offline.turns(key) is None
+        assert offline.counters()["corrupt"] == 3 and offline.counters()["hits"] == 0
+        assert offline.verify()["corrupt"] == [key]
+    with JudgmentCache(directory) as again:  # online: asked again, and cached sound again
+        rejudged = await judge(prep, rubric, again, fake)
+    assert fake.calls == 2 and rejudged.judge is not None and not rejudged.judge.cached
+    assert rejudged.overallScore == scored.overallScore

@@ -23,7 +23,7 @@ APPLICATION = frozenset({"runner", "judging", "replay"})
 ADAPTER_PACKAGES = ("collect", "migrations")
 ADAPTERS = frozenset({
     "prompts", "client", "cache", "store", "local", "replay_store", "resources",
-    "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations", "report_html",
+    "baselines_io", "clock", "process", "migrations", "report_html",
     "cache_shared",
 })
 RANK = {"core": 0, "adapters": 1, "application": 2, "doors": 3}

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, judge_env, run_judge
+from conftest import ROOT, FakeClient, judge_env, run_judge
 
 from judge.app.pairwise_run import PairwiseRequest, judge_pairs, load_pair_suite, run_pairwise
 from judge.app.workspace import Workspace
@@ -75,7 +75,7 @@ def _user(request: JudgeRequest, messages: Sequence[Mapping[str, str]] | None) -
     return next(m["content"] for m in msgs if m["role"] == "user")
 
 
-class FirstPositionJudge:
+class FirstPositionJudge(FakeClient):
     """Always prefers whatever is shown first."""
 
     def __init__(self) -> None:
@@ -87,7 +87,7 @@ class FirstPositionJudge:
         return _turn({"rationale": "Response 1 is better.", "winner": "1"})
 
 
-class MarkerJudge:
+class MarkerJudge(FakeClient):
     """Prefers the response that contains the marker word, wherever it is shown."""
 
     def __init__(self) -> None:
@@ -103,7 +103,7 @@ class MarkerJudge:
         return _turn({"rationale": f"The {MARKER} one is better.", "winner": winner})
 
 
-class ScriptedJudge:
+class ScriptedJudge(FakeClient):
     """Answers from a script, one reply (or exception) per call."""
 
     def __init__(self, replies: list[Any]) -> None:

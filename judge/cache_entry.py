@@ -1,0 +1,279 @@
+"""A judgment cache entry: its key, its digest, and what makes it valid. Pure: no disk, no clock.
+
+An entry is a plain JSON object, stored as the bytes of its canonical JSON::
+
+    {"digest": "<sha256 hex of the canonical JSON of the entry without this field>",
+     "format": 1,
+     "key": "<sha256 hex of canonical {"format": 1, "request": request}>",
+     "request": {            # the key material: all that can change the output, nothing else
+        "model": str, "messages": [{"role", "content"}, ...], "temperature": float,
+        "seed": int | null, "responseFormat": dict | null, "outputMode": str,
+        "params": {sampling params: max_tokens, top_p, ...}},
+     "turns": [              # the first call, then any repair turns, as received
+        {"text": str, "finishReason", "modelReported", "promptTokens", "completionTokens",
+         "costUsd", "latencyMs", "outputMode"}, ...],
+     "meta": {"templateId", "templateHash", "rubricId", "rubricHash",
+              "createdAt": ISO 8601 str, "judgeflow": version str}}
+
+Decisions:
+
+- The key covers the request only, so adding the digest changed no key and kept the format
+  at 1: a digest is a check on what is stored, not part of what is asked.
+- The digest covers everything else (turns, meta, the key itself). It guards against a
+  flipped bit or a torn write turning into a different score; it is not a signature: whoever
+  can write the directory can write a matching digest.
+- An entry without a digest (written before digests existed) is not trusted on read: it is
+  a miss, counted as corrupt, and the judgment is asked again (or reported missing offline).
+  Importing a JSONL export is the one place a digest is added to such an entry, after the
+  full check (its key re-hashed from its request, the credential scan), because an import
+  is the explicit act of trusting a file; :meth:`judge.cache.JudgmentCache.upgrade` does
+  the same for a directory written by an older version.
+- ``createdAt`` is checked by a pattern for the ISO 8601 forms that
+  ``datetime.fromisoformat`` reads (the adapter parses it for ``stats`` and ``prune``):
+  this module may not import the clock's module, and a pattern says exactly what is taken.
+- API keys, base URLs and authorization headers are refused at any depth of an entry.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .canonical import sha256_hex
+
+__all__ = [
+    "CACHE_FORMAT",
+    "DIGEST_MISMATCH",
+    "ENTRY_FIELDS",
+    "build_entry",
+    "cache_key",
+    "digest_ok",
+    "entry_digest",
+    "entry_problems",
+    "is_iso_time",
+    "read_problems",
+    "secret_paths",
+    "turns_ok",
+    "with_digest",
+]
+
+CACHE_FORMAT = 1
+DIGEST_MISMATCH = "digest does not match the content"
+ENTRY_FIELDS = frozenset({"digest", "format", "key", "request", "turns", "meta"})
+# Dict keys (compared lower-cased, without separators) that name credentials or endpoints.
+# Exact names, not substrings: "promptTokens" or a rubric category must not trip them.
+_SECRET_NAMES = frozenset({
+    "apikey", "xapikey", "apibase", "apiurl", "baseurl", "authorization",
+    "proxyauthorization", "accesstoken", "apitoken", "apisecret", "clientsecret",
+    "secretkey", "awssecretaccesskey", "password",
+})
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+# A subset of what datetime.fromisoformat (3.11) reads; ranges are checked below.
+_ISO = re.compile(r"(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d{1,9})?)?"
+                  r"(?:Z|[+-](\d{2}):?(\d{2}))?)?")
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def _normalised(value: Any) -> Any:
+    # 0 and 0.0 are the same number to a provider's JSON parser but not to json.dumps:
+    # integral floats hash as ints, so temperature=0 and temperature=0.0 share a key.
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, Mapping):
+        return {k: _normalised(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normalised(v) for v in value]
+    return value
+
+
+def cache_key(request: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of ``{"format": CACHE_FORMAT, "request": request}``.
+
+    Integral floats are written as integers first, so ``temperature: 0`` from a YAML file
+    and ``0.0`` from a flag find the same entry.
+    """
+    return sha256_hex({"format": CACHE_FORMAT, "request": _normalised(request)})
+
+
+def entry_digest(entry: Mapping[str, Any]) -> str:
+    """sha256 hex of the canonical JSON of ``entry`` without its ``digest`` field."""
+    return sha256_hex({k: v for k, v in entry.items() if k != "digest"})
+
+
+def digest_ok(entry: Mapping[str, Any]) -> bool:
+    """Whether ``entry`` carries a digest and it matches its content (no digest: False)."""
+    digest = entry.get("digest")
+    try:
+        return isinstance(digest, str) and digest == entry_digest(entry)
+    except (TypeError, ValueError):  # content that is not JSON cannot match anything
+        return False
+
+
+def with_digest(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``entry`` with its digest (re)computed."""
+    body = {k: v for k, v in entry.items() if k != "digest"}
+    return {"digest": sha256_hex(body), **body}
+
+
+def build_entry(request: Mapping[str, Any], turns: Iterable[Mapping[str, Any]],
+                meta: Mapping[str, Any], *, key: str | None = None) -> dict[str, Any]:
+    """Build an entry, filling in its format, key and digest (``meta`` must carry ``createdAt``).
+
+    ``key``, when the caller has just computed ``cache_key(request)``, saves hashing the
+    request (all its messages) a second time.
+    """
+    req = dict(request)
+    return with_digest({"format": CACHE_FORMAT, "key": key or cache_key(req), "request": req,
+                        "turns": [dict(t) for t in turns], "meta": dict(meta)})
+
+
+def is_iso_time(text: str) -> bool:
+    """Whether ``text`` is an ISO 8601 date or date-time (``2025-01-01``, ``…T10:00:00.5Z``)."""
+    match = _ISO.fullmatch(text)
+    if match is None:
+        return False
+    year, month, day, hour, minute, second, off_h, off_m = (
+        int(g) if g is not None else 0 for g in match.groups())
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    return (1 <= year and 1 <= month <= 12
+            and 1 <= day <= (_DAYS[month - 1] if month != 2 or leap else 28)
+            and hour < 24 and minute < 60 and second < 60 and off_h < 24 and off_m < 60)
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret_name(key: str) -> bool:
+    return "".join(c for c in key.lower() if c.isalnum()) in _SECRET_NAMES
+
+
+def _any_secret(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for k, v in node.items():
+                if _secret_name(str(k)):
+                    return True
+                if isinstance(v, Mapping | list | tuple):
+                    stack.append(v)
+        elif isinstance(node, list | tuple):
+            stack.extend(v for v in node if isinstance(v, Mapping | list | tuple))
+        elif isinstance(node, Mapping):
+            stack.append(dict(node))
+    return False
+
+
+def secret_paths(value: Any) -> list[str]:
+    """The sorted paths (``request.params.api_key``) of credential-like fields in ``value``."""
+    if not _any_secret(value):  # the usual case, without building a path for every node
+        return []
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                where = f"{path}.{k}" if path else str(k)
+                if _secret_name(str(k)):
+                    found.append(where)
+                stack.append((where, v))
+        elif isinstance(node, list | tuple):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node))
+    return sorted(found)
+
+
+def _key_problems(entry: Mapping[str, Any], request: Mapping[str, Any]) -> list[str]:
+    try:
+        expected = cache_key(request)
+    except (TypeError, ValueError) as exc:
+        return [f"request is not canonical JSON: {exc}"]
+    if entry.get("key") != expected:
+        return [f"key {str(entry.get('key'))[:16]}… does not match "
+                f"the request (expected {expected[:16]}…)"]
+    return []
+
+
+def _digest_problems(entry: Mapping[str, Any]) -> list[str]:
+    digest = entry.get("digest")
+    if not isinstance(digest, str) or _HEX64.fullmatch(digest) is None:
+        return ["no content digest (an entry from before digests: re-import or re-judge it)"
+                if digest is None else "digest is not a sha256 hex string"]
+    return [] if digest_ok(entry) else [DIGEST_MISMATCH]
+
+
+def read_problems(entry: Any) -> list[str]:
+    """The read path's check: what a judgment needs (format, key, turns) and the digest.
+
+    Re-hashing the request and the credential scan are left to writes and to a full
+    verify (:func:`entry_problems`): they cost more per hit than the rest of a replay.
+    """
+    if not isinstance(entry, dict) or entry.get("format") != CACHE_FORMAT:
+        return ["not an entry of this cache format"]
+    if not isinstance(entry.get("key"), str) or not turns_ok(entry.get("turns")):
+        return ["entry has no key or no turns with text"]
+    return _digest_problems(entry)
+
+
+def turns_ok(turns: Any) -> bool:
+    """Whether ``turns`` is what a judgment reads: a non-empty list of objects with text."""
+    return isinstance(turns, list) and bool(turns) and all(
+        isinstance(t, dict) and isinstance(t.get("text"), str) for t in turns)
+
+
+def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
+    """Why ``entry`` is not a valid cache entry; empty when it is.
+
+    ``built`` (an entry from :func:`build_entry` in this process): the key and the digest
+    are not hashed again, and messages that are plain role/content pairs are not scanned
+    for credential fields.
+    """
+    if not isinstance(entry, Mapping):
+        return ["entry is not a JSON object"]
+    request = entry.get("request")
+    scanned: Any = entry
+    if built and isinstance(request, Mapping) and isinstance(request.get("messages"), list) \
+            and all(isinstance(m, Mapping) and set(m) <= {"role", "content"}
+                    for m in request["messages"]):
+        scanned = {**entry, "request": {**request, "messages": []}}
+    else:
+        built = False
+    problems = [f"credential-like field {p!r} must never be cached"
+                for p in secret_paths(scanned)]
+    missing = sorted(ENTRY_FIELDS - entry.keys() - {"digest"})  # said below, with advice
+    unknown = sorted(str(k) for k in entry.keys() - ENTRY_FIELDS)
+    if missing:
+        problems.append(f"missing field(s): {', '.join(missing)}")
+    if unknown:
+        problems.append(f"unknown field(s): {', '.join(unknown)}")
+    if "format" in entry and entry["format"] != CACHE_FORMAT:
+        problems.append(f"format {entry['format']!r} is not {CACHE_FORMAT}")
+    if "request" in entry:
+        if not isinstance(request, Mapping):
+            problems.append("request is not an object")
+        else:
+            if not isinstance(request.get("model"), str) or not request["model"]:
+                problems.append("request.model is not a non-empty string")
+            if not isinstance(request.get("messages"), list):
+                problems.append("request.messages is not a list")
+            if not built:  # else hashed from this very request by build_entry
+                problems += _key_problems(entry, request)
+    turns = entry.get("turns")
+    if "turns" in entry and (not isinstance(turns, list) or not turns):
+        problems.append("turns is not a non-empty list")
+    elif isinstance(turns, list):
+        for i, turn in enumerate(turns):
+            if not isinstance(turn, Mapping) or not isinstance(turn.get("text"), str):
+                problems.append(f"turns[{i}] has no text")
+    meta = entry.get("meta")
+    if "meta" in entry:
+        created = meta.get("createdAt") if isinstance(meta, Mapping) else None
+        if not isinstance(meta, Mapping):
+            problems.append("meta is not an object")
+        elif not isinstance(created, str):
+            problems.append("meta.createdAt is not a string")
+        elif not is_iso_time(created):
+            problems.append(f"meta.createdAt {created!r} is not ISO 8601")
+    if not built:  # else digested from this very content by build_entry
+        problems += _digest_problems(entry)
+    return problems
