@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import PermanentProviderError, ProviderError
+from .process import LITELLM_IMPORT_ENV
 
 __all__ = [
-    "LITELLM_IMPORT_ENV",
     "OUTPUT_MODES",
     "JudgeRequest",
     "LiteLLMClient",
@@ -133,7 +133,6 @@ _litellm_module: Any = None
 # Read by litellm while it is imported, and only then on the paths we use (the price map's
 # loader and the .env loader in litellm/__init__.py): no price-map fetch over the network,
 # no stray .env loaded into the process.
-LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MODE": "PRODUCTION"}
 
 
 def _litellm() -> Any:

@@ -16,7 +16,7 @@ Decisions (measured in ``bench/RESULTS.md``):
 - At exit the heap is frozen and the collector switched off, so interpreter shutdown does
   not scan that heap once more (~1.5 s after a run through litellm).
 - Environment defaults are ``setdefault``: a value the user set wins. They are
-  :data:`judge.client.LITELLM_IMPORT_ENV`, which the client applies for the duration of
+  :data:`LITELLM_IMPORT_ENV`, which the client applies for the duration of
   litellm's import anyway; set here they also reach a litellm that a child process imports.
 """
 
@@ -26,9 +26,10 @@ import atexit
 import gc
 import os
 
-from .client import LITELLM_IMPORT_ENV
+__all__ = ["GC_THRESHOLDS", "LITELLM_IMPORT_ENV", "settle_heap", "tune_process", "tuned"]
 
-__all__ = ["GC_THRESHOLDS", "settle_heap", "tune_process"]
+LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MODE": "PRODUCTION"}
+"""What litellm must see when it is imported: the bundled price map (no fetch), no ``.env``."""
 
 GC_THRESHOLDS = (20_000, 50, 100)
 _tuned = False
@@ -49,6 +50,11 @@ def tune_process() -> None:
         os.environ.setdefault(name, value)
     gc.set_threshold(*GC_THRESHOLDS)
     atexit.register(_quiet_shutdown)
+
+
+def tuned() -> bool:
+    """Whether the entry point tuned this process (then it owns it: the CLI, not a library)."""
+    return _tuned
 
 
 def settle_heap() -> None:

@@ -10,13 +10,20 @@ import os
 import sys
 
 from ..errors import ConfigError, JudgeError, StoreError
+from ..process import tune_process
 from .app import build_app
 
 __all__ = ["main"]
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of the ``judge`` console script."""
+    """Entry point of the ``judge`` console script.
+
+    Called with ``argv`` None it owns the process (the console script, ``python -m judge``)
+    and tunes it; called with arguments (from another program) it leaves the process alone.
+    """
+    if argv is None:
+        tune_process()
     app = build_app()
     try:
         app.main(args=argv, prog_name="judge", standalone_mode=True)

@@ -11,7 +11,13 @@ from rich.console import Console
 
 from ..canonical import stable_json
 
-__all__ = ["band_style", "console", "emit_json", "emit_json_streaming", "err_console"]
+__all__ = [
+    "band_style",
+    "console",
+    "emit_json",
+    "emit_json_streaming",
+    "err_console",
+]
 
 _BAND_STYLES = {
     "failing": "red",

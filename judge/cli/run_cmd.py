@@ -20,6 +20,7 @@ from ..app.workspace import Workspace
 from ..errors import UsageError
 from ..models import CaseResult, RunInfo
 from ..panel import headline_of
+from ..process import settle_heap, tuned
 from ..rubric import Rubric
 from ..runner import Progress
 from ..shards import Shard
@@ -279,8 +280,10 @@ class _Display:
         err_console().print(text, markup=False)
 
     def started(self, progress: Progress, run: RunInfo) -> None:
-        """Show a bar on a terminal."""
+        """Show a bar on a terminal; settle the heap when this process is the CLI's own."""
         self.progress = progress
+        if tuned():
+            settle_heap()
         if sys.stderr.isatty():
             self.bar = Bar(TextColumn("judging"), BarColumn(), MofNCompleteColumn(),
                            TextColumn("{task.fields[info]}"), TimeRemainingColumn(),
