@@ -200,6 +200,11 @@ class RunStore:
         with self._transaction(write=True) as conn:
             _metadata.create_all(conn)
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine, for a module with a table of its own (judge.batch_store)."""
+        return self._engine
+
     # -- runs -----------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo) -> None:

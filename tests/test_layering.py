@@ -24,6 +24,7 @@ ADAPTER_PACKAGES = ("collect",)
 ADAPTERS = frozenset({
     "prompts", "client", "cache", "store", "local", "replay", "replay_store", "resources",
     "baselines_io", "clock", "process", "yamlsafe", "cache_bytes", "migrations", "report_html",
+    "batch_client", "batch_store",
 })
 RANK = {"core": 0, "adapters": 1, "application": 2, "doors": 3}
 

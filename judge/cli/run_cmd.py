@@ -21,6 +21,7 @@ from ..panel import headline_of
 from ..rubric import Rubric
 from ..runner import Progress
 from ..summary import Summary
+from .batch_cmds import submit as submit_batch
 from .output import band_style, console, emit_json_streaming, err_console
 
 __all__ = ["cache_line", "register"]
@@ -63,6 +64,10 @@ def run(
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the cache misses as a provider batch job (about half the "
+                        "price, results within 24 h) and return at once with its id; "
+                        "`judge batch wait JOB` finishes the run.")] = False,
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 
@@ -80,6 +85,8 @@ def run(
     workspace = Workspace.open(overrides=overrides)
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
                          ids=tuple(case or ()), check=not no_check)
+    if batch:
+        raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
     _report(workspace, report, json_out=json_out)
     raise typer.Exit(report.exit_code)
