@@ -137,6 +137,8 @@ class JudgeMeta(_Frozen):
     latencyMs: float | None = None
     finishReason: str | None = None
     modelReported: str | None = None
+    systemFingerprint: str | None = None
+    """The provider's ``system_fingerprint`` of the last turn, when it gave one."""
     aggregate: str | None = None
     """None for one judgment. On a result that combines others, how: ``median`` or ``mean``.
     A sample aggregate has the judge's model and sample -1 (median of its K samples); a panel

@@ -1,7 +1,9 @@
 """Whether the judge's reported identity changed since the baseline: a notice for the gate.
 
 Providers report the model that answered (``model``) and, some of them, the serving
-configuration (``system_fingerprint``); both are kept in every cached turn. A change since
+configuration (``system_fingerprint``); both are kept with every judgment of a run
+(``JudgeMeta.modelReported``, ``JudgeMeta.systemFingerprint``). A replayed judgment keeps
+the identity of the call that made it, so a change shows once the judge answers anew. A change since
 the baseline's run means the verdicts may no longer be comparable even under the same
 model name: context for a reviewer, not a regression by itself.
 """
@@ -12,36 +14,24 @@ from collections.abc import Iterable
 
 from ..baseline import Baseline
 from ..baselines_io import load_baseline
-from ..cache import JudgmentCache
 from ..errors import JudgeError
 from ..models import CaseResult, RunInfo
 from .workspace import Workspace
 
-__all__ = ["LOOKED_AT", "fingerprint_notice", "reported_identity"]
-
-LOOKED_AT = 200
-"""Judgments read per run: enough to see a change, cheap on a 100k-case run."""
+__all__ = ["fingerprint_notice", "reported_identity"]
 
 
-def reported_identity(cache: JudgmentCache, results: Iterable[CaseResult],
-                      limit: int = LOOKED_AT) -> tuple[set[str], set[str]]:
-    """``(models reported, fingerprints)`` over the cached turns of up to ``limit`` results."""
+def reported_identity(results: Iterable[CaseResult]) -> tuple[set[str], set[str]]:
+    """``(models reported, fingerprints)`` over a run's judgments (aggregates left out)."""
     models: set[str] = set()
     prints: set[str] = set()
-    seen = 0
     for r in results:
-        if r.judge is None or r.judge.aggregate is not None or not r.judge.cacheKey:
+        if r.judge is None or r.judge.aggregate is not None:
             continue
-        turns = cache.turns(r.judge.cacheKey, count=False)
-        if turns:
-            last = turns[-1]
-            if isinstance(last.get("modelReported"), str):
-                models.add(last["modelReported"])
-            if isinstance(last.get("systemFingerprint"), str):
-                prints.add(last["systemFingerprint"])
-        seen += 1
-        if seen >= limit:
-            break
+        if r.judge.modelReported:
+            models.add(r.judge.modelReported)
+        if r.judge.systemFingerprint:
+            prints.add(r.judge.systemFingerprint)
     return models, prints
 
 
@@ -50,7 +40,7 @@ def fingerprint_notice(workspace: Workspace, run: RunInfo,
     """A sentence when the judge's reported model or fingerprint differs from the baseline's.
 
     None when they agree, or when it cannot be told (no baseline, its run is not in the
-    store, no cache, or the provider reports neither).
+    store, or the provider reports neither).
     """
     try:
         if baseline is None:
@@ -60,12 +50,9 @@ def fingerprint_notice(workspace: Workspace, run: RunInfo,
             baseline = load_baseline(path)
         if not baseline.recordedFrom or baseline.recordedFrom == run.id:
             return None
-        cache = workspace.open_cache("read-only")
-        if cache is None:
-            return None
-        with cache, workspace.open_store() as store:
-            then = reported_identity(cache, store.iter_results(baseline.recordedFrom))
-            now = reported_identity(cache, store.iter_results(run.id))
+        with workspace.open_store() as store:
+            then = reported_identity(store.iter_results(baseline.recordedFrom))
+            now = reported_identity(store.iter_results(run.id))
     except JudgeError:
         return None
     changes = []
