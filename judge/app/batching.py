@@ -456,14 +456,12 @@ async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchIte
                       "rubricId": setup.plan.rubric.id, "rubricHash": setup.plan.rubric_hash,
                       "createdAt": now(), "batchJob": job.id})
             ledger["repairCalls"] += first.calls
-            if done_ex.status == "ok" and not done_ex.cached:
+            if done_ex.status == "ok":  # cached now, or by an earlier, interrupted collect
                 ledger["answered"] += 1
                 ledger["promptTokens"] += item.turn.prompt_tokens or 0
                 ledger["completionTokens"] += item.turn.completion_tokens or 0
                 ledger["costUsd"] = None if ledger["costUsd"] is None or \
                     item.turn.cost_usd is None else ledger["costUsd"] + item.turn.cost_usd
-            elif done_ex.status == "ok":
-                ledger["answered"] += 1  # collected by an earlier, interrupted collect
             else:
                 ledger["invalid"][j.key] = done_ex.reason or "no verdict"
     finally:
