@@ -46,7 +46,12 @@ counts only under ``faults``), ``POST /_reset`` (stats and attempt counters),
 
 Options (CLI flag / keyword / control key): ``latency_ms``, ``jitter_ms`` (uniform +-),
 ``seed``, ``fault_rate`` (0..1), ``faults`` (comma list or list), ``retry_after``,
-``hang_seconds``, ``fail_first``, ``bias``.
+``hang_seconds``, ``fail_first``, ``bias``, ``drift``.
+
+Drift: ``drift N`` (N != 0) stands for another model served under the same name: every
+answer is drawn afresh (N joins the content seed) and ``system_fingerprint`` changes from
+``fp_fake_<seed>`` to ``fp_fake_<seed>_d<N>``. Batches: OpenAI-style files and batches
+endpoints, in ``bench/fake_batch.py``.
 
 Run it::
 
@@ -85,6 +90,10 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import web
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # bench/ is not a package
+    sys.path.append(str(Path(__file__).resolve().parent))
+from fake_batch import BatchEndpoints
 
 __all__ = [
     "BOGUS_CITATION",
@@ -159,6 +168,7 @@ _OPTION_TYPES: dict[str, Callable[[Any], Any]] = {
     "hang_seconds": float,
     "fail_first": int,
     "bias": int,
+    "drift": int,
 }
 
 
@@ -184,6 +194,8 @@ class ServerOptions:
     """The first N attempts of every distinct request fail with 500."""
     bias: int = 0
     """Added to every integer (clamped), on top of a ``+N`` in the model name."""
+    drift: int = 0
+    """Non-zero: another model behind the same name (answers re-drawn, new fingerprint)."""
 
     def updated(self, **changes: Any) -> ServerOptions:
         """A copy with ``changes`` coerced and validated; ``ValueError`` if one is bad."""
@@ -718,6 +730,7 @@ class FakeModelServer:
             ("POST", "/_reset", self._reset_view),
             ("GET", "/_control", self._control_view),
             ("POST", "/_control", self._control_view),
+            *BatchEndpoints(self).routes(),
         ]
         for method, path, handler in routes:
             app.router.add_route(method, path, handler)
@@ -836,13 +849,16 @@ class FakeModelServer:
         if fault == "hang":
             await self._sleep(options.hang_seconds)
         content = self._tamper(call, self._instance(call, options), fault)
-        completion = self._completion(call, content, "length" if fault == "length" else "stop")
+        completion = self._completion(call, content, "length" if fault == "length" else "stop",
+                                      _fingerprint(options))
         if fault == "truncated":
             return await _truncated(request, completion)
         return _json_response(completion)
 
     def _instance(self, call: _Call, options: ServerOptions) -> Any:
         parts: list[Any] = ["content", options.seed, call.content_key]
+        if options.drift:
+            parts.append(["drift", options.drift])
         if call.randomised:
             self._random_counter += 1
             parts.append(self._random_counter)
@@ -861,14 +877,30 @@ class FakeModelServer:
             return content[: max(1, len(content) // 2)]
         return content
 
+    def answer_body(self, body: Any, fault: str | None = None) -> tuple[int, dict[str, Any]]:
+        """The answer to one chat-completion body, with no wire (a batch line), no stats.
+
+        The same content a live call of this body gets; ``fault`` is a content fault
+        (``badschema``, ``badcite``, ``length``) or None.
+        """
+        try:
+            call = _parse_call(body)
+            content = self._tamper(call, self._instance(call, self.options), fault)
+        except (_BadRequest, SchemaError) as exc:
+            return 400, _error_body(str(exc), "invalid_request_error", "bad_request")
+        return 200, self._completion(call, content, "length" if fault == "length" else "stop",
+                                     _fingerprint(self.options))
+
     @staticmethod
-    def _completion(call: _Call, text: str, finish_reason: str) -> dict[str, Any]:
+    def _completion(call: _Call, text: str, finish_reason: str,
+                    fingerprint: str | None = None) -> dict[str, Any]:
         prompt_tokens, completion_tokens = call.prompt_chars // 4, max(1, len(text) // 4)
         return {
             "id": "chatcmpl-fake-" + call.key[:24],
             "object": "chat.completion",
             "created": CREATED,
             "model": call.model,
+            "system_fingerprint": fingerprint,
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": text},
@@ -881,6 +913,10 @@ class FakeModelServer:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+
+
+def _fingerprint(options: ServerOptions) -> str:
+    return f"fp_fake_{options.seed}" + (f"_d{options.drift}" if options.drift else "")
 
 
 def _immediate_fault_response(fault: str | None, options: ServerOptions) -> web.Response | None:
@@ -1054,6 +1090,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--fail-first", type=int, default=0,
         help="the first N attempts of every distinct request fail with 500")
     add("--bias", type=int, default=0, help="added to every integer, clamped")
+    add("--drift", type=int, default=0, help="non-zero: another model behind the same name")
     add("--ready-file", type=Path, help="also write the base URL into this file")
     return parser
 

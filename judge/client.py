@@ -31,6 +31,7 @@ __all__ = [
     "Turn",
     "aclose_clients",
     "resolve_output_mode",
+    "response_format",
 ]
 
 OutputMode = Literal["json_schema", "json_object", "prompt"]
@@ -112,10 +113,15 @@ class Turn:
     cost_usd: float | None
     latency_ms: float
     output_mode: OutputMode
+    system_fingerprint: str | None = None
+    """The provider's ``system_fingerprint`` (its serving configuration), when it gives one."""
 
     def to_json(self) -> dict[str, Any]:
-        """The cache's ``turns[]`` form."""
+        """The cache's ``turns[]`` form (``systemFingerprint`` only when the provider gave one)."""
+        fingerprint = ({"systemFingerprint": self.system_fingerprint}
+                       if self.system_fingerprint is not None else {})
         return {
+            **fingerprint,
             "text": self.text,
             "finishReason": self.finish_reason,
             "modelReported": self.model_reported,
@@ -125,6 +131,16 @@ class Turn:
             "latencyMs": self.latency_ms,
             "outputMode": self.output_mode,
         }
+
+
+def response_format(mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
+    """The ``response_format`` a request carries in ``mode`` (None: prompt-only JSON)."""
+    if schema is None or mode == "prompt":
+        return None
+    if mode == "json_object":
+        return {"type": "json_object", "schema": dict(schema)}
+    return {"type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": dict(schema), "strict": True}}
 
 
 _litellm_module: Any = None
@@ -225,6 +241,10 @@ def _retry_after(exc: BaseException) -> float | None:
     return max(0.0, parsed.timestamp() - time.time())
 
 
+def _text_or_none(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
 def _status(exc: BaseException) -> int | None:
     status = getattr(exc, "status_code", None)
     return status if isinstance(status, int) else None
@@ -275,12 +295,7 @@ class LiteLLMClient:
         self.max_concurrency = spec.max_concurrency
 
     def _response_format(self, mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
-        if schema is None or mode == "prompt":
-            return None
-        if mode == "json_object":
-            return {"type": "json_object", "schema": dict(schema)}
-        return {"type": "json_schema",
-                "json_schema": {"name": "verdict", "schema": dict(schema), "strict": True}}
+        return response_format(mode, schema)  # kept for bench/run.py
 
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
                        mode: OutputMode) -> Turn:
@@ -296,7 +311,7 @@ class LiteLLMClient:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
-        fmt = self._response_format(mode, request.schema)
+        fmt = response_format(mode, request.schema)
         if fmt is not None:
             kwargs["response_format"] = fmt
         if self.spec.api_base:
@@ -337,6 +352,7 @@ class LiteLLMClient:
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             latency_ms=round(latency_ms, 3),
             output_mode=mode,
+            system_fingerprint=_text_or_none(getattr(response, "system_fingerprint", None)),
         )
 
     def _wait(self, state: Any) -> float:

@@ -235,7 +235,8 @@ def judge_meta(model: str, settings: JudgeSettings, key: str,
     return JudgeMeta(model=model, temperature=settings.temperature,
                      seed=settings.seed_for(sample), sample=sample, templateId=template_id,
                      templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
-                     cached=cached, **turn_totals(turns))
+                     cached=cached, **turn_totals(turns),
+                     systemFingerprint=turns[-1].get("systemFingerprint") if turns else None)
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:

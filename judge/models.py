@@ -137,6 +137,8 @@ class JudgeMeta(_Frozen):
     latencyMs: float | None = None
     finishReason: str | None = None
     modelReported: str | None = None
+    systemFingerprint: str | None = None
+    """The provider's ``system_fingerprint`` of the last turn, when it gave one."""
     aggregate: str | None = None
     """None for one judgment. On a result that combines others, how: ``median`` or ``mean``.
     A sample aggregate has the judge's model and sample -1 (median of its K samples); a panel
@@ -193,6 +195,11 @@ class RunTotals(_Frozen):
     """Model calls the cache spared: one per reused judgment plus its stored repair turns."""
     indexHits: int = 0
     """Reused judgments found through the replay index, with no prompt rendered."""
+    batchCalls: int = 0
+    """Of the judgments asked anew, those answered by a provider batch job (billed at the
+    batch rate; their tokens and cost are in the totals above, not in ``calls``)."""
+    batchCostUsd: float | None = 0.0
+    """What the batch-answered judgments cost at the batch rate; None when unknown."""
 
 
 class RunOwner(_Frozen):

@@ -277,6 +277,11 @@ class RunStore:
         with self._transaction() as conn:
             return schema_state(conn).revision
 
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine, for a module with a table of its own (judge.batch_store)."""
+        return self._engine
+
     # -- runs -----------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo) -> None:

@@ -46,8 +46,10 @@ __all__ = [
     "RunObserver",
     "RunReport",
     "RunRequest",
+    "RunSetup",
     "run_suite",
     "run_suite_async",
+    "setup_run",
 ]
 
 EXIT_REGRESSION = 1
@@ -332,6 +334,33 @@ class _Run:
                          offline=self.offline, missing=tuple(sorted(missing)),
                          scored_llm=scored, first_failure=first, verdict=verdict,
                          notices=self.notices, group=group)
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """A run validated as :func:`run_suite` validates it, before any folder, row or judge.
+
+    For operations that judge a suite's cases their own way (a provider batch, a canary)
+    with exactly the requests a run would make.
+    """
+
+    plan: RunPlan
+    renderer: PromptRenderer | None
+    notices: tuple[str, ...]
+    llm_count: int
+    _job: _Run = field(repr=False)
+
+    def cases(self) -> Iterator[Case | SuiteLine]:
+        """The selected cases, streamed in suite order."""
+        return self._job._cases()
+
+
+def setup_run(workspace: Workspace, request: RunRequest, *,
+              now: Callable[[], str] = utc_now) -> RunSetup:
+    """Validate ``request`` as a run would; raises ConfigError/UsageError on bad input."""
+    job = _Run(workspace, request, NullObserver(), now)
+    return RunSetup(plan=job.plan, renderer=job.renderer, notices=job.notices,
+                    llm_count=job.selected.llm_count, _job=job)
 
 
 async def run_suite_async(workspace: Workspace, request: RunRequest, *,

@@ -35,6 +35,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pairwise": ("pairwise_cmd", "Judge pairs of outputs in both orders; flip rate."),
     "render": ("render_cmd", "Print the exact prompt a case is judged with."),
     "monitor": ("baseline_cmds", "Production monitor: sample judged records, check pass rate."),
+    "batch": ("batch_cmds", "Provider batch jobs of `judge run --batch`: status, wait, collect."),
+    "canary": ("canary_cmd", "Re-ask a sample of cached judgments live: has the judge drifted?"),
     "history": ("store_cmds", "List stored runs, newest first."),
     "show": ("store_cmds", "Show a stored run: settings, hashes, totals and its cases."),
     "export": ("store_cmds", "Write a run's case results as JSON lines or CSV."),

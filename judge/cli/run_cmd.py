@@ -25,6 +25,7 @@ from ..rubric import Rubric
 from ..runner import Progress
 from ..shards import Shard
 from ..summary import Summary
+from .batch_cmds import submit as submit_batch
 from .output import band_style, console, emit_json_streaming, err_console
 
 __all__ = ["cache_line", "group_json", "print_group", "register"]
@@ -75,6 +76,10 @@ def run(
         help="The group the shards make one run of (e.g. the CI run id); the last shard in "
              "gates the whole group.")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the cache misses as a provider batch job (about half the "
+                        "price, results within 24 h) and return at once with its id; "
+                        "`judge batch wait JOB` finishes the run.")] = False,
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 
@@ -96,6 +101,8 @@ def run(
         raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
                          ids=tuple(case or ()), check=not no_check, shard=part, group=group)
+    if batch:
+        raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
     _report(workspace, report, json_out=json_out)
     raise typer.Exit(report.exit_code)

@@ -1,0 +1,242 @@
+"""Drift canaries: re-ask a seeded sample of cached judgments live and compare the verdicts.
+
+The sample is drawn (``random.Random(seed)``) from the suite's judgments that are in the
+cache under the requests a run would make now, so the canary asks exactly what the cached
+verdict answered. The fresh call never touches the cache: it goes through
+:func:`judge.judging.exchange` with no cache at all (no read, no write), and the cache is
+opened read-only only to read the verdicts compared against.
+
+The comparison is stored as a run of its own suite id ``<suite>:canary`` (settings
+``kind: canary``), so it has a history and is never taken for the suite's latest run by
+the gate or a baseline. Tolerance per category: the judge's measured noise (the mean
+spread of the newest complete ``--samples K`` run of the suite with the same judge), else
+the ``threshold`` setting in points, else ``--tolerance``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..cache import JudgmentCache
+from ..cache_entry import cache_key
+from ..clock import new_run_id, utc_now
+from ..drift import CanaryItem, DriftSummary, Tolerance, compare_verdicts, summarize
+from ..errors import OutputError, UsageError
+from ..judging import build_request, exchange, judge_meta, prepare, scored_result
+from ..models import CaseResult, RunInfo, RunTotals, turn_totals
+from ..parsing import parse_verdict
+from ..store import RunStore
+from ..suite import Case
+from .lifecycle import owner_here
+from .running import RunRequest, RunSetup, setup_run
+from .workspace import Workspace
+
+__all__ = ["EXIT_DRIFT", "EXIT_NO_CANARY", "CanaryReport", "CanaryRequest", "run_canary"]
+
+EXIT_DRIFT = 1
+EXIT_NO_CANARY = 4
+"""No fresh verdict could be compared (nothing cached, or every fresh call failed)."""
+
+
+class CanaryRequest(BaseModel):
+    """Which suite, how many cached judgments to re-ask, and the sample's seed."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    suite: Any
+    """The suite file (a path)."""
+    sample: int = Field(default=20, ge=1, le=100_000)
+    seed: int = 0
+    tolerance: float | None = Field(default=None, ge=0, le=100)
+    """Points of mean absolute AI-score difference allowed per category (overrides the
+    measured noise and the threshold)."""
+
+
+@dataclass(frozen=True)
+class CanaryReport:
+    """The canary's items, its verdict, and the run that stores it."""
+
+    run: RunInfo
+    items: tuple[CanaryItem, ...]
+    summary: DriftSummary
+    looked: int
+    """Judgments looked up (in the seeded order) to fill the sample from the cached ones."""
+
+    @property
+    def exit_code(self) -> int:
+        """1 drifted, 4 nothing compared, else 0."""
+        if not self.summary.compared:
+            return EXIT_NO_CANARY
+        return EXIT_DRIFT if self.summary.drifted else 0
+
+
+@dataclass(frozen=True)
+class _Pick:
+    case: Case
+    model: str
+    sample: int
+
+
+def _candidates(setup: RunSetup) -> list[_Pick]:
+    if setup.renderer is None:
+        return []
+    plan = setup.plan
+    picks = []
+    for item in setup.cases():
+        case = item if isinstance(item, Case) else item.case()
+        if case.judged_by == "llm":
+            picks += [_Pick(case, m, s) for m in plan.models for s in range(plan.samples)]
+    return picks
+
+
+def _cached_verdict(cache: JudgmentCache, setup: RunSetup, pick: _Pick) -> Any:
+    prep = prepare(pick.case, setup.plan.rubric, setup.renderer)
+    request = build_request(prep, pick.model, setup.plan.settings, pick.sample)
+    key = cache_key(request.key_material())
+    turns = cache.turns(key, count=False)
+    if not turns:
+        return None
+    try:
+        verdict = parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, prep.bundle.ids())
+    except OutputError:
+        return None
+    return prep, request, key, turns, verdict
+
+
+def _tolerances(store: RunStore, suite: str, models: tuple[str, ...],
+                default: Tolerance) -> dict[str, Tolerance]:
+    """Mean per-category spread of the newest complete --samples run with these judges."""
+    for run in store.list_runs(suite, limit=200):
+        if run.status != "complete" or run.samples < 2 or run.models != models:
+            continue
+        spreads: dict[str, list[int]] = {}
+        for r in store.iter_results(run.id):
+            if r.judge is None or r.judge.sample != -1 or r.judge.model != models[0]:
+                continue
+            for c in r.categoryScores:
+                if c.spread is not None:
+                    spreads.setdefault(c.category, []).append(c.spread)
+        if spreads:
+            source = f"measured noise (run {run.id}, {run.samples} samples)"
+            return {c: Tolerance(points=round(sum(v) / len(v), 2), source=source)
+                    for c, v in spreads.items()}
+    return {}
+
+
+def _fingerprint(turns: Any) -> str | None:
+    value = turns[-1].get("systemFingerprint") if turns else None
+    return value if isinstance(value, str) else None
+
+
+async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
+               now: Callable[[], str]) -> tuple[list[CanaryItem], list[CaseResult], int]:
+    plan, renderer = setup.plan, setup.renderer
+    assert renderer is not None
+    pool = ws.judges.open(ws, plan.models)
+    limit = asyncio.Semaphore(ws.settings.concurrency)
+
+    async def one(pick: _Pick, found: Any) -> tuple[CanaryItem, CaseResult]:
+        prep, request, key, cached_turns, cached = found
+        async with limit:
+            done = await exchange(request, functools.partial(
+                parse_verdict, rubric=plan.rubric, ids=prep.bundle.ids()), cache=None,
+                client=pool.clients[pick.model], max_repairs=plan.settings.max_repairs,
+                meta={})
+        meta = judge_meta(pick.model, plan.settings, key, done.turns, cached=False,
+                          sample=pick.sample, template_id=renderer.template_id,
+                          template_hash=renderer.template_hash, rubric_hash=plan.rubric_hash)
+        before = scored_result(prep, plan.rubric, cached, None, None)
+        base = {"case": pick.case.id, "model": pick.model, "sample": pick.sample, "key": key,
+                "cachedOverall": before.overallScore, "cachedBand": before.band,
+                "cachedModel": turn_totals(cached_turns)["modelReported"],
+                "cachedFingerprint": _fingerprint(cached_turns)}
+        if done.value is None:
+            reason = done.reason or "no verdict"
+            result = CaseResult(id=prep.case_id, status="unscored", reason=reason, judge=meta,
+                                tags=prep.tags, complexity=prep.complexity)
+            return CanaryItem(**base, status="failed", reason=reason), result
+        result = scored_result(prep, plan.rubric, done.value, meta, None)
+        exact, diffs = compare_verdicts(cached, done.value)
+        return CanaryItem(**base, status="compared", exact=exact, diffs=diffs,
+                          freshOverall=result.overallScore, freshBand=result.band,
+                          freshModel=meta.modelReported,
+                          freshFingerprint=_fingerprint(done.turns)), result
+
+    try:
+        pairs = await asyncio.gather(*(one(p, f) for p, f in chosen))
+    finally:
+        await pool.aclose()
+    calls = sum(int(getattr(c, "attempts", 0)) for c in pool.clients.values())
+    return [p[0] for p in pairs], [p[1] for p in pairs], calls
+
+
+def run_canary(ws: Workspace, request: CanaryRequest, *,
+               now: Callable[[], str] = utc_now) -> CanaryReport:
+    """Re-ask a seeded sample of cached judgments live, compare, store the comparison."""
+    if ws.settings.cache_mode == "off":
+        raise UsageError("a canary compares with cached verdicts, but the cache is off",
+                         fix="drop --cache-mode off")
+    setup = setup_run(ws, RunRequest(suite=request.suite, check=False), now=now)
+    cache = ws.open_cache("read-only")
+    assert cache is not None
+    picks = _candidates(setup)
+    order = list(range(len(picks)))
+    random.Random(request.seed).shuffle(order)
+    chosen: list[Any] = []
+    looked = 0
+    try:
+        for index in order:  # in the seeded order, until the sample is full
+            if len(chosen) >= request.sample:
+                break
+            looked += 1
+            found = _cached_verdict(cache, setup, picks[index])
+            if found is not None:
+                chosen.append((picks[index], found))
+    finally:
+        cache.close()
+    if not chosen:
+        raise UsageError(f"no judgment of {request.suite} is in the cache under the current "
+                         f"settings: nothing to compare with",
+                         fix="judge the suite first (`judge run SUITE`) with the same model, "
+                             "rubric, template and seed")
+    items, results, calls = asyncio.run(_ask(ws, setup, chosen, now))
+    plan = setup.plan
+    default = Tolerance(points=request.tolerance, source="flag") if request.tolerance is not None \
+        else Tolerance(points=round(ws.settings.threshold * 100, 2), source="threshold")
+    with ws.open_store() as store:
+        measured = {} if request.tolerance is not None else _tolerances(
+            store, plan.run.suite, plan.models, default)
+        summary = summarize(items, measured, default)
+        run = _store(store, setup, request, summary, results, calls, now)
+    return CanaryReport(run=run, items=tuple(items), summary=summary, looked=looked)
+
+
+def _store(store: RunStore, setup: RunSetup, request: CanaryRequest, summary: DriftSummary,
+           results: list[CaseResult], calls: int, now: Callable[[], str]) -> RunInfo:
+    plan = setup.plan
+    suite = plan.run.suite
+    verdict: Mapping[str, Any] = summary.model_dump(mode="json", exclude={"categories"})
+    run = plan.run.model_copy(update={
+        "id": new_run_id(now()), "suite": f"{suite}:canary", "createdAt": now(),
+        "owner": owner_here(),
+        "settings": {**plan.run.settings, "kind": "canary", "canaryOf": suite,
+                     "sample": request.sample, "sampleSeed": request.seed,
+                     "canary": dict(verdict)}})
+    store.create_run(run)
+    store.add_results(run.id, results)
+    cost = [r.judge.costUsd for r in results if r.judge is not None]
+    totals = RunTotals(
+        cases=len(results), scored=sum(r.status == "scored" for r in results),
+        unscored=sum(r.status == "unscored" for r in results), calls=calls,
+        promptTokens=sum((r.judge.promptTokens or 0) for r in results if r.judge),
+        completionTokens=sum((r.judge.completionTokens or 0) for r in results if r.judge),
+        costUsd=None if any(c is None for c in cost) else round(sum(c or 0 for c in cost), 10),
+        judgments=len(results), judgedAnew=len(results))
+    return store.finish_run(run.id, totals=totals, status="complete")
