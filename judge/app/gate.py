@@ -28,6 +28,7 @@ from ..errors import ConfigError, UsageError
 from ..models import CaseResult, RunInfo
 from ..panel import headline_of
 from ..store import RunStore
+from .fingerprints import fingerprint_notice
 from .workspace import Workspace
 
 __all__ = [
@@ -179,5 +180,6 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                                     f"run {run.id}",))
     baseline = load_baseline(path)
     comparison = compare(baseline, results, threshold=resolve_threshold(workspace, baseline))
+    drift = fingerprint_notice(workspace, run, baseline)
     return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,
-                       notices=_notices(baseline, run))
+                       notices=_notices(baseline, run) + ((drift,) if drift else ()))
