@@ -8,7 +8,7 @@ Python.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -20,7 +20,7 @@ from typer.core import TyperGroup
 
 from .. import __version__
 
-__all__ = ["COMMANDS", "build_app"]
+__all__ = ["COMMANDS", "PipeClosed", "build_app"]
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under judge.cli, one-line help). The order is `judge --help`'s: the daily
     # loop first.
@@ -73,7 +73,17 @@ def _load(name: str) -> Command:
     return _conventional_metavars(built)
 
 
+class PipeClosed(Exception):
+    """The reader of stdout went away; raised past click, which would turn it into exit 1."""
+
+
 class _LazyGroup(TyperGroup):
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise PipeClosed() from exc
+
     def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
 
