@@ -14,13 +14,13 @@ import typer
 
 # typer (0.29) carries its own click; the commands it builds are of that click, so the lazy
 # group derives from typer's group and takes its types from there.
-from typer._click.core import Command, Context
+from typer._click.core import Command, Context, Parameter
 from typer._click.formatting import HelpFormatter
 from typer.core import TyperGroup
 
 from .. import __version__
 
-__all__ = ["COMMANDS", "PipeClosed", "build_app"]
+__all__ = ["COMMANDS", "PipeClosed", "build_app", "forced_plain", "set_plain"]
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under judge.cli, one-line help). The order is `judge --help`'s: the daily
     # loop first.
@@ -59,6 +59,54 @@ def _conventional_metavars(command: Command) -> Command:
     return command
 
 
+_plain = [False]
+"""``--plain`` seen in this invocation (reset by the root command each time)."""
+
+_PLAIN_HELP = ("Plain lines even on a terminal: one line per row, every value whole, no "
+               "colour (the default when stdout is not a terminal).")
+
+
+def set_plain(flag: bool) -> None:
+    """Record ``--plain`` for this invocation; judge.cli.output reads it."""
+    _plain[0] = flag
+
+
+def forced_plain() -> bool:
+    """Whether ``--plain`` was given."""
+    return _plain[0]
+
+
+def _plain_flag(ctx: Context, param: Parameter, value: bool) -> None:
+    if value:
+        set_plain(True)
+
+
+def _plain_param() -> Parameter:
+    """A ``--plain`` option as typer builds one, not passed to the command's function."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(plain: Annotated[bool, typer.Option("--plain", help=_PLAIN_HELP)] = False,
+               ) -> None:
+        """Only here for its option."""
+
+    (param,) = [p for p in typer.main.get_command(probe).params if p.name == "plain"]
+    param.expose_value = False
+    param.callback = _plain_flag
+    return param
+
+
+def _with_plain(command: Command, param: Parameter | None = None) -> Command:
+    """Every command takes ``--plain`` (as ``judge --plain CMD`` does)."""
+    param = param or _plain_param()
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _with_plain(sub, param)
+    elif not any(p.name == "plain" for p in command.params):
+        command.params.append(param)
+    return command
+
+
 def _load(name: str) -> Command:
     module_name, _ = COMMANDS[name]
     module = import_module(f".{module_name}", __package__)
@@ -69,8 +117,8 @@ def _load(name: str) -> Command:
         found = built.commands.get(name)
         if found is None:  # pragma: no cover - a table entry its module does not register
             raise LookupError(f"module {module_name} does not define command {name!r}")
-        return _conventional_metavars(found)
-    return _conventional_metavars(built)
+        return _with_plain(_conventional_metavars(found))
+    return _with_plain(_conventional_metavars(built))
 
 
 class PipeClosed(Exception):
@@ -114,7 +162,10 @@ def build_app() -> Command:
     @app.callback()
     def _root(version: Annotated[bool, typer.Option(
             "--version", callback=_version, is_eager=True,
-            help="Print the version and exit.")] = False) -> None:
+            help="Print the version and exit.")] = False,
+              plain: Annotated[bool, typer.Option("--plain", help=_PLAIN_HELP)] = False,
+              ) -> None:
         """The root group; the work is in its commands."""
+        set_plain(plain)
 
     return typer.main.get_command(app)

@@ -20,12 +20,12 @@ from typing import Any
 
 from rich.cells import cell_len
 from rich.console import Console
-from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
 from ..canonical import stable_json
 from ..models import JudgeLedger
+from .app import forced_plain
 
 __all__ = [
     "PLAIN_WIDTH",
@@ -43,7 +43,6 @@ __all__ = [
     "markup",
     "plain_output",
     "plural",
-    "set_plain",
     "styled",
     "table",
 ]
@@ -64,8 +63,6 @@ _BAND_STYLES = {
     "excellent": "bold green",
 }
 
-_forced_plain = False
-
 
 @dataclass(frozen=True)
 class Column:
@@ -76,12 +73,6 @@ class Column:
     """``left`` or ``right``."""
 
 
-def set_plain(flag: bool) -> None:
-    """``judge --plain``: plain lines even on a terminal (set once per invocation)."""
-    global _forced_plain
-    _forced_plain = flag
-
-
 def _stdout_is_terminal() -> bool:
     isatty = getattr(sys.stdout, "isatty", None)
     return bool(isatty and isatty())
@@ -89,7 +80,7 @@ def _stdout_is_terminal() -> bool:
 
 def plain_output() -> bool:
     """Whether stdout gets plain lines: ``--plain``, or stdout is not a terminal."""
-    return _forced_plain or not _stdout_is_terminal()
+    return forced_plain() or not _stdout_is_terminal()
 
 
 def emit_json(value: Any) -> None:
@@ -240,7 +231,9 @@ def table(columns: Sequence[str | Column], rows: Iterable[Sequence[Cell] | None]
                 rich_table.add_section()
             else:
                 rich_table.add_row(*[_as_text(c) for c in row])
-        if Measurement.get(out, out.options, rich_table).maximum <= out.width:
+        # Measured unbounded: Measurement.get would clamp the width to the terminal's.
+        wide = out.options.update(width=PLAIN_WIDTH, max_width=PLAIN_WIDTH)
+        if rich_table.__rich_measure__(out, wide).maximum <= out.width:
             out.print(rich_table)
             return
     _plain_table(out, cols, [r for r in body if r is not SECTION], title, caption,

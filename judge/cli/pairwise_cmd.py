@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from ..app.pairwise_run import DEFAULT_TEMPLATE, PairwiseReport, PairwiseRequest, run_pairwise
 from ..app.workspace import Workspace
 from ..pairwise import OrderVerdict
-from .output import console, emit_json, err_console
+from .output import Cell, console, emit_json, err_console, styled, table
 
 __all__ = ["register"]
 
@@ -62,14 +62,16 @@ def pairwise(
     else:
         _print(report)
     if report.missing:
-        err_console().print(f"[red]offline: {len(report.missing)} pair(s) not in the cache[/]: "
-                            + ", ".join(report.missing))
+        err_console().print(Text.assemble(
+            styled(f"offline: {len(report.missing)} pair(s) not in the cache", "red"),
+            ": " + ", ".join(report.missing)))
     raise typer.Exit(report.exit_code)
 
 
-def _cell(v: OrderVerdict) -> str:
+def _cell(v: OrderVerdict) -> Cell:
     if v.status != "judged" or v.winner is None:
-        return "[red]unscored[/]" if v.status == "unscored" else "[yellow]not cached[/]"
+        return styled("unscored", "red") if v.status == "unscored" else styled("not cached",
+                                                                                "yellow")
     if v.winner == "tie":
         return "tie"
     return f"{v.winner} → {v.outcome}"
@@ -83,22 +85,21 @@ def _print(report: PairwiseReport) -> None:
     suite, model, results = report.suite, report.model, report.results
     out = console()
     out.print(f"[bold]pairwise[/]  suite [bold]{escape(suite.id)}[/]  judge {escape(model)}")
-    table = Table("pair", "order 1", "order 2", "result", "flip", "human",
-                  caption="order 1 shows A as Response 1, order 2 shows B; each cell: the "
-                          "winning position → the output shown there",
-                  caption_justify="left")
-    table.columns[0].overflow = "fold"
+    rows: list[list[Cell]] = []
     for r in results:
         result = r.result if r.result is not None else r.status
-        flip = "—" if r.flipped is None else ("[yellow]yes[/]" if r.flipped else "no")
-        human = "—" if r.preferred is None else r.preferred + (
-            "" if r.agrees is None else (" [green]✓[/]" if r.agrees else " [red]✗[/]"))
-        table.add_row(escape(r.id), *[_cell(v) for v in r.verdicts], f"[bold]{result}[/]",
-                      flip, human)
-    out.print(table)
+        flip: Cell = "—" if r.flipped is None else (styled("yes", "yellow") if r.flipped
+                                                    else "no")
+        human: Cell = "—" if r.preferred is None else Text.assemble(r.preferred, *(
+            () if r.agrees is None else ((" ✓", "green"),) if r.agrees else ((" ✗", "red"),)))
+        rows.append([r.id, *[_cell(v) for v in r.verdicts], styled(result, "bold"), flip,
+                     human])
+    table(["pair", "order 1", "order 2", "result", "flip", "human"], rows,
+          caption="order 1 shows A as Response 1, order 2 shows B; each cell: the winning "
+                  "position → the output shown there")
     for r in results:
         if r.reason:
-            out.print(f"[red]{escape(r.id)}[/]: {escape(r.reason[:200])}")
+            out.print(Text.assemble((r.id, "red"), f": {r.reason}"))
     s = report.summary
     out.print(f"pairs {s.pairs}: judged {s.judged}, unscored {s.unscored}"
               + (f", cache misses {s.cacheMisses}" if s.cacheMisses else ""))
@@ -110,4 +111,4 @@ def _print(report: PairwiseReport) -> None:
     if s.labelled:
         out.print(f"agreement with humans [bold]{_pct(s.humanAgreement)}[/] ({s.agreements} "
                   f"of {s.labelled} labelled pairs)")
-    out.print(f"model calls {report.calls}, cache hits {report.cache_hits}")
+    out.print(f"model calls {report.calls}, cache hits {report.cache_hits}", markup=False)

@@ -114,14 +114,17 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
         _print_comparison(verdict)
     err = err_console()
     if report.interrupted:
-        err.print(f"[yellow]interrupted[/]: kept {report.summary.cases} judged "
-                  f"case(s) in run {report.run.id}; run again to resume from the cache")
+        err.print(Text.assemble(styled("interrupted", "yellow"), f": kept "
+                                f"{plural(report.summary.cases, 'judged case')} in run "
+                                f"{report.run.id}; run again to resume from the cache"))
     elif report.missing:
-        err.print(f"[red]offline: {len(report.missing)} judgment(s) not in the cache[/]: "
-                  + ", ".join(report.missing))
+        err.print(Text.assemble(styled(f"offline: {plural(len(report.missing), 'judgment')} "
+                                       "not in the cache", "red"),
+                                ": " + ", ".join(report.missing)))
     elif report.no_judgment:
-        err.print(f"[red]no judgment succeeded[/] ({report.llm_cases} LLM case(s) unscored); "
-                  f"the first reason: {report.first_failure}")
+        err.print(Text.assemble(styled("no judgment succeeded", "red"),
+                                f" ({plural(report.llm_cases, 'LLM case')} unscored); the "
+                                f"first reason: {report.first_failure}"))
 
 
 CASE_TABLE_LIMIT = 40
