@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("core_cmds", "Final and overall scores from a file of scores (no model)."),
     "rubric": ("core_cmds", "Validate, list and show rubrics."),
     "suite": ("suite_cmds", "Generate, validate and show suites."),
+    "schema": ("schema_cmd", "Print the JSON Schema of suite or rubric files, or their reference."),
     "cache": ("cache_cmds", "Inspect, export, import, verify and prune the judgment cache."),
     "config": ("rescore_cmds", "Show the effective settings and where each came from."),
     "local": ("local_cmds", "Run the embedded local judge (llama.cpp) on this machine."),

@@ -71,12 +71,18 @@ def suite_validate(
     paths: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Suite files to check.")],
     rubric: RubricOption = None,
 ) -> None:
-    """Check suite files against their rubric; exit 2 naming the file, case and field on error."""
+    """Check suite files against their rubric; exit 2 naming the file, case and field on error.
+
+    A case with no 'output' (judged by the LLM, or with contains/not_contains checks) is
+    accepted with a warning on stderr: the judge sees only its input and evidence.
+    """
     checks = validate_suites(Workspace.open(), list(paths), rubric)
     for check in checks:
         if check.error is not None or check.suite is None or check.rubric is None:
             typer.echo(f"✗ {check.error.render() if check.error else check.path}", err=True)
             continue
+        for warning in check.warnings:
+            typer.echo(warning, err=True)
         judged, ranked = check.judged_by, check.tags
         shown = ", ".join(f"{tag}({n})" for tag, n in ranked[:SHOWN_TAGS])
         if len(ranked) > SHOWN_TAGS:
