@@ -16,7 +16,7 @@ import typer
 # group derives from typer's group and takes its types from there.
 from typer._click.core import Command, Context, Parameter
 from typer._click.formatting import HelpFormatter
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__
 
@@ -48,9 +48,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _plain_argument(param: TyperArgument) -> None:
+    """``SUITE`` (required) or ``[SUITE]`` in the usage line, and no ``<path>`` after it."""
+    param.metavar = param.metavar or (param.name or "value").upper()
+    usage = param.display_name_raw if param.required else f"[{param.display_name_raw}]"
+    usage += "..." if param.nargs != 1 else ""
+    setattr(param, "_usage_display_name", lambda: usage)  # noqa: B010 - per instance
+    setattr(param, "display_type_rich", lambda ctx: "")  # noqa: B010
+
+
 def _conventional_metavars(command: Command) -> Command:
     """``--seed N``-style placeholders: typer's ``<int>``/``{suite}`` become ``SEED``/``SUITE``."""
     for param in command.params:
+        if isinstance(param, TyperArgument):
+            _plain_argument(param)
+            continue
         shown = param.metavar
         if shown is None or shown.startswith(("<", "{")):
             param.metavar = (param.name or "value").upper()

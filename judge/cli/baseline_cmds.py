@@ -47,7 +47,11 @@ StoreOption = Annotated[str | None, typer.Option(
     help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
          "else sqlite:///.judge/judge.db in the current folder).")]
 DirOption = Annotated[str | None, typer.Option(
-    "--dir", metavar="DIR", help="Baselines folder (default: setting baselines_dir, 'baselines').")]
+    "--baselines-dir", metavar="DIR",
+    help="Baselines folder (default: setting baselines_dir, env JUDGE_BASELINES_DIR, else "
+         "'baselines' in the current folder).")]
+DirAlias = Annotated[str | None, typer.Option("--dir", hidden=True,
+                                              help="Old name of --baselines-dir.")]
 ThresholdOption = Annotated[float | None, typer.Option(
     "--threshold", min=0.0, max=1.0, metavar="T",
     help="Largest allowed drop as a fraction of 0..100 (0.05 = 5 points).")]
@@ -95,12 +99,13 @@ def baseline_record(
         help="Run id or unique prefix (default: the suite's latest complete run).")] = None,
     store: StoreOption = None,
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     threshold: ThresholdOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Record a run's scores as the suite's baseline, writing baselines/<suite>.json atomically.
 
-    One result per case: the run's headline (the panel with several judges, the median of
+    One result per case: the run's headline result (the panel with several judges, the median of
     the samples with --samples K, else the first judge's judgment). Only a complete run
     with every case scored can become a baseline.
 
@@ -109,7 +114,7 @@ def baseline_record(
     per-case spreads are kept. Its threshold is kept too unless --threshold (or a setting)
     gives one.
     """
-    done = record_baseline(_workspace(store, directory, threshold), suite, run_id)
+    done = record_baseline(_workspace(store, directory or dir_alias, threshold), suite, run_id)
     if done.replaced_unreadable:
         err_console().print(f"replacing an unreadable baseline: {done.replaced_unreadable}",
                             markup=False)
@@ -129,10 +134,11 @@ def baseline_record(
 def baseline_show(
     suite: SuiteArg,
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
-    path, baseline = show_baseline(_workspace(directory=directory), suite)
+    path, baseline = show_baseline(_workspace(directory=directory or dir_alias), suite)
     if json_out:
         emit_json(baseline.model_dump(mode="json"))
         return
@@ -157,10 +163,11 @@ def baseline_show(
 
 def baseline_list(
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
 ) -> None:
     """List the baselines in the folder; an unreadable file is reported and makes exit 2."""
-    entries = list_suite_baselines(_workspace(directory=directory))
+    entries = list_suite_baselines(_workspace(directory=directory or dir_alias))
     rows: list[dict[str, Any]] = []
     for e in entries:
         b = e.baseline
@@ -203,6 +210,7 @@ def check(
         help="Exit 1 on a regression (default: setting block_on_regression, on).")] = None,
     store: StoreOption = None,
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
@@ -217,7 +225,8 @@ def check(
 
     Exit 2: bad input (unknown run, malformed or missing --baseline file).
     """
-    verdict = check_run(_workspace(store, directory, threshold, block), run_id, suite=suite,
+    verdict = check_run(_workspace(store, directory or dir_alias, threshold, block), run_id,
+                        suite=suite,
                         baseline_file=baseline_file)
     if json_out:
         for notice in verdict.notices:

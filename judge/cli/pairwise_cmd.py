@@ -30,20 +30,32 @@ def pairwise(
     suite: Annotated[Path, typer.Argument(help="Pair suite (.yaml or .jsonl).")],
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="Judge model (LiteLLM name).")] = None,
-    api_base: Annotated[str | None, typer.Option(help="Base URL of the model server.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
+                            "(e.g. http://127.0.0.1:8000/v1).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+    = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
     cache_mode: Annotated[str | None, typer.Option(
-        help="read-write | read-only | offline | refresh | off")] = None,
-    cache_dir: Annotated[str | None, typer.Option(help="Cache folder.")] = None,
+        help="How the cache is used: read-write (default), read-only, offline (as --offline), "
+             "refresh (ask again, store the new answer) or off.")] = None,
+    cache_dir: Annotated[str | None, typer.Option(
+        "--cache-dir", metavar="PATH",
+        help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+    = None,
     template: Annotated[str, typer.Option(
         help="Prompt template id (prompts/<id>.md.j2).")] = DEFAULT_TEMPLATE,
     output_mode: Annotated[str | None, typer.Option(
-        help="auto | json_schema | json_object | prompt")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per model request.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        help="How the judge is held to the reply schema: auto (default: by model), "
+             "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="Seconds per model request before it is retried.")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object on stdout, nothing else (progress and notices "
+                       "go to stderr).")] = False,
 ) -> None:
     """Judge every pair of SUITE in both orders; an order-dependent verdict counts as a tie.
 

@@ -49,11 +49,16 @@ def run(
     rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
     model: Annotated[list[str] | None, typer.Option(
         "--model", "-m", help="Judge model (LiteLLM name); repeat for a panel.")] = None,
-    api_base: Annotated[str | None, typer.Option(help="Base URL of the model server.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
+                            "(e.g. http://127.0.0.1:8000/v1).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+    = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
     samples: Annotated[int | None, typer.Option(
-        help="Judge each case K times (seed, seed+1...); the median heads, the spread is kept.")]
+        metavar="K", help="Judge each case K times (seed, seed+1...): the median is the "
+                          "case's score and the spread is stored.")]
     = None,
     panel: Annotated[str | None, typer.Option(
         help="With several --model: combine their AI scores by median (default) or mean.")]
@@ -61,21 +66,37 @@ def run(
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
     cache_mode: Annotated[str | None, typer.Option(
-        help="read-write | read-only | offline | refresh | off")] = None,
-    cache_dir: Annotated[str | None, typer.Option(help="Cache folder.")] = None,
-    store: Annotated[str | None, typer.Option(help="Run store URL.")] = None,
-    template: Annotated[str | None, typer.Option(help="Prompt template id.")] = None,
+        help="How the cache is used: read-write (default), read-only, offline (as --offline), "
+             "refresh (ask again, store the new answer) or off.")] = None,
+    cache_dir: Annotated[str | None, typer.Option(
+        "--cache-dir", metavar="PATH",
+        help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+    = None,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL",
+        help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
+             "else sqlite:///.judge/judge.db in the current folder).")] = None,
+    template: Annotated[str | None, typer.Option(
+        help="Prompt template id: prompts/ID.md.j2 in the workspace, else the shipped one "
+             "(default: setting template, 'judge').")] = None,
     output_mode: Annotated[str | None, typer.Option(
-        help="auto | json_schema | json_object | prompt")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="Only cases with this tag.")] = None,
-    complexity: Annotated[list[str] | None, typer.Option(help="Only this complexity.")] = None,
-    case: Annotated[list[str] | None, typer.Option("--case", help="Only this case id.")] = None,
+        help="How the judge is held to the reply schema: auto (default: by model), "
+             "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
+    tag: Annotated[list[str] | None, typer.Option(
+        metavar="TAG", help="Only cases with this tag (repeat for any of several).")] = None,
+    complexity: Annotated[list[str] | None, typer.Option(
+        metavar="LEVEL", help="Only cases of this complexity: simple, medium or complex.")] = None,
+    case: Annotated[list[str] | None, typer.Option(
+        "--case", metavar="ID", help="Only the case with this id (repeat for several).")] = None,
     no_llm: Annotated[bool, typer.Option(
         "--no-llm", help="Run only the deterministic cases.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per model request.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="Seconds per model request before it is retried.")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object on stdout, nothing else (progress and notices "
+                       "go to stderr).")] = False,
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 

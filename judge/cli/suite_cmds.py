@@ -54,7 +54,7 @@ def suite_generate(
     force: Annotated[bool, typer.Option(
         "--force", help="Overwrite --output if it exists.")] = False,
 ) -> None:
-    """Generate a reproducible suite of synthetic cases (seed 001's seeded fixtures).
+    """Generate a reproducible suite of synthetic cases: the same id and seed, the same bytes.
 
     Written as JSONL when --output ends in .jsonl (the id is then the file's name), else YAML.
     """
@@ -68,7 +68,7 @@ def suite_generate(
 
 
 def suite_validate(
-    paths: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Suite files to check.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="FILE", help="Suite files to check.")],
     rubric: RubricOption = None,
 ) -> None:
     """Check suite files against their rubric; exit 2 naming the file, case and field on error.
