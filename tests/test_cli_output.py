@@ -16,10 +16,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+from conftest import EXAMPLE_SUITE, ROOT, judge_env, run_judge
 
 from judge.cli import PIPE_CLOSED, main, output
-
-from conftest import EXAMPLE_SUITE, ROOT, judge_env, run_judge
 
 SHIPPED_CACHE = ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl"
 CASE_IDS = [c["id"] for c in yaml.safe_load(EXAMPLE_SUITE.read_text())["cases"]]
