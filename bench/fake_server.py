@@ -58,8 +58,9 @@ Run it::
     python bench/fake_server.py --port 0 --latency-ms 200 --seed 7 --fault-rate 0.3
         --faults 429,500,hang --ready-file /tmp/fake.url     (one line)
 
-Once bound it writes the base URL (no newline) to ``--ready-file``, then prints
-``READY http://127.0.0.1:PORT``; SIGINT or SIGTERM stop it. Or in-process::
+Once bound it writes the base URL (no newline) to ``--ready-file``, then prints two lines:
+``READY http://127.0.0.1:PORT`` (the base URL) and ``api-base http://127.0.0.1:PORT/v1 ...``,
+the URL ``judge run --api-base`` takes; SIGINT or SIGTERM stop it. Or in-process::
 
     handle = start_in_thread(seed=7, latency_ms=5)
     ...  # OpenAI clients use handle.openai_base_url (``.../v1``)
@@ -1091,7 +1092,8 @@ def _parser() -> argparse.ArgumentParser:
         help="the first N attempts of every distinct request fail with 500")
     add("--bias", type=int, default=0, help="added to every integer, clamped")
     add("--drift", type=int, default=0, help="non-zero: another model behind the same name")
-    add("--ready-file", type=Path, help="also write the base URL into this file")
+    add("--ready-file", type=Path,
+        help="also write the base URL into this file (add /v1 for judge run --api-base)")
     return parser
 
 
@@ -1117,6 +1119,9 @@ async def _serve(server: FakeModelServer, port: int, ready_file: Path | None) ->
         if ready_file is not None:
             _write_ready_file(ready_file, base_url)
         print(f"READY {base_url}", flush=True)
+        # What `judge run --api-base` takes: OpenAI-style clients add /chat/completions to it.
+        print(f"api-base {base_url}/v1   (judge run SUITE --model hosted_vllm/fake-judge "
+              f"--api-base {base_url}/v1)", flush=True)
         await stop.wait()
     finally:
         await server.close()

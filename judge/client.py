@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import PermanentProviderError, ProviderError
+from .ledger import CallCounts, retry_reason
 from .process import LITELLM_IMPORT_ENV
 
 __all__ = [
@@ -290,6 +291,8 @@ class LiteLLMClient:
         self.attempts = 0
         """Requests sent on the wire (retries and fallbacks included)."""
         self.retries = 0
+        self.ledger = CallCounts()
+        """The same requests itemised: first requests, repair turns, retries by reason."""
         self._mode_override: dict[str, OutputMode] = {}
         self.engine = dict(spec.engine) if spec.engine else None
         self.max_concurrency = spec.max_concurrency
@@ -371,6 +374,11 @@ class LiteLLMClient:
         from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
 
         msgs = messages if messages is not None else request.messages
+        # A repair turn carries the original messages plus the reply and the errors shown.
+        if len(msgs) <= len(request.messages):
+            self.ledger.requests += 1
+        else:
+            self.ledger.repairTurns += 1
         first = self._mode_override.get(request.model) or resolve_output_mode(
             self.spec.name, request.output_mode)
         modes = list(OUTPUT_MODES[OUTPUT_MODES.index(first):])
@@ -392,7 +400,12 @@ class LiteLLMClient:
                     raise PermanentProviderError(str(rejected.cause),
                                                  status=rejected.cause.status) from None
                 self._mode_override[request.model] = modes[index + 1]
+                self.ledger.fallbacks += 1
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _count_retry(self, state: Any) -> None:
         self.retries += 1
+        exc = state.outcome.exception() if state.outcome else None
+        cause = exc.__cause__ if exc is not None and exc.__cause__ is not None else exc
+        status = exc.status if isinstance(exc, ProviderError) else None
+        self.ledger.retried(retry_reason(status, type(cause).__name__))

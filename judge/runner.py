@@ -26,6 +26,7 @@ from .cache import JudgmentCache
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .judging import Completer, JudgeSettings, Prepared, judge_prepared, prepare
+from .ledger import JudgeTally, build_ledger, tally
 from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
 from .panel import case_aggregates, headline, member_sample
 from .prompts import PromptRenderer
@@ -67,10 +68,13 @@ class Progress:
     saved_calls: int = 0
     """Calls the cache spared: one per hit plus the repair turns stored with it."""
     started: float = field(default_factory=time.monotonic)
+    judges: dict[str, JudgeTally] = field(default_factory=dict)
+    """Per judge model, for the call ledger."""
 
     def add(self, result: CaseResult) -> None:
         """Count a finished judgment."""
         self.done += 1
+        tally(self.judges, result)
         self.unscored += result.status == "unscored"
         self.misses += result.status == "cache_miss"
         if result.judgedBy == "llm":
@@ -346,6 +350,7 @@ class _Run:
             wallSeconds=round(time.monotonic() - self.started, 3),
             judgments=progress.judgments, judgedAnew=progress.judged_anew,
             savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,
+            ledger=build_ledger(progress.judges, self.clients),
         )
         run = self.plan.run.model_copy(update={
             "totals": totals, "status": "interrupted" if interrupted else "complete"})

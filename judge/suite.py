@@ -38,6 +38,8 @@ __all__ = [
     "filter_cases",
     "iter_cases",
     "iter_jsonl",
+    "lacks_output",
+    "no_output_warning",
     "parse_suite",
     "read_suite_document",
     "validate_against_rubric",
@@ -64,9 +66,13 @@ class HumanLabel(_Frozen):
     """What a person said about the case, for judge-agreement statistics."""
 
     overall: Score | None = None
+    """The person's overall score, 0..100."""
     band: str | None = None
+    """The person's band (one of the rubric's band names)."""
     categories: dict[str, Score] = Field(default_factory=dict)
+    """The person's score per category, 0..100."""
     passed: bool | None = None
+    """Whether the person would pass the case."""
 
 
 class Case(_Frozen):
@@ -85,9 +91,13 @@ class Case(_Frozen):
     checks: tuple[Check, ...] = ()
     """Deterministic checks; each category's passed share becomes its signal when none is given."""
     tags: tuple[str, ...] = ()
+    """Labels to select cases by (``judge run --tag``) and to group them in reports."""
     complexity: Literal["simple", "medium", "complex"] | None = None
+    """How hard the case is; ``judge run --complexity`` selects by it."""
     judged_by: Literal["llm", "deterministic"] = "llm"
+    """``llm``: the judge model gives AI scores; ``deterministic``: signals alone, no call."""
     human: HumanLabel | None = None
+    """A person's labels, for ``judge compare``'s agreement with humans."""
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form context carried to results; never sent to the judge."""
 
@@ -254,6 +264,26 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
         raise SuiteError(msg, file=source, where=where, fix=_SUITE_ID_FIX) from None
+
+
+def lacks_output(case: Case) -> bool:
+    """A case with no ``output`` that needs one: judged by the LLM, or checked for text.
+
+    Accepted (the judge still sees the input and the evidence), but warned about: it is
+    more often a missing key than a choice.
+    """
+    if case.output is not None:
+        return False
+    return case.judged_by == "llm" or any(c.type in {"contains", "not_contains"}
+                                          for c in case.checks)
+
+
+def no_output_warning(ids: Sequence[str], total: int, source: str) -> str:
+    """The one-line warning for ``total`` cases without output (``ids``: the first few)."""
+    shown = ", ".join(ids) + (f" and {total - len(ids)} more" if total > len(ids) else "")
+    what = "case has" if total == 1 else "cases have"
+    return (f"warning: {source}: {total} {what} no 'output' ({shown}): the judge sees only "
+            "the input and the evidence, and contains/not_contains checks fail")
 
 
 def validate_against_rubric(suite: Suite, rubric: Rubric, source: str) -> None:

@@ -512,7 +512,7 @@ def test_cli_door_flags_streams_and_exit_codes(tmp_path: Path) -> None:
     assert unconfirmed.returncode == 2 and "--yes" in unconfirmed.stderr
     proc = run_judge(["cache", "prune", "--corrupt", "--yes"], tmp_path, env=env)
     assert proc.returncode == 0 and entries[0]["key"] in proc.stdout, proc.stderr
-    assert "removed 1 entries" in proc.stdout
+    assert "removed 1 entry" in proc.stdout
     assert "--cache-dir" in run_judge(["cache", "prune", "--help"], tmp_path).stdout
 
 

@@ -95,9 +95,9 @@ def test_diff_after_a_template_edit_lists_what_moved(fake_server: Any, workspace
     assert human.returncode == 0, human.stderr
     text = " ".join(human.stdout.split())
     assert "templateHash" in text
-    header = next(line for line in human.stdout.splitlines() if "case" in line)
-    assert [cell.strip() for cell in header.split("┃")[1:5]] == ["case", "overall", "band",
-                                                                  "pass"]
+    # Piped: plain lines, the header's first cells as the table's.
+    header = next(line for line in human.stdout.splitlines() if line.startswith("case"))
+    assert header.split()[:4] == ["case", "overall", "band", "pass"]
     assert f"{report['changed']} of {report['compared']} cases changed" in text
 
 

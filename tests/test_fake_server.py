@@ -424,6 +424,8 @@ def test_cli_prints_ready_and_writes_ready_file(tmp_path: Path) -> None:
             assert line.startswith("READY http://127.0.0.1:")
             base_url = line.split(" ", 1)[1]
             assert ready_file.read_text() == base_url
+            api_line = process.stdout.readline().split()
+            assert api_line[:2] == ["api-base", base_url + "/v1"]
             assert httpx.get(base_url + "/health", timeout=5).json() == {"status": "ok"}
         finally:
             process.terminate()

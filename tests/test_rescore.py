@@ -192,8 +192,9 @@ def test_rescore_door_prints_the_report(ws: Ws) -> None:
     assert payload["rescoredFrom"] == ws.run_id and payload["run"]["rubric"] == "task-weights"
     human = run_judge(["rescore", ws.run_id, "--rubric", "task-weights"], ws.path)
     assert human.returncode == 0, human.stderr
-    assert (f"0 model calls, {payload['casesMoved']} case(s) changed score, band or pass"
-            in " ".join(human.stdout.split()))
+    moved = payload["casesMoved"]
+    assert (f"0 model calls, {moved} case{'' if moved == 1 else 's'} changed score, band or "
+            "pass" in " ".join(human.stdout.split()))
 
 
 # ── rescore_result on handcrafted results ───────────────────────────────────────────────

@@ -29,7 +29,14 @@ from ..rubric import Rubric, rubric_hash
 from ..runner import Progress, RunOutcome, RunPlan, execute
 from ..shards import Shard
 from ..store import RunStore
-from ..suite import Case, SuiteLine, filter_cases, validate_cases
+from ..suite import (
+    Case,
+    SuiteLine,
+    filter_cases,
+    lacks_output,
+    no_output_warning,
+    validate_cases,
+)
 from ..summary import Summary
 from .gate import GateVerdict, gate, headline_results
 from .lifecycle import owner_here
@@ -163,6 +170,8 @@ class _Selected:
     kept: bytearray
     count: int
     llm_count: int
+    no_output: tuple[str, ...] = ()
+    """Warnings about selected cases with no ``output`` (at most one line)."""
 
 
 def _select(workspace: Workspace, request: RunRequest) -> _Selected:
@@ -190,6 +199,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     found: set[str] = set()
     kept = bytearray()  # one byte per case: judged in the second pass or not (100 KB per 100k)
     any_llm = False
+    bare: list[str] = []
+    bare_count = 0
     for case in source.cases():
         validate_cases((case,), rubric, str(request.suite))
         if len(first_ids) < 5:
@@ -203,6 +214,9 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         if kept[-1]:
             count += 1
             llm_count += case.judged_by == "llm"
+            if lacks_output(case):
+                bare_count += 1
+                bare += [case.id] if len(bare) < 5 else []
     unknown = sorted(ids - found)
     if unknown:
         raise SuiteError(f"no case {unknown[0]!r}", file=str(request.suite),
@@ -211,7 +225,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         fix = ("drop --no-llm: every selected case is judged by the LLM" if not llm and any_llm
                else "loosen --tag/--complexity/--case")
         raise UsageError("no case left to run after the filters", fix=fix)
-    return _Selected(source, rubric, kept, count, llm_count)
+    warning = (no_output_warning(bare, bare_count, str(request.suite)),) if bare_count else ()
+    return _Selected(source, rubric, kept, count, llm_count, warning)
 
 
 class _Run:
@@ -227,7 +242,7 @@ class _Run:
         self.offline = s.cache_mode == "offline"
         self.models, notice = workspace.resolve_models(needs_judge=self.needs_judge,
                                                        offline=self.offline)
-        self.notices = (notice,) if notice else ()
+        self.notices = (*self.selected.no_output, *((notice,) if notice else ()))
         if s.samples > 1 and s.seed is None:
             raise UsageError("--samples needs a seed: without one every sample is the same "
                              "request and the same cached judgment", fix="pass --seed N")

@@ -22,7 +22,7 @@ from ..evidence import build_bundle
 from ..generate import MAX_COUNT, generate_cases, suite_to_yaml
 from ..resources import load_suite
 from ..rubric import Rubric
-from ..suite import Suite, validate_against_rubric
+from ..suite import Suite, lacks_output, no_output_warning, validate_against_rubric
 from .workspace import Workspace
 
 __all__ = [
@@ -145,7 +145,14 @@ def load_checked(workspace: Workspace, path: Path,
                  rubric: str | None = None) -> tuple[Suite, Rubric]:
     """A suite and its rubric (``rubric``, else the suite's, else the default), checked."""
     suite = load_suite(workspace.path(path))
-    rub = workspace.rubric(rubric or suite.rubric, default=DEFAULT_RUBRIC)
+    try:
+        rub = workspace.rubric(rubric or suite.rubric, default=DEFAULT_RUBRIC)
+    except ConfigError as exc:
+        if rubric or suite.rubric is None:
+            raise
+        # The rubric was named by the suite: say which file named it (as judge run does).
+        raise type(exc)(f"{exc.message} (rubric {suite.rubric!r} named by suite {path})",
+                        file=exc.file, where=exc.where, fix=exc.fix) from None
     validate_against_rubric(suite, rub, str(path))
     return suite, rub
 
@@ -158,6 +165,8 @@ class SuiteCheck:
     suite: Suite | None = None
     rubric: Rubric | None = None
     error: ConfigError | None = None
+    warnings: tuple[str, ...] = ()
+    """Accepted but suspicious: cases with no ``output``."""
 
     @property
     def judged_by(self) -> Counter[str]:
@@ -181,7 +190,9 @@ def validate_suites(workspace: Workspace, paths: list[Path],
         except ConfigError as exc:
             out.append(SuiteCheck(path=path, error=exc))
             continue
-        out.append(SuiteCheck(path=path, suite=suite, rubric=rub))
+        bare = [c.id for c in suite.cases if lacks_output(c)]
+        warnings = (no_output_warning(bare[:5], len(bare), str(path)),) if bare else ()
+        out.append(SuiteCheck(path=path, suite=suite, rubric=rub, warnings=warnings))
     return tuple(out)
 
 

@@ -1,7 +1,9 @@
 """The ``judge`` command: parse, call one operation of :mod:`judge.app`, render its result.
 
 Process-wide tuning (environment defaults for LiteLLM, the collector's thresholds) happens
-here, once, at the entry point — never inside a library call.
+here, once, at the entry point — never inside a library call. So does the one rule for a
+closed pipe (``judge run … | head``): stop quietly with 128 + SIGPIPE = 141, as a Unix tool
+killed by SIGPIPE would, instead of a traceback or click's silent 1.
 """
 
 from __future__ import annotations
@@ -11,9 +13,27 @@ import sys
 
 from ..errors import ConfigError, JudgeError, StoreError
 from ..process import tune_process
-from .app import build_app
+from .app import PipeClosed, build_app
 
-__all__ = ["main"]
+__all__ = ["PIPE_CLOSED", "main"]
+
+PIPE_CLOSED = 141
+"""Exit status when the reader of stdout went away: 128 + SIGPIPE (13)."""
+
+
+def _pipe_closed() -> None:
+    """Point stdout at /dev/null so the interpreter's last flush cannot fail, then exit 141."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):  # not a real file (a test's buffer)
+        fd = None
+    if fd is not None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, fd)
+        finally:
+            os.close(devnull)
+    sys.exit(PIPE_CLOSED)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -27,6 +47,9 @@ def main(argv: list[str] | None = None) -> None:
     app = build_app()
     try:
         app.main(args=argv, prog_name="judge", standalone_mode=True)
+        sys.stdout.flush()  # a pipe closed after the last write shows up here
+    except (PipeClosed, BrokenPipeError):
+        _pipe_closed()
     except ConfigError as exc:
         print(f"error: {exc.render()}", file=sys.stderr)
         sys.exit(2)

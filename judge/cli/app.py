@@ -8,19 +8,19 @@ Python.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 # typer (0.29) carries its own click; the commands it builds are of that click, so the lazy
 # group derives from typer's group and takes its types from there.
-from typer._click.core import Command, Context
+from typer._click.core import Command, Context, Parameter
 from typer._click.formatting import HelpFormatter
-from typer.core import TyperGroup
+from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__
 
-__all__ = ["COMMANDS", "build_app"]
+__all__ = ["COMMANDS", "PipeClosed", "build_app", "forced_plain", "set_plain"]
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under judge.cli, one-line help). The order is `judge --help`'s: the daily
     # loop first.
@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rubric": ("core_cmds", "Validate, list and show rubrics."),
     "suite": ("suite_cmds", "Generate, validate and show suites."),
     "collect": ("collect_cmd", "Build a case from git, test reports, reviews, CI and agent logs."),
+    "schema": ("schema_cmd", "Print the JSON Schema of suite or rubric files, or their reference."),
     "cache": ("cache_cmds", "Inspect, export, import, verify and prune the judgment cache."),
     "config": ("rescore_cmds", "Show the effective settings and where each came from."),
     "local": ("local_cmds", "Run the embedded local judge (llama.cpp) on this machine."),
@@ -52,15 +53,75 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def _plain_argument(param: TyperArgument) -> None:
+    """``SUITE`` (required) or ``[SUITE]`` in the usage line, and no ``<path>`` after it."""
+    param.metavar = param.metavar or (param.name or "value").upper()
+    usage = param.display_name_raw if param.required else f"[{param.display_name_raw}]"
+    usage += "..." if param.nargs != 1 else ""
+    setattr(param, "_usage_display_name", lambda: usage)  # noqa: B010 - per instance
+    setattr(param, "display_type_rich", lambda ctx: "")  # noqa: B010
+
+
 def _conventional_metavars(command: Command) -> Command:
     """``--seed N``-style placeholders: typer's ``<int>``/``{suite}`` become ``SEED``/``SUITE``."""
     for param in command.params:
+        if isinstance(param, TyperArgument):
+            _plain_argument(param)
+            continue
         shown = param.metavar
         if shown is None or shown.startswith(("<", "{")):
             param.metavar = (param.name or "value").upper()
     if isinstance(command, TyperGroup):
         for sub in command.commands.values():
             _conventional_metavars(sub)
+    return command
+
+
+_plain = [False]
+"""``--plain`` seen in this invocation (reset by the root command each time)."""
+
+_PLAIN_HELP = ("Plain lines even on a terminal: one line per row, every value whole, no "
+               "colour (the default when stdout is not a terminal).")
+
+
+def set_plain(flag: bool) -> None:
+    """Record ``--plain`` for this invocation; judge.cli.output reads it."""
+    _plain[0] = flag
+
+
+def forced_plain() -> bool:
+    """Whether ``--plain`` was given."""
+    return _plain[0]
+
+
+def _plain_flag(ctx: Context, param: Parameter, value: bool) -> None:
+    if value:
+        set_plain(True)
+
+
+def _plain_param() -> Parameter:
+    """A ``--plain`` option as typer builds one, not passed to the command's function."""
+    probe = typer.Typer()
+
+    @probe.command()
+    def _probe(plain: Annotated[bool, typer.Option("--plain", help=_PLAIN_HELP)] = False,
+               ) -> None:
+        """Only here for its option."""
+
+    (param,) = [p for p in typer.main.get_command(probe).params if p.name == "plain"]
+    param.expose_value = False
+    param.callback = _plain_flag
+    return param
+
+
+def _with_plain(command: Command, param: Parameter | None = None) -> Command:
+    """Every command takes ``--plain`` (as ``judge --plain CMD`` does)."""
+    param = param or _plain_param()
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            _with_plain(sub, param)
+    elif not any(p.name == "plain" for p in command.params):
+        command.params.append(param)
     return command
 
 
@@ -74,11 +135,21 @@ def _load(name: str) -> Command:
         found = built.commands.get(name)
         if found is None:  # pragma: no cover - a table entry its module does not register
             raise LookupError(f"module {module_name} does not define command {name!r}")
-        return _conventional_metavars(found)
-    return _conventional_metavars(built)
+        return _with_plain(_conventional_metavars(found))
+    return _with_plain(_conventional_metavars(built))
+
+
+class PipeClosed(Exception):
+    """The reader of stdout went away; raised past click, which would turn it into exit 1."""
 
 
 class _LazyGroup(TyperGroup):
+    def invoke(self, ctx: Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError as exc:
+            raise PipeClosed() from exc
+
     def list_commands(self, ctx: Context) -> list[str]:
         return list(COMMANDS)
 
@@ -109,7 +180,10 @@ def build_app() -> Command:
     @app.callback()
     def _root(version: Annotated[bool, typer.Option(
             "--version", callback=_version, is_eager=True,
-            help="Print the version and exit.")] = False) -> None:
+            help="Print the version and exit.")] = False,
+              plain: Annotated[bool, typer.Option("--plain", help=_PLAIN_HELP)] = False,
+              ) -> None:
         """The root group; the work is in its commands."""
+        set_plain(plain)
 
     return typer.main.get_command(app)

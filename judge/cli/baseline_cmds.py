@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
-from rich.table import Table
+from rich.text import Text
 
 from ..app.baselines import (
     check_run,
@@ -28,7 +28,17 @@ from ..app.workspace import Workspace
 from ..errors import UsageError
 from ..monitor import MonitorConfig
 from ..rubric import format_validation_error
-from .output import band_style, console, emit_json, err_console
+from .output import (
+    Cell,
+    Column,
+    band_style,
+    console,
+    emit_json,
+    err_console,
+    plural,
+    styled,
+    table,
+)
 
 __all__ = ["register"]
 
@@ -38,7 +48,11 @@ StoreOption = Annotated[str | None, typer.Option(
     help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
          "else sqlite:///.judge/judge.db in the current folder).")]
 DirOption = Annotated[str | None, typer.Option(
-    "--dir", metavar="DIR", help="Baselines folder (default: setting baselines_dir, 'baselines').")]
+    "--baselines-dir", metavar="DIR",
+    help="Baselines folder (default: setting baselines_dir, env JUDGE_BASELINES_DIR, else "
+         "'baselines' in the current folder).")]
+DirAlias = Annotated[str | None, typer.Option("--dir", hidden=True,
+                                              help="Old name of --baselines-dir.")]
 ThresholdOption = Annotated[float | None, typer.Option(
     "--threshold", min=0.0, max=1.0, metavar="T",
     help="Largest allowed drop as a fraction of 0..100 (0.05 = 5 points).")]
@@ -86,12 +100,13 @@ def baseline_record(
         help="Run id or unique prefix (default: the suite's latest complete run).")] = None,
     store: StoreOption = None,
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     threshold: ThresholdOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Record a run's scores as the suite's baseline, writing baselines/<suite>.json atomically.
 
-    One result per case: the run's headline (the panel with several judges, the median of
+    One result per case: the run's headline result (the panel with several judges, the median of
     the samples with --samples K, else the first judge's judgment). Only a complete run
     with every case scored can become a baseline.
 
@@ -100,7 +115,7 @@ def baseline_record(
     per-case spreads are kept. Its threshold is kept too unless --threshold (or a setting)
     gives one.
     """
-    done = record_baseline(_workspace(store, directory, threshold), suite, run_id)
+    done = record_baseline(_workspace(store, directory or dir_alias, threshold), suite, run_id)
     if done.replaced_unreadable:
         err_console().print(f"replacing an unreadable baseline: {done.replaced_unreadable}",
                             markup=False)
@@ -111,43 +126,49 @@ def baseline_record(
         return
     note = "" if done.changed else " (unchanged)"
     console().print(
-        f"recorded {_shown(done.path)}{note}: baseline [bold]{baseline.baselineId}[/] from run "
-        f"{done.run} — {len(baseline.cases)} cases, score {baseline.score:.2f}, "
-        f"pass rate {baseline.passRate:.2%}, threshold {baseline.threshold * 100:g} points")
+        f"recorded {_shown(done.path)}{note}: baseline {baseline.baselineId} from run "
+        f"{done.run} — {plural(len(baseline.cases), 'case')}, score {baseline.score:.2f}, "
+        f"pass rate {baseline.passRate:.2%}, threshold {baseline.threshold * 100:g} points",
+        markup=False)
 
 
 def baseline_show(
     suite: SuiteArg,
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
-    path, baseline = show_baseline(_workspace(directory=directory), suite)
+    path, baseline = show_baseline(_workspace(directory=directory or dir_alias), suite)
     if json_out:
         emit_json(baseline.model_dump(mode="json"))
         return
     out = console()
-    out.print(f"[bold]{baseline.baselineId}[/]  ({_shown(path)})")
+    out.print(Text.assemble((baseline.baselineId, "bold"), f"  ({_shown(path)})"))
     out.print(f"rubric {baseline.rubric} ({baseline.rubricHash[:12]}), judges "
-              f"{', '.join(baseline.models) or '—'}, from run {baseline.recordedFrom or '—'}")
+              f"{', '.join(baseline.models) or '—'}, from run {baseline.recordedFrom or '—'}",
+              markup=False)
     out.print(f"score {baseline.score:.2f}, pass rate {baseline.passRate:.2%}, "
-              f"threshold {baseline.threshold * 100:g} points, {len(baseline.cases)} cases")
-    table = Table("case", "status", "score", "band", "passed", "spread")
+              f"threshold {baseline.threshold * 100:g} points, "
+              f"{plural(len(baseline.cases), 'case')}", markup=False)
+    rows: list[list[Cell]] = []
     for case_id, case in baseline.cases.items():
-        table.add_row(case_id, case.status,
-                      "—" if case.overallScore is None else str(case.overallScore),
-                      f"[{band_style(case.band)}]{case.band or '—'}[/]",
-                      {True: "yes", False: "no", None: "—"}[case.passed],
-                      "—" if case.spread is None else str(case.spread))
-    out.print(table)
+        rows.append([case_id, case.status,
+                     "—" if case.overallScore is None else str(case.overallScore),
+                     styled(case.band or "—", band_style(case.band)),
+                     "—" if case.passed is None else ("yes" if case.passed else "no"),
+                     "—" if case.spread is None else str(case.spread)])
+    table(["case", "status", Column("score", "right"), "band", "passed",
+           Column("spread", "right")], rows)
 
 
 def baseline_list(
     directory: DirOption = None,
+    dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
 ) -> None:
     """List the baselines in the folder; an unreadable file is reported and makes exit 2."""
-    entries = list_suite_baselines(_workspace(directory=directory))
+    entries = list_suite_baselines(_workspace(directory=directory or dir_alias))
     rows: list[dict[str, Any]] = []
     for e in entries:
         b = e.baseline
@@ -160,14 +181,15 @@ def baseline_list(
     if json_out:
         emit_json(rows)
     else:
-        table = Table("suite", "baseline id", "score", "pass rate", "cases", "from run")
+        cells: list[list[Cell]] = []
         for row in rows:
             if "error" in row:
                 err_console().print(f"✗ {row['error']}", markup=False)
                 continue
-            table.add_row(row["suite"], row["baselineId"], f"{row['score']:.2f}",
-                          f"{row['passRate']:.2%}", str(row["cases"]), row["recordedFrom"] or "—")
-        console().print(table)
+            cells.append([row["suite"], row["baselineId"], f"{row['score']:.2f}",
+                          f"{row['passRate']:.2%}", str(row["cases"]), row["recordedFrom"] or "—"])
+        table(["suite", "baseline id", Column("score", "right"), Column("pass rate", "right"),
+               Column("cases", "right"), "from run"], cells)
     if any(e.baseline is None for e in entries):
         raise typer.Exit(2)
 
@@ -192,6 +214,7 @@ def check(
     group: Annotated[str | None, typer.Option(
         "--group", metavar="NAME",
         help="Gate a sharded group (judge run --shard I/N --group NAME) as one run.")] = None,
+    dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
@@ -206,11 +229,13 @@ def check(
 
     Exit 2: bad input (unknown run, malformed or missing --baseline file).
     """
+    directory = directory or dir_alias
     if group is not None:
         _check_group(_workspace(store, directory, threshold, block), group, run_id, suite,
                      baseline_file, json_out=json_out)
         return
-    verdict = check_run(_workspace(store, directory, threshold, block), run_id, suite=suite,
+    verdict = check_run(_workspace(store, directory, threshold, block), run_id,
+                        suite=suite,
                         baseline_file=baseline_file)
     if json_out:
         for notice in verdict.notices:
@@ -244,21 +269,23 @@ def _check_group(workspace: Workspace, group: str, run_id: str | None, suite: st
 def _print_verdict(v: GateVerdict) -> None:
     out = console()
     if v.skipped:
-        out.print(f"[yellow]{v.skipped}[/]")
+        out.print(styled(v.skipped, "yellow"))
         return
     c = v.comparison
     assert c is not None
     if v.baselineRecorded:
-        out.print(f"[cyan]no baseline for suite {v.suite}: recorded "
-                  f"{_shown(Path(v.baselinePath))} from run {v.run}[/]")
+        out.print(styled(f"no baseline for suite {v.suite}: recorded "
+                         f"{_shown(Path(v.baselinePath))} from run {v.run}", "cyan"))
     else:
         for notice in v.notices:
-            out.print(f"[cyan]{notice}[/]")
-    head = "[red]⚠ regression[/]" if c.hasRegression else "[green]✓ no regression[/]"
-    out.print(f"{head}  run {v.run} vs baseline [bold]{c.baselineId}[/] "
-              f"(threshold {c.threshold * 100:g} points)")
+            out.print(styled(notice, "cyan"))
+    head = styled("⚠ regression", "red") if c.hasRegression else styled("✓ no regression",
+                                                                         "green")
+    out.print(Text.assemble(head, f"  run {v.run} vs baseline ", (c.baselineId, "bold"),
+                            f" (threshold {c.threshold * 100:g} points)"))
     out.print(f"previous {c.previousScore:.2f} → current {c.currentScore:.2f} "
-              f"(delta {c.scoreDelta:+.2f}) over {c.comparedCases} cases scored in both")
+              f"(delta {c.scoreDelta:+.2f}) over {plural(c.comparedCases, 'case')} scored in "
+              "both", markup=False)
     if c.blockedReasons:
         out.print("blocked:" if v.blocking else "would block (--no-block):")
         for reason in c.blockedReasons:
@@ -318,9 +345,9 @@ def monitor(
         style = _STATUS_STYLES[status.status]
         rate_text = "—" if status.passRate is None else f"{status.passRate:.2%}"
         out = console()
-        out.print(f"[{style}]{status.status}[/]  pass rate {rate_text} "
-                  f"(warning below {status.warningBelow:.0%}, critical below "
-                  f"{status.criticalBelow:.0%})")
+        out.print(Text.assemble((status.status, style), f"  pass rate {rate_text} "
+                                f"(warning below {status.warningBelow:.0%}, critical below "
+                                f"{status.criticalBelow:.0%})"))
         out.print(f"seen {status.seen}, sampled {status.sampled} (rate {status.sampleRate:g}, "
                   f"seed {status.seed}): {status.passed} passed, {status.failed} failed, "
                   f"{status.unscored} unscored")

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from ..app.cache_ops import (
     PruneRequest,
@@ -27,7 +27,7 @@ from ..app.cache_ops import (
 )
 from ..app.workspace import Workspace
 from ..errors import UsageError
-from .output import console, emit_json
+from .output import Cell, console, emit_json, plural, table
 
 __all__ = ["register"]
 
@@ -64,21 +64,18 @@ def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
         emit_json(stats.model_dump(mode="json"))
         return
     shown = ws.settings.cache_dir
-    out = console()
     if not stats.exists:
-        out.print(f"no cache at {shown}", markup=False)
+        console().print(f"no cache at {shown}", markup=False)
         return
-    table = Table("", "", show_header=False, title=f"judgment cache at {shown}")
-    table.add_row("entries", str(stats.entries))
+    rows: list[list[Cell]] = [["entries", str(stats.entries)]]
     if stats.corrupt:
-        table.add_row("corrupt", f"[red]{stats.corrupt}[/] (see judge cache verify)")
-    table.add_row("on disk", f"{stats.bytes / 1e6:.1f} MB")
-    table.add_row("oldest", stats.oldest or "—")
-    table.add_row("newest", stats.newest or "—")
-    table.add_row("replay index", f"{stats.indexRecords} record(s)")
-    for model, count in stats.models.items():
-        table.add_row(f"model {model}", str(count))
-    out.print(table)
+        rows.append(["corrupt", Text.assemble((str(stats.corrupt), "red"),
+                                              " (see judge cache verify)")])
+    rows += [["on disk", f"{stats.bytes / 1e6:.1f} MB"], ["oldest", stats.oldest or "—"],
+             ["newest", stats.newest or "—"],
+             ["replay index", plural(stats.indexRecords, "record")]]
+    rows += [[f"model {model}", str(count)] for model, count in stats.models.items()]
+    table(["", ""], rows, title=f"judgment cache at {shown}", show_header=False)
 
 
 def cache_export_cmd(
@@ -95,10 +92,11 @@ def cache_export_cmd(
         stream.detach()
     else:
         report = export_cache_file(ws, Path(file))
-    typer.echo(f"exported {report.exported} entries from {ws.settings.cache_dir}", err=True)
+    typer.echo(f"exported {plural(report.exported, 'entry', 'entries')} from "
+               f"{ws.settings.cache_dir}", err=True)
     if report.left_out:
-        typer.echo(f"warning: {report.left_out} corrupt entries left out "
-                   "(judge cache verify names them)", err=True)
+        left = plural(report.left_out, "corrupt entry", "corrupt entries")
+        typer.echo(f"warning: {left} left out (judge cache verify names them)", err=True)
 
 
 def cache_import_cmd(
@@ -163,10 +161,11 @@ def cache_prune_cmd(
         if yes:
             return True
         if not sys.stdin.isatty():
-            raise UsageError(f"{count} entries match; not asking without a terminal",
+            raise UsageError(f"{plural(count, 'entry', 'entries')} match; not asking without a "
+                             "terminal",
                              fix="pass --yes (or --dry-run to look first)")
-        typer.confirm(f"remove {count} entries from {ws.settings.cache_dir}?", abort=True,
-                      err=True)
+        typer.confirm(f"remove {plural(count, 'entry', 'entries')} from "
+                      f"{ws.settings.cache_dir}?", abort=True, err=True)
         return True
 
     report = prune_cache(ws, PruneRequest(model=model, before=before, corrupt=corrupt,
@@ -179,4 +178,5 @@ def cache_prune_cmd(
     verb = "would remove" if dry_run else "removed"
     for e in report.entries:
         typer.echo(f"{verb} {e.key}  {e.model or '—'}  {e.createdAt or '—'}  {e.reason}")
-    typer.echo(f"{verb} {len(report.entries) if dry_run else report.removed} entries")
+    count = len(report.entries) if dry_run else report.removed
+    typer.echo(f"{verb} {plural(count, 'entry', 'entries')}")

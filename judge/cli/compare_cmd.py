@@ -12,12 +12,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from ..agreement import Comparison, PairStats
 from ..app.comparing import compare_runs_op
 from ..app.workspace import Workspace
-from .output import band_style, console, emit_json
+from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
 
 __all__ = ["FLIPS_SHOWN", "register"]
 
@@ -74,14 +74,14 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
-def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> Any:
-    table = Table("scores", "n", "κ", "ρ", "τ", "MAD", "mean diff", "same band",
-                  title=escape(title), title_justify="left", title_style="bold")
+def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
+    cells: list[list[Cell]] = []
     for label, s in rows:
-        table.add_row(escape(label), str(s.n), _num(s.weightedKappa), _num(s.spearmanRho),
+        cells.append([label, str(s.n), _num(s.weightedKappa), _num(s.spearmanRho),
                       _num(s.kendallTau), _num(s.meanAbsDiff, 1), _signed(s.meanDiff),
-                      _share(s.exactBandAgreement))
-    return table
+                      _share(s.exactBandAgreement)])
+    table(["scores", *(Column(n, "right") for n in ("n", "κ", "ρ", "τ", "MAD", "mean diff",
+                                                    "same band"))], cells, title=title)
 
 
 def _rows(overall: PairStats, ai_all: PairStats, categories: Sequence[Any],
@@ -119,29 +119,28 @@ def _print(comparison: Comparison) -> None:
         skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in pair.skipped.items()
                             if n)
         rows = _rows(pair.overall, pair.aiAll, pair.categories)
-        out.print(_stats_table(f"{pair.judgeA} → {pair.judgeB}: {pair.aligned} cases"
-                               + (f" ({skipped} left out)" if skipped else ""), rows))
+        _stats_table(f"{pair.judgeA} → {pair.judgeB}: {plural(pair.aligned, 'case')}"
+                     + (f" ({skipped} left out)" if skipped else ""), rows)
         _print_notes(out, rows)
         flips = pair.bandFlips
-        out.print(f"band flips (overall): {len(flips)} of {pair.overall.n} cases")
+        out.print(f"band flips (overall): {len(flips)} of {plural(pair.overall.n, 'case')}")
         for f in flips[:FLIPS_SHOWN]:
-            out.print(f"  {escape(f.caseId)}  [{band_style(f.bandA)}]{escape(f.bandA)}[/] → "
-                      f"[{band_style(f.bandB)}]{escape(f.bandB)}[/]  "
-                      f"({f.overallA} → {f.overallB})")
+            out.print(Text.assemble(f"  {f.caseId}  ", styled(f.bandA, band_style(f.bandA)),
+                                    " → ", styled(f.bandB, band_style(f.bandB)),
+                                    f"  ({f.overallA} → {f.overallB})"))
         if len(flips) > FLIPS_SHOWN:
             out.print(f"  … and {len(flips) - FLIPS_SHOWN} more (--json lists them all)")
         out.print(f"[bold]{escape(pair.verdict)}[/]")
     if comparison.alpha is not None:
         a = comparison.alpha
         out.print()
-        table = Table("scores", "α", title=f"Krippendorff's α ({a.level}), {len(a.judges)} "
-                      f"judges", title_justify="left", title_style="bold")
-        table.add_row("overall (final)", _num(a.overall))
-        table.add_row("all categories (AI)", _num(a.aiAll))
+        cells: list[list[Cell]] = [["overall (final)", _num(a.overall)],
+                                   ["all categories (AI)", _num(a.aiAll)]]
         for cat, values in a.categories.items():
-            table.add_row(f"{escape(cat)} (AI)", _num(values.get("ai")))
-            table.add_row(f"{escape(cat)} (final)", _num(values.get("final")))
-        out.print(table)
+            cells.append([f"{cat} (AI)", _num(values.get("ai"))])
+            cells.append([f"{cat} (final)", _num(values.get("final"))])
+        table(["scores", Column("α", "right")], cells,
+              title=f"Krippendorff's α ({a.level}), {len(a.judges)} judges")
         for note in a.notes:
             out.print(f"  [dim]{escape(note)}[/]")
     if comparison.human:
@@ -150,7 +149,7 @@ def _print(comparison: Comparison) -> None:
                   f"mean diff = judge − human)")
         for h in comparison.human:
             rows = _rows(h.overall, h.aiAll, h.categories)
-            out.print(_stats_table(f"humans → {h.judge}: {h.labelled} cases", rows))
+            _stats_table(f"humans → {h.judge}: {plural(h.labelled, 'case')}", rows)
             _print_notes(out, rows)
             out.print(f"[bold]{escape(h.verdict)}[/]")
     for note in comparison.notes:

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
+from rich.text import Text
 
 from ..app.rubrics import list_workspace_rubrics, score_file, show_rubric, validate_rubrics
 from ..app.workspace import Workspace
-from .output import band_style, console, emit_json
+from .output import Cell, Column, band_style, console, emit_json, styled, table
 
 __all__ = ["register"]
 
@@ -65,23 +65,28 @@ def rubric_show(
         emit_json({**rubric.model_dump(mode="json"), "hash": digest})
         return
     out = console()
-    out.print(f"[bold]{rubric.id}[/] — {rubric.title}  (style {rubric.style}, "
-              f"pass ≥ {rubric.pass_score}, hash {digest[:12]})")
+    out.print(Text.assemble((rubric.id, "bold"), f" — {rubric.title}  (style {rubric.style}, "
+                            f"pass ≥ {rubric.pass_score}, hash {digest[:12]})"))
     if rubric.description:
-        out.print(rubric.description)
-    table = Table("category", "weight", "blend det/ai", "definition")
+        out.print(rubric.description, markup=False)
+    rows: list[list[Cell]] = []
     for cat in rubric.categories:
         blend = cat.blend or rubric.blend
-        table.add_row(cat.id, f"{cat.weight:g}", f"{blend.deterministic:g}/{blend.ai:g}",
-                      cat.definition)
-    out.print(table)
+        rows.append([cat.id, f"{cat.weight:g}", f"{blend.deterministic:g}/{blend.ai:g}",
+                     " ".join(cat.definition.split())])
+    table(["category", Column("weight", "right"), "blend det/ai", "definition"], rows)
     if rubric.levels:
-        out.print("levels: " + ", ".join(f"{lv.name}={lv.value:g}" for lv in rubric.levels))
-    out.print("bands: " + ", ".join(f"[{band_style(b.name)}]{b.name}[/] {b.min}–{b.max}"
-                                    for b in rubric.bands))
+        out.print("levels: " + ", ".join(f"{lv.name}={lv.value:g}" for lv in rubric.levels),
+                  markup=False)
+    parts: list[Text | str] = ["bands: "]
+    for n, b in enumerate(rubric.bands):
+        parts += [", "] if n else []
+        parts += [styled(b.name, band_style(b.name)), f" {b.min}–{b.max}"]
+    out.print(Text.assemble(*parts))
     out.print(f"missing inputs: deterministic → {rubric.missing.deterministic}, "
-              f"ai → {rubric.missing.ai}; partial → {rubric.partial}")
-    out.print("evidence: " + ", ".join(f"{g.name}≤{g.cap}" for g in rubric.evidence.groups))
+              f"ai → {rubric.missing.ai}; partial → {rubric.partial}", markup=False)
+    out.print("evidence: " + ", ".join(f"{g.name}≤{g.cap}" for g in rubric.evidence.groups),
+              markup=False)
 
 
 def score(
@@ -113,16 +118,17 @@ def _num(v: Any) -> str:
 
 def _print_case(rubric_id: str, payload: dict[str, Any]) -> None:
     out = console()
-    table = Table("category", "deterministic", "ai", "final", "weight", "band", "rule",
-                  title=f"rubric {rubric_id}")
+    rows: list[list[Cell]] = []
     for c in payload["categoryScores"]:
-        table.add_row(c["category"], _num(c["deterministicScore"]), _num(c["aiScore"]),
-                      _num(c["finalScore"]), f"{c['weight']:g}",
-                      f"[{band_style(c['band'])}]{c['band'] or '—'}[/]", c["rule"])
-    out.print(table)
+        rows.append([c["category"], _num(c["deterministicScore"]), _num(c["aiScore"]),
+                     _num(c["finalScore"]), f"{c['weight']:g}",
+                     styled(c["band"] or "—", band_style(c["band"])), c["rule"]])
+    table(["category", *(Column(n, "right") for n in ("deterministic", "ai", "final", "weight")),
+           "band", "rule"], rows, title=f"rubric {rubric_id}")
     if payload["status"] == "scored":
-        verdict = "[green]pass[/]" if payload["passed"] else "[red]fail[/]"
-        out.print(f"overall [bold]{payload['overallScore']}[/] "
-                  f"[{band_style(payload['band'])}]{payload['band']}[/]  {verdict}")
+        verdict = styled("pass", "green") if payload["passed"] else styled("fail", "red")
+        out.print(Text.assemble("overall ", (str(payload["overallScore"]), "bold"), " ",
+                                styled(str(payload["band"]), band_style(payload["band"])),
+                                "  ", verdict))
     else:
-        out.print(f"[yellow]unscored[/]: {payload['reason']}")
+        out.print(Text.assemble(styled("unscored", "yellow"), f": {payload['reason']}"))

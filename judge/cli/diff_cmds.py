@@ -10,11 +10,21 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from ..app.diffing import CaseDiff, RunDiff, RunStability, diff_runs, run_stability
 from ..app.workspace import Workspace
-from .output import band_style, console, emit_json
+from .output import (
+    SECTION,
+    Cell,
+    band_style,
+    console,
+    emit_json,
+    plain_output,
+    plural,
+    styled,
+    table,
+)
 
 __all__ = ["RATIONALE_WIDTH", "register"]
 
@@ -89,9 +99,9 @@ def _short(value: Any) -> str:
     return str(value)
 
 
-def _arrow(pair: Sequence[Any]) -> str:
+def _arrow(pair: Sequence[Any]) -> Cell:
     a, b = (_short(v) for v in pair)
-    return a if a == b else f"{a} → [bold]{b}[/]"
+    return a if a == b else Text.assemble(f"{a} → ", (b, "bold"))
 
 
 def _cut(text: str | None) -> str:
@@ -101,22 +111,23 @@ def _cut(text: str | None) -> str:
     return flat if len(flat) <= RATIONALE_WIDTH else flat[:RATIONALE_WIDTH - 1] + "…"
 
 
-def _band(band: str | None, status: str) -> str:
-    return f"[{band_style(band)}]{band or status}[/]"
+def _band(band: str | None, status: str) -> Text:
+    return styled(band or status, band_style(band))
 
 
-def _verdict(passed: bool | None) -> str:
-    return {True: "[green]pass[/]", False: "[red]fail[/]", None: "—"}[passed]
+def _verdict(passed: bool | None) -> Text:
+    return Text("—") if passed is None else (styled("pass", "green") if passed
+                                             else styled("fail", "red"))
 
 
-def _outcome(case: CaseDiff) -> tuple[str, str]:
+def _outcome(case: CaseDiff) -> tuple[Cell, Cell]:
     """The band and pass cells: one value, or A → B."""
     (band_a, band_b), (status_a, status_b) = case.band, case.status
-    band = _band(band_a, status_a) if (band_a, status_a) == (band_b, status_b) else \
-        f"{_band(band_a, status_a)} → {_band(band_b, status_b)}"
+    band: Cell = _band(band_a, status_a) if (band_a, status_a) == (band_b, status_b) else \
+        Text.assemble(_band(band_a, status_a), " → ", _band(band_b, status_b))
     pass_a, pass_b = case.passed
-    verdict = _verdict(pass_a) if pass_a == pass_b else \
-        f"{_verdict(pass_a)} → {_verdict(pass_b)}"
+    verdict: Cell = _verdict(pass_a) if pass_a == pass_b else \
+        Text.assemble(_verdict(pass_a), " → ", _verdict(pass_b))
     return band, verdict
 
 
@@ -127,23 +138,25 @@ def _print_diff(report: RunDiff) -> None:
               f"(suite {escape(a.suite)})")
     if report.differs:
         for name, pair in report.differs.items():
-            out.print(f"  {name}: {escape(_short(pair[0]))} → {escape(_short(pair[1]))}")
+            out.print(f"  {name}: {_short(pair[0])} → {_short(pair[1])}", markup=False)
     else:
         out.print("  same suite, rubric, template, judges and seed")
     if report.cases:
-        table = Table("case", "overall", "band", "pass", "category", "ai", "final",
-                      "rationale A", "rationale B", show_lines=False)
+        rows: list[list[Cell] | None] = []
         for case in report.cases:
             band, verdict = _outcome(case)
-            head = [escape(case.id), _arrow(case.overall), band, verdict]
+            head: list[Cell] = [case.id, _arrow(case.overall), band, verdict]
             for cat in case.categories or [None]:
-                cells = ["", "", "", "", ""] if cat is None else [
+                cells: list[Cell] = ["", "", "", "", ""] if cat is None else [
                     cat.category, _arrow(cat.ai), _arrow(cat.final),
-                    escape(_cut(cat.rationale[0])), escape(_cut(cat.rationale[1]))]
-                table.add_row(*head, *cells)
-                head = ["", "", "", ""]
-            table.add_section()
-        out.print(table)
+                    _cut(cat.rationale[0]), _cut(cat.rationale[1])]
+                rows.append([*head, *cells])
+                # Plain lines repeat the id (a grep finds every line of a case); the table
+                # leaves it to the first line of the case's section.
+                head = [case.id, "", "", ""] if plain_output() else ["", "", "", ""]
+            rows.append(SECTION)
+        table(["case", "overall", "band", "pass", "category", "ai", "final", "rationale A",
+               "rationale B"], rows[:-1])
     extra = []
     if report.categoryOnly and len(report.cases) < report.compared:
         extra.append(f"{report.categoryOnly} more moved only a category score (--all lists "
@@ -152,7 +165,7 @@ def _print_diff(report: RunDiff) -> None:
         extra.append(f"only in A: {', '.join(report.onlyA)}")
     if report.onlyB:
         extra.append(f"only in B: {', '.join(report.onlyB)}")
-    out.print(f"{report.changed} of {report.compared} cases changed "
+    out.print(f"{report.changed} of {plural(report.compared, 'case')} changed "
               f"({report.bandChanged} changed band, {report.rationaleChanged} changed "
               f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
 
@@ -165,12 +178,13 @@ def _print_stability(measured: RunStability, show_all: bool) -> None:
     rows = report.judged if show_all else report.unstable
     if rows:
         categories = list(dict.fromkeys(c for r in rows for c in r.categories))
-        table = Table("case", "judge", "bands", "overall", "spread",
-                      *[f"{c} ai per sample" for c in categories],
-                      title="per sample; spread = max − min" if show_all
-                      else "cases whose band is not stable", title_justify="left")
+        cells_rows: list[list[Cell]] = []
         for r in rows:
-            bands = " / ".join(f"[{band_style(b)}]{b}[/]" for b in r.bands)
+            parts: list[Text | str] = []
+            for n, band in enumerate(r.bands):
+                parts += [" / "] if n else []
+                parts.append(styled(band, band_style(band)))
+            bands = Text.assemble(*parts)
             cells = []
             for c in categories:
                 cat = r.categories.get(c)
@@ -178,8 +192,12 @@ def _print_stability(measured: RunStability, show_all: bool) -> None:
                              "/".join(_short(v) for v in cat.ai)
                              + f" (spread {_short(cat.spread)}, final "
                              + f"{_short(cat.finalSpread)})")
-            table.add_row(escape(r.id), escape(r.judge), bands,
-                          "/".join(_short(v) for v in r.overall), _short(r.spread), *cells)
-        out.print(table)
+            cells_rows.append([r.id, r.judge, bands, "/".join(_short(v) for v in r.overall),
+                               _short(r.spread), *cells])
+        table(["case", "judge", "bands", "overall", "spread",
+               *[f"{c} ai per sample" for c in categories]], cells_rows,
+              title="per sample; spread = max − min" if show_all
+              else "cases whose band is not stable")
     median = "—" if report.medianSpread is None else f"{report.medianSpread:g}"
-    out.print(f"{report.stable} of {report.cases} cases stable; median spread {median} points")
+    out.print(f"{report.stable} of {plural(report.cases, 'case')} stable; median spread "
+              f"{median} points", markup=False)

@@ -1,23 +1,59 @@
-"""Output helpers shared by commands: JSON to stdout and nothing else, tables for people."""
+"""How every command prints: JSON on stdout and nothing else, tables for people, lines for logs.
+
+One decision, made here for all commands. On a terminal a table is a rich table, when it
+fits the terminal's width. Off a terminal (a pipe, a CI log, a file), with ``judge --plain``,
+or when the table would not fit, it is plain aligned lines: one line per row, every cell
+whole (no ellipsis, no wrapping, no box drawing), no colour codes. ``NO_COLOR`` turns the
+colour off everywhere (rich honours it); the layout stays.
+
+Cells are plain ``str`` (printed as given, never read as markup, so an id like ``[x]`` is
+safe) or rich :class:`~rich.text.Text` for a styled cell (:func:`styled`, :func:`markup`).
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from rich.cells import cell_len
 from rich.console import Console
+from rich.table import Table
+from rich.text import Text
 
 from ..canonical import stable_json
+from ..models import JudgeLedger
+from .app import forced_plain
 
 __all__ = [
+    "PLAIN_WIDTH",
+    "SECTION",
+    "Cell",
+    "Column",
     "band_style",
+    "calls_text",
     "console",
+    "cost_text",
     "emit_json",
     "emit_json_streaming",
     "err_console",
+    "ledger_lines",
+    "markup",
+    "plain_output",
+    "plural",
+    "styled",
+    "table",
 ]
+
+PLAIN_WIDTH = 1_000_000
+"""The console width off a terminal: a line is never cut or wrapped by us."""
+
+SECTION = None
+"""A row that is this value separates groups of rows (a rule on a terminal, nothing in plain)."""
+
+Cell = str | Text
 
 _BAND_STYLES = {
     "failing": "red",
@@ -26,6 +62,25 @@ _BAND_STYLES = {
     "strong": "green",
     "excellent": "bold green",
 }
+
+
+@dataclass(frozen=True)
+class Column:
+    """A table column: its header and how its cells line up."""
+
+    name: str
+    justify: str = "left"
+    """``left`` or ``right``."""
+
+
+def _stdout_is_terminal() -> bool:
+    isatty = getattr(sys.stdout, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def plain_output() -> bool:
+    """Whether stdout gets plain lines: ``--plain``, or stdout is not a terminal."""
+    return forced_plain() or not _stdout_is_terminal()
 
 
 def emit_json(value: Any) -> None:
@@ -67,12 +122,136 @@ def band_style(band: str | None) -> str:
     return _BAND_STYLES.get(band or "", "dim")
 
 
-def console() -> Any:
-    """A rich console on stdout (imported on demand)."""
-    return Console(highlight=False)
+def styled(text: str, style: str) -> Text:
+    """A cell or line part in a style; ``text`` is never read as markup."""
+    return Text(text, style=style)
 
 
-def err_console() -> Any:
+def markup(text: str) -> Text:
+    """A cell built from trusted rich markup (escape untrusted parts with rich's ``escape``)."""
+    return Text.from_markup(text)
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 case``, ``2 cases``."""
+    return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+def cost_text(cost: float | None, calls: int) -> str:
+    """A run's cost: ``no paid calls``, ``$0.0123``, or ``cost unknown`` (a price was unknown).
+
+    ``$0.0000`` only when every paid call's price was known and they add up to zero.
+    """
+    if calls == 0:
+        return "no paid calls"
+    return "cost unknown" if cost is None else f"${cost:.4f}"
+
+
+def calls_text(entry: JudgeLedger) -> str:
+    """``18 calls = 14 requests + 4 retries (timeout 4)``: a judge's calls, itemised."""
+    parts = [plural(entry.requests, "request")]
+    if entry.repairTurns:
+        parts.append(plural(entry.repairTurns, "repair turn"))
+    if entry.retries:
+        why = ", ".join(f"{reason} {n}" for reason, n in entry.retries.items())
+        parts.append(f"{plural(sum(entry.retries.values()), 'retry', 'retries')} ({why})")
+    if entry.fallbacks:
+        parts.append(plural(entry.fallbacks, "output-mode fallback"))
+    return f"{plural(entry.calls, 'call')} = {' + '.join(parts)}"
+
+
+def ledger_lines(ledger: Mapping[str, JudgeLedger]) -> list[str]:
+    """One line per judge: calls itemised, cache hits, tokens, cost."""
+    lines = []
+    for model, e in ledger.items():
+        lines.append(f"judge {model}: {calls_text(e)}; cache hits {e.cacheHits} of "
+                     f"{plural(e.judgments, 'judgment')}; tokens {e.promptTokens}+"
+                     f"{e.completionTokens}; {cost_text(e.costUsd, e.calls)}")
+    return lines
+
+
+class _Console(Console):
+    """A rich console that leaves a closed pipe to :func:`judge.cli.main` (exit 141).
+
+    Rich's own handling exits with 1, which a CI step would read as a regression.
+    """
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def console() -> Console:
+    """The stdout console: colour on a terminal; off one, no colour; lines never broken."""
+    if plain_output():
+        return _Console(highlight=False, emoji=False, no_color=True, color_system=None,
+                        soft_wrap=True, width=PLAIN_WIDTH)
+    # soft_wrap: a long line is the terminal's to wrap; rich inserts no line break in it.
+    return _Console(highlight=False, emoji=False, soft_wrap=True)
+
+
+def err_console() -> Console:
     """A rich console on stderr, for progress and notices that must stay out of JSON."""
     # soft_wrap: a notice stays one line in a log, not cut at 80 columns off a terminal.
-    return Console(stderr=True, highlight=False, soft_wrap=True)
+    return _Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+
+
+def _as_text(cell: Cell) -> Text:
+    return cell if isinstance(cell, Text) else Text(cell)
+
+
+def _plain(cell: Cell) -> str:
+    text = cell.plain if isinstance(cell, Text) else cell
+    return " ".join(text.split("\n")).rstrip()
+
+
+def _columns(columns: Sequence[str | Column]) -> list[Column]:
+    return [c if isinstance(c, Column) else Column(c) for c in columns]
+
+
+def table(columns: Sequence[str | Column], rows: Iterable[Sequence[Cell] | None], *,
+          title: str | None = None, caption: str | None = None,
+          show_header: bool = True) -> None:
+    """Print a table on stdout: rich on a terminal when it fits, else plain aligned lines.
+
+    Every cell is printed whole either way. ``rows`` may hold :data:`SECTION` separators.
+    """
+    cols = _columns(columns)
+    body = list(rows)
+    out = console()
+    if not plain_output():
+        rich_table = Table(*[c.name for c in cols], title=title, caption=caption,
+                           title_justify="left", caption_justify="left",
+                           show_header=show_header)
+        for column, spec in zip(rich_table.columns, cols, strict=True):
+            column.no_wrap = True
+            column.justify = "right" if spec.justify == "right" else "left"
+        for row in body:
+            if row is SECTION:
+                rich_table.add_section()
+            else:
+                rich_table.add_row(*[_as_text(c) for c in row])
+        # Measured unbounded: Measurement.get would clamp the width to the terminal's.
+        wide = out.options.update(width=PLAIN_WIDTH, max_width=PLAIN_WIDTH)
+        if rich_table.__rich_measure__(out, wide).maximum <= out.width:
+            out.print(rich_table)
+            return
+    _plain_table(out, cols, [r for r in body if r is not SECTION], title, caption,
+                 show_header)
+
+
+def _plain_table(out: Console, cols: Sequence[Column], rows: Sequence[Sequence[Cell]],
+                 title: str | None, caption: str | None, show_header: bool) -> None:
+    lines = [[c.name for c in cols]] if show_header else []
+    lines += [[_plain(c) for c in row] for row in rows]
+    widths = [max((cell_len(line[i]) for line in lines), default=0) for i in range(len(cols))]
+    if title:
+        out.print(title, markup=False)
+    for line in lines:
+        cells = []
+        for i, (cell, spec) in enumerate(zip(line, cols, strict=True)):
+            pad = " " * (widths[i] - cell_len(cell))
+            cells.append(pad + cell if spec.justify == "right" else cell + pad)
+        out.print("  ".join(cells).rstrip(), markup=False)
+    if caption:
+        out.print(caption, markup=False)

@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from ..app.pairwise_run import DEFAULT_TEMPLATE, PairwiseReport, PairwiseRequest, run_pairwise
 from ..app.workspace import Workspace
 from ..pairwise import OrderVerdict
-from .output import console, emit_json, err_console
+from .output import Cell, console, emit_json, err_console, styled, table
 
 __all__ = ["register"]
 
@@ -30,20 +30,32 @@ def pairwise(
     suite: Annotated[Path, typer.Argument(help="Pair suite (.yaml or .jsonl).")],
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="Judge model (LiteLLM name).")] = None,
-    api_base: Annotated[str | None, typer.Option(help="Base URL of the model server.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
+                            "(e.g. http://127.0.0.1:8000/v1).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+    = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
     cache_mode: Annotated[str | None, typer.Option(
-        help="read-write | read-only | offline | refresh | off")] = None,
-    cache_dir: Annotated[str | None, typer.Option(help="Cache folder.")] = None,
+        help="How the cache is used: read-write (default), read-only, offline (as --offline), "
+             "refresh (ask again, store the new answer) or off.")] = None,
+    cache_dir: Annotated[str | None, typer.Option(
+        "--cache-dir", metavar="PATH",
+        help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+    = None,
     template: Annotated[str, typer.Option(
         help="Prompt template id (prompts/<id>.md.j2).")] = DEFAULT_TEMPLATE,
     output_mode: Annotated[str | None, typer.Option(
-        help="auto | json_schema | json_object | prompt")] = None,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per model request.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+        help="How the judge is held to the reply schema: auto (default: by model), "
+             "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="Seconds per model request before it is retried.")] = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object on stdout, nothing else (progress and notices "
+                       "go to stderr).")] = False,
 ) -> None:
     """Judge every pair of SUITE in both orders; an order-dependent verdict counts as a tie.
 
@@ -62,14 +74,16 @@ def pairwise(
     else:
         _print(report)
     if report.missing:
-        err_console().print(f"[red]offline: {len(report.missing)} pair(s) not in the cache[/]: "
-                            + ", ".join(report.missing))
+        err_console().print(Text.assemble(
+            styled(f"offline: {len(report.missing)} pair(s) not in the cache", "red"),
+            ": " + ", ".join(report.missing)))
     raise typer.Exit(report.exit_code)
 
 
-def _cell(v: OrderVerdict) -> str:
+def _cell(v: OrderVerdict) -> Cell:
     if v.status != "judged" or v.winner is None:
-        return "[red]unscored[/]" if v.status == "unscored" else "[yellow]not cached[/]"
+        return styled("unscored", "red") if v.status == "unscored" else styled("not cached",
+                                                                                "yellow")
     if v.winner == "tie":
         return "tie"
     return f"{v.winner} → {v.outcome}"
@@ -83,22 +97,21 @@ def _print(report: PairwiseReport) -> None:
     suite, model, results = report.suite, report.model, report.results
     out = console()
     out.print(f"[bold]pairwise[/]  suite [bold]{escape(suite.id)}[/]  judge {escape(model)}")
-    table = Table("pair", "order 1", "order 2", "result", "flip", "human",
-                  caption="order 1 shows A as Response 1, order 2 shows B; each cell: the "
-                          "winning position → the output shown there",
-                  caption_justify="left")
-    table.columns[0].overflow = "fold"
+    rows: list[list[Cell]] = []
     for r in results:
         result = r.result if r.result is not None else r.status
-        flip = "—" if r.flipped is None else ("[yellow]yes[/]" if r.flipped else "no")
-        human = "—" if r.preferred is None else r.preferred + (
-            "" if r.agrees is None else (" [green]✓[/]" if r.agrees else " [red]✗[/]"))
-        table.add_row(escape(r.id), *[_cell(v) for v in r.verdicts], f"[bold]{result}[/]",
-                      flip, human)
-    out.print(table)
+        flip: Cell = "—" if r.flipped is None else (styled("yes", "yellow") if r.flipped
+                                                    else "no")
+        human: Cell = "—" if r.preferred is None else Text.assemble(r.preferred, *(
+            () if r.agrees is None else ((" ✓", "green"),) if r.agrees else ((" ✗", "red"),)))
+        rows.append([r.id, *[_cell(v) for v in r.verdicts], styled(result, "bold"), flip,
+                     human])
+    table(["pair", "order 1", "order 2", "result", "flip", "human"], rows,
+          caption="order 1 shows A as Response 1, order 2 shows B; each cell: the winning "
+                  "position → the output shown there")
     for r in results:
         if r.reason:
-            out.print(f"[red]{escape(r.id)}[/]: {escape(r.reason[:200])}")
+            out.print(Text.assemble((r.id, "red"), f": {r.reason}"))
     s = report.summary
     out.print(f"pairs {s.pairs}: judged {s.judged}, unscored {s.unscored}"
               + (f", cache misses {s.cacheMisses}" if s.cacheMisses else ""))
@@ -110,4 +123,4 @@ def _print(report: PairwiseReport) -> None:
     if s.labelled:
         out.print(f"agreement with humans [bold]{_pct(s.humanAgreement)}[/] ({s.agreements} "
                   f"of {s.labelled} labelled pairs)")
-    out.print(f"model calls {report.calls}, cache hits {report.cache_hits}")
+    out.print(f"model calls {report.calls}, cache hits {report.cache_hits}", markup=False)

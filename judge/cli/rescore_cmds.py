@@ -10,12 +10,11 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from ..app.configview import config_view
 from ..app.rescoring import rescore_run
 from ..app.workspace import Workspace
-from .output import console, emit_json
+from .output import console, emit_json, plural, table
 
 __all__ = ["register"]
 
@@ -50,7 +49,8 @@ def rescore(
     source, summary = report.source, report.summary
     out.print(f"re-scored run {escape(source.id)} ({escape(source.rubric)}) under "
               f"[bold]{escape(report.rubric)}[/] as run [bold]{escape(report.run.id)}[/]: "
-              f"0 model calls, {report.cases_moved} case(s) changed score, band or pass")
+              f"0 model calls, {plural(report.cases_moved, 'case')} changed score, band or "
+              "pass")
     rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
     out.print(f"pass rate {rate}, mean overall {summary.meanOverall}")
 
@@ -61,8 +61,5 @@ def config(json_out: JsonFlag = False) -> None:
     if json_out:
         emit_json(view.public())
         return
-    table = Table("setting", "value", "from")
-    for s in view.settings:
-        value = "—" if s.value is None else str(s.value)
-        table.add_row(s.name, escape(value), s.source)
-    console().print(table)
+    table(["setting", "value", "from"],
+          [[s.name, "—" if s.value is None else str(s.value), s.source] for s in view.settings])

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as Bar
-from rich.table import Table
+from rich.text import Text
 
 from ..app.gate import GateVerdict
 from ..app.running import RunReport, RunRequest, run_suite
@@ -26,7 +27,19 @@ from ..runner import Progress
 from ..shards import Shard
 from ..summary import Summary
 from .batch_cmds import submit as submit_batch
-from .output import band_style, console, emit_json_streaming, err_console
+from .output import (
+    Cell,
+    Column,
+    band_style,
+    console,
+    cost_text,
+    emit_json_streaming,
+    err_console,
+    ledger_lines,
+    plural,
+    styled,
+    table,
+)
 
 __all__ = ["cache_line", "group_json", "print_group", "register"]
 
@@ -41,11 +54,16 @@ def run(
     rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
     model: Annotated[list[str] | None, typer.Option(
         "--model", "-m", help="Judge model (LiteLLM name); repeat for a panel.")] = None,
-    api_base: Annotated[str | None, typer.Option(help="Base URL of the model server.")] = None,
-    concurrency: Annotated[int | None, typer.Option(help="Model calls in flight.")] = None,
-    seed: Annotated[int | None, typer.Option(help="Judge seed (default 42).")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
+                            "(e.g. http://127.0.0.1:8000/v1).")] = None,
+    concurrency: Annotated[int | None, typer.Option(
+        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+    = None,
+    seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
     samples: Annotated[int | None, typer.Option(
-        help="Judge each case K times (seed, seed+1...); the median heads, the spread is kept.")]
+        metavar="K", help="Judge each case K times (seed, seed+1...): the median is the "
+                          "case's score and the spread is stored.")]
     = None,
     panel: Annotated[str | None, typer.Option(
         help="With several --model: combine their AI scores by median (default) or mean.")]
@@ -53,18 +71,32 @@ def run(
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
     cache_mode: Annotated[str | None, typer.Option(
-        help="read-write | read-only | offline | refresh | off")] = None,
-    cache_dir: Annotated[str | None, typer.Option(help="Cache folder.")] = None,
-    store: Annotated[str | None, typer.Option(help="Run store URL.")] = None,
-    template: Annotated[str | None, typer.Option(help="Prompt template id.")] = None,
+        help="How the cache is used: read-write (default), read-only, offline (as --offline), "
+             "refresh (ask again, store the new answer) or off.")] = None,
+    cache_dir: Annotated[str | None, typer.Option(
+        "--cache-dir", metavar="PATH",
+        help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+    = None,
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL",
+        help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
+             "else sqlite:///.judge/judge.db in the current folder).")] = None,
+    template: Annotated[str | None, typer.Option(
+        help="Prompt template id: prompts/ID.md.j2 in the workspace, else the shipped one "
+             "(default: setting template, 'judge').")] = None,
     output_mode: Annotated[str | None, typer.Option(
-        help="auto | json_schema | json_object | prompt")] = None,
-    tag: Annotated[list[str] | None, typer.Option(help="Only cases with this tag.")] = None,
-    complexity: Annotated[list[str] | None, typer.Option(help="Only this complexity.")] = None,
-    case: Annotated[list[str] | None, typer.Option("--case", help="Only this case id.")] = None,
+        help="How the judge is held to the reply schema: auto (default: by model), "
+             "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
+    tag: Annotated[list[str] | None, typer.Option(
+        metavar="TAG", help="Only cases with this tag (repeat for any of several).")] = None,
+    complexity: Annotated[list[str] | None, typer.Option(
+        metavar="LEVEL", help="Only cases of this complexity: simple, medium or complex.")] = None,
+    case: Annotated[list[str] | None, typer.Option(
+        "--case", metavar="ID", help="Only the case with this id (repeat for several).")] = None,
     no_llm: Annotated[bool, typer.Option(
         "--no-llm", help="Run only the deterministic cases.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="Seconds per model request.")] = None,
+    timeout: Annotated[float | None, typer.Option(
+        metavar="SECONDS", help="Seconds per model request before it is retried.")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
     shard: Annotated[str | None, typer.Option(
@@ -75,7 +107,9 @@ def run(
         "--group", metavar="NAME",
         help="The group the shards make one run of (e.g. the CI run id); the last shard in "
              "gates the whole group.")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object on stdout, nothing else (progress and notices "
+                       "go to stderr).")] = False,
     batch: Annotated[bool, typer.Option(
         "--batch", help="Send the cache misses as a provider batch job (about half the "
                         "price, results within 24 h) and return at once with its id; "
@@ -127,54 +161,71 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
         _print_comparison(verdict)
     err = err_console()
     if report.interrupted:
-        err.print(f"[yellow]interrupted[/]: kept {report.summary.cases} judged "
-                  f"case(s) in run {report.run.id}; run again to resume from the cache")
+        err.print(Text.assemble(styled("interrupted", "yellow"), f": kept "
+                                f"{plural(report.summary.cases, 'judged case')} in run "
+                                f"{report.run.id}; run again to resume from the cache"))
     elif report.missing:
-        err.print(f"[red]offline: {len(report.missing)} judgment(s) not in the cache[/]: "
-                  + ", ".join(report.missing))
+        err.print(Text.assemble(styled(f"offline: {plural(len(report.missing), 'judgment')} "
+                                       "not in the cache", "red"),
+                                ": " + ", ".join(report.missing)))
     elif report.no_judgment:
-        err.print(f"[red]no judgment succeeded[/] ({report.llm_cases} LLM case(s) unscored); "
-                  f"the first reason: {report.first_failure}")
+        err.print(Text.assemble(styled("no judgment succeeded", "red"),
+                                f" ({plural(report.llm_cases, 'LLM case')} unscored); the "
+                                f"first reason: {report.first_failure}"))
 
 
 CASE_TABLE_LIMIT = 40
+"""Runs with more cases print their failures only (`judge show RUN` lists every case)."""
+FAILURES_SHOWN = 20
 
 
 def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: Summary,
                    summaries: dict[str, Summary]) -> None:
     out = console()
     t = run.totals
-    cost = "unknown" if t.costUsd is None else f"${t.costUsd:.4f}"
     head, sample = headline_of(run)
-    scored_by = f"  ·  scores from [bold]{head}[/]" if len(run.models) > 1 else ""
+    scored_by = f"  ·  scores from [bold]{escape(str(head))}[/]" if len(run.models) > 1 else ""
     if len(run.models) == 1 and sample < 0:
         scored_by = f"  ·  scores are the median of {run.samples} samples"
-    out.print(f"[bold]run {run.id}[/]  suite [bold]{run.suite}[/]  rubric {run.rubric}  "
-              f"judge {', '.join(run.models)}  seed {run.seed}{scored_by}")
+    out.print(f"[bold]run {escape(run.id)}[/]  suite [bold]{escape(run.suite)}[/]  rubric "
+              f"{escape(run.rubric)}  judge {escape(', '.join(run.models))}  seed {run.seed}"
+              f"{scored_by}")
     if summary.cases <= CASE_TABLE_LIMIT:
         _case_table(workspace, rubric, run)
     elif summary.failures:
         _failure_table(rubric, summary)
     rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
     mean = "—" if summary.meanOverall is None else f"{summary.meanOverall:.1f}"
-    out.print(f"cases {summary.cases}: scored {summary.scored}, unscored {summary.unscored}"
+    out.print(f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored "
+              f"{summary.unscored}"
               + (f", cache misses {summary.cacheMisses}" if summary.cacheMisses else "")
               + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored}, pass ≥ "
               + f"{rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
     if summary.categoryAverages:
         out.print("category averages: " + ", ".join(
-            f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()))
+            f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()), markup=False)
     if summary.bands:
-        out.print("bands: " + ", ".join(f"[{band_style(b)}]{b}[/] {n}"
-                                        for b, n in summary.bands.items()))
+        out.print(Text.assemble("bands: ", *_band_counts(summary.bands)))
     out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
-              f"{t.promptTokens}+{t.completionTokens}, cost {cost}, {t.wallSeconds:.1f}s")
+              f"{t.promptTokens}+{t.completionTokens}, {cost_text(t.costUsd, t.calls)}, "
+              f"{t.wallSeconds:.1f}s", markup=False)
+    for line in ledger_lines(t.ledger):
+        out.print(f"  {line}", markup=False)
     if t.judgments:
-        out.print(cache_line(t))
+        out.print(cache_line(t), markup=False)
     if len(summaries) > 1:
         for name, s in summaries.items():
             rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
-            out.print(f"  judge {name}: mean overall {s.meanOverall}, pass rate {rate}")
+            out.print(f"  judge {name}: mean overall {s.meanOverall}, pass rate {rate}",
+                      markup=False)
+
+
+def _band_counts(bands: dict[str, int]) -> list[Text | str]:
+    parts: list[Text | str] = []
+    for n, (band, count) in enumerate(bands.items()):
+        parts += [", "] if n else []
+        parts += [Text(band, style=band_style(band)), f" {count}"]
+    return parts
 
 
 def group_json(check: GroupCheck) -> dict[str, Any]:
@@ -214,13 +265,12 @@ def cache_line(t: Any) -> str:
 def _case_table(workspace: Workspace, rubric: Rubric, run: RunInfo) -> None:
     cats = [c.id for c in rubric.categories]
     head = headline_of(run)
-    table = Table("case", *[_short(c) for c in cats], "overall", "band", "pass", "note",
-                  caption="per category: deterministic/ai → final", caption_justify="left")
+    rows: list[list[Cell]] = []
     for r in iter_results(workspace, run.id):
         if r.judge is not None and (r.judge.model, r.judge.sample) != head:
             continue
         by_cat = {c.category: c for c in r.categoryScores}
-        cells = []
+        cells: list[Cell] = []
         for cat in cats:
             c = by_cat.get(cat)
             if c is None:
@@ -228,27 +278,27 @@ def _case_table(workspace: Workspace, rubric: Rubric, run: RunInfo) -> None:
                 continue
             det = "—" if c.deterministicScore is None else str(c.deterministicScore)
             ai = "—" if c.aiScore is None else str(c.aiScore)
-            final = "—" if c.finalScore is None else f"[bold]{c.finalScore}[/]"
-            cells.append(f"{det}/{ai}→{final}")
-        verdict = "" if r.passed is None else ("[green]✓[/]" if r.passed else "[red]✗[/]")
+            final = "—" if c.finalScore is None else str(c.finalScore)
+            cells.append(Text.assemble(f"{det}/{ai}→", (final, "bold")))
+        verdict: Cell = "" if r.passed is None else (
+            styled("✓", "green") if r.passed else styled("✗", "red"))
         note = r.reason or ("" if r.judgedBy == "llm" else "deterministic")
-        table.add_row(r.id, *cells, "—" if r.overallScore is None else str(r.overallScore),
-                      f"[{band_style(r.band)}]{r.band or r.status}[/]", verdict, note[:60])
-    console().print(table)
-
-
-def _short(category: str) -> str:
-    return category if len(category) <= 12 else category[:11] + "…"
+        rows.append([r.id, *cells, "—" if r.overallScore is None else str(r.overallScore),
+                     styled(r.band or r.status, band_style(r.band)), verdict, note])
+    table(["case", *cats, Column("overall", "right"), "band", "pass", "note"], rows,
+          caption="per category: deterministic/ai → final")
 
 
 def _failure_table(rubric: Rubric, summary: Summary) -> None:
-    table = Table("case", "status", "overall", "band", "reason",
-                  title=f"failures ({summary.failuresTotal})", title_justify="left")
-    for f in summary.failures[:20]:
+    rows: list[list[Cell]] = []
+    for f in summary.failures[:FAILURES_SHOWN]:
         reason = f.reason or f"below the pass mark ({rubric.pass_score})"
-        table.add_row(f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
-                      f"[{band_style(f.band)}]{f.band or '—'}[/]", reason[:80])
-    console().print(table)
+        rows.append([f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
+                     styled(f.band or "—", band_style(f.band)), reason])
+    more = summary.failuresTotal - len(rows)
+    table(["case", "status", Column("overall", "right"), "band", "reason"], rows,
+          title=f"failures ({summary.failuresTotal})",
+          caption=f"… and {more} more: judge show RUN --failures" if more > 0 else None)
 
 
 def _print_comparison(verdict: GateVerdict | None) -> None:
@@ -256,20 +306,21 @@ def _print_comparison(verdict: GateVerdict | None) -> None:
         return
     out = console()
     if verdict.skipped:
-        out.print(f"[yellow]{verdict.skipped}[/]")
+        out.print(styled(verdict.skipped, "yellow"))
         return
     if verdict.baselineRecorded:
-        out.print(f"[cyan]no baseline yet: recorded {verdict.baselinePath}[/]")
+        out.print(styled(f"no baseline yet: recorded {verdict.baselinePath}", "cyan"))
         return
     c = verdict.comparison
     assert c is not None
     for notice in verdict.notices:
-        out.print(f"[cyan]{notice}[/]")
-    head = "[red]⚠ regression[/]" if c.hasRegression else "[green]✓ no regression[/]"
-    out.print(f"{head} against {c.baselineId}: {c.previousScore} → {c.currentScore} "
-              f"({c.scoreDelta:+})")
+        out.print(styled(notice, "cyan"))
+    head = styled("⚠ regression", "red") if c.hasRegression else styled("✓ no regression",
+                                                                         "green")
+    out.print(Text.assemble(head, f" against {c.baselineId}: {c.previousScore} → "
+                                  f"{c.currentScore} ({c.scoreDelta:+})"))
     for reason in c.blockedReasons:
-        out.print(f"  [red]•[/] {reason}", markup=False)
+        out.print(Text.assemble("  ", ("•", "red"), f" {reason}"))
     for sentence in c.noiseReasons:
         out.print(f"  ~ {sentence}", markup=False)
 
@@ -300,7 +351,7 @@ class _Display:
 
     def _info(self) -> str:
         p = self.progress
-        cost = f"${p.cost:.4f}" if p.cost_known else "cost unknown"
+        cost = cost_text(p.cost if p.cost_known else None, p.judged_anew)
         return (f"hits {p.cache_hits} · unscored {p.unscored} · tokens "
                 f"{p.prompt_tokens + p.completion_tokens} · {cost}")
 

@@ -5,21 +5,29 @@ The work is :mod:`judge.app.runs`; this module parses the flags and renders the 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from ..app.exporting import ExportFormat
 from ..app.runs import RunView, export_run, run_history, show_run
 from ..app.workspace import Workspace
 from ..canonical import canonical_json
 from ..models import RunInfo
-from .output import band_style, console, emit_json
+from .output import (
+    Cell,
+    Column,
+    band_style,
+    console,
+    cost_text,
+    emit_json,
+    ledger_lines,
+    styled,
+    table,
+)
 
 __all__ = ["register"]
 
@@ -59,22 +67,16 @@ def history(
     if not runs:
         out.print(f"no runs{f' of suite {suite!r}' if suite else ''} in {found.store_url}")
         return
-    # The id is shown whole (it is what `judge show` takes, and its time prefix is shared by
-    # runs started in the same minute); the creation time is cut to the minute.
-    table = Table()
-    table.add_column("run", no_wrap=True, min_width=22)
-    table.add_column("created (UTC)", no_wrap=True)
-    for name in ("suite", "rubric", "judges"):
-        table.add_column(name, overflow="ellipsis", no_wrap=True, min_width=10)
-    for name in ("cases (scored/unsc./miss)", "cost", "status"):
-        table.add_column(name, no_wrap=True)
+    rows: list[list[Cell]] = []
     for r in runs:
         t = r.totals
-        table.add_row(r.id, escape(r.createdAt[:16].replace("T", " ")),
-                      escape(r.suite), escape(r.rubric), escape(", ".join(r.models)),
-                      f"{t.cases} ({t.scored}/{t.unscored}/{t.cacheMisses})", _cost(t.costUsd),
-                      _status(r.status))
-    out.print(table)
+        rows.append([r.id, r.createdAt[:16].replace("T", " "), r.suite, r.rubric,
+                     ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cacheMisses})",
+                     cost_text(t.costUsd, t.calls), _status(r.status)])
+    # The id is shown whole: it is what `judge show` takes, and its time prefix is shared by
+    # runs started in the same minute. The creation time is cut to the minute.
+    table(["run", "created (UTC)", "suite", "rubric", "judges",
+           "cases (scored/unscored/missing)", "cost", "status"], rows)
 
 
 def show(
@@ -108,47 +110,40 @@ def export(
     if output is not None:
         export_run(ws, run, fmt, output)
         return
-    try:
-        export_run(ws, run, fmt, sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # The reader (``| head``) went away: stop quietly, as other Unix tools do.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        raise typer.Exit(1) from None
+    # A reader that goes away (``| head``) ends the command quietly with 141: judge.cli.main.
+    export_run(ws, run, fmt, sys.stdout)
+    sys.stdout.flush()
 
 
 # -- rendering ------------------------------------------------------------------------------
 
-def _cost(cost: float | None) -> str:
-    return "unknown" if cost is None else f"${cost:.4f}"
-
-
-def _status(status: str) -> str:
-    style = {"complete": "green", "running": "yellow", "interrupted": "red"}.get(status, "dim")
-    return f"[{style}]{status}[/]"
+def _status(status: str) -> Text:
+    return styled(status, {"complete": "green", "running": "yellow",
+                           "interrupted": "red"}.get(status, "dim"))
 
 
 def _print_header(info: RunInfo) -> None:
     out = console()
     t = info.totals
     tokens = f"{t.promptTokens} prompt + {t.completionTokens} completion"
+    out.print(Text.assemble((f"run {info.id}", "bold"), "  ", _status(info.status),
+                            f"  created {info.createdAt}"))
     lines = [
-        f"[bold]run {escape(info.id)}[/]  {_status(info.status)}  created {escape(info.createdAt)}",
-        f"suite      {escape(info.suite)}"
-        + (f"  ({escape(info.suitePath)})" if info.suitePath else ""),
-        f"rubric     {escape(info.rubric)}  hash {info.rubricHash[:12]}",
-        f"template   {escape(info.templateId)}  hash {info.templateHash[:12]}",
-        f"judges     {escape(', '.join(info.models))}  temperature {info.temperature:g}  "
+        f"suite      {info.suite}" + (f"  ({info.suitePath})" if info.suitePath else ""),
+        f"rubric     {info.rubric}  hash {info.rubricHash[:12]}",
+        f"template   {info.templateId}  hash {info.templateHash[:12]}",
+        f"judges     {', '.join(info.models)}  temperature {info.temperature:g}  "
         f"seed {info.seed}  samples {info.samples}",
         f"cases      {t.cases}: {t.scored} scored, {t.unscored} unscored, "
         f"{t.cacheMisses} cache misses",
-        f"calls      {t.calls} paid, {t.cacheHits} cache hits; {tokens} tokens; "
-        f"cost {_cost(t.costUsd)}; {t.wallSeconds:.1f} s",
+        f"calls      {t.calls} model calls, {t.cacheHits} cache hits; {tokens} tokens; "
+        f"{cost_text(t.costUsd, t.calls)}; {t.wallSeconds:.1f} s",
+        *(f"           {line}" for line in ledger_lines(t.ledger)),
     ]
     if info.settings:
-        lines.append(f"settings   {escape(canonical_json(info.settings))}")
+        lines.append(f"settings   {canonical_json(info.settings)}")
     for line in lines:
-        out.print(line)
+        out.print(line, markup=False)
 
 
 def _print_cases(view: RunView) -> None:
@@ -163,19 +158,22 @@ def _print_cases(view: RunView) -> None:
             if c.category not in categories:
                 categories.append(c.category)
     per_judge = len(info.models) > 1 or info.samples > 1
-    head = ["case", *(["judge", "sample"] if per_judge else []), "status", "overall", "band",
-            "pass", *categories, "reason"]
-    table = Table(*head)
+    head: list[str | Column] = [
+        "case", *(["judge", "sample"] if per_judge else []), "status",
+        Column("overall", "right"), "band", "pass",
+        *(Column(c, "right") for c in categories), "reason"]
+    rows: list[list[Cell]] = []
     for case in cases:
         finals = {c.category: c.finalScore for c in case.categoryScores}
-        judge = [escape(case.judge.model if case.judge else "—"),
+        judge = [case.judge.model if case.judge else "—",
                  str(case.judge.sample if case.judge else 0)] if per_judge else []
-        verdict = {True: "[green]pass[/]", False: "[red]fail[/]", None: "—"}[case.passed]
-        status = case.status if case.status == "scored" else f"[yellow]{case.status}[/]"
-        table.add_row(
-            escape(case.id), *judge, status,
+        verdict: Cell = "—" if case.passed is None else (
+            styled("pass", "green") if case.passed else styled("fail", "red"))
+        status = case.status if case.status == "scored" else styled(case.status, "yellow")
+        rows.append([
+            case.id, *judge, status,
             "—" if case.overallScore is None else str(case.overallScore),
-            f"[{band_style(case.band)}]{case.band or '—'}[/]", verdict,
+            styled(case.band or "—", band_style(case.band)), verdict,
             *("—" if finals.get(c) is None else str(finals[c]) for c in categories),
-            escape(case.reason or ""))
-    out.print(table)
+            case.reason or ""])
+    table(head, rows)

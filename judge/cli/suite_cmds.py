@@ -11,7 +11,6 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from ..app.suites import (
     DEFAULT_RUBRIC,
@@ -21,7 +20,7 @@ from ..app.suites import (
     validate_suites,
 )
 from ..app.workspace import Workspace
-from .output import console, emit_json
+from .output import Cell, console, emit_json, plural, table
 
 __all__ = ["register"]
 
@@ -55,7 +54,7 @@ def suite_generate(
     force: Annotated[bool, typer.Option(
         "--force", help="Overwrite --output if it exists.")] = False,
 ) -> None:
-    """Generate a reproducible suite of synthetic cases (seed 001's seeded fixtures).
+    """Generate a reproducible suite of synthetic cases: the same id and seed, the same bytes.
 
     Written as JSONL when --output ends in .jsonl (the id is then the file's name), else YAML.
     """
@@ -64,26 +63,32 @@ def suite_generate(
     if output is None:
         typer.echo(done.text, nl=False)
         return
-    typer.echo(f"wrote {len(done.suite.cases)} cases of suite {done.suite.id!r} to {output}"
-               f" ({done.format})", err=True)
+    typer.echo(f"wrote {plural(len(done.suite.cases), 'case')} of suite {done.suite.id!r} to "
+               f"{output} ({done.format})", err=True)
 
 
 def suite_validate(
-    paths: Annotated[list[Path], typer.Argument(metavar="FILE...", help="Suite files to check.")],
+    paths: Annotated[list[Path], typer.Argument(metavar="FILE", help="Suite files to check.")],
     rubric: RubricOption = None,
 ) -> None:
-    """Check suite files against their rubric; exit 2 naming the file, case and field on error."""
+    """Check suite files against their rubric; exit 2 naming the file, case and field on error.
+
+    A case with no 'output' (judged by the LLM, or with contains/not_contains checks) is
+    accepted with a warning on stderr: the judge sees only its input and evidence.
+    """
     checks = validate_suites(Workspace.open(), list(paths), rubric)
     for check in checks:
         if check.error is not None or check.suite is None or check.rubric is None:
             typer.echo(f"✗ {check.error.render() if check.error else check.path}", err=True)
             continue
+        for warning in check.warnings:
+            typer.echo(warning, err=True)
         judged, ranked = check.judged_by, check.tags
         shown = ", ".join(f"{tag}({n})" for tag, n in ranked[:SHOWN_TAGS])
         if len(ranked) > SHOWN_TAGS:
             shown += f", +{len(ranked) - SHOWN_TAGS} more"
         typer.echo(f"✓ {check.path}: suite {check.suite.id!r}, rubric {check.rubric.id!r}, "
-                   f"{len(check.suite.cases)} cases ({judged['llm']} llm, "
+                   f"{plural(len(check.suite.cases), 'case')} ({judged['llm']} llm, "
                    f"{judged['deterministic']} deterministic); tags: {shown or '(none)'}")
     if any(c.error is not None for c in checks):
         raise typer.Exit(2)
@@ -102,24 +107,14 @@ def suite_show(
         return
     out = console()
     judged = Counter(r["judgedBy"] for r in rows)
-    out.print(f"[bold]{escape(suite.id)}[/] — rubric {escape(rub.id)}, {len(rows)} cases "
+    out.print(f"[bold]{escape(suite.id)}[/] — rubric {escape(rub.id)}, {plural(len(rows), 'case')} "
               f"({judged['llm']} llm, {judged['deterministic']} deterministic)")
     if suite.description:
         out.print(escape(suite.description))
     groups = rub.evidence.names()
     cats = [c.id for c in rub.categories]
-    table = Table(title=None, caption=(
-        f"evidence: items per group, in order {' '.join(groups)} (· none, (−n) over the cap); "
-        f"signals (deterministic): {'/'.join(cats)} (· none); by: llm or det(erministic)"))
-    # Narrow terminals wrap the id, tags and evidence; short columns keep their width.
-    table.add_column("id", overflow="fold", min_width=10)
-    table.add_column("by", min_width=3)
-    table.add_column("complexity", min_width=7)
-    table.add_column("tags", min_width=8)
-    table.add_column("evidence", min_width=8)
-    table.add_column("signals", min_width=8)
-    table.add_column("human", min_width=5)
-    for row in rows:
+    cells: list[list[Cell]] = []
+    for row in view.rows:
         counts = []
         for name in groups:
             c = row["evidence"].get(name)
@@ -131,7 +126,8 @@ def suite_show(
         human = row["human"] or {}
         label = str(human.get("overall", human.get("band", "—")))
         by = "det" if row["judgedBy"] == "deterministic" else row["judgedBy"]
-        table.add_row(escape(row["id"]), by, row["complexity"] or "—",
-                      escape(", ".join(row["tags"])) or "—", " ".join(counts), signals,
-                      escape(label))
-    out.print(table)
+        cells.append([row["id"], by, row["complexity"] or "—", ", ".join(row["tags"]) or "—",
+                     " ".join(counts), signals, label])
+    table(["id", "by", "complexity", "tags", "evidence", "signals", "human"], cells, caption=(
+        f"evidence: items per group, in order {' '.join(groups)} (· none, (−n) over the cap); "
+        f"signals (deterministic): {'/'.join(cats)} (· none); by: llm or det(erministic)"))
