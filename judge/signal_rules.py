@@ -145,6 +145,7 @@ class SignalRule(_Frozen):
     description: str = ""
     """What the rule rewards, for a reader of the rubric and the case."""
     terms: tuple[SignalTerm, ...] = Field(min_length=1)
+    """The terms, each a condition on a fact or a share of two counts; points sum to 100."""
 
     @model_validator(mode="after")
     def _hundred(self) -> SignalRule:

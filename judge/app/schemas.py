@@ -20,6 +20,7 @@ import ast
 import inspect
 import json
 import textwrap
+import typing
 from enum import StrEnum
 from typing import Any
 
@@ -75,9 +76,25 @@ def _field_docs(model: type[BaseModel]) -> dict[str, str]:
     return docs
 
 
+def _reachable(roots: tuple[type[BaseModel], ...]) -> list[type[BaseModel]]:
+    """``roots`` and every model their fields refer to (a new section is described too)."""
+    seen: list[type[BaseModel]] = []
+    todo: list[Any] = list(roots)
+    while todo:
+        item = todo.pop()
+        if isinstance(item, type) and issubclass(item, BaseModel):
+            if item in seen:
+                continue
+            seen.append(item)
+            todo.extend(f.annotation for f in item.model_fields.values())
+        else:
+            todo.extend(typing.get_args(item))
+    return seen
+
+
 def _describe(schema: dict[str, Any]) -> dict[str, Any]:
     """Add each model's docstring and field docstrings to its definition in ``schema``."""
-    by_name = {m.__name__: m for m in _MODELS}
+    by_name = {m.__name__: m for m in _reachable(_MODELS)}
     for name, definition in schema.get("$defs", {}).items():
         model = by_name.get(name)
         if model is None:
