@@ -23,6 +23,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
+pytest_plugins = ("pytester",)  # the pytest plugin's tests run inner pytest sessions
 REPORTS: list[str] = []
 """Findings a test wants shown in the run's output whether it passes or fails."""
 

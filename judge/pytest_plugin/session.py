@@ -1,0 +1,268 @@
+"""One pytest process's judge: its workspace, its counters, and the suites it judged.
+
+A suite is judged once per pytest session, however many items and xdist workers ask for
+it: the first asker takes a file lock in the session's folder (``.judge/pytest/<token>/``),
+judges and stores the run through :func:`judge.app.running.run_suite` (its one gate
+included) and writes the run id and the gate's verdict there; every other asker, in this
+process or another, reads them and loads the results from the store. The cache and the
+store are safe to share between processes (both are SQLite in WAL mode).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import os
+import shlex
+import time
+from collections.abc import Coroutine, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from ..app.cache_ops import ImportReport, import_cache_file
+from ..app.evaluating import evaluate_case
+from ..app.gate import GateVerdict, headline_results
+from ..app.running import RunReport, RunRequest, run_suite
+from ..app.settings import CacheModeName
+from ..app.suites import load_checked
+from ..app.workspace import Workspace
+from ..models import CaseResult, RunTotals
+from ..rubric import Rubric
+from ..suite import Case
+
+try:  # POSIX; elsewhere each process judges the suite itself (the cache still shares)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["JudgeSession", "Stats", "SuiteOutcome", "quoted_command"]
+
+T = TypeVar("T")
+
+
+def quoted_command(root: Path, *argv: str) -> str:
+    """``cd ROOT && argv...``, shell-quoted: a line a person can paste."""
+    return f"cd {shlex.quote(str(root))} && " + " ".join(shlex.quote(a) for a in argv)
+
+
+def _run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to its end, in a thread of its own when a loop already runs here."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+@dataclass
+class Stats:
+    """What this process's judgments did and cost (summed over xdist workers at the end)."""
+
+    judgments: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
+    model_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+    """None when any paid call's price is unknown."""
+    seconds: float = 0.0
+    runs: list[str] = field(default_factory=list)
+    """One line per suite run this process judged and stored."""
+
+    def add_result(self, result: CaseResult, seconds: float) -> None:
+        """Count one judgment of ``judge_eval``."""
+        self.seconds += seconds
+        meta = result.judge
+        if result.judgedBy != "llm" or meta is None:
+            return
+        self.judgments += 1
+        if result.status == "cache_miss":
+            self.cache_misses += 1
+        elif meta.cached:
+            self.cache_hits += 1
+        else:
+            self.model_calls += 1 + meta.repairTurns
+            self.prompt_tokens += meta.promptTokens or 0
+            self.completion_tokens += meta.completionTokens or 0
+            self._cost(meta.costUsd)
+
+    def add_run(self, totals: RunTotals, line: str) -> None:
+        """Count one suite run."""
+        self.judgments += totals.judgments
+        self.cache_hits += totals.cacheHits
+        self.cache_misses += totals.cacheMisses
+        self.model_calls += totals.calls
+        self.prompt_tokens += totals.promptTokens
+        self.completion_tokens += totals.completionTokens
+        self.seconds += totals.wallSeconds
+        if totals.calls:
+            self._cost(totals.costUsd)
+        self.runs.append(line)
+
+    def _cost(self, cost: float | None) -> None:
+        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
+
+    def merge(self, data: Mapping[str, Any]) -> None:
+        """Add another process's counters (an xdist worker's ``workeroutput``)."""
+        other = Stats(**{**data, "runs": list(data.get("runs", ()))})
+        for name in ("judgments", "cache_hits", "cache_misses", "model_calls",
+                     "prompt_tokens", "completion_tokens", "seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self._cost(other.cost_usd)
+        self.runs += other.runs
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain JSON-able counters."""
+        return {"judgments": self.judgments, "cache_hits": self.cache_hits,
+                "cache_misses": self.cache_misses, "model_calls": self.model_calls,
+                "prompt_tokens": self.prompt_tokens,
+                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd,
+                "seconds": self.seconds, "runs": list(self.runs)}
+
+
+@dataclass(frozen=True)
+class SuiteOutcome:
+    """A suite's stored run: its id, headline results by case id, and the gate's verdict."""
+
+    path: str
+    suite_id: str
+    run_id: str
+    results: Mapping[str, CaseResult]
+    verdict: GateVerdict | None
+    rubric: Rubric
+
+
+class JudgeSession:
+    """The judge of one pytest process (the controller, or one xdist worker)."""
+
+    def __init__(self, root: Path, mode: CacheModeName, token: str,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.root, self.mode, self.token = root, mode, token
+        self.env = dict(os.environ if env is None else env)
+        self.stats = Stats()
+        self._workspace: Workspace | None = None
+        self._suites: dict[str, SuiteOutcome] = {}
+        self.imported: list[tuple[Path, ImportReport]] = []
+
+    @property
+    def shared(self) -> Path:
+        """The session's folder, shared by its xdist workers."""
+        return self.root / ".judge" / "pytest" / self.token
+
+    def workspace(self) -> Workspace:
+        """The pytest root's workspace, with the plugin's cache mode over its settings."""
+        if self._workspace is None:
+            self._workspace = Workspace.open(self.root, {"cache_mode": self.mode},
+                                             env=self.env)
+        return self._workspace
+
+    def import_exports(self, files: list[Path]) -> None:
+        """Import shipped cache exports (``judge cache export`` JSONL) into the cache."""
+        ws = self.workspace()
+        for file in files:
+            self.imported.append((file, import_cache_file(ws, file)))
+
+    # -- single judgments -------------------------------------------------------------------
+
+    def rubric(self, rubric: Rubric | str | None) -> Rubric:
+        """The rubric object of a ``judge_eval`` call."""
+        return rubric if isinstance(rubric, Rubric) else self.workspace().rubric(rubric)
+
+    def evaluate(self, case: Case, rubric: Rubric, model: str | None) -> CaseResult:
+        """Judge one case through :func:`judge.app.evaluating.evaluate_case` and count it."""
+        start = time.perf_counter()
+        result = _run(evaluate_case(self.workspace(), case, rubric=rubric, model=model))
+        self.stats.add_result(result, time.perf_counter() - start)
+        return result
+
+    def render_command(self, case: Case, rubric: Rubric, suite: str | None = None) -> str:
+        """The ``judge render`` line for ``case``; a loose case is written to a suite file."""
+        template = self.workspace().settings.template
+        if suite is None:
+            folder = self.root / ".judge" / "pytest" / "cases"
+            folder.mkdir(parents=True, exist_ok=True)
+            target = folder / f"{case.id.replace('/', '_').replace(':', '_')}.yaml"
+            body = {"id": "pytest-case", "rubric": rubric.id,
+                    "cases": [case.model_dump(mode="json", exclude_defaults=True)]}
+            target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True),
+                              encoding="utf-8")
+            suite = str(target.relative_to(self.root))
+        argv = ["judge", "render", suite, "--case", case.id, "--rubric", rubric.id]
+        if template != "judge":
+            argv += ["--template", template]
+        return quoted_command(self.root, *argv)
+
+    # -- suites -----------------------------------------------------------------------------
+
+    def case_ids(self, path: str) -> tuple[str, ...]:
+        """The suite's case ids, validated against its rubric (at collection)."""
+        suite, _ = load_checked(self.workspace(), Path(path), None)
+        return tuple(c.id for c in suite.cases)
+
+    @contextlib.contextmanager
+    def _locked(self, name: str) -> Iterator[None]:
+        self.shared.mkdir(parents=True, exist_ok=True)
+        with (self.shared / f"{name}.lock").open("a") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def suite(self, path: str) -> SuiteOutcome:
+        """The suite's run in this session: judged and stored by the first asker only."""
+        if path in self._suites:
+            return self._suites[path]
+        ws = self.workspace()
+        name = hashlib.sha256(str(ws.path(path).resolve()).encode()).hexdigest()[:16]
+        record = self.shared / f"{name}.json"
+        with self._locked(name):
+            if record.is_file():
+                data = json.loads(record.read_text(encoding="utf-8"))
+                run_id = str(data["run"])
+                verdict = (GateVerdict.model_validate(data["verdict"])
+                           if data["verdict"] is not None else None)
+            else:
+                report = run_suite(ws, RunRequest(suite=Path(path)))
+                run_id, verdict = report.run.id, report.verdict
+                self.stats.add_run(report.run.totals, self._run_line(path, report))
+                tmp = record.with_suffix(".tmp")
+                tmp.write_text(json.dumps({
+                    "run": run_id,
+                    "verdict": verdict.model_dump(mode="json") if verdict else None,
+                }), encoding="utf-8")
+                os.replace(tmp, record)
+        with ws.open_store() as store:
+            run = store.get_run(run_id)
+            results = {r.id: r for r in headline_results(store, run)}
+        _, rubric = load_checked(ws, Path(path), None)
+        outcome = SuiteOutcome(path=path, suite_id=run.suite, run_id=run_id, results=results,
+                               verdict=verdict, rubric=rubric)
+        self._suites[path] = outcome
+        return outcome
+
+    @staticmethod
+    def _run_line(path: str, report: RunReport) -> str:
+        v = report.verdict
+        if v is None:
+            gate = "not compared"
+        elif v.baselineRecorded:
+            gate = f"baseline recorded at {v.baselinePath}"
+        elif v.comparison is None:
+            gate = f"not compared ({v.skipped})"
+        else:
+            c = v.comparison
+            word = "REGRESSION" if v.has_regression else "no regression"
+            gate = f"{word}: mean {c.previousScore} → {c.currentScore} ({c.scoreDelta:+})"
+        return (f"suite {path}: run {report.run.id} stored ({report.summary.passed}/"
+                f"{report.summary.cases} passed) · {gate}")
