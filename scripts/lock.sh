@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Regenerate the three hash-pinned lock files from pyproject.toml, for Python 3.11:
-#   requirements.lock       the main job: the core + the local judge (extra `local`)
+#   requirements.lock       the main job: the core + the local judge + judge serve (extras `local`, `server`)
 #   requirements-core.lock  the core alone: hosted judges and offline replay, no compiler,
 #                           no llama.cpp (no extra)
 #   requirements-dev.lock   development: every extra (the tests cover them all)
@@ -22,6 +22,6 @@ compile() {  # compile OUTPUT [EXTRA_FLAGS...]
   echo "wrote $out ($(grep -c '^[a-zA-Z0-9]' "$out") packages)"
 }
 
-compile requirements.lock --extra local
+compile requirements.lock --extra local --extra server
 compile requirements-core.lock
 compile requirements-dev.lock --all-extras
