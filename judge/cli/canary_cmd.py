@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from ..app.canary import CanaryReport, CanaryRequest, run_canary
 from ..app.workspace import Workspace
-from .output import console, emit_json
+from .output import Cell, Column, console, emit_json, styled, table
 
 __all__ = ["register"]
 
@@ -66,12 +65,13 @@ def _print(report: CanaryReport) -> None:
     out.print(f"[bold]canary {report.run.id}[/]: {s.compared} of {s.sampled} re-asked "
               f"judgment(s) compared, {s.failed} failed · exact match {rate} · band flips "
               f"{s.bandFlips}")
-    table = Table("category", "mean |Δ|", "mean Δ", "max |Δ|", "tolerance", "drift")
+    rows: list[list[Cell]] = []
     for c in s.categories:
-        table.add_row(c.category, f"{c.meanAbsDiff:.2f}", f"{c.meanDiff:+.2f}",
-                      str(c.maxAbsDiff), f"{c.tolerance.points:g} ({c.tolerance.source})",
-                      "[red]yes[/]" if c.drifted else "[green]no[/]")
-    out.print(table)
+        rows.append([c.category, f"{c.meanAbsDiff:.2f}", f"{c.meanDiff:+.2f}",
+                     str(c.maxAbsDiff), f"{c.tolerance.points:g} ({c.tolerance.source})",
+                     styled("yes", "red") if c.drifted else styled("no", "green")])
+    table(["category", *(Column(n, "right") for n in ("mean |Δ|", "mean Δ", "max |Δ|")),
+           "tolerance", "drift"], rows)
     for notice in s.notices:
         out.print(notice, markup=False, style="cyan")
     if s.drifted:
