@@ -5,12 +5,11 @@ The logic is in :mod:`judge.baseline` and works on strings; this module only mov
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 from .baseline import Baseline, baseline_text, parse_baseline
 from .errors import ConfigError, UsageError
+from .files import write_atomic
 
 __all__ = [
     "BASELINE_DIR",
@@ -44,32 +43,12 @@ def load_baseline(path: Path) -> Baseline:
 
 
 def save_baseline(path: Path, baseline: Baseline) -> None:
-    """Write ``baseline`` to ``path`` atomically: a temp file in the same folder, then replace.
-
-    A reader (or a crash) sees the old file or the new one, never half of one.
-    """
-    text = baseline_text(baseline)
+    """Write ``baseline`` to ``path`` whole: a reader sees the old file or the new one."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        write_atomic(path, baseline_text(baseline))
     except OSError as exc:
-        raise UsageError(f"cannot write baseline: {exc}", fix="check the folder's permissions") \
-            from None
-    try:
-        # mkstemp makes the file 0600; a committed file should read like its neighbours.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
         raise UsageError(f"cannot write baseline {path}: {exc}",
                          fix="check the folder's permissions and free space") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def list_baselines(directory: Path) -> dict[str, Path]:

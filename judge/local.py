@@ -40,6 +40,7 @@ __all__ = [
     "install_hint",
     "local_available",
     "model_file",
+    "pid_alive",
     "server_status",
     "start_server",
     "stop_server",
@@ -149,7 +150,8 @@ def _state_file(workspace: Path, short: str) -> Path:
     return _state_dir(workspace) / f"{short}.json"
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -194,7 +196,7 @@ def server_status(name: str, workspace: Path) -> dict[str, Any] | None:
         info: dict[str, Any] = json.loads(state.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    if not _alive(int(info.get("pid", -1))) or not _answers(str(info.get("apiBase"))):
+    if not pid_alive(int(info.get("pid", -1))) or not _answers(str(info.get("apiBase"))):
         return None
     return info
 
@@ -284,7 +286,7 @@ def _is_model_server(pid: int) -> bool:
 
 
 def _terminate(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:
-    if not _alive(pid):
+    if not pid_alive(pid):
         return False
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -292,7 +294,7 @@ def _terminate(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:
     while time.monotonic() < deadline:
         if proc is not None and proc.poll() is not None:
             return True
-        if proc is None and not _alive(pid):
+        if proc is None and not pid_alive(pid):
             return True
         time.sleep(0.05)
     with contextlib.suppress(ProcessLookupError):

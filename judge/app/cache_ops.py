@@ -9,8 +9,6 @@ same open cache, so what is confirmed is what is removed.
 from __future__ import annotations
 
 import io
-import os
-import tempfile
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ..cache import JudgmentCache
 from ..errors import UsageError
+from ..files import atomic_writer
 from .settings import CacheModeName
 from .workspace import Workspace
 
@@ -58,6 +57,8 @@ class CacheStats(_Frozen):
     oldest: str | None
     newest: str | None
     indexRecords: int
+    indexCorrupt: int = 0
+    """Replay-index records that failed their seal (read as absent, rewritten)."""
 
 
 class ExportReport(_Frozen):
@@ -142,13 +143,8 @@ def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
     """:func:`export_cache` into ``target``, written beside it and renamed (never half a file)."""
     with _open(workspace, "read-only") as cache:
         try:
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
-            try:
-                with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-                    count = cache.export_jsonl(out)
-                os.replace(tmp, target)
-            finally:
-                Path(tmp).unlink(missing_ok=True)
+            with atomic_writer(target) as out:
+                count = cache.export_jsonl(out)
         except OSError as exc:
             raise UsageError(f"cannot write: {exc}", file=str(target)) from None
         return ExportReport(exported=count, left_out=max(0, len(cache) - count))

@@ -12,8 +12,6 @@ when that fails (``cases`` is not the file's last key) is the whole suite rewrit
 
 from __future__ import annotations
 
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from ..collect.junit import collect_junit
 from ..collect.task import collect_task
 from ..collected import Collected, build_case
 from ..errors import ConfigError, SuiteError, UsageError
+from ..files import write_atomic
 from ..resources import load_suite
 from ..rubric import Rubric
 from ..signal_rules import SignalOutcome
@@ -175,24 +174,10 @@ def _duplicate(path: Path, case_id: str) -> UsageError:
 
 def _write_atomic(path: Path, text: str) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc}", where="-o",
-                         fix="check the folder's permissions") from None
-    try:
-        # mkstemp makes 0600; a suite file is meant to be committed: keep the old mode or 644.
-        os.chmod(tmp, path.stat().st_mode & 0o777 if path.exists() else 0o644)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, text)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc}", where="-o",
                          fix="check the folder's permissions and free space") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def _check_request(request: CollectRequest, path: Path) -> None:

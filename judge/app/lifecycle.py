@@ -12,26 +12,16 @@ from __future__ import annotations
 import os
 import socket
 
+from ..local import pid_alive
 from ..models import RunOwner, RunTotals
 from ..store import RunStore
 
-__all__ = ["owner_here", "pid_alive", "reap_abandoned"]
+__all__ = ["owner_here", "reap_abandoned"]
 
 
 def owner_here() -> RunOwner:
     """The current process as a run's owner."""
     return RunOwner(host=socket.gethostname(), pid=os.getpid())
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def reap_abandoned(store: RunStore) -> list[str]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from ..errors import UsageError
+from ..files import atomic_writer
 from ..models import CaseResult, RunInfo
 from ..store import RunStore
 from .exporting import ExportFormat, write_export
@@ -129,19 +128,10 @@ def export_run(workspace: Workspace, run_id: str, fmt: ExportFormat,
         results = store.iter_results(run.id)
         if not isinstance(sink, Path):
             return ExportReport(run=run, count=write_export(run, results, fmt, sink))
-        tmp: str | None = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{sink.name}.", suffix=".tmp", dir=sink.parent)
-            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-                # mkstemp makes the file 0600; an export should read like its neighbours.
-                os.chmod(tmp, sink.stat().st_mode & 0o777 if sink.exists() else 0o644)
+            with atomic_writer(sink, newline="") as fh:
                 count = write_export(run, results, fmt, fh)
-            os.replace(tmp, sink)
-            tmp = None
         except OSError as exc:
             raise UsageError(f"cannot write: {exc.strerror or exc}", file=str(sink),
                              fix="choose a folder that exists and is writable") from None
-        finally:
-            if tmp is not None:
-                Path(tmp).unlink(missing_ok=True)
     return ExportReport(run=run, count=count, path=sink)

@@ -7,8 +7,6 @@ streaming format ``judge run`` reads case by case), anything else commented YAML
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..canonical import canonical_json
 from ..errors import ConfigError, UsageError
 from ..evidence import build_bundle
+from ..files import write_atomic
 from ..generate import MAX_COUNT, generate_cases, suite_to_yaml
 from ..resources import load_suite
 from ..rubric import Rubric
@@ -111,34 +110,12 @@ def write_new(path: Path, text: str, *, force: bool, shown_as: str | None = None
     if path.exists() and not force:
         raise exists
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise UsageError(f"cannot write {name}: {exc}", where="--output",
-                         fix="check the folder's permissions") from None
-    try:
-        os.chmod(tmp, 0o644)  # mkstemp makes 0600; a suite file is meant to be committed
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        if force:
-            os.replace(tmp, path)
-        else:
-            try:
-                # A hard link never replaces: a file created since the check above is kept.
-                os.link(tmp, path)
-            except FileExistsError:
-                raise exists from None
-            except OSError:  # no hard links on this filesystem
-                if path.exists():
-                    raise exists from None
-                os.replace(tmp, path)
+        write_atomic(path, text, replace=force)
+    except FileExistsError:
+        raise exists from None
     except OSError as exc:
         raise UsageError(f"cannot write {name}: {exc}", where="--output",
                          fix="check the folder's permissions and free space") from None
-    finally:
-        Path(tmp).unlink(missing_ok=True)
 
 
 def load_checked(workspace: Workspace, path: Path,
