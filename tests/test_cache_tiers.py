@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from conftest import judge_env, run_judge
 from sqlalchemy import create_engine, text
 
 from judge.app.cache_ops import cache_stats, pull_cache, push_cache
@@ -159,3 +161,26 @@ def test_push_and_pull_are_batched_idempotent_and_report(tmp_path: Path) -> None
     with JudgmentCache(tmp_path / "b", "read-only") as local:
         assert sorted(e["key"] for e in local.iter_entries()) == sorted(
             e["key"] for i, e in enumerate(entries) if i != 3)
+
+
+def test_the_cli_doors_show_both_tiers_and_copy(tmp_path: Path) -> None:
+    url = shared_url(tmp_path)
+    with JudgmentCache(tmp_path / "cache") as local:
+        for i in range(3):
+            local.put(entry(i))
+    env = judge_env(JUDGE_CACHE_URL=url)
+    pushed = run_judge(["cache", "push"], tmp_path, env=env)
+    assert pushed.returncode == 0 and "added 3, kept 0" in pushed.stdout
+    assert "added 0, kept 3" in run_judge(["cache", "push"], tmp_path, env=env).stdout
+    tamper(url, entry(1)["key"])
+    stats = run_judge(["cache", "stats", "--json"], tmp_path, env=env)
+    assert stats.returncode == 0
+    shared = json.loads(stats.stdout)["shared"]
+    assert (shared["entries"], shared["rejected"]) == (2, 1)
+    shown = run_judge(["cache", "stats"], tmp_path, env=env)
+    assert "shared cache tier" in shown.stdout and "│ rejected" in shown.stdout
+    pulled = run_judge(["cache", "pull", "--cache-dir", "other", "--json"], tmp_path, env=env)
+    assert pulled.returncode == 1  # one shared row failed its digest
+    assert (json.loads(pulled.stdout)["added"], json.loads(pulled.stdout)["rejected"]) == (2, 1)
+    none = run_judge(["cache", "pull"], tmp_path, env=judge_env())
+    assert none.returncode == 2 and "no shared cache configured" in none.stderr

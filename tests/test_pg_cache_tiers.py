@@ -12,11 +12,13 @@ from conftest import EXAMPLE_SUITE
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
+from test_cache_tiers import entry
 
 from judge.app.cache_ops import cache_stats, pull_cache, push_cache
 from judge.app.running import NullObserver, RunReport, RunRequest, run_suite
 from judge.app.workspace import JudgePool, Workspace
 from judge.cache import JudgmentCache
+from judge.cache_tiers import TieredCache
 from judge.models import CaseResult
 
 pytestmark = pytest.mark.postgres
@@ -162,3 +164,19 @@ def test_the_shared_tier_lost_mid_run_leaves_the_local_cache(
     assert len(lost) == 1 and heard.notices == lost
     assert len(local_keys(ws)) == report.llm_cases  # every verdict kept locally
     assert report.run.totals.judgedAnew == report.llm_cases
+
+
+def test_a_server_restart_is_weathered_without_losing_the_tier(
+        postgres_server: Any, pg_url: str, tmp_path: Path) -> None:
+    one, two = entry(1), entry(2)
+    heard: list[str] = []
+    with TieredCache(tmp_path / "a", shared_url=pg_url, notice=heard.append) as cache:
+        assert cache.put(one)
+        assert cache.turns(two["key"]) is None  # the kept reader connection is open
+        postgres_server.restart()  # every connection dropped
+        with TieredCache(tmp_path / "b", "read-only", shared_url=pg_url) as other:
+            assert other.turns(one["key"]) == one["turns"]
+        assert cache.put(two)  # a write after the restart: the pool pings and reconnects
+        cache.remove([two["key"]])
+        assert cache.turns(two["key"]) == two["turns"]  # a read: the reader reconnects
+        assert cache.down is None and heard == []

@@ -1,6 +1,6 @@
-"""``judge cache``: inspect, export, import, verify and prune the judgment cache; push and
-pull between it and the shared tier (``cache_url``).
+"""``judge cache``: inspect, export, import, verify, prune, push and pull the judgment cache.
 
+``push`` and ``pull`` copy between the local folder and the shared tier (``cache_url``).
 The work is in :mod:`judge.app.cache_ops`; these commands parse flags and print results.
 The folder is the ``cache_dir`` setting (``--cache-dir``, ``JUDGE_CACHE_DIR``, judge.toml),
 as for ``judge run``; ``--dir`` is kept as a hidden alias.
@@ -68,7 +68,8 @@ def _workspace(cache_dir: str | None, alias: str | None,
 
 
 def _print_shared(shared: SharedTierStats) -> None:
-    table = Table("", "", show_header=False, title=f"shared cache at {shared.url}")
+    table = Table("", "", show_header=False, title="shared cache tier")
+    table.add_row("url", escape(shared.url))
     if not shared.reachable:
         table.add_row("reachable", f"[red]no[/]: {escape(shared.error or '')}")
     else:
@@ -116,10 +117,10 @@ def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
         return
     shown = ws.settings.cache_dir
     out = console()
-    if stats.shared is not None:
-        _print_shared(stats.shared)
     if not stats.exists:
         out.print(f"no cache at {shown}", markup=False)
+        if stats.shared is not None:
+            _print_shared(stats.shared)
         return
     table = Table("", "", show_header=False, title=f"judgment cache at {shown}")
     table.add_row("entries", str(stats.entries))
@@ -132,6 +133,8 @@ def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
     for model, count in stats.models.items():
         table.add_row(f"model {model}", str(count))
     out.print(table)
+    if stats.shared is not None:
+        _print_shared(stats.shared)
 
 
 def cache_export_cmd(

@@ -50,7 +50,8 @@ def run(
         help="With several --model: combine their AI scores by median (default) or mean.")]
     = None,
     offline: Annotated[bool, typer.Option(
-        "--offline", help="Replay from the cache only; never touch the network.")] = False,
+        "--offline", help="Replay from the cache only; never call a model (the shared "
+                     "cache tier, if cache_url is set, is read).")] = False,
     cache_mode: Annotated[str | None, typer.Option(
         help="read-write | read-only | offline | refresh | off")] = None,
     cache_dir: Annotated[str | None, typer.Option(help="Cache folder.")] = None,
