@@ -3,22 +3,28 @@
 Thin wrappers over :class:`judge.cache.JudgmentCache`: each opens the workspace's cache
 folder (``cache_dir``) in the mode it needs, never creating it to read, and returns a
 frozen result. Removing entries asks the door's ``confirm`` callback first, inside the
-same open cache, so what is confirmed is what is removed.
+same open cache, so what is confirmed is what is removed. These act on the local folder;
+with ``cache_url`` set, ``stats`` also shows the shared tier and ``push``/``pull`` copy
+between the tiers (:mod:`judge.cache_shared`, at the end of this module).
 """
 
 from __future__ import annotations
 
 import io
+import json
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
 from ..cache import JudgmentCache
-from ..errors import UsageError
+from ..cache_shared import SharedCache
+from ..canonical import canonical_json
+from ..errors import StoreError, UsageError
 from ..files import atomic_writer
+from ..redact import mask_url
 from .settings import CacheModeName
 from .workspace import Workspace
 
@@ -29,6 +35,8 @@ __all__ = [
     "PruneEntry",
     "PruneReport",
     "PruneRequest",
+    "SharedTierStats",
+    "TierCopyReport",
     "VerifyReport",
     "cache_stats",
     "export_cache",
@@ -36,6 +44,9 @@ __all__ = [
     "import_cache",
     "import_cache_file",
     "prune_cache",
+    "pull_cache",
+    "push_cache",
+    "shared_tier_stats",
     "verify_cache",
 ]
 
@@ -59,6 +70,8 @@ class CacheStats(_Frozen):
     indexRecords: int
     indexCorrupt: int = 0
     """Replay-index records that failed their seal (read as absent, rewritten)."""
+    shared: SharedTierStats | None = None
+    """The shared tier (``cache_url``), when one is configured."""
 
 
 class ExportReport(_Frozen):
@@ -129,7 +142,8 @@ def cache_stats(workspace: Workspace) -> CacheStats:
     with _open(workspace, "read-only") as cache:
         stats = cache.stats()
     stats.pop("counters")  # a fresh instance's counters say nothing
-    return CacheStats.model_validate(stats)
+    shared = shared_tier_stats(workspace) if workspace.settings.cache_url else None
+    return CacheStats.model_validate({**stats, "shared": shared})
 
 
 def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
@@ -206,3 +220,117 @@ def prune_cache(workspace: Workspace, request: PruneRequest,
                                createdAt=item["createdAt"], reason=item["reason"])
                     for item in chosen)
     return PruneReport(dry_run=r.dry_run, entries=entries, removed=removed)
+
+
+# --- the shared tier (cache_url): stats, push, pull ---------------------------------------
+
+COPY_BATCH = 500
+"""Entries per transaction when pushing to the shared tier."""
+
+
+class SharedTierStats(_Frozen):
+    """The shared tier: reachable or why not, sound entries, their bytes, rejected rows."""
+
+    url: str
+    """Its URL, password masked."""
+    reachable: bool
+    error: str | None = None
+    entries: int = 0
+    """Sound entries (their digests checked)."""
+    bytes: int = 0
+    rejected: int = 0
+    """Rows that fail their digest (ignored by every read, never used)."""
+    rejected_keys: tuple[str, ...] = ()
+    """The first of them, by key."""
+
+
+class TierCopyReport(_Frozen):
+    """What ``push`` (local → shared) or ``pull`` (shared → local) did with each entry."""
+
+    direction: Literal["push", "pull"]
+    url: str
+    added: int
+    kept: int
+    """Already in the target (left as it is)."""
+    rejected: int
+    """Corrupt in the source (a local entry failing its check, a shared row its digest)."""
+    rejected_keys: tuple[str, ...] = ()
+
+
+def _open_shared(workspace: Workspace) -> SharedCache:
+    url = workspace.settings.cache_url
+    if not url:
+        raise UsageError("no shared cache configured",
+                         fix='set cache_url = "postgresql+psycopg://user@host/db" in '
+                             "judge.toml, or JUDGE_CACHE_URL")
+    return SharedCache(url, workspace=workspace.root, batch=COPY_BATCH)
+
+
+def shared_tier_stats(workspace: Workspace, *, listed: int = 20) -> SharedTierStats:
+    """Scan the shared tier (every digest checked); an unreachable tier is said, not raised."""
+    try:
+        with _open_shared(workspace) as tier:
+            entries = size = 0
+            for _, body in tier.iter():
+                entries += 1
+                size += len(body)
+            return SharedTierStats(url=tier.url, reachable=True, entries=entries, bytes=size,
+                                   rejected=len(tier.rejected),
+                                   rejected_keys=tuple(tier.rejected[:listed]))
+    except StoreError as exc:
+        return SharedTierStats(url=_masked_url(workspace), reachable=False, error=str(exc))
+
+
+def _masked_url(workspace: Workspace) -> str:
+    return mask_url(workspace.settings.cache_url or "")
+
+
+def _open_local(workspace: Workspace, mode: CacheModeName) -> JudgmentCache:
+    """The local folder alone (never tiered: a copy must not go back where it came from)."""
+    directory = workspace.path(workspace.settings.cache_dir)
+    if directory.exists() and not directory.is_dir():
+        raise UsageError("not a directory", file=workspace.settings.cache_dir)
+    return JudgmentCache(directory, mode)
+
+
+def push_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
+    """Copy every sound local entry missing from the shared tier, in batches (idempotent).
+
+    StoreError when the shared tier cannot be reached (nothing half-written: each batch is
+    one transaction, and a batch already there is kept on the next push).
+    """
+    with _open_local(workspace, "read-only") as cache, _open_shared(workspace) as tier:
+        added = sent = 0
+        batch: list[tuple[str, bytes]] = []
+        for entry in cache.iter_entries():
+            batch.append((entry["key"], canonical_json(entry).encode("utf-8")))
+            if len(batch) >= COPY_BATCH:
+                added, sent, batch = added + tier.put_many(batch), sent + len(batch), []
+        added, sent = added + tier.put_many(batch), sent + len(batch)
+        corrupt = [] if sent == len(cache) else cache.verify()["corrupt"]
+        return TierCopyReport(direction="push", url=tier.url, added=added, kept=sent - added,
+                              rejected=len(corrupt), rejected_keys=tuple(corrupt[:listed]))
+
+
+def pull_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
+    """Copy every sound shared entry missing from the local cache (idempotent).
+
+    Each is checked in full before it is stored (digest, key re-hashed, credential scan);
+    a local entry already under the key is kept.
+    """
+    with _open_local(workspace, "read-write") as cache, _open_shared(workspace) as tier:
+        added = kept = 0
+        rejected: list[str] = []
+        for key, body in tier.iter(batch=COPY_BATCH):
+            if key in cache and cache.turns(key, count=False) is not None:
+                kept += 1  # a sound local entry; a corrupt one is replaced below
+                continue
+            try:
+                cache.put(json.loads(body.decode("utf-8")))
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                rejected.append(key)
+                continue
+            added += 1
+        rejected = sorted([*rejected, *tier.rejected])
+        return TierCopyReport(direction="pull", url=tier.url, added=added, kept=kept,
+                              rejected=len(rejected), rejected_keys=tuple(rejected[:listed]))

@@ -281,7 +281,7 @@ class _Run:
         for text in self.notices:
             self.observer.notice(text)
         s, plan = self.ws.settings, self.plan
-        cache = self.ws.open_cache()
+        cache = self.ws.open_cache(notice=self.observer.notice)
         index = None if self.renderer is None else ReplayIndex.open(
             cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
             template_hash=self.renderer.template_hash, settings=plan.settings)

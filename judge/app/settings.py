@@ -57,6 +57,9 @@ class Settings(BaseModel):
     """How the cache is used: read-write, read-only, offline, refresh or off."""
     store_url: str = "sqlite:///.judge/judge.db"
     """Run store URL; a relative SQLite path is relative to the workspace."""
+    cache_url: str | None = None
+    """Shared cache tier behind the local cache (``postgresql+psycopg://user@host/db``): a
+    local miss asks it before the model, new verdicts go to both; unset: local only."""
     seed: int | None = Field(default=42, ge=0, le=MAX_SEED)
     """Judge seed (sample k uses seed + k); None sends none."""
     temperature: float = Field(default=0.0, ge=0, le=2)

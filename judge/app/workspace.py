@@ -9,13 +9,14 @@ that speaks the same protocol (:class:`judge.judging.Completer`) without patchin
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from ..baselines_io import baseline_path
 from ..cache import JudgmentCache
+from ..cache_tiers import TieredCache
 from ..client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
 from ..errors import UsageError
 from ..judging import Completer, JudgeSettings
@@ -174,12 +175,22 @@ class Workspace:
             raise
         return store
 
-    def open_cache(self, mode: CacheModeName | None = None) -> JudgmentCache | None:
-        """The judgment cache in its mode (None when the mode is ``off``)."""
+    def open_cache(self, mode: CacheModeName | None = None, *,
+                   notice: Callable[[str], None] | None = None) -> JudgmentCache | None:
+        """The judgment cache in its mode (None when the mode is ``off``).
+
+        With ``cache_url`` set, the local cache with the shared tier behind it
+        (:class:`judge.cache_tiers.TieredCache`); ``notice`` hears once that the tier is
+        unreachable, and of each entry it rejected.
+        """
         mode = mode or self.settings.cache_mode
         if mode == "off":
             return None
-        return JudgmentCache(self.path(self.settings.cache_dir), mode)
+        directory = self.path(self.settings.cache_dir)
+        if self.settings.cache_url:
+            return TieredCache(directory, mode, shared_url=self.settings.cache_url,
+                               workspace=self.root, notice=notice)
+        return JudgmentCache(directory, mode)
 
     def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:
         """A rubric by id or path: ``name``, else the ``rubric`` setting, else ``default``."""

@@ -1,5 +1,6 @@
-"""``judge cache``: inspect, export, import, verify and prune the judgment cache.
+"""``judge cache``: inspect, export, import, verify, prune, push and pull the judgment cache.
 
+``push`` and ``pull`` copy between the local folder and the shared tier (``cache_url``).
 The work is in :mod:`judge.app.cache_ops`; these commands parse flags and print results.
 The folder is the ``cache_dir`` setting (``--cache-dir``, ``JUDGE_CACHE_DIR``, judge.toml),
 as for ``judge run``; ``--dir`` is kept as a hidden alias.
@@ -17,12 +18,16 @@ from rich.text import Text
 
 from ..app.cache_ops import (
     PruneRequest,
+    SharedTierStats,
+    TierCopyReport,
     cache_stats,
     export_cache,
     export_cache_file,
     import_cache,
     import_cache_file,
     prune_cache,
+    pull_cache,
+    push_cache,
     verify_cache,
 )
 from ..app.workspace import Workspace
@@ -37,10 +42,13 @@ CacheDirOption = Annotated[str | None, typer.Option(
     help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
 DirAlias = Annotated[str | None, typer.Option("--dir", hidden=True, help="Old name of "
                                                                           "--cache-dir.")]
+CacheUrlOption = Annotated[str | None, typer.Option(
+    "--cache-url", metavar="URL",
+    help="Shared cache tier (default: setting cache_url, env JUDGE_CACHE_URL).")]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``cache stats|export|import|verify|prune`` to ``app``."""
+    """Add ``cache stats|export|import|verify|prune|push|pull`` to ``app``."""
     cache_app = typer.Typer(help="Inspect, share and maintain the judgment cache.",
                             no_args_is_help=True)
     cache_app.command("stats")(cache_stats_cmd)
@@ -48,17 +56,58 @@ def register(app: typer.Typer) -> None:
     cache_app.command("import")(cache_import_cmd)
     cache_app.command("verify")(cache_verify_cmd)
     cache_app.command("prune")(cache_prune_cmd)
+    cache_app.command("push")(cache_push_cmd)
+    cache_app.command("pull")(cache_pull_cmd)
     app.add_typer(cache_app, name="cache")
 
 
-def _workspace(cache_dir: str | None, alias: str | None) -> Workspace:
-    return Workspace.open(overrides={"cache_dir": cache_dir or alias})
+def _workspace(cache_dir: str | None, alias: str | None,
+               cache_url: str | None = None) -> Workspace:
+    return Workspace.open(overrides={"cache_dir": cache_dir or alias, "cache_url": cache_url})
+
+
+def _print_shared(shared: SharedTierStats) -> None:
+    rows: list[list[Cell]] = [["url", shared.url]]
+    if not shared.reachable:
+        rows.append(["reachable", Text.assemble(("no", "red"), f": {shared.error or ''}")])
+    else:
+        rows += [["entries", str(shared.entries)], ["size", f"{shared.bytes / 1e6:.1f} MB"],
+                 ["rejected", Text.assemble((str(shared.rejected), "red"),
+                                            " (digest mismatch: ignored)")
+                  if shared.rejected else "0"]]
+        rows += [["", key] for key in shared.rejected_keys]
+    table(["", ""], rows, title="shared cache tier", show_header=False)
+
+
+def _copied(report: TierCopyReport, json_out: bool) -> None:
+    if json_out:
+        emit_json(report.model_dump(mode="json"))
+    else:
+        for key in report.rejected_keys:
+            typer.echo(f"✗ {key}: corrupt in the source, not copied", err=True)
+        where = "to" if report.direction == "push" else "from"
+        typer.echo(f"{report.direction} {where} {report.url}: added {report.added}, "
+                   f"kept {report.kept} already there, rejected {report.rejected}")
+    if report.rejected:
+        raise typer.Exit(1)
+
+
+def cache_push_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
+                   cache_url: CacheUrlOption = None, json_out: JsonFlag = False) -> None:
+    """Copy local entries to the shared tier (batched; kept if there). Exit 1 if any corrupt."""
+    _copied(push_cache(_workspace(cache_dir, alias, cache_url)), json_out)
+
+
+def cache_pull_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
+                   cache_url: CacheUrlOption = None, json_out: JsonFlag = False) -> None:
+    """Copy shared entries into the local cache (each checked). Exit 1 if any rejected."""
+    _copied(pull_cache(_workspace(cache_dir, alias, cache_url)), json_out)
 
 
 def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
-                    json_out: JsonFlag = False) -> None:
-    """Count entries per model, their age and the bytes on disk."""
-    ws = _workspace(cache_dir, alias)
+                    cache_url: CacheUrlOption = None, json_out: JsonFlag = False) -> None:
+    """Count entries per model, their age and the bytes on disk (and the shared tier's)."""
+    ws = _workspace(cache_dir, alias, cache_url)
     stats = cache_stats(ws)
     if json_out:
         emit_json(stats.model_dump(mode="json"))
@@ -66,6 +115,8 @@ def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
     shown = ws.settings.cache_dir
     if not stats.exists:
         console().print(f"no cache at {shown}", markup=False)
+        if stats.shared is not None:
+            _print_shared(stats.shared)
         return
     rows: list[list[Cell]] = [["entries", str(stats.entries)]]
     if stats.corrupt:
@@ -76,6 +127,8 @@ def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
              ["replay index", plural(stats.indexRecords, "record")]]
     rows += [[f"model {model}", str(count)] for model, count in stats.models.items()]
     table(["", ""], rows, title=f"judgment cache at {shown}", show_header=False)
+    if stats.shared is not None:
+        _print_shared(stats.shared)
 
 
 def cache_export_cmd(

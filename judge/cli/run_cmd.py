@@ -69,7 +69,8 @@ def run(
         help="With several --model: combine their AI scores by median (default) or mean.")]
     = None,
     offline: Annotated[bool, typer.Option(
-        "--offline", help="Replay from the cache only; never touch the network.")] = False,
+        "--offline", help="Replay from the cache only; never call a model (the shared "
+                     "cache tier, if cache_url is set, is read).")] = False,
     cache_mode: Annotated[str | None, typer.Option(
         help="How the cache is used: read-write (default), read-only, offline (as --offline), "
              "refresh (ask again, store the new answer) or off.")] = None,
