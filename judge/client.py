@@ -11,6 +11,7 @@ remembers it for that model.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import datetime
 import email.utils
 import os
@@ -18,6 +19,8 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from .errors import PermanentProviderError, ProviderError
 from .ledger import CallCounts, retry_reason
@@ -184,8 +187,6 @@ def quiet_exit() -> None:
     """
     if _litellm_module is None:
         return
-    import atexit
-
     lit = _litellm_module
     callbacks = [*lit.callbacks, *lit.success_callback, *lit.failure_callback,
                  *lit._async_success_callback, *lit._async_failure_callback]
@@ -359,8 +360,6 @@ class LiteLLMClient:
         )
 
     def _wait(self, state: Any) -> float:
-        from tenacity import wait_random_exponential
-
         exc = state.outcome.exception() if state.outcome else None
         if isinstance(exc, ProviderError) and exc.retry_after is not None:
             return min(exc.retry_after, self.spec.retry_after_cap)
@@ -371,8 +370,6 @@ class LiteLLMClient:
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
         """One completion, retried on transport faults; ``messages`` overrides for a repair turn."""
-        from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt
-
         msgs = messages if messages is not None else request.messages
         # A repair turn carries the original messages plus the reply and the errors shown.
         if len(msgs) <= len(request.messages):

@@ -29,6 +29,8 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from .errors import UsageError
 
 __all__ = [
@@ -162,8 +164,6 @@ def pid_alive(pid: int) -> bool:
 
 
 def _answers(api_base: str, timeout: float = 2.0) -> bool:
-    import httpx
-
     try:
         return httpx.get(f"{api_base}/models", timeout=timeout).status_code == 200
     except httpx.HTTPError:

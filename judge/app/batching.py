@@ -27,6 +27,7 @@ import asyncio
 import dataclasses
 import functools
 import secrets
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -363,8 +364,6 @@ def wait_batch(ws: Workspace, job_id: str | None = None, *, interval: float = 30
 
     Past ``timeout`` seconds it returns the job uncollected (exit :data:`EXIT_PENDING`).
     """
-    import time  # the waiting loop's clock; nothing else here reads it
-
     pause = sleep or time.sleep
     deadline = None if timeout is None else time.monotonic() + timeout
     job = batch_status(ws, job_id)

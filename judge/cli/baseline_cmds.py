@@ -39,6 +39,7 @@ from .output import (
     styled,
     table,
 )
+from .run_cmd import group_json, print_group
 
 __all__ = ["register"]
 
@@ -250,9 +251,6 @@ def check(
 def _check_group(workspace: Workspace, group: str, run_id: str | None, suite: str | None,
                  baseline_file: Path | None, *, json_out: bool) -> None:
     """``check --group``: exit 1 on a blocking regression and on an incomplete group."""
-    from ..errors import UsageError
-    from .run_cmd import group_json, print_group
-
     if run_id is not None:
         raise UsageError("--group gates the group's runs: a RUN is not taken with it",
                          fix="drop RUN, or drop --group")

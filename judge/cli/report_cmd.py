@@ -14,6 +14,7 @@ import typer
 
 from ..app.reporting import ReportRequest, build_report
 from ..app.workspace import Workspace
+from ..errors import UsageError
 from ..report_html import render_report, write_report
 from .output import console, emit_json
 
@@ -50,8 +51,6 @@ def report(
 
     Exit 0: written. 2: bad input (an unknown run, no baseline, --against with --baseline).
     """
-    from ..errors import UsageError
-
     if against is not None and baseline:
         raise UsageError("give --against RUN or --baseline, not both", fix="drop one of them")
     workspace = Workspace.open(overrides={"store_url": store})
