@@ -184,7 +184,7 @@ def test_the_command_writes_what_validate_and_render_accept(artefacts: Path,
     assert "signal taskOutcomeQuality = 33 (rule test-pass-rate)" in proc.stdout
     assert "signal agentPerformance: none (no rule)" in proc.stdout
     check = run_judge(["suite", "validate", "cases.yaml"], ws_root)
-    assert check.returncode == 0 and "1 cases" in check.stdout, check.stderr
+    assert check.returncode == 0 and "1 case " in check.stdout, check.stderr
     shown = run_judge(["render", "cases.yaml", "--case", "greet"], ws_root)
     assert shown.returncode == 0, shown.stderr
     assert "workflow:test:test_sample::test_fails" in shown.stdout
