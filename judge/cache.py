@@ -16,13 +16,17 @@ Decisions:
   counted as corrupt, never a score; ``judge cache verify`` names it.
 - An entry written before digests existed is given one only by an explicit act:
   :meth:`JudgmentCache.import_jsonl` (after the full check) or :meth:`JudgmentCache.upgrade`.
+- A ``cache.db`` SQLite cannot read ("database disk image is malformed") is a UsageError
+  naming the file and the fix (exit 2) wherever it is met (:func:`damaged_cache`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -32,7 +36,7 @@ from .cache_bytes import turns_alone
 from .cache_entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
 from .canonical import canonical_json
 from .errors import UsageError
-from .replay_store import ReplayStore
+from .replay_store import ReplayStore, is_damage
 
 __all__ = [
     "CACHE_MODES",
@@ -40,6 +44,7 @@ __all__ = [
     "ImportReport",
     "JudgmentCache",
     "VerifyReport",
+    "damaged_cache",
 ]
 
 CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
@@ -98,8 +103,6 @@ def _bytes_only_disk() -> type:
     mode says is a pickle. A cache directory is shared and imported from elsewhere, so a
     planted row must not run code when read: pickled values and keys are refused, not loaded.
     """
-    import sqlite3
-
     import diskcache
     from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
 
@@ -126,9 +129,26 @@ def _bytes_only_disk() -> type:
     return BytesOnlyDisk
 
 
-def _open_diskcache(directory: Path) -> Any:
-    import sqlite3
+def damaged_cache(path: Path, exc: BaseException) -> UsageError:
+    """The error for a cache database SQLite cannot read: the file, and what to do."""
+    return UsageError(f"the cache database is damaged ({exc})", file=str(path),
+                      fix=f"move it aside (mv {path} {path}.damaged), then import an export "
+                          f"(judge cache import FILE) or re-judge; `sqlite3 {path}.damaged "
+                          f".recover | sqlite3 {path}` may salvage the sound entries")
 
+
+@contextlib.contextmanager
+def _guard(directory: Path) -> Iterator[None]:
+    """SQLite's "malformed"/"not a database" out of diskcache as :func:`damaged_cache`."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if is_damage(exc):
+            raise damaged_cache(directory / _DBNAME, exc) from None
+        raise
+
+
+def _open_diskcache(directory: Path) -> Any:
     import diskcache
 
     try:
@@ -139,6 +159,8 @@ def _open_diskcache(directory: Path) -> Any:
                                eviction_policy="none", size_limit=2**40, statistics=False,
                                sqlite_mmap_size=0)
     except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, sqlite3.Error) and is_damage(exc):
+            raise damaged_cache(directory / _DBNAME, exc) from None
         raise UsageError(f"cannot open the cache: {exc}", file=str(directory),
                          fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
 
@@ -186,12 +208,14 @@ class JudgmentCache:
             return None, None
         missing = object()
         try:
-            raw = store.get(key, default=missing, retry=True)
+            with _guard(self.directory):
+                raw = store.get(key, default=missing, retry=True)
+                present = raw is not missing or key in store  # only looked up on a miss
         except _RefusedValue as exc:
             return None, str(exc)
         if raw is missing:
             # A row whose value file is gone reads as missing: tell it from a real miss.
-            return (None, "value file missing") if key in store else (None, None)
+            return (None, "value file missing") if present else (None, None)
         if type(raw) is not bytes:
             return None, f"stored value is {type(raw).__name__}, not bytes"
         return raw, None
@@ -272,19 +296,27 @@ class JudgmentCache:
             self._index = ReplayStore(self.directory / _INDEX_FILE, readable=self.readable)
         return self._index
 
+    @property
+    def index_path(self) -> Path:
+        """The replay index's file in this directory (which may not exist)."""
+        return self.directory / _INDEX_FILE
+
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
         store = self._store()
-        return store is not None and isinstance(key, str) and key in store
+        with _guard(self.directory):
+            return store is not None and isinstance(key, str) and key in store
 
     def __len__(self) -> int:
         store = self._store()
-        return 0 if store is None else len(store)
+        with _guard(self.directory):
+            return 0 if store is None else len(store)
 
     def _keys(self) -> Iterator[Any]:
         store = self._store()
         if store is not None:
-            yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
+            with _guard(self.directory):
+                yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
 
     def _scan(self) -> Iterator[tuple[Any, dict[str, Any] | None, str | None]]:
         for key in self._keys():
@@ -389,7 +421,8 @@ class JudgmentCache:
         if not self.writable:
             return False
         data = self._validated(entry, built=built)
-        self._store().set(entry["key"], data, retry=True)
+        with _guard(self.directory):
+            self._store().set(entry["key"], data, retry=True)
         self._counters["writes"] += 1
         return True
 
@@ -413,7 +446,9 @@ class JudgmentCache:
                 report["rejected"] += 1
                 report["errors"].append(f"line {number}: {exc}")
                 continue
-            if store.add(entry["key"], data, retry=True):
+            with _guard(self.directory):
+                added = store.add(entry["key"], data, retry=True)
+            if added:
                 report["added"] += 1
                 self._counters["writes"] += 1
             else:
@@ -451,7 +486,8 @@ class JudgmentCache:
         Removing anything also clears the replay index (see :meth:`clear_index`).
         """
         store = self._require_writable("remove entries")
-        removed = sum(1 for key in keys if store.delete(key, retry=True))
+        with _guard(self.directory):
+            removed = sum(1 for key in keys if store.delete(key, retry=True))
         if removed:
             self.clear_index()
         return removed
@@ -496,7 +532,8 @@ class JudgmentCache:
                 continue
             sealed = with_digest(entry)
             if not entry_problems(sealed) and sealed["key"] == key:
-                store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
+                with _guard(self.directory):
+                    store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
                 upgraded += 1
         if upgraded:
             self._counters["writes"] += upgraded

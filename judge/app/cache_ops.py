@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict
 
 from ..cache import JudgmentCache
 from ..errors import UsageError
+from ..replay import record_problem
+from ..replay_store import ReplayStore
 from .settings import CacheModeName
 from .workspace import Workspace
 
@@ -58,6 +60,8 @@ class CacheStats(_Frozen):
     oldest: str | None
     newest: str | None
     indexRecords: int
+    indexCorrupt: int
+    """Replay index records that fail their seal or cannot be used (verify names them)."""
 
 
 class ExportReport(_Frozen):
@@ -77,12 +81,37 @@ class ImportReport(_Frozen):
 
 
 class VerifyReport(_Frozen):
-    """Entries re-read and re-hashed; the corrupt ones by key, with their reasons."""
+    """Entries re-read and re-hashed, and replay index records re-checked.
+
+    The corrupt entries by key and the bad records by fingerprint (hex), each with why;
+    with ``repair``, how many of each were removed.
+    """
 
     checked: int
     ok: int
     corrupt: tuple[str, ...]
     reasons: dict[str, str]
+    index_checked: int = 0
+    index_bad: tuple[str, ...] = ()
+    index_reasons: dict[str, str] = {}
+    index_damaged: str | None = None
+    """Why the index file itself could not be read (repair removes the file)."""
+    removed: int = 0
+    """Corrupt entries removed by ``repair``."""
+    index_removed: int = 0
+    """Index records removed by ``repair`` (every record, when entries were removed)."""
+
+    @property
+    def bad(self) -> bool:
+        """Anything corrupt found (whether or not it was then removed)."""
+        return bool(self.corrupt or self.index_bad or self.index_damaged)
+
+    @property
+    def clean_now(self) -> bool:
+        """Nothing bad is left: nothing was found, or a repair removed all of it."""
+        return not self.bad or (self.removed == len(self.corrupt)
+                                and (self.index_damaged is not None
+                                     or self.index_removed >= len(self.index_bad)))
 
 
 class PruneRequest(_Frozen):
@@ -127,6 +156,9 @@ def cache_stats(workspace: Workspace) -> CacheStats:
     """Count entries per model, their age and the bytes on disk (read-only: creates nothing)."""
     with _open(workspace, "read-only") as cache:
         stats = cache.stats()
+        # The instance's count says nothing yet: count the records that fail their check.
+        stats["indexCorrupt"] = sum(
+            1 for _ in ReplayStore(cache.index_path).bad_records(record_problem))
     stats.pop("counters")  # a fresh instance's counters say nothing
     return CacheStats.model_validate(stats)
 
@@ -171,12 +203,42 @@ def import_cache_file(workspace: Workspace, source: Path) -> ImportReport:
     return import_cache(workspace, io.StringIO(text))
 
 
-def verify_cache(workspace: Workspace) -> VerifyReport:
-    """Re-read and re-hash every entry; name the corrupt ones and why."""
-    with _open(workspace, "read-only") as cache:
+def verify_cache(workspace: Workspace, *, repair: bool = False) -> VerifyReport:
+    """Re-read and re-hash every entry and index record; name the bad ones and why.
+
+    ``repair`` removes them: corrupt entries (which clears the index, derived data), bad
+    index records, and an index file SQLite cannot read. A damaged ``cache.db`` is a
+    UsageError naming it and the fix (an entry's table cannot be repaired in place).
+    """
+    with _open(workspace, "read-write" if repair else "read-only") as cache:
         report = cache.verify()
+        index = ReplayStore(cache.index_path)
+        damaged: str | None = None
+        bad: dict[str, str] = {}
+        checked = 0
+        try:
+            checked = index.count()
+            bad = {fp.hex(): why for fp, why in index.bad_records(record_problem)}
+        except UsageError as exc:
+            if not repair:
+                raise
+            damaged = exc.message
+        removed = index_removed = 0
+        if repair:
+            if damaged is not None:
+                cache.close()
+                index.remove_file()
+            elif bad:
+                index_removed = index.delete(bytes.fromhex(fp) for fp in bad)
+            index.close()
+            if report["corrupt"]:
+                left = ReplayStore(cache.index_path).count()
+                removed = cache.prune(corrupt=True)  # by the stored keys, pickled ones too
+                index_removed += left if removed else 0  # removing entries clears the index
     return VerifyReport(checked=report["checked"], ok=report["ok"],
-                        corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]))
+                        corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]),
+                        index_checked=checked, index_bad=tuple(bad), index_reasons=bad,
+                        index_damaged=damaged, removed=removed, index_removed=index_removed)
 
 
 def _name(key: object) -> str:

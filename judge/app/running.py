@@ -20,7 +20,7 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from ..clock import new_run_id, utc_now
-from ..errors import ConfigError, SuiteError, UsageError
+from ..errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..models import CaseResult, RunInfo
 from ..prompts import PromptRenderer
 from ..replay import ReplayIndex
@@ -285,6 +285,12 @@ class _Run:
                                             clients=pool.clients if pool else None,
                                             sink=store, now=self.now, progress=progress,
                                             on_result=self.observer.result, index=index)
+                except JudgeError:
+                    # A damaged cache file, say: the error names it; the run is not left
+                    # "running" for the next command to find, it failed.
+                    with contextlib.suppress(JudgeError):
+                        store.finish_run(plan.run.id, totals=plan.run.totals, status="failed")
+                    raise
                 finally:
                     self.observer.finished()
             finally:

@@ -128,18 +128,36 @@ def cache_import_cmd(
         raise typer.Exit(2)
 
 
-def cache_verify_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
-                     json_out: JsonFlag = False) -> None:
-    """Re-read and re-hash every entry. Exit 1 naming any corrupt one."""
-    report = verify_cache(_workspace(cache_dir, alias))
+def cache_verify_cmd(
+    cache_dir: CacheDirOption = None,
+    alias: DirAlias = None,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Remove the corrupt entries and bad index records found.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Re-read and re-hash every entry and replay index record. Exit 1 naming any bad one.
+
+    With --repair they are removed (exit 0 once nothing bad is left).
+    """
+    report = verify_cache(_workspace(cache_dir, alias), repair=repair)
     if json_out:
         emit_json(report.model_dump(mode="json"))
     else:
         for key in report.corrupt:
-            typer.echo(f"✗ {key}: {report.reasons[key]}", err=True)
+            typer.echo(f"✗ entry {key}: {report.reasons[key]}", err=True)
+        for fingerprint in report.index_bad:
+            typer.echo(f"✗ index record {fingerprint}: {report.index_reasons[fingerprint]}",
+                       err=True)
+        if report.index_damaged:
+            typer.echo(f"✗ {report.index_damaged}", err=True)
         typer.echo(f"checked {report.checked}, ok {report.ok}, "
-                   f"corrupt {len(report.corrupt)}")
-    if report.corrupt:
+                   f"corrupt {len(report.corrupt)}; index records {report.index_checked}, "
+                   f"bad {len(report.index_bad)}")
+        if repair:
+            typer.echo(f"removed {report.removed} corrupt entries and {report.index_removed} "
+                       "index records" + (" (and the damaged index file)"
+                                          if report.index_damaged else ""))
+    if report.bad and not (repair and report.clean_now):
         raise typer.Exit(1)
 
 
