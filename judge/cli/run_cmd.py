@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
 from rich.progress import Progress as Bar
 from rich.table import Table
@@ -126,8 +127,10 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
         err.print(f"[red]offline: {len(report.missing)} judgment(s) not in the cache[/]: "
                   + ", ".join(report.missing))
     elif report.no_judgment:
+        why = (f"stopped early, no more calls made: {escape(report.stopped)}" if report.stopped
+               else f"the first reason: {escape(report.first_failure or '')}")
         err.print(f"[red]no judgment succeeded[/] ({report.llm_cases} LLM case(s) unscored); "
-                  f"the first reason: {report.first_failure}")
+                  + why, highlight=False)
 
 
 CASE_TABLE_LIMIT = 40
