@@ -869,6 +869,7 @@ class FakeModelServer:
             "object": "chat.completion",
             "created": CREATED,
             "model": call.model,
+            "system_fingerprint": "fp_judgeflow_fake",  # as OpenAI sends: cache provenance
             "choices": [{
                 "index": 0,
                 "message": {"role": "assistant", "content": text},

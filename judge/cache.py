@@ -16,6 +16,10 @@ Decisions:
   counted as corrupt, never a score; ``judge cache verify`` names it.
 - An entry written before digests existed is given one only by an explicit act:
   :meth:`JudgmentCache.import_jsonl` (after the full check) or :meth:`JudgmentCache.upgrade`.
+- An export is read in one SQLite read transaction: a consistent snapshot next to a
+  running writer, and only entries that fail their check in it (and still fail once it
+  ends) are reported corrupt. With a team secret each line is signed
+  (:mod:`judge.cache_sign`); an import checks every line's digest and signature.
 - A ``cache.db`` SQLite cannot read ("database disk image is malformed") is a UsageError
   naming the file and the fix (exit 2) wherever it is met (:func:`damaged_cache`).
 """
@@ -34,6 +38,7 @@ from typing import Any, Literal, TextIO, TypedDict, get_args
 
 from .cache_bytes import turns_alone
 from .cache_entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
+from .cache_sign import SIG_FIELD, sign, signature_ok
 from .canonical import canonical_json
 from .errors import UsageError
 from .replay_store import ReplayStore, is_damage
@@ -41,6 +46,7 @@ from .replay_store import ReplayStore, is_damage
 __all__ = [
     "CACHE_MODES",
     "CacheMode",
+    "ExportResult",
     "ImportReport",
     "JudgmentCache",
     "VerifyReport",
@@ -64,6 +70,16 @@ class ImportReport(TypedDict):
     skipped: int
     rejected: int
     errors: list[str]
+
+
+class ExportResult(TypedDict):
+    """What :meth:`JudgmentCache.export_entries` wrote and left out."""
+
+    exported: int
+    corrupt: dict[str, str]
+    """Entries left out because they fail their check (key: why)."""
+    changed: int
+    """Entries a writer replaced while the snapshot was read: sound now, not in this export."""
 
 
 class VerifyReport(TypedDict):
@@ -388,16 +404,60 @@ class JudgmentCache:
                 report["reasons"][name] = problem or "unreadable"
         return report
 
-    def export_jsonl(self, fp: TextIO) -> int:
+    def export_jsonl(self, fp: TextIO, *, secret: bytes | None = None) -> int:
         """Write one canonical entry per line, sorted by key; returns the count.
 
         The same entries always give the same bytes, so an export diffs well in git.
         """
-        count = 0
-        for entry in self.iter_entries():
-            fp.write(canonical_json(entry) + "\n")
-            count += 1
-        return count
+        return self.export_entries(fp, secret=secret)["exported"]
+
+    # --- consistent export (one read snapshot; signed with a team secret) ------------------
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction on diskcache's connection: one committed state for every read.
+
+        SQLite in WAL mode: writers in other processes go on meanwhile.
+        """
+        store = self._store()
+        if store is None:
+            yield
+            return
+        connection = store._con  # diskcache's own (autocommit) connection of this thread
+        with _guard(self.directory):
+            connection.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("COMMIT")
+
+    def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportResult:
+        """Write every sound entry of one snapshot, sorted by key, signed when ``secret``.
+
+        An entry that fails its check in the snapshot is read again once the snapshot ends:
+        still failing, it is reported corrupt; sound by then, a writer was replacing it
+        (``changed``), never a false alarm.
+        """
+        result: ExportResult = {"exported": 0, "corrupt": {}, "changed": 0}
+        suspects: dict[Any, str] = {}
+        with self._snapshot():
+            for key, entry, problem in self._scan():
+                if entry is None:
+                    suspects[key] = problem or "unreadable"
+                    continue
+                line = canonical_json(entry)
+                if secret is not None:
+                    line = canonical_json({**entry, SIG_FIELD: sign(secret, line.encode())})
+                fp.write(line + "\n")
+                result["exported"] += 1
+        for key, problem in suspects.items():
+            again, still = self._load(key) if isinstance(key, str) else (None, problem)
+            if again is not None:
+                result["changed"] += 1
+            elif still is not None:
+                result["corrupt"][key if isinstance(key, str) else repr(key)] = still
+        return result
 
     # --- writing -------------------------------------------------------------------------
 
@@ -426,25 +486,42 @@ class JudgmentCache:
         self._counters["writes"] += 1
         return True
 
-    def import_jsonl(self, fp: TextIO) -> ImportReport:
+    def import_jsonl(self, fp: TextIO, *, secret: bytes | None = None,
+                     require_signed: bool = False) -> ImportReport:
         """Add the valid entries of a JSONL export; existing keys are kept, not replaced.
 
         A line without a digest (an export from before digests) is given one once it has
-        passed the full check; a line with a digest that does not match is rejected.
+        passed the full check; a line with a digest that does not match is rejected. A
+        line's ``sig`` is checked when ``secret`` is given (a mismatch is rejected);
+        ``require_signed`` (which needs ``secret``) rejects every line not signed with it.
+        Each rejection names the line and the entry's key.
         """
+        if require_signed and secret is None:
+            raise ValueError("require_signed needs the team secret")
         store = self._require_writable("import")
         report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": []}
         for number, line in enumerate(fp, start=1):
             if not line.strip():
                 continue
+            where = f"line {number}"
             try:
                 entry = json.loads(line)
-                if isinstance(entry, dict) and "digest" not in entry:
-                    entry = with_digest(entry)
+                if isinstance(entry, dict):
+                    if isinstance(entry.get("key"), str):
+                        where += f": key {entry['key'][:16]}…"
+                    sig = entry.pop(SIG_FIELD, None)
+                    if require_signed and sig is None:
+                        raise ValueError("not signed (--require-signed)")
+                    if sig is not None and secret is not None and not signature_ok(
+                            secret, canonical_json(entry).encode("utf-8"), sig):
+                        raise ValueError("signature does not match: edited after it was "
+                                         "signed, or signed with another secret")
+                    if "digest" not in entry and sig is None:
+                        entry = with_digest(entry)
                 data = self._validated(entry)
             except (ValueError, RecursionError) as exc:
                 report["rejected"] += 1
-                report["errors"].append(f"line {number}: {exc}")
+                report["errors"].append(f"{where}: {exc}")
                 continue
             with _guard(self.directory):
                 added = store.add(entry["key"], data, retry=True)

@@ -18,7 +18,8 @@ from typing import TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from ..cache import JudgmentCache
+from ..cache import ExportResult, JudgmentCache
+from ..cache_sign import SECRET_ENV
 from ..errors import UsageError
 from ..replay import record_problem
 from ..replay_store import ReplayStore
@@ -65,10 +66,16 @@ class CacheStats(_Frozen):
 
 
 class ExportReport(_Frozen):
-    """How many entries were written, and how many corrupt ones were left out."""
+    """How many entries were written, and how many corrupt ones were left out (and why)."""
 
     exported: int
     left_out: int
+    corrupt: dict[str, str] = {}
+    """The entries left out because they fail their check: key, why."""
+    changed: int = 0
+    """Entries a writer replaced during the export (sound, in the next export)."""
+    signed: bool = False
+    """Each line carries an HMAC under the team secret (JUDGE_CACHE_SECRET)."""
 
 
 class ImportReport(_Frozen):
@@ -78,6 +85,8 @@ class ImportReport(_Frozen):
     skipped: int
     rejected: int
     errors: tuple[str, ...]
+    signatures_checked: bool = False
+    """The team secret was set: every signed line's signature was checked."""
 
 
 class VerifyReport(_Frozen):
@@ -163,44 +172,72 @@ def cache_stats(workspace: Workspace) -> CacheStats:
     return CacheStats.model_validate(stats)
 
 
+def _secret(workspace: Workspace) -> bytes | None:
+    """The team secret that signs exports (never shown, logged or written)."""
+    value = workspace.env.get(SECRET_ENV)
+    return value.encode("utf-8") if value else None
+
+
+def _exported(result: ExportResult, signed: bool) -> ExportReport:
+    return ExportReport(exported=result["exported"], left_out=len(result["corrupt"]),
+                        corrupt=dict(result["corrupt"]), changed=result["changed"],
+                        signed=signed)
+
+
 def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
-    """Write every entry as one canonical JSON line to ``out``, sorted by key."""
+    """Write every entry of one snapshot as a canonical JSON line to ``out``, sorted by key.
+
+    Signed (a ``sig`` per line) when ``JUDGE_CACHE_SECRET`` is set.
+    """
+    secret = _secret(workspace)
     with _open(workspace, "read-only") as cache:
-        count = cache.export_jsonl(out)
-        return ExportReport(exported=count, left_out=max(0, len(cache) - count))
+        return _exported(cache.export_entries(out, secret=secret), secret is not None)
 
 
 def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
     """:func:`export_cache` into ``target``, written beside it and renamed (never half a file)."""
+    secret = _secret(workspace)
     with _open(workspace, "read-only") as cache:
         try:
             fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.")
             try:
                 with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-                    count = cache.export_jsonl(out)
+                    result = cache.export_entries(out, secret=secret)
                 os.replace(tmp, target)
             finally:
                 Path(tmp).unlink(missing_ok=True)
         except OSError as exc:
             raise UsageError(f"cannot write: {exc}", file=str(target)) from None
-        return ExportReport(exported=count, left_out=max(0, len(cache) - count))
+        return _exported(result, secret is not None)
 
 
-def import_cache(workspace: Workspace, fp: TextIO) -> ImportReport:
-    """Add the valid entries of an export; existing keys are kept, not replaced."""
+def import_cache(workspace: Workspace, fp: TextIO, *,
+                 require_signed: bool = False) -> ImportReport:
+    """Add the valid entries of an export; existing keys are kept, not replaced.
+
+    Every line's digest is checked, and its signature when ``JUDGE_CACHE_SECRET`` is set;
+    ``require_signed`` refuses every line not signed with that secret (UsageError without
+    it, before anything is read or created).
+    """
+    secret = _secret(workspace)
+    if require_signed and secret is None:
+        raise UsageError(f"--require-signed needs the team secret in {SECRET_ENV}",
+                         fix=f"set {SECRET_ENV} to the secret the export was signed with")
     with _open(workspace, "read-write") as cache:
-        report = cache.import_jsonl(fp)
+        report = cache.import_jsonl(fp, secret=secret, require_signed=require_signed)
     return ImportReport(added=report["added"], skipped=report["skipped"],
-                        rejected=report["rejected"], errors=tuple(report["errors"]))
+                        rejected=report["rejected"], errors=tuple(report["errors"]),
+                        signatures_checked=secret is not None)
 
 
-def import_cache_file(workspace: Workspace, source: Path) -> ImportReport:
+def import_cache_file(workspace: Workspace, source: Path, *,
+                      require_signed: bool = False) -> ImportReport:
     """:func:`import_cache` from a file; UsageError naming it when it cannot be read."""
     try:
         text = source.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read: {exc}", file=str(source)) from None
-    return import_cache(workspace, io.StringIO(text))
+    return import_cache(workspace, io.StringIO(text), require_signed=require_signed)
 
 
 def verify_cache(workspace: Workspace, *, repair: bool = False) -> VerifyReport:

@@ -95,28 +95,42 @@ def cache_export_cmd(
         stream.detach()
     else:
         report = export_cache_file(ws, Path(file))
-    typer.echo(f"exported {report.exported} entries from {ws.settings.cache_dir}", err=True)
+    signed = " (signed with JUDGE_CACHE_SECRET)" if report.signed else ""
+    typer.echo(f"exported {report.exported} entries from {ws.settings.cache_dir}{signed}",
+               err=True)
+    for key, why in report.corrupt.items():
+        typer.echo(f"✗ left out {key}: {why}", err=True)
     if report.left_out:
         typer.echo(f"warning: {report.left_out} corrupt entries left out "
-                   "(judge cache verify names them)", err=True)
+                   "(judge cache verify --repair removes them)", err=True)
+    if report.changed:
+        typer.echo(f"note: {report.changed} entries were being rewritten during the export "
+                   "and are not in it", err=True)
 
 
 def cache_import_cmd(
     file: Annotated[str, typer.Argument(metavar="FILE.jsonl", help="Input file, - for stdin.")],
     cache_dir: CacheDirOption = None,
     alias: DirAlias = None,
+    require_signed: Annotated[bool, typer.Option(
+        "--require-signed",
+        help="Refuse every line not signed with JUDGE_CACHE_SECRET (unsigned or edited).")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """Add the entries of an export; existing keys are kept. Exit 2 if any line was rejected."""
+    """Add the entries of an export; existing keys are kept. Exit 2 if any line was rejected.
+
+    Every line's digest is checked, and its signature when JUDGE_CACHE_SECRET is set.
+    """
     ws = _workspace(cache_dir, alias)
     if file == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read: {exc}", file=file) from None
-        report = import_cache(ws, io.StringIO(text))
+        report = import_cache(ws, io.StringIO(text), require_signed=require_signed)
     else:
-        report = import_cache_file(ws, Path(file))
+        report = import_cache_file(ws, Path(file), require_signed=require_signed)
     for error in report.errors:
         typer.echo(f"✗ {file}: {error}", err=True)
     if json_out:
