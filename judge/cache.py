@@ -223,12 +223,15 @@ class JudgmentCache:
         if store is None or not isinstance(key, str):
             return None, None
         missing = object()
-        try:
-            with _guard(self.directory):
-                raw = store.get(key, default=missing, retry=True)
-                present = raw is not missing or key in store  # only looked up on a miss
+        try:  # plain try, not _guard: this is the replay's hot path
+            raw = store.get(key, default=missing, retry=True)
+            present = raw is not missing or key in store  # only looked up on a miss
         except _RefusedValue as exc:
             return None, str(exc)
+        except sqlite3.Error as exc:
+            if is_damage(exc):
+                raise damaged_cache(self.directory / _DBNAME, exc) from None
+            raise
         if raw is missing:
             # A row whose value file is gone reads as missing: tell it from a real miss.
             return (None, "value file missing") if present else (None, None)

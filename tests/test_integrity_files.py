@@ -145,3 +145,91 @@ def test_verify_names_bad_entries_and_records_and_repair_removes_them(
     clean = run_judge(["cache", "verify", "--json"], ws)
     assert clean.returncode == 0 and json.loads(clean.stdout)["corrupt"] == []
     assert os.path.exists(ws / "cache" / "cache.db")
+
+
+# --- bit flips anywhere: never a changed final score without a word -----------------------
+
+def _finals(proc: Any) -> tuple[str, dict[str, Any] | None]:
+    """How one replay ended: ``same``-comparable finals, or how the damage was reported."""
+    if proc.returncode == 2 and "damaged" in proc.stderr:
+        return "error naming the file", None
+    payload = json.loads(proc.stdout)
+    cases = {c["id"]: (c["status"], c["overallScore"], c["band"],
+                       [(s["category"], s["finalScore"]) for s in c["categoryScores"]])
+             for c in payload["cases"] if c["judge"] is None or c["judge"]["sample"] == 0}
+    if proc.returncode == 3 or any(c[0] != "scored" for c in cases.values()):
+        return "miss or corrupt reported", cases
+    return "replayed", cases
+
+
+def _flip(path: Path, offset: int, bit: int) -> None:
+    with path.open("r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ (1 << bit)]))
+
+
+def _offsets(data: bytes, marker: bytes, count: int, rng: Any) -> list[int]:
+    """``count`` offsets: half just after ``marker`` (where verdicts and signals live), half
+    anywhere in the file."""
+    hits = [i for i in range(len(data)) if data.startswith(marker, i)]
+    near = [rng.choice(hits) + rng.randrange(len(marker), len(marker) + 120)
+            for _ in range(count // 2)] if hits else []
+    return near + [rng.randrange(len(data)) for _ in range(count - len(near))]
+
+
+FLIPS = {"cache.db": 14, "replay-index.sqlite": 10, "export": 8}
+
+
+def test_flipped_bits_never_change_a_final_score_silently(recorded: tuple[Path, str],
+                                                           tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(12)
+    base = copy_of(recorded, tmp_path / "base")
+    outcome, expected = _finals(offline(base, "--no-check"))
+    assert outcome == "replayed" and expected
+    export = tmp_path / "clean.jsonl"
+    assert run_judge(["cache", "export", str(export)], base).returncode == 0
+    tally: dict[str, dict[str, int]] = {}
+    for target, count in FLIPS.items():
+        source = export if target == "export" else base / "cache" / target
+        marker = b'"text"' if target != "replay-index.sqlite" else b'"signals"'
+        for n, offset in enumerate(_offsets(source.read_bytes(), marker, count, rng)):
+            ws = tmp_path / f"{target}-{n}"
+            shutil.copytree(base, ws)
+            if target == "export":
+                shutil.rmtree(ws / "cache")
+                flipped = ws / "shared.jsonl"
+                shutil.copy(export, flipped)
+                _flip(flipped, min(offset, flipped.stat().st_size - 1), rng.randrange(8))
+                imported = run_judge(["cache", "import", str(flipped)], ws)
+                assert imported.returncode in (0, 2) and "internal error" not in imported.stderr
+            else:
+                path = ws / "cache" / target
+                _flip(path, min(offset, path.stat().st_size - 1), rng.randrange(8))
+            proc = offline(ws, "--no-check")
+            assert proc.returncode in (0, 2, 3) and "internal error" not in proc.stderr, \
+                (target, offset, proc.stderr)
+            how, finals = _finals(proc)
+            if how == "replayed" and finals != expected:
+                how = "silently wrong"
+            elif how == "miss or corrupt reported" and finals is not None:
+                # Every case that did replay as scored replays exactly.
+                assert all(finals[i] == expected[i] for i in finals if finals[i][0] == "scored")
+            tally.setdefault(target, {}).setdefault(how, 0)
+            tally[target][how] += 1
+    print("bit flips:", json.dumps(tally, sort_keys=True))
+    assert all("silently wrong" not in t for t in tally.values()), tally
+    assert sum(sum(t.values()) for t in tally.values()) == sum(FLIPS.values())
+
+
+def test_entries_record_their_provenance(recorded: tuple[Path, str]) -> None:
+    from judge.cache import JudgmentCache
+
+    with JudgmentCache(recorded[0] / "cache", "read-only") as cache:
+        metas = [e["meta"] for e in cache.iter_entries()]
+    assert metas and all(m["judgeflow"] and m["createdAt"] for m in metas)
+    assert all(m["systemFingerprint"] == "fp_judgeflow_fake" for m in metas)
+    assert all(m["modelReported"] for m in metas)
