@@ -16,13 +16,21 @@ Decisions:
   counted as corrupt, never a score; ``judge cache verify`` names it.
 - An entry written before digests existed is given one only by an explicit act:
   :meth:`JudgmentCache.import_jsonl` (after the full check) or :meth:`JudgmentCache.upgrade`.
+- An export is read in one SQLite read transaction: a consistent snapshot next to a
+  running writer, and only entries that fail their check in it (and still fail once it
+  ends) are reported corrupt. With a team secret each line is signed
+  (:mod:`judge.cache_sign`); an import checks every line's digest and signature.
+- A ``cache.db`` SQLite cannot read ("database disk image is malformed") is a UsageError
+  naming the file and the fix (exit 2) wherever it is met (:func:`damaged_cache`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
+import sqlite3
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -30,16 +38,19 @@ from typing import Any, Literal, TextIO, TypedDict, get_args
 
 from .cache_bytes import turns_alone
 from .cache_entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
+from .cache_sign import SIG_FIELD, sign, signature_ok
 from .canonical import canonical_json
 from .errors import UsageError
-from .replay_store import ReplayStore
+from .replay_store import ReplayStore, is_damage
 
 __all__ = [
     "CACHE_MODES",
     "CacheMode",
+    "ExportResult",
     "ImportReport",
     "JudgmentCache",
     "VerifyReport",
+    "damaged_cache",
 ]
 
 CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
@@ -59,6 +70,16 @@ class ImportReport(TypedDict):
     skipped: int
     rejected: int
     errors: list[str]
+
+
+class ExportResult(TypedDict):
+    """What :meth:`JudgmentCache.export_entries` wrote and left out."""
+
+    exported: int
+    corrupt: dict[str, str]
+    """Entries left out because they fail their check (key: why)."""
+    changed: int
+    """Entries a writer replaced while the snapshot was read: sound now, not in this export."""
 
 
 class VerifyReport(TypedDict):
@@ -98,8 +119,6 @@ def _bytes_only_disk() -> type:
     mode says is a pickle. A cache directory is shared and imported from elsewhere, so a
     planted row must not run code when read: pickled values and keys are refused, not loaded.
     """
-    import sqlite3
-
     import diskcache
     from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
 
@@ -126,9 +145,26 @@ def _bytes_only_disk() -> type:
     return BytesOnlyDisk
 
 
-def _open_diskcache(directory: Path) -> Any:
-    import sqlite3
+def damaged_cache(path: Path, exc: BaseException) -> UsageError:
+    """The error for a cache database SQLite cannot read: the file, and what to do."""
+    return UsageError(f"the cache database is damaged ({exc})", file=str(path),
+                      fix=f"move it aside (mv {path} {path}.damaged), then import an export "
+                          f"(judge cache import FILE) or re-judge; `sqlite3 {path}.damaged "
+                          f".recover | sqlite3 {path}` may salvage the sound entries")
 
+
+@contextlib.contextmanager
+def _guard(directory: Path) -> Iterator[None]:
+    """SQLite's "malformed"/"not a database" out of diskcache as :func:`damaged_cache`."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if is_damage(exc):
+            raise damaged_cache(directory / _DBNAME, exc) from None
+        raise
+
+
+def _open_diskcache(directory: Path) -> Any:
     import diskcache
 
     try:
@@ -139,6 +175,8 @@ def _open_diskcache(directory: Path) -> Any:
                                eviction_policy="none", size_limit=2**40, statistics=False,
                                sqlite_mmap_size=0)
     except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, sqlite3.Error) and is_damage(exc):
+            raise damaged_cache(directory / _DBNAME, exc) from None
         raise UsageError(f"cannot open the cache: {exc}", file=str(directory),
                          fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
 
@@ -185,13 +223,18 @@ class JudgmentCache:
         if store is None or not isinstance(key, str):
             return None, None
         missing = object()
-        try:
+        try:  # plain try, not _guard: this is the replay's hot path
             raw = store.get(key, default=missing, retry=True)
+            present = raw is not missing or key in store  # only looked up on a miss
         except _RefusedValue as exc:
             return None, str(exc)
+        except sqlite3.Error as exc:
+            if is_damage(exc):
+                raise damaged_cache(self.directory / _DBNAME, exc) from None
+            raise
         if raw is missing:
             # A row whose value file is gone reads as missing: tell it from a real miss.
-            return (None, "value file missing") if key in store else (None, None)
+            return (None, "value file missing") if present else (None, None)
         if type(raw) is not bytes:
             return None, f"stored value is {type(raw).__name__}, not bytes"
         return raw, None
@@ -272,19 +315,27 @@ class JudgmentCache:
             self._index = ReplayStore(self.directory / _INDEX_FILE, readable=self.readable)
         return self._index
 
+    @property
+    def index_path(self) -> Path:
+        """The replay index's file in this directory (which may not exist)."""
+        return self.directory / _INDEX_FILE
+
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
         store = self._store()
-        return store is not None and isinstance(key, str) and key in store
+        with _guard(self.directory):
+            return store is not None and isinstance(key, str) and key in store
 
     def __len__(self) -> int:
         store = self._store()
-        return 0 if store is None else len(store)
+        with _guard(self.directory):
+            return 0 if store is None else len(store)
 
     def _keys(self) -> Iterator[Any]:
         store = self._store()
         if store is not None:
-            yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
+            with _guard(self.directory):
+                yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
 
     def _scan(self) -> Iterator[tuple[Any, dict[str, Any] | None, str | None]]:
         for key in self._keys():
@@ -356,16 +407,60 @@ class JudgmentCache:
                 report["reasons"][name] = problem or "unreadable"
         return report
 
-    def export_jsonl(self, fp: TextIO) -> int:
+    def export_jsonl(self, fp: TextIO, *, secret: bytes | None = None) -> int:
         """Write one canonical entry per line, sorted by key; returns the count.
 
         The same entries always give the same bytes, so an export diffs well in git.
         """
-        count = 0
-        for entry in self.iter_entries():
-            fp.write(canonical_json(entry) + "\n")
-            count += 1
-        return count
+        return self.export_entries(fp, secret=secret)["exported"]
+
+    # --- consistent export (one read snapshot; signed with a team secret) ------------------
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction on diskcache's connection: one committed state for every read.
+
+        SQLite in WAL mode: writers in other processes go on meanwhile.
+        """
+        store = self._store()
+        if store is None:
+            yield
+            return
+        connection = store._con  # diskcache's own (autocommit) connection of this thread
+        with _guard(self.directory):
+            connection.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("COMMIT")
+
+    def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportResult:
+        """Write every sound entry of one snapshot, sorted by key, signed when ``secret``.
+
+        An entry that fails its check in the snapshot is read again once the snapshot ends:
+        still failing, it is reported corrupt; sound by then, a writer was replacing it
+        (``changed``), never a false alarm.
+        """
+        result: ExportResult = {"exported": 0, "corrupt": {}, "changed": 0}
+        suspects: dict[Any, str] = {}
+        with self._snapshot():
+            for key, entry, problem in self._scan():
+                if entry is None:
+                    suspects[key] = problem or "unreadable"
+                    continue
+                line = canonical_json(entry)
+                if secret is not None:
+                    line = canonical_json({**entry, SIG_FIELD: sign(secret, line.encode())})
+                fp.write(line + "\n")
+                result["exported"] += 1
+        for key, problem in suspects.items():
+            again, still = self._load(key) if isinstance(key, str) else (None, problem)
+            if again is not None:
+                result["changed"] += 1
+            elif still is not None:
+                result["corrupt"][key if isinstance(key, str) else repr(key)] = still
+        return result
 
     # --- writing -------------------------------------------------------------------------
 
@@ -389,31 +484,51 @@ class JudgmentCache:
         if not self.writable:
             return False
         data = self._validated(entry, built=built)
-        self._store().set(entry["key"], data, retry=True)
+        with _guard(self.directory):
+            self._store().set(entry["key"], data, retry=True)
         self._counters["writes"] += 1
         return True
 
-    def import_jsonl(self, fp: TextIO) -> ImportReport:
+    def import_jsonl(self, fp: TextIO, *, secret: bytes | None = None,
+                     require_signed: bool = False) -> ImportReport:
         """Add the valid entries of a JSONL export; existing keys are kept, not replaced.
 
         A line without a digest (an export from before digests) is given one once it has
-        passed the full check; a line with a digest that does not match is rejected.
+        passed the full check; a line with a digest that does not match is rejected. A
+        line's ``sig`` is checked when ``secret`` is given (a mismatch is rejected);
+        ``require_signed`` (which needs ``secret``) rejects every line not signed with it.
+        Each rejection names the line and the entry's key.
         """
+        if require_signed and secret is None:
+            raise ValueError("require_signed needs the team secret")
         store = self._require_writable("import")
         report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": []}
         for number, line in enumerate(fp, start=1):
             if not line.strip():
                 continue
+            where = f"line {number}"
             try:
                 entry = json.loads(line)
-                if isinstance(entry, dict) and "digest" not in entry:
-                    entry = with_digest(entry)
+                if isinstance(entry, dict):
+                    if isinstance(entry.get("key"), str):
+                        where += f": key {entry['key'][:16]}…"
+                    sig = entry.pop(SIG_FIELD, None)
+                    if require_signed and sig is None:
+                        raise ValueError("not signed (--require-signed)")
+                    if sig is not None and secret is not None and not signature_ok(
+                            secret, canonical_json(entry).encode("utf-8"), sig):
+                        raise ValueError("signature does not match: edited after it was "
+                                         "signed, or signed with another secret")
+                    if "digest" not in entry and sig is None:
+                        entry = with_digest(entry)
                 data = self._validated(entry)
             except (ValueError, RecursionError) as exc:
                 report["rejected"] += 1
-                report["errors"].append(f"line {number}: {exc}")
+                report["errors"].append(f"{where}: {exc}")
                 continue
-            if store.add(entry["key"], data, retry=True):
+            with _guard(self.directory):
+                added = store.add(entry["key"], data, retry=True)
+            if added:
                 report["added"] += 1
                 self._counters["writes"] += 1
             else:
@@ -451,7 +566,8 @@ class JudgmentCache:
         Removing anything also clears the replay index (see :meth:`clear_index`).
         """
         store = self._require_writable("remove entries")
-        removed = sum(1 for key in keys if store.delete(key, retry=True))
+        with _guard(self.directory):
+            removed = sum(1 for key in keys if store.delete(key, retry=True))
         if removed:
             self.clear_index()
         return removed
@@ -496,7 +612,8 @@ class JudgmentCache:
                 continue
             sealed = with_digest(entry)
             if not entry_problems(sealed) and sealed["key"] == key:
-                store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
+                with _guard(self.directory):
+                    store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
                 upgraded += 1
         if upgraded:
             self._counters["writes"] += upgraded

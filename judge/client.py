@@ -16,7 +16,7 @@ import datetime
 import email.utils
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -25,6 +25,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from .errors import PermanentProviderError, ProviderError
 from .ledger import CallCounts, retry_reason
 from .process import LITELLM_IMPORT_ENV
+from .redact import Redactor, secret_values
 
 __all__ = [
     "OUTPUT_MODES",
@@ -34,6 +35,7 @@ __all__ = [
     "OutputMode",
     "Turn",
     "aclose_clients",
+    "classify",
     "resolve_output_mode",
     "response_format",
 ]
@@ -76,6 +78,8 @@ class ModelSpec:
     """What serves the model, when we know (a local server's engine and versions)."""
     max_concurrency: int | None = None
     """Calls this server can take at once (a local llama.cpp server: 1), below ``--concurrency``."""
+    redact: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
+    """Masks the process's secrets in every error text (default: this spec's own key)."""
 
 
 @dataclass(frozen=True)
@@ -118,14 +122,11 @@ class Turn:
     latency_ms: float
     output_mode: OutputMode
     system_fingerprint: str | None = None
-    """The provider's ``system_fingerprint`` (its serving configuration), when it gives one."""
+    """The provider's ``system_fingerprint`` (its backend configuration), when it sends one."""
 
     def to_json(self) -> dict[str, Any]:
-        """The cache's ``turns[]`` form (``systemFingerprint`` only when the provider gave one)."""
-        fingerprint = ({"systemFingerprint": self.system_fingerprint}
-                       if self.system_fingerprint is not None else {})
-        return {
-            **fingerprint,
+        """The cache's ``turns[]`` form (``systemFingerprint`` only when the provider sent one)."""
+        out: dict[str, Any] = {
             "text": self.text,
             "finishReason": self.finish_reason,
             "modelReported": self.model_reported,
@@ -135,6 +136,9 @@ class Turn:
             "latencyMs": self.latency_ms,
             "outputMode": self.output_mode,
         }
+        if self.system_fingerprint is not None:
+            out["systemFingerprint"] = self.system_fingerprint
+        return out
 
 
 def response_format(mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
@@ -259,23 +263,63 @@ def _rejects_mode(exc: BaseException) -> bool:
                                          "grammar"))
 
 
-def classify(exc: BaseException) -> ProviderError:
-    """Map any exception from a call to a retryable or permanent provider error."""
+# A judge that cannot work as configured: the same failure whatever the case.
+_CONFIG_NAMES = frozenset({"AuthenticationError", "PermissionDeniedError", "NotFoundError"})
+_CONFIG_STATUS = frozenset({401, 403, 404})
+_UNKNOWN_MODEL = ("llm provider not provided", "model_not_found", "unknown model",
+                  "model not found", "does not exist")
+# Connection refused and DNS failures, by the exception types along the cause chain
+# (aiohttp for hosted_vllm/, httpx under the OpenAI SDK) and by their words.
+_UNREACHABLE_TYPES = frozenset({"ConnectionRefusedError", "gaierror", "ConnectError",
+                                "ClientConnectorError", "ClientConnectorDNSError"})
+_UNREACHABLE_WORDS = ("connection refused", "connect call failed", "cannot connect to host",
+                      "name or service not known", "nodename nor servname",
+                      "temporary failure in name resolution", "all connection attempts failed",
+                      "getaddrinfo failed", "no address associated with hostname")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and its causes (bounded: a cycle or a long chain cannot hang a run)."""
+    out: list[BaseException] = []
+    node: BaseException | None = exc
+    while node is not None and len(out) < 12 and node not in out:
+        out.append(node)
+        node = node.__cause__ or node.__context__
+    return out
+
+
+def _unreachable(exc: BaseException) -> bool:
+    return any(type(e).__name__ in _UNREACHABLE_TYPES
+               or any(w in str(e).lower() for w in _UNREACHABLE_WORDS) for e in _chain(exc))
+
+
+def classify(exc: BaseException, redact: Callable[[str], str] | None = None) -> ProviderError:
+    """Map any exception from a call to a retryable or permanent provider error.
+
+    ``configuration`` is set for what no retry and no other case would fix: an unknown
+    model or provider, a refused key (401/403), a model the server does not have (404), a
+    host that refuses connections or does not resolve. ``redact`` masks secrets in the
+    message (a provider may echo the key back in a 401 body).
+    """
     status = _status(exc)
     name = type(exc).__name__
     # Some provider errors carry a traceback in their text: keep the message, not the dump.
     text = str(exc).split(" Traceback (most recent call last)")[0]
     message = f"{name}: {text.splitlines()[0][:300] if text else name}"
+    message = (redact or Redactor())(message)
+    lowered = text.lower()
     if status == 429 or name == "RateLimitError":
         return ProviderError(message, status=429, retry_after=_retry_after(exc))
     if name in {"Timeout", "APITimeoutError"} or status == 408:
         return ProviderError(message, status=408)
+    configuration = name in _CONFIG_NAMES or status in _CONFIG_STATUS or (
+        name == "BadRequestError" and any(w in lowered for w in _UNKNOWN_MODEL))
     if status is not None and 400 <= status < 500:
-        return PermanentProviderError(message, status=status)
+        return PermanentProviderError(message, status=status, configuration=configuration)
     if name in {"UnsupportedParamsError", "BadRequestError", "AuthenticationError",
                 "NotFoundError", "PermissionDeniedError", "ContextWindowExceededError"}:
-        return PermanentProviderError(message, status=status)
-    return ProviderError(message, status=status)
+        return PermanentProviderError(message, status=status, configuration=configuration)
+    return ProviderError(message, status=status, configuration=_unreachable(exc))
 
 
 class _ModeRejected(Exception):
@@ -297,6 +341,9 @@ class LiteLLMClient:
         self._mode_override: dict[str, OutputMode] = {}
         self.engine = dict(spec.engine) if spec.engine else None
         self.max_concurrency = spec.max_concurrency
+        self.answered = 0
+        """Attempts the server answered (a host that answered once is not misconfigured)."""
+        self._redact = spec.redact or Redactor(secret_values({}, extra=[spec.api_key]))
 
     def _response_format(self, mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
         return response_format(mode, schema)  # kept for bench/run.py
@@ -329,17 +376,19 @@ class LiteLLMClient:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # every failure is classified below; nothing escapes raw
-            err = classify(exc)
+            err = classify(exc, self._redact)
             if mode != "prompt" and err.status in {400, 422, 500} and _rejects_mode(exc):
                 raise _ModeRejected(err) from exc
             raise err from exc
         latency = (time.perf_counter() - started) * 1000
+        self.answered += 1
         try:
             return self._turn(response, latency, mode)
         except (IndexError, AttributeError, TypeError) as exc:
             # A 200 whose body has no usable choice (``"choices": []``, e.g. a provider's
             # content filter): a failed attempt like any other, never a crash of the run.
-            raise ProviderError(f"malformed completion: {type(exc).__name__}: {exc}") from exc
+            raise ProviderError(self._redact(
+                f"malformed completion: {type(exc).__name__}: {exc}")) from exc
 
     @staticmethod
     def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Turn:
@@ -347,6 +396,7 @@ class LiteLLMClient:
         usage = getattr(response, "usage", None)
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        fingerprint = getattr(response, "system_fingerprint", None)
         return Turn(
             text=choice.message.content or "",
             finish_reason=getattr(choice, "finish_reason", None),
@@ -356,7 +406,7 @@ class LiteLLMClient:
             cost_usd=float(cost) if isinstance(cost, int | float) else None,
             latency_ms=round(latency_ms, 3),
             output_mode=mode,
-            system_fingerprint=_text_or_none(getattr(response, "system_fingerprint", None)),
+            system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
         )
 
     def _wait(self, state: Any) -> float:
@@ -383,9 +433,7 @@ class LiteLLMClient:
             retrying = AsyncRetrying(
                 stop=stop_after_attempt(max(1, self.spec.max_attempts)),
                 wait=self._wait,
-                retry=retry_if_exception(
-                    lambda e: isinstance(e, ProviderError)
-                    and not isinstance(e, PermanentProviderError)),
+                retry=retry_if_exception(self._transient),
                 reraise=True,
                 before_sleep=self._count_retry,
             )
@@ -399,6 +447,12 @@ class LiteLLMClient:
                 self._mode_override[request.model] = modes[index + 1]
                 self.ledger.fallbacks += 1
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _transient(self, exc: BaseException) -> bool:
+        # A refused connection or an unknown host is retried only once the server has
+        # answered: before that it is a judge that cannot work, found on the first call.
+        return isinstance(exc, ProviderError) and not isinstance(exc, PermanentProviderError) \
+            and not (exc.configuration and not self.answered)
 
     def _count_retry(self, state: Any) -> None:
         self.retries += 1

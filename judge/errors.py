@@ -105,9 +105,12 @@ class ProviderError(JudgeError):
     """A transport fault talking to the model: worth retrying."""
 
     def __init__(self, message: str, *, status: int | None = None,
-                 retry_after: float | None = None) -> None:
+                 retry_after: float | None = None, configuration: bool = False) -> None:
         self.status = status
         self.retry_after = retry_after
+        self.configuration = configuration
+        """The judge cannot work as configured (unknown model or provider, refused key,
+        unreachable host): the same failure for every case, so a run stops early on it."""
         super().__init__(message)
 
 

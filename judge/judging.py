@@ -260,6 +260,20 @@ class Exchange(Generic[T]):
     reason: str | None = None
 
 
+def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
+                engine: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An entry's meta with its provenance; value metadata, so the key never changes.
+
+    Who wrote it (judgeflow's version; ``createdAt`` is already in ``meta``) and what served
+    it (the model's reported id, the provider's system fingerprint, a local engine), where
+    known.
+    """
+    last = turns[-1]
+    known = {name: last.get(name) for name in ("modelReported", "systemFingerprint")}
+    return {**meta, "judgeflow": VERSION, **{k: v for k, v in known.items() if v is not None},
+            **({"engine": dict(engine)} if engine else {})}
+
+
 async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                    cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
                    meta: Mapping[str, Any]) -> Exchange[T]:
@@ -300,11 +314,8 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                                                                    turn.finish_reason)}]
             continue
         if cache is not None and cache.writable:
-            engine = client.engine
-            cache.put(build_entry(material, turns,
-                                  {**meta, "judgeflow": VERSION,
-                                   **({"engine": engine} if engine else {})}, key=key),
-                      built=True)
+            cache.put(build_entry(material, turns, _provenance(meta, turns, client.engine),
+                                  key=key), built=True)
         return Exchange(key, tuple(turns), False, value, "ok")
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
         (error.errors if error else ["unknown"])[:5])

@@ -48,7 +48,8 @@ from .parsing import parse_verdict
 from .rubric import Rubric
 from .suite import Case
 
-__all__ = ["INDEX_FORMAT", "ReplayIndex", "Replayed", "code_digest", "line_digest"]
+__all__ = ["INDEX_FORMAT", "ReplayIndex", "Replayed", "code_digest", "line_digest",
+           "record_problem"]
 
 INDEX_FORMAT = 2
 WRITE_BATCH = 256
@@ -106,7 +107,7 @@ class Replayed:
 def _record(raw: bytes) -> dict[str, Any] | None:
     try:
         rec = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(rec, dict) or rec.get("format") != INDEX_FORMAT:
         return None
@@ -114,6 +115,20 @@ def _record(raw: bytes) -> dict[str, Any] | None:
         and isinstance(rec.get("dropped"), dict) and isinstance(rec.get("cited"), dict) \
         and isinstance(rec.get("case"), dict)
     return rec if ok else None
+
+
+def record_problem(raw: bytes) -> str | None:
+    """Why a (sealed) record of this index format cannot be used; None when it can.
+
+    A record of another format is not a problem: its fingerprint is never computed again.
+    """
+    try:
+        rec = json.loads(raw)
+    except (ValueError, RecursionError):
+        return "not JSON"
+    if isinstance(rec, dict) and rec.get("format") != INDEX_FORMAT:
+        return None
+    return None if _record(raw) is not None else "not a record of this index format"
 
 
 def line_digest(line: str) -> bytes:

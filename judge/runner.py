@@ -11,6 +11,11 @@ Once every judgment of a case is in (each judge x each sample), its aggregates a
 and stored beside the judgments. The run's headline summary counts one result per case:
 the panel with two or more judges, else the judge's sample aggregate with ``--samples K``
 (K >= 2), else its single judgment; a deterministic case counts as it is.
+
+A judge that cannot work is found before the suite is spent: a :class:`Breaker` (passed in
+by the application) watches the calls, and once the first K all failed for a configuration
+reason (unknown model, refused key, unreachable host) with none answered, every later call
+fails at once with that reason instead of reaching the network.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any, Protocol
 from .cache import JudgmentCache
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
+from .errors import PermanentProviderError, ProviderError
 from .judging import Completer, JudgeSettings, Prepared, judge_prepared, prepare
 from .ledger import JudgeTally, build_ledger, tally
 from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
@@ -35,7 +41,8 @@ from .rubric import Rubric
 from .suite import Case, SuiteLine
 from .summary import Summary, SummaryBuilder
 
-__all__ = ["LimitedCompleter", "Progress", "ResultSink", "RunOutcome", "RunPlan", "execute"]
+__all__ = ["Breaker", "LimitedCompleter", "Progress", "ResultSink", "RunOutcome", "RunPlan",
+           "execute"]
 
 STORE_BATCH = 256
 
@@ -131,12 +138,54 @@ class _Pending:
     judged: dict[tuple[str, int], CaseResult] = field(default_factory=dict)
 
 
+class Breaker:
+    """Stops a run's calls when its first ``limit`` calls all failed for a configuration reason.
+
+    Bounded by design: at most ``limit`` failures plus the calls already in flight reach
+    the network. Any answered call, or any failure that is not a configuration error (a
+    5xx, a timeout), disarms it for the rest of the run: the judge can work, it is flaky.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.failures = 0
+        self.armed = True
+        self.reason: str | None = None
+        """Why calls stopped (the first failure's message); None while they go."""
+        self._first = ""
+
+    def check(self) -> None:
+        """Raise the stop reason as a configuration error once tripped."""
+        if self.reason is not None:
+            raise PermanentProviderError(f"not asked: {self.reason}", configuration=True)
+
+    def answered(self) -> None:
+        """A call got an answer: the judge works."""
+        self.armed = False
+
+    def failed(self, error: ProviderError) -> None:
+        """A call failed; trip once ``limit`` configuration failures came with no answer."""
+        if not self.armed or self.reason is not None:
+            return
+        if not error.configuration:
+            self.armed = False
+            return
+        self.failures += 1
+        if self.failures == 1:
+            self._first = str(error)
+        if self.failures >= self.limit:
+            self.reason = (f"the judge cannot work as configured: the first {self.failures} "
+                           f"calls failed, the first with {self._first}")
+
+
 class LimitedCompleter:
     """A completer whose calls wait for the concurrency limit; cache hits never get here."""
 
-    def __init__(self, inner: Completer, limit: asyncio.Semaphore) -> None:
+    def __init__(self, inner: Completer, limit: asyncio.Semaphore,
+                 breaker: Breaker | None = None) -> None:
         self.inner = inner
         self.limit = limit
+        self.breaker = breaker
         own = inner.max_concurrency
         self.own_limit = asyncio.Semaphore(own) if own is not None and own > 0 else None
 
@@ -162,12 +211,26 @@ class LimitedCompleter:
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
-        """The inner completion, once a place under both limits is free."""
+        """The inner completion, once a place under both limits is free (and the breaker)."""
         if self.own_limit is None:
             async with self.limit:
-                return await self.inner.complete(request, messages)
+                return await self._watched(request, messages)
         async with self.own_limit, self.limit:
+            return await self._watched(request, messages)
+
+    async def _watched(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None) -> Turn:
+        breaker = self.breaker
+        if breaker is None:
             return await self.inner.complete(request, messages)
+        breaker.check()
+        try:
+            turn = await self.inner.complete(request, messages)
+        except ProviderError as exc:
+            breaker.failed(exc)
+            raise
+        breaker.answered()
+        return turn
 
 
 async def execute(plan: RunPlan, cases: Iterable[Case | SuiteLine], *,
@@ -176,16 +239,19 @@ async def execute(plan: RunPlan, cases: Iterable[Case | SuiteLine], *,
                   sink: ResultSink, now: Callable[[], str],
                   progress: Progress | None = None,
                   on_result: Callable[[CaseResult], None] | None = None,
-                  index: ReplayIndex | None = None) -> RunOutcome:
+                  index: ReplayIndex | None = None, breaker: Breaker | None = None,
+                  redact: Callable[[str], str] | None = None) -> RunOutcome:
     """Judge ``cases``; ``clients`` None means offline (cache only, no network).
 
     With ``index`` (see :mod:`judge.replay`) a judgment it finds is resolved at once,
     without a bundle or a prompt; the rest take the plain path and are recorded in it.
     A :class:`SuiteLine` (a validated JSONL line) is parsed only when the index does not
-    answer for all of its judgments.
+    answer for all of its judgments. ``breaker`` stops the calls of a judge that cannot
+    work; ``redact`` masks secrets in every result's reason before it is kept.
     """
     run = _Run(plan, renderer=renderer, cache=cache, clients=clients, sink=sink, now=now,
-               progress=progress or Progress(), on_result=on_result, index=index)
+               progress=progress or Progress(), on_result=on_result, index=index,
+               breaker=breaker, redact=redact)
     return await run.execute(cases)
 
 
@@ -208,8 +274,10 @@ class _Run:
                  cache: JudgmentCache | None, clients: Mapping[str, Completer] | None,
                  sink: ResultSink, now: Callable[[], str], progress: Progress,
                  on_result: Callable[[CaseResult], None] | None,
-                 index: ReplayIndex | None) -> None:
+                 index: ReplayIndex | None, breaker: Breaker | None = None,
+                 redact: Callable[[str], str] | None = None) -> None:
         self.plan = plan
+        self.redact = redact
         self.renderer = renderer
         self.cache = cache
         self.clients = clients
@@ -219,7 +287,7 @@ class _Run:
         self.on_result = on_result
         self.index = index
         limit = asyncio.Semaphore(plan.concurrency)
-        self.limited = {m: LimitedCompleter(c, limit) for m, c in clients.items()} \
+        self.limited = {m: LimitedCompleter(c, limit, breaker) for m, c in clients.items()} \
             if clients else None
         # Bounds the judgments in flight (prepared cases held in memory), not the calls.
         self.window = asyncio.Semaphore(max(64, plan.concurrency * 4))
@@ -305,6 +373,8 @@ class _Run:
                                           sample=sample, now=self.now(), remember=remember)
         finally:
             self.window.release()
+        if result.reason is not None and self.redact is not None:
+            result = result.model_copy(update={"reason": self.redact(result.reason)})
         self._deliver(position, key, result)
 
     def _deliver(self, position: int, key: _Judge | None, result: CaseResult) -> None:

@@ -586,7 +586,17 @@ class RunStore:
         return UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
-        return StoreError(f"run store {self.url}: {self._scrub(exc)}")
+        message = self._scrub(exc)
+        database = self._engine.url.database if self._engine.url.get_backend_name() \
+            == "sqlite" else None
+        if database and ("malformed" in message or "not a database" in message):
+            # A damaged SQLite file: name it and say what to do, rather than a bare driver line.
+            return StoreError(
+                f"run store {database}: the file is damaged ({message})\n  fix: move it "
+                f"aside (mv {database} {database}.damaged): the next command creates a new "
+                f"store; `sqlite3 {database}.damaged .recover | sqlite3 {database}` may "
+                "salvage its runs; baselines are files and are not affected")
+        return StoreError(f"run store {self.url}: {message}")
 
     def _scrub(self, exc: BaseException) -> str:
         """The driver's message, never with the password in it."""

@@ -19,12 +19,15 @@ from typing import Literal, TextIO
 
 from pydantic import BaseModel, ConfigDict
 
-from ..cache import JudgmentCache
+from ..cache import ExportResult, JudgmentCache
 from ..cache_shared import SharedCache
+from ..cache_sign import SECRET_ENV
 from ..canonical import canonical_json
 from ..errors import StoreError, UsageError
 from ..files import atomic_writer
 from ..redact import mask_url
+from ..replay import record_problem
+from ..replay_store import ReplayStore
 from .settings import CacheModeName
 from .workspace import Workspace
 
@@ -69,16 +72,22 @@ class CacheStats(_Frozen):
     newest: str | None
     indexRecords: int
     indexCorrupt: int = 0
-    """Replay-index records that failed their seal (read as absent, rewritten)."""
+    """Replay index records that fail their seal or cannot be used (verify names them)."""
     shared: SharedTierStats | None = None
     """The shared tier (``cache_url``), when one is configured."""
 
 
 class ExportReport(_Frozen):
-    """How many entries were written, and how many corrupt ones were left out."""
+    """How many entries were written, and how many corrupt ones were left out (and why)."""
 
     exported: int
     left_out: int
+    corrupt: dict[str, str] = {}
+    """The entries left out because they fail their check: key, why."""
+    changed: int = 0
+    """Entries a writer replaced during the export (sound, in the next export)."""
+    signed: bool = False
+    """Each line carries an HMAC under the team secret (JUDGE_CACHE_SECRET)."""
 
 
 class ImportReport(_Frozen):
@@ -88,15 +97,42 @@ class ImportReport(_Frozen):
     skipped: int
     rejected: int
     errors: tuple[str, ...]
+    signatures_checked: bool = False
+    """The team secret was set: every signed line's signature was checked."""
 
 
 class VerifyReport(_Frozen):
-    """Entries re-read and re-hashed; the corrupt ones by key, with their reasons."""
+    """Entries re-read and re-hashed, and replay index records re-checked.
+
+    The corrupt entries by key and the bad records by fingerprint (hex), each with why;
+    with ``repair``, how many of each were removed.
+    """
 
     checked: int
     ok: int
     corrupt: tuple[str, ...]
     reasons: dict[str, str]
+    index_checked: int = 0
+    index_bad: tuple[str, ...] = ()
+    index_reasons: dict[str, str] = {}
+    index_damaged: str | None = None
+    """Why the index file itself could not be read (repair removes the file)."""
+    removed: int = 0
+    """Corrupt entries removed by ``repair``."""
+    index_removed: int = 0
+    """Index records removed by ``repair`` (every record, when entries were removed)."""
+
+    @property
+    def bad(self) -> bool:
+        """Anything corrupt found (whether or not it was then removed)."""
+        return bool(self.corrupt or self.index_bad or self.index_damaged)
+
+    @property
+    def clean_now(self) -> bool:
+        """Nothing bad is left: nothing was found, or a repair removed all of it."""
+        return not self.bad or (self.removed == len(self.corrupt)
+                                and (self.index_damaged is not None
+                                     or self.index_removed >= len(self.index_bad)))
 
 
 class PruneRequest(_Frozen):
@@ -141,52 +177,113 @@ def cache_stats(workspace: Workspace) -> CacheStats:
     """Count entries per model, their age and the bytes on disk (read-only: creates nothing)."""
     with _open(workspace, "read-only") as cache:
         stats = cache.stats()
+        # The instance's count says nothing yet: count the records that fail their check.
+        stats["indexCorrupt"] = sum(
+            1 for _ in ReplayStore(cache.index_path).bad_records(record_problem))
     stats.pop("counters")  # a fresh instance's counters say nothing
     shared = shared_tier_stats(workspace) if workspace.settings.cache_url else None
     return CacheStats.model_validate({**stats, "shared": shared})
 
 
+def _secret(workspace: Workspace) -> bytes | None:
+    """The team secret that signs exports (never shown, logged or written)."""
+    value = workspace.env.get(SECRET_ENV)
+    return value.encode("utf-8") if value else None
+
+
+def _exported(result: ExportResult, signed: bool) -> ExportReport:
+    return ExportReport(exported=result["exported"], left_out=len(result["corrupt"]),
+                        corrupt=dict(result["corrupt"]), changed=result["changed"],
+                        signed=signed)
+
+
 def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
-    """Write every entry as one canonical JSON line to ``out``, sorted by key."""
+    """Write every entry of one snapshot as a canonical JSON line to ``out``, sorted by key.
+
+    Signed (a ``sig`` per line) when ``JUDGE_CACHE_SECRET`` is set.
+    """
+    secret = _secret(workspace)
     with _open(workspace, "read-only") as cache:
-        count = cache.export_jsonl(out)
-        return ExportReport(exported=count, left_out=max(0, len(cache) - count))
+        return _exported(cache.export_entries(out, secret=secret), secret is not None)
 
 
 def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
     """:func:`export_cache` into ``target``, written beside it and renamed (never half a file)."""
+    secret = _secret(workspace)
     with _open(workspace, "read-only") as cache:
         try:
             with atomic_writer(target) as out:
-                count = cache.export_jsonl(out)
+                result = cache.export_entries(out, secret=secret)
         except OSError as exc:
             raise UsageError(f"cannot write: {exc}", file=str(target)) from None
-        return ExportReport(exported=count, left_out=max(0, len(cache) - count))
+        return _exported(result, secret is not None)
 
 
-def import_cache(workspace: Workspace, fp: TextIO) -> ImportReport:
-    """Add the valid entries of an export; existing keys are kept, not replaced."""
+def import_cache(workspace: Workspace, fp: TextIO, *,
+                 require_signed: bool = False) -> ImportReport:
+    """Add the valid entries of an export; existing keys are kept, not replaced.
+
+    Every line's digest is checked, and its signature when ``JUDGE_CACHE_SECRET`` is set;
+    ``require_signed`` refuses every line not signed with that secret (UsageError without
+    it, before anything is read or created).
+    """
+    secret = _secret(workspace)
+    if require_signed and secret is None:
+        raise UsageError(f"--require-signed needs the team secret in {SECRET_ENV}",
+                         fix=f"set {SECRET_ENV} to the secret the export was signed with")
     with _open(workspace, "read-write") as cache:
-        report = cache.import_jsonl(fp)
+        report = cache.import_jsonl(fp, secret=secret, require_signed=require_signed)
     return ImportReport(added=report["added"], skipped=report["skipped"],
-                        rejected=report["rejected"], errors=tuple(report["errors"]))
+                        rejected=report["rejected"], errors=tuple(report["errors"]),
+                        signatures_checked=secret is not None)
 
 
-def import_cache_file(workspace: Workspace, source: Path) -> ImportReport:
+def import_cache_file(workspace: Workspace, source: Path, *,
+                      require_signed: bool = False) -> ImportReport:
     """:func:`import_cache` from a file; UsageError naming it when it cannot be read."""
     try:
         text = source.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read: {exc}", file=str(source)) from None
-    return import_cache(workspace, io.StringIO(text))
+    return import_cache(workspace, io.StringIO(text), require_signed=require_signed)
 
 
-def verify_cache(workspace: Workspace) -> VerifyReport:
-    """Re-read and re-hash every entry; name the corrupt ones and why."""
-    with _open(workspace, "read-only") as cache:
+def verify_cache(workspace: Workspace, *, repair: bool = False) -> VerifyReport:
+    """Re-read and re-hash every entry and index record; name the bad ones and why.
+
+    ``repair`` removes them: corrupt entries (which clears the index, derived data), bad
+    index records, and an index file SQLite cannot read. A damaged ``cache.db`` is a
+    UsageError naming it and the fix (an entry's table cannot be repaired in place).
+    """
+    with _open(workspace, "read-write" if repair else "read-only") as cache:
         report = cache.verify()
+        index = ReplayStore(cache.index_path)
+        damaged: str | None = None
+        bad: dict[str, str] = {}
+        checked = 0
+        try:
+            checked = index.count()
+            bad = {fp.hex(): why for fp, why in index.bad_records(record_problem)}
+        except UsageError as exc:
+            if not repair:
+                raise
+            damaged = exc.message
+        removed = index_removed = 0
+        if repair:
+            if damaged is not None:
+                cache.close()
+                index.remove_file()
+            elif bad:
+                index_removed = index.delete(bytes.fromhex(fp) for fp in bad)
+            index.close()
+            if report["corrupt"]:
+                left = ReplayStore(cache.index_path).count()
+                removed = cache.prune(corrupt=True)  # by the stored keys, pickled ones too
+                index_removed += left if removed else 0  # removing entries clears the index
     return VerifyReport(checked=report["checked"], ok=report["ok"],
-                        corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]))
+                        corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]),
+                        index_checked=checked, index_bad=tuple(bad), index_reasons=bad,
+                        index_damaged=damaged, removed=removed, index_removed=index_removed)
 
 
 def _name(key: object) -> str:

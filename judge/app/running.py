@@ -20,13 +20,13 @@ from typing import Protocol
 from pydantic import BaseModel, ConfigDict
 
 from ..clock import new_run_id, utc_now
-from ..errors import ConfigError, SuiteError, UsageError
+from ..errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..models import CaseResult, RunInfo
 from ..prompts import PromptRenderer
 from ..replay import ReplayIndex
 from ..resources import SuiteSource, open_suite
 from ..rubric import Rubric, rubric_hash
-from ..runner import Progress, RunOutcome, RunPlan, execute
+from ..runner import Breaker, Progress, RunOutcome, RunPlan, execute
 from ..shards import Shard
 from ..store import RunStore
 from ..suite import (
@@ -141,6 +141,9 @@ class RunReport:
     """Stopped by SIGTERM (exit 143) rather than Ctrl-C (exit 130)."""
     group: GroupCheck | None = None
     """A sharded run: its group's state, and as one run once complete (``verdict`` is its)."""
+    stopped: str | None = None
+    """Why the run stopped calling its judge early (the first calls all failed the same
+    way: a judge that cannot work); exit 4."""
 
     @property
     def no_judgment(self) -> bool:
@@ -287,6 +290,9 @@ class _Run:
             template_hash=self.renderer.template_hash, settings=plan.settings)
         pool: JudgePool | None = None
         outcome: RunOutcome | None = None
+        # The first min(8, concurrency) calls all failing for a configuration reason stop
+        # the calls: a judge that cannot work is found before the suite is spent.
+        breaker = Breaker(min(8, s.concurrency))
         with self.ws.open_store() as store:
             try:
                 if not self.offline and self.needs_judge:
@@ -301,7 +307,14 @@ class _Run:
                                             cache=cache,
                                             clients=pool.clients if pool else None,
                                             sink=store, now=self.now, progress=progress,
-                                            on_result=self.observer.result, index=index)
+                                            on_result=self.observer.result, index=index,
+                                            breaker=breaker, redact=self.ws.redactor)
+                except JudgeError:
+                    # A damaged cache file, say: the error names it; the run is not left
+                    # "running" for the next command to find, it failed.
+                    with contextlib.suppress(JudgeError):
+                        store.finish_run(plan.run.id, totals=plan.run.totals, status="failed")
+                    raise
                 finally:
                     self.observer.finished()
             finally:
@@ -315,9 +328,10 @@ class _Run:
                         # run below rather than leave it "running".
                         pass
             assert outcome is not None
-            return self._report(store, outcome)
+            return self._report(store, outcome, breaker.reason)
 
-    def _report(self, store: RunStore, outcome: RunOutcome) -> RunReport:
+    def _report(self, store: RunStore, outcome: RunOutcome,
+                stopped: str | None = None) -> RunReport:
         run_id = outcome.run.id
         scored = 0
         first: str | None = None
@@ -347,8 +361,9 @@ class _Run:
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
                          offline=self.offline, missing=tuple(sorted(missing)),
-                         scored_llm=scored, first_failure=first, verdict=verdict,
-                         notices=self.notices, group=group)
+                         scored_llm=scored, first_failure=stopped or first, verdict=verdict,
+                         notices=self.notices, group=group,
+                         stopped=stopped if not scored else None)
 
 
 @dataclass(frozen=True)

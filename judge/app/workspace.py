@@ -8,6 +8,7 @@ that speaks the same protocol (:class:`judge.judging.Completer`) without patchin
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ from ..errors import UsageError
 from ..judging import Completer, JudgeSettings
 from ..local import INSTALL_HINT, default_model_notice, engine_info, ensure_server
 from ..prompts import PromptRenderer
+from ..redact import Redactor, secret_values
 from ..resources import load_rubric
 from ..rubric import Rubric
 from ..store import RunStore
@@ -98,10 +100,12 @@ class LiteLLMJudges:
                     call_name, api_base, engine = (server.litellm_model, server.api_base,
                                                    engine_info(name))
                     own = 1  # llama-cpp-python's server generates one completion at a time
+                key = workspace.env.get("JUDGE_API_KEY")
                 pool.clients[name] = LiteLLMClient(ModelSpec(
-                    name=call_name, api_base=api_base, api_key=workspace.env.get("JUDGE_API_KEY"),
+                    name=call_name, api_base=api_base, api_key=key,
                     output_mode=s.output_mode, timeout=s.timeout, max_attempts=s.max_attempts,
-                    engine=engine, max_concurrency=own))
+                    engine=engine, max_concurrency=own,
+                    redact=Redactor(secret_values(workspace.env, extra=[key]))))
         except BaseException:
             for stop in pool.stops:
                 stop()
@@ -143,6 +147,14 @@ class Workspace:
             settings, _ = load_settings(self.root, given, self.env)
         return replace(self, settings=settings,
                        sources={**self.sources, **dict.fromkeys(given, "flag")})
+
+    @functools.cached_property
+    def redactor(self) -> Redactor:
+        """Masks every credential this workspace's environment holds, and secret shapes.
+
+        Applied to every error text before it is stored, logged, printed or exported.
+        """
+        return Redactor(secret_values(self.env))
 
     # -- paths -------------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import sys
 
 from ..errors import ConfigError, JudgeError, StoreError
 from ..process import tune_process
+from ..redact import Redactor, secret_values
 from .app import PipeClosed, build_app
 
 __all__ = ["PIPE_CLOSED", "main"]
@@ -51,17 +52,19 @@ def main(argv: list[str] | None = None) -> None:
     except (PipeClosed, BrokenPipeError):
         _pipe_closed()
     except ConfigError as exc:
-        print(f"error: {exc.render()}", file=sys.stderr)
-        sys.exit(2)
+        _error(f"error: {exc.render()}", 2)
     except StoreError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(2)
+        _error(f"error: {exc}", 2)
     except JudgeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+        _error(f"error: {exc}", 1)
     except Exception as exc:  # a bug of ours: one readable line unless asked for more
         if os.environ.get("JUDGE_DEBUG"):
             raise
-        print(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "
-              "run again with JUDGE_DEBUG=1 for the traceback", file=sys.stderr)
-        sys.exit(70)
+        _error(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "
+               "run again with JUDGE_DEBUG=1 for the traceback", 70)
+
+
+def _error(text: str, code: int) -> None:
+    """Print an error with every credential of the environment masked, and exit ``code``."""
+    print(Redactor(secret_values(os.environ))(text), file=sys.stderr)
+    sys.exit(code)

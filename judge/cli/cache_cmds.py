@@ -145,29 +145,43 @@ def cache_export_cmd(
         stream.detach()
     else:
         report = export_cache_file(ws, Path(file))
+    signed = " (signed with JUDGE_CACHE_SECRET)" if report.signed else ""
     typer.echo(f"exported {plural(report.exported, 'entry', 'entries')} from "
-               f"{ws.settings.cache_dir}", err=True)
+               f"{ws.settings.cache_dir}{signed}", err=True)
+    for key, why in report.corrupt.items():
+        typer.echo(f"✗ left out {key}: {why}", err=True)
     if report.left_out:
         left = plural(report.left_out, "corrupt entry", "corrupt entries")
-        typer.echo(f"warning: {left} left out (judge cache verify names them)", err=True)
+        typer.echo(f"warning: {left} left out (judge cache verify --repair removes them)",
+                   err=True)
+    if report.changed:
+        typer.echo(f"note: {plural(report.changed, 'entry', 'entries')} being rewritten during "
+                   "the export are not in it", err=True)
 
 
 def cache_import_cmd(
     file: Annotated[str, typer.Argument(metavar="FILE.jsonl", help="Input file, - for stdin.")],
     cache_dir: CacheDirOption = None,
     alias: DirAlias = None,
+    require_signed: Annotated[bool, typer.Option(
+        "--require-signed",
+        help="Refuse every line not signed with JUDGE_CACHE_SECRET (unsigned or edited).")
+    ] = False,
     json_out: JsonFlag = False,
 ) -> None:
-    """Add the entries of an export; existing keys are kept. Exit 2 if any line was rejected."""
+    """Add the entries of an export; existing keys are kept. Exit 2 if any line was rejected.
+
+    Every line's digest is checked, and its signature when JUDGE_CACHE_SECRET is set.
+    """
     ws = _workspace(cache_dir, alias)
     if file == "-":
         try:
             text = sys.stdin.buffer.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read: {exc}", file=file) from None
-        report = import_cache(ws, io.StringIO(text))
+        report = import_cache(ws, io.StringIO(text), require_signed=require_signed)
     else:
-        report = import_cache_file(ws, Path(file))
+        report = import_cache_file(ws, Path(file), require_signed=require_signed)
     for error in report.errors:
         typer.echo(f"✗ {file}: {error}", err=True)
     if json_out:
@@ -179,18 +193,36 @@ def cache_import_cmd(
         raise typer.Exit(2)
 
 
-def cache_verify_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
-                     json_out: JsonFlag = False) -> None:
-    """Re-read and re-hash every entry. Exit 1 naming any corrupt one."""
-    report = verify_cache(_workspace(cache_dir, alias))
+def cache_verify_cmd(
+    cache_dir: CacheDirOption = None,
+    alias: DirAlias = None,
+    repair: Annotated[bool, typer.Option(
+        "--repair", help="Remove the corrupt entries and bad index records found.")] = False,
+    json_out: JsonFlag = False,
+) -> None:
+    """Re-read and re-hash every entry and replay index record. Exit 1 naming any bad one.
+
+    With --repair they are removed (exit 0 once nothing bad is left).
+    """
+    report = verify_cache(_workspace(cache_dir, alias), repair=repair)
     if json_out:
         emit_json(report.model_dump(mode="json"))
     else:
         for key in report.corrupt:
-            typer.echo(f"✗ {key}: {report.reasons[key]}", err=True)
+            typer.echo(f"✗ entry {key}: {report.reasons[key]}", err=True)
+        for fingerprint in report.index_bad:
+            typer.echo(f"✗ index record {fingerprint}: {report.index_reasons[fingerprint]}",
+                       err=True)
+        if report.index_damaged:
+            typer.echo(f"✗ {report.index_damaged}", err=True)
         typer.echo(f"checked {report.checked}, ok {report.ok}, "
-                   f"corrupt {len(report.corrupt)}")
-    if report.corrupt:
+                   f"corrupt {len(report.corrupt)}; index records {report.index_checked}, "
+                   f"bad {len(report.index_bad)}")
+        if repair:
+            typer.echo(f"removed {report.removed} corrupt entries and {report.index_removed} "
+                       "index records" + (" (and the damaged index file)"
+                                          if report.index_damaged else ""))
+    if report.bad and not (repair and report.clean_now):
         raise typer.Exit(1)
 
 

@@ -170,9 +170,10 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
                                        "not in the cache", "red"),
                                 ": " + ", ".join(report.missing)))
     elif report.no_judgment:
+        why = (f"stopped early, no more calls made: {report.stopped}" if report.stopped
+               else f"the first reason: {report.first_failure}")
         err.print(Text.assemble(styled("no judgment succeeded", "red"),
-                                f" ({plural(report.llm_cases, 'LLM case')} unscored); the "
-                                f"first reason: {report.first_failure}"))
+                                f" ({plural(report.llm_cases, 'LLM case')} unscored); {why}"))
 
 
 CASE_TABLE_LIMIT = 40

@@ -25,7 +25,6 @@ from starlette.exceptions import HTTPException
 
 from ..app.bind import TOKEN_ENV
 from ..app.jobs import StoppingError
-from ..app.workspace import PROVIDER_KEYS
 from ..errors import (
     ConfigError,
     JudgeError,
@@ -35,6 +34,8 @@ from ..errors import (
     UnknownRunError,
     UnknownSuiteError,
 )
+from ..redact import Redactor as _Redactor
+from ..redact import secret_values
 
 __all__ = [
     "PROBLEM_JSON",
@@ -79,19 +80,18 @@ class ProblemError(Exception):
 
 
 class Redactor:
-    """Masks secret values (keys, the server token) in text about to leave the server."""
+    """Masks secrets in text about to leave the server (one :class:`judge.redact.Redactor`).
+
+    Every credential of the environment: provider keys, the server token, URL passwords.
+    """
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        names = (*PROVIDER_KEYS, TOKEN_ENV)
-        # Short values would mask innocent text; no real key is that short.
-        self.secrets = sorted({v for n in names if len(v := env.get(n, "")) >= 8},
-                              key=len, reverse=True)
+        # TOKEN_ENV ends in _TOKEN, so secret_values finds it; named again to be sure.
+        self._redact = _Redactor(secret_values(env, extra=[env.get(TOKEN_ENV)]))
 
     def __call__(self, text: str) -> str:
         """``text`` with every secret replaced by ``***``."""
-        for secret in self.secrets:
-            text = text.replace(secret, "***")
-        return text
+        return self._redact(text)
 
     def response_class(self) -> type[JSONResponse]:
         """A JSON response class whose bodies pass through this redactor."""
