@@ -13,7 +13,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import EXAMPLE_SUITE, run_judge
+from conftest import EXAMPLE_SUITE
+from conftest import run_judge_subprocess as run_judge  # servers outlive a call: own processes
 
 from judge.errors import UsageError
 from judge.local import default_model_notice, local_available, model_file, start_server

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_SUITE, REPORTS, ROOT, run_judge
+from conftest import EXAMPLE_SUITE, REPORTS, ROOT
+from conftest import run_judge_subprocess as run_judge  # servers outlive a call: own processes
 
 from judge.local import local_available
 
