@@ -15,7 +15,8 @@ as_pg() {
 
 case "${1:-}" in
   start)
-    port=${2:-55432}
+    # A free loopback port unless one is given (a cluster left by another run keeps its own).
+    port=${2:-$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')}
     data=$(mktemp -d /tmp/judge-ci-pg.XXXXXX)
     [ "$(id -u)" = 0 ] && chown postgres: "$data"
     as_pg "$bin/initdb" -D "$data/db" -U judge --auth=trust -E UTF8 >"$data/initdb.log" 2>&1
