@@ -134,14 +134,21 @@ class SharedCache:
         except (SQLAlchemyError, ValueError) as exc:
             raise StoreError(f"cannot open shared cache {self.url!r}: "
                              f"{mask_url(str(exc))}") from None
-        try:
-            with self._engine.begin() as conn:
-                if server:  # two workspaces creating the table at once: one waits
-                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _CREATE_LOCK})
-                _metadata.create_all(conn)
-        except SQLAlchemyError as exc:
-            self._engine.dispose()
-            raise self._failed(exc) from None
+        for attempt in (1, 2):
+            try:
+                with self._engine.begin() as conn:
+                    if server:  # two workspaces creating the table at once: one waits
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
+                                     {"k": _CREATE_LOCK})
+                    _metadata.create_all(conn)
+                break
+            except SQLAlchemyError as exc:
+                # SQLite has no advisory lock: a second creator that lost the race sees
+                # "already exists"; the table is there now, so look again once.
+                if attempt == 1 and "already exists" in str(exc):
+                    continue
+                self._engine.dispose()
+                raise self._failed(exc) from None
 
     def get(self, key: str) -> bytes | None:
         """The entry's bytes, or None when absent or when they fail their digest.
