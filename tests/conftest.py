@@ -41,6 +41,16 @@ class FakeClient:
     retries: int = 0
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under xdist, every test of a PostgreSQL server runs on one worker, one at a time.
+
+    Some restart or stop the server; no other worker may be using it then.
+    """
+    for item in items:
+        if "postgres_server" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("postgres"))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Print what tests measured and reported (e.g. whether the local engine is deterministic)."""
     if REPORTS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from conftest import judge_env, load_fake_server, run_judge
@@ -26,8 +27,9 @@ def test_two_processes_share_one_cache_without_loss(workspace: Path) -> None:
     (workspace / "first.jsonl").write_text("".join(lines[:200]), encoding="utf-8")
     (workspace / "second.jsonl").write_text("".join(lines[100:]), encoding="utf-8")
     llm = [c for c in cases if c.judged_by == "llm"]
-    # Latency keeps both runs busy for seconds: their calls and cache writes interleave.
-    server = load_fake_server().start_in_thread(latency_ms=20, seed=5)
+    # A slow judge until both processes are calling it (however late the second one starts
+    # on a busy machine), then a fast one: their calls and cache writes interleave.
+    server = load_fake_server().start_in_thread(latency_ms=1000, seed=5)
     try:
         procs = [subprocess.Popen(
             [sys.executable, "-m", "judge", "run", name, "--model", MODEL, "--api-base",
