@@ -4,7 +4,9 @@ never leave, and `judge serve` explains what it needs (no server process here)."
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -67,6 +69,17 @@ async def test_the_gate_answers_health_at_once_and_holds_the_rest_until_ready(
         answer = await asyncio.wait_for(waiting, 30)
         assert answer.status_code == 503 and "concurrency" in answer.json()["detail"]
         assert (await client.get("/healthz")).status_code == 503
+
+
+def test_what_listens_first_imports_nothing_heavy() -> None:
+    # The start-up to /healthz: the command and the serving module, without FastAPI, the
+    # workspace (SQLAlchemy, Jinja) or litellm; those come after the socket listens.
+    probe = ("import sys, judge.cli.serve_cmd, judge.server.serving\n"
+             "heavy = ('fastapi', 'sqlalchemy', 'jinja2', 'litellm', 'judge.app.workspace')\n"
+             "print(sorted(m for m in heavy if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout + done.stderr
 
 
 def test_serve_with_a_bad_judge_toml_listens_then_exits_2_naming_file_and_place(
