@@ -36,6 +36,7 @@ __all__ = [
     "Turn",
     "aclose_clients",
     "classify",
+    "preload",
     "resolve_output_mode",
     "response_format",
 ]
@@ -182,6 +183,11 @@ def _litellm() -> Any:
         litellm.telemetry = False
         _litellm_module = litellm
     return _litellm_module
+
+
+def preload() -> None:
+    """Import litellm now: a long-lived server does it once, in a thread, not on its loop."""
+    _litellm()
 
 
 def quiet_exit() -> None:

@@ -24,9 +24,8 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
+from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server, run_judge
 
-from judge.app.baselines import check_run
 from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
 from judge.monitor import MonitorConfig, evaluate
@@ -80,7 +79,7 @@ class Served:
             self.lines.put(line)
 
     def _wait_ready(self) -> str:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:
                 line = self.lines.get(timeout=0.2)
@@ -90,9 +89,21 @@ class Served:
                 continue
             found = re.search(r"judge serve: (http://127\.0\.0\.1:\d+)", line)
             if found:
-                return found.group(1)
+                return self._wait_open(found.group(1), deadline)
         self.stop()
         raise AssertionError("judge serve did not start:\n" + "".join(self.log))
+
+    def _wait_open(self, url: str, deadline: float) -> str:
+        """``url`` once ``/readyz`` says the workspace is open (``/healthz`` answers before)."""
+        with httpx.Client(base_url=url, timeout=10) as client:
+            health = client.get("/healthz")
+            assert health.status_code == 200 and health.json()["status"] == "ok", health.text
+            while time.monotonic() < deadline and self.proc.poll() is None:
+                if client.get("/readyz").status_code == 200:
+                    return url
+                time.sleep(0.05)
+        self.stop()
+        raise AssertionError("judge serve never got ready:\n" + "".join(self.log))
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -172,6 +183,8 @@ def _verdict(body: dict[str, Any]) -> dict[str, Any]:
 
 def test_seed_endpoints_end_to_end_and_the_cli_operations_agree(
         api: httpx.Client, judge_server: Any, tmp_path: Path) -> None:
+    assert api.get("/healthz").json() == {"status": "ok", "ready": True}
+    assert api.get("/readyz").status_code == 200
     suites = {s["id"]: s for s in api.get("/api/suites").json()}
     assert suites[SUITE]["cases"] == 16 and suites[SUITE]["error"] is None
     assert "deterministic.agentPerformance" in suites["broken"]["error"]
@@ -215,20 +228,23 @@ def test_seed_endpoints_end_to_end_and_the_cli_operations_agree(
     assert re.search(r'judge_runs_total\{status="complete"\} [1-9]', metrics), metrics
     assert re.search(r"judge_model_calls_total [1-9]", metrics), metrics
 
-    # The same scenario through the CLI's operations, in another workspace: same verdicts.
+    # The same scenario through `judge run` and `judge check` (the CLI, in this process) in
+    # another workspace: the same verdicts, printed by the same serializer.
     other = _workspace(tmp_path / "cli", judge_server.openai_base_url)
-    cli_ws = Workspace.open(other, env=judge_env())
-    request = RunRequest(suite=Path("suites/task.yaml"))
-    assert run_suite(cli_ws, request).verdict.baselineRecorded  # type: ignore[union-attr]
+    first_cli = run_judge(["run", "suites/task.yaml", "--json"], other)
+    assert first_cli.returncode == 0, first_cli.stderr
+    assert json.loads(first_cli.stdout)["baseline"]["baselineRecorded"] is True
     judge_server.set_options(bias=-40)
     try:
-        cli_report = run_suite(cli_ws.with_overrides({"cache_mode": "refresh"}), request)
+        worse_cli = run_judge(["run", "suites/task.yaml", "--cache-mode", "refresh", "--json"],
+                              other)
     finally:
         judge_server.set_options(bias=0)
-    assert cli_report.verdict is not None
-    assert _verdict(cli_report.verdict.public()) == _verdict(regression)
-    assert _verdict(check_run(cli_ws).public()) == _verdict(regression)
-    assert cli_report.exit_code == worse["exitCode"]
+    assert worse_cli.returncode == worse["exitCode"] == 1, worse_cli.stderr
+    assert _verdict(json.loads(worse_cli.stdout)["baseline"]) == _verdict(regression)
+    checked = run_judge(["check", "--json"], other)
+    assert checked.returncode == 1, checked.stderr
+    assert _verdict(json.loads(checked.stdout)) == _verdict(regression)
 
 
 def test_sse_progress_then_summary(api: httpx.Client, slow_judge: Any) -> None:
@@ -355,6 +371,7 @@ def test_sigterm_mid_run_stores_what_was_judged_and_a_restart_serves_it(
     with httpx.Client(base_url=server.url, timeout=30) as client:
         run = _harness(client, {"seed": 404}, wait=False).json()["run"]
         _until(client, run, lambda v: v["progress"]["judgments"] >= 3)
+        seen = client.get(f"/api/runs/{run}").json()["progress"]["judgedAnew"]
         server.proc.send_signal(signal.SIGTERM)
         server.proc.wait(timeout=30)
     log = "".join(server.log)
@@ -365,7 +382,7 @@ def test_sigterm_mid_run_stores_what_was_judged_and_a_restart_serves_it(
         assert stored["status"] == "interrupted" and stored["active"] is False
         page = client.get(f"/api/runs/{run}/cases", params={"limit": 500}).json()
     judged = [c for c in page["items"] if c["judgedBy"] == "llm" and c["status"] == "scored"]
-    assert len(judged) >= 3
+    assert len(judged) >= seen >= 3  # every judgment reported before the signal was stored
     # Resume through the CLI's operation, sharing the server's store and cache.
     slow_judge.set_options(latency_ms=0)
     resumed = run_suite(Workspace.open(server.workspace, {"seed": 404}, env=judge_env()),

@@ -1,18 +1,26 @@
-"""``judge serve``: the harness over HTTP (FastAPI on uvicorn) for the current workspace."""
+"""``judge serve``: the harness over HTTP (FastAPI on uvicorn) for the current workspace.
+
+Nothing heavy is imported here: the server listens first and opens the workspace behind
+its socket (:mod:`judge.server.serving`), so ``/healthz`` answers well within a second.
+"""
 
 from __future__ import annotations
 
+import os
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from ..app.bind import TOKEN_ENV, server_token
-from ..app.workspace import Workspace
 from ..errors import UsageError
 
-__all__ = ["INSTALL_HINT", "register"]
+__all__ = ["INSTALL_HINT", "SERVER_MODULES", "register"]
 
 INSTALL_HINT = "pip install 'judgeflow[server]'"
+SERVER_MODULES = ("fastapi", "uvicorn", "prometheus_client")
+"""What the server extra installs; looked for (not imported) before binding."""
 
 
 def register(app: typer.Typer) -> None:
@@ -29,17 +37,19 @@ def serve(
     """Serve this workspace's harness over HTTP: suites, runs, baselines, monitor, metrics.
 
     Writes (POST, DELETE) need `Authorization: Bearer $JUDGE_SERVER_TOKEN` when it is set.
+    `/healthz` answers as soon as the socket listens; `/readyz` once the workspace is open.
     SIGTERM stores what active runs judged, marks them interrupted, and exits.
     """
-    workspace = Workspace.open()
-    token = server_token(host, workspace.env)
+    env = dict(os.environ)
+    token = server_token(host, env)
+    missing = next((name for name in SERVER_MODULES if find_spec(name) is None), None)
+    if missing is not None:
+        raise UsageError(f"judge serve needs the server extra ({missing} is not installed)",
+                         fix=f"install it: {INSTALL_HINT}")
+    # The server extra is optional; present (checked above), it is imported only now.
+    from ..server.serving import serve as run_server
+
     try:
-        # The server extra (fastapi, uvicorn, prometheus-client) is optional.
-        from ..server.serving import serve as run_server
-    except ImportError as exc:
-        raise UsageError(f"judge serve needs the server extra ({exc.name} is not installed)",
-                         fix=f"install it: {INSTALL_HINT}") from None
-    try:
-        run_server(workspace, host, port, token=token)
+        run_server(Path.cwd(), host, port, env=env, token=token)
     except KeyboardInterrupt:
         raise typer.Exit(130) from None

@@ -7,8 +7,9 @@ stored ``interrupted`` before it exits.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -24,7 +25,7 @@ from .problems import Redactor, install_handlers
 from .security import WriteGuard
 from .state import ServerState
 
-__all__ = ["DESCRIPTION", "create_app"]
+__all__ = ["DESCRIPTION", "create_app", "open_app"]
 
 DESCRIPTION = (
     "judgeflow's harness over HTTP: run a suite and get the regression result, record and "
@@ -61,3 +62,15 @@ def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
     app.include_router(routes_runs.router)
     app.include_router(routes_service.router)
     return app
+
+
+def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None) -> FastAPI:
+    """The app of the workspace at ``root``, ready: settings read, store opened once.
+
+    What ``judge serve`` builds behind its gate; it raises what opening raises (a bad
+    ``judge.toml``: ``ConfigError``; a store that cannot be opened: ``StoreError``).
+    """
+    workspace = Workspace.open(root, env=env)
+    with workspace.open_store():
+        pass  # created or migrated, and this host's dead runs marked, before any request
+    return create_app(workspace, token=token)

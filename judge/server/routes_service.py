@@ -63,7 +63,13 @@ def get_monitor(suite_id: SuiteId, state: Served) -> MonitorView:
 
 @router.get("/healthz", tags=["service"])
 async def healthz() -> Health:
-    """The server answers."""
+    """The process answers (liveness); ``ready`` says whether the workspace is open yet."""
+    return Health()
+
+
+@router.get("/readyz", tags=["service"], responses=problem_responses(503))
+async def readyz() -> Health:
+    """200 once the workspace is open and every endpoint answers; 503 while starting."""
     return Health()
 
 

@@ -138,9 +138,12 @@ class RecordsBody(_Body):
 
 
 class Health(BaseModel):
-    """The server answers."""
+    """The server answers; ``ready`` once the workspace is open (``/readyz`` says the same)."""
 
     status: Literal["ok"] = "ok"
+    ready: bool = True
+    """False only in the first moments after start, while the workspace is being opened;
+    requests other than ``/healthz`` wait for it meanwhile."""
 
 
 class Version(BaseModel):
