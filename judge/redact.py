@@ -29,8 +29,9 @@ _SHAPES = re.compile(
     r"|\bAIza[0-9A-Za-z_-]{30,}"
     r"|\bgh[pousr]_[A-Za-z0-9]{20,}"
     r"|\bxox[abpr]-[A-Za-z0-9-]{10,}")
-# Environment variables whose value is a credential.
-_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD)$",
+# Environment variables whose value is a credential. ``PWD`` only with a prefix (``DB_PWD``):
+# the shell's own ``PWD``/``OLDPWD`` are the working directory, which every path contains.
+_SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$|_PWD$",
                           re.IGNORECASE)
 _MIN_SECRET = 6
 """Shorter values are not replaced by value (``"1"`` would mask every digit 1)."""

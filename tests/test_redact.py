@@ -40,3 +40,14 @@ def test_ordinary_text_and_short_values_are_kept() -> None:
     text = "score 42 for case fix-login-redirect at /root/ws (seed 42)"
     assert redact(text) == text
     assert "/root" not in secret_values(ENV) and "42" not in secret_values(ENV)
+
+
+def test_the_working_directory_is_not_a_secret() -> None:
+    # The shell's PWD/OLDPWD are in every path an error names: masking them would print
+    # "***/judge.toml". A prefixed *_PWD is a password.
+    env = {"PWD": "/home/someone/project", "OLDPWD": "/home/someone",
+           "DB_PWD": "hunter2-long"}
+    found = secret_values(env)
+    assert found == ("hunter2-long",)
+    assert Redactor(found)("bad /home/someone/project/judge.toml") == \
+        "bad /home/someone/project/judge.toml"
