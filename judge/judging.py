@@ -34,6 +34,7 @@ from .models import (
     CheckResult,
     CitedEvidence,
     JudgeMeta,
+    cache_totals,
     turn_totals,
 )
 from .parsing import parse_verdict
@@ -235,7 +236,7 @@ def judge_meta(model: str, settings: JudgeSettings, key: str,
     return JudgeMeta(model=model, temperature=settings.temperature,
                      seed=settings.seed_for(sample), sample=sample, templateId=template_id,
                      templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
-                     cached=cached, **turn_totals(turns),
+                     cached=cached, **turn_totals(turns), **cache_totals(turns),
                      systemFingerprint=turns[-1].get("systemFingerprint") if turns else None)
 
 
