@@ -55,10 +55,11 @@ of this request's prompt that an earlier request (any attempt, any case) already
 counted in N-token blocks (OpenAI: 128), and 0 below ``prompt_cache_min`` tokens (OpenAI:
 1024, the default). Tokens are counted as everywhere here (4 characters each) over the
 messages' texts in order, so a prefix is shared only while the bytes agree. The model
-name and, in ``json_schema`` mode, the schema are part of the prefix (OpenAI documents
-the structured-output schema as a prefix of the system message), so two requests with
-different schemas share nothing; a ``json_object`` schema constrains decoding only (as in
-llama.cpp and vLLM) and is not part of it. ``GET /_stats`` adds ``cached_tokens``.
+name is part of the prefix; in ``json_schema`` mode the schema is too, ahead of the
+messages and counted in ``prompt_tokens`` (OpenAI documents the structured-output schema
+as a prefix of the system message), so two requests with different schemas share nothing;
+a ``json_object`` schema constrains decoding only (as in llama.cpp and vLLM) and is not
+part of it. ``GET /_stats`` adds ``cached_tokens``.
 
 Drift: ``drift N`` (N != 0) stands for another model served under the same name: every
 answer is drawn afresh (N joins the content seed) and ``system_fingerprint`` changes from
@@ -844,8 +845,9 @@ class FakeModelServer:
                                               "bad_request"), status=400)
         cached = None
         if options.prompt_cache_block:
-            cached = self._prefixes.seen(body, options.prompt_cache_block,
-                                         options.prompt_cache_min, call.prompt_chars // 4)
+            cached, chars = self._prefixes.seen(body, options.prompt_cache_block,
+                                                options.prompt_cache_min)
+            call = replace(call, prompt_chars=chars)
         attempt = self._attempts[call.key]
         self._attempts[call.key] += 1
         self._stats.models[call.model] += 1
@@ -960,16 +962,16 @@ class _PrefixCache:
     def __init__(self) -> None:
         self._digests: set[bytes] = set()
 
-    def seen(self, body: dict[str, Any], block: int, minimum: int, prompt_tokens: int) -> int:
-        """Tokens of ``body``'s prompt already seen, in whole blocks; then remember it."""
+    def seen(self, body: dict[str, Any], block: int, minimum: int) -> tuple[int, int]:
+        """Tokens of ``body``'s prompt already seen, in whole blocks, and the prompt's length
+        in characters (the schema included in ``json_schema`` mode); then remember it."""
         fmt = body.get("response_format")
-        head: list[Any] = [body.get("model")]
-        if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
-            head.append(fmt.get("json_schema"))
         text = "".join(_message_text(m) for m in body.get("messages") or [])
-        digest = hashlib.sha256(_canonical(head).encode("utf-8"))
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            text = _canonical(fmt.get("json_schema")) + text
+        digest = hashlib.sha256(_canonical([body.get("model")]).encode("utf-8"))
         size = block * 4  # characters per block, at 4 characters a token
-        found, blocks = 0, min(len(text) // size, prompt_tokens // block)
+        found, blocks = 0, len(text) // size
         for index in range(blocks):
             digest.update(text[index * size:(index + 1) * size].encode("utf-8"))
             mark = digest.copy().digest()
@@ -980,7 +982,7 @@ class _PrefixCache:
                 self._digests.clear()
             self._digests.add(mark)
         cached = found * block
-        return cached if cached >= minimum else 0
+        return (cached if cached >= minimum else 0), len(text)
 
 
 def _fingerprint(options: ServerOptions) -> str:

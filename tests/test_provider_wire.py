@@ -389,3 +389,49 @@ async def test_cached_tokens_lower_the_recorded_cost(preps: dict[str, Prepared],
     full, reused = costs
     # 1024 of 1800 prompt tokens at half the input rate ($0.15/M -> $0.075/M).
     assert full - reused == pytest.approx(1024 * 0.075e-6, rel=1e-6)
+
+
+async def test_stable_schema_makes_schema_and_system_one_prefix(preps: dict[str, Prepared],
+                                                               rubric: Rubric) -> None:
+    """``stable_schema``: the schema leads OpenAI's and Anthropic's cached prefix, so it is
+    sent without the case's citation enum: byte-identical across cases, and Anthropic's
+    marker follows from the second case on. Citations are still checked on the reply."""
+    settings = JudgeSettings(stable_schema=True)
+    bodies: dict[str, list[dict[str, Any]]] = {}
+    for name, reply in (("openai", openai_reply), ("anthropic-tool", anthropic_tool_reply)):
+        provider = PROVIDERS[name]
+        with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
+            route = mock.route(url__regex=provider.url).mock(
+                side_effect=[httpx.Response(200, json=reply(json.dumps(verdict(p))))
+                             for p in preps.values()])
+            client = client_for(provider)
+            for prep in preps.values():
+                result = await judge(prep, rubric, client, provider.model, settings=settings)
+                assert result.status == "scored", result.reason
+                assert [e.id for e in result.evidence] == [prep.bundle.ids()[0]]
+        bodies[name] = [sent(c) for c in route.calls]
+    first, second = bodies["openai"]
+    assert json.dumps(first["response_format"]) == json.dumps(second["response_format"])
+    cites = first["response_format"]["json_schema"]["schema"]["properties"]["agentPerformance"]
+    assert cites["properties"]["evidence"]["items"] == {"type": "string"}
+    tools = [b["tools"] for b in bodies["anthropic-tool"]]
+    assert tools[0] == tools[1]
+    assert "cache_control" not in bodies["anthropic-tool"][0]["system"][0]
+    assert bodies["anthropic-tool"][1]["system"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+async def test_stable_schema_still_refuses_an_unknown_citation(preps: dict[str, Prepared],
+                                                               rubric: Rubric) -> None:
+    provider, prep = PROVIDERS["openai"], preps[CASES[0]]
+    bad = verdict(prep)
+    bad["agentPerformance"]["evidence"] = ["commits:deadbeef0000"]
+    with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
+        route = mock.route(url__regex=provider.url).mock(side_effect=[
+            httpx.Response(200, json=openai_reply(json.dumps(bad))),
+            httpx.Response(200, json=openai_reply(json.dumps(verdict(prep))))])
+        result = await judge(prep, rubric, client_for(provider), provider.model,
+                             settings=JudgeSettings(stable_schema=True))
+    assert route.call_count == 2
+    assert "'commits:deadbeef0000'" in sent(route.calls[1])["messages"][-1]["content"]
+    assert result.status == "scored" and result.judge is not None
+    assert result.judge.repairTurns == 1
