@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ import respx
 
 from judge.cache import JudgmentCache
 from judge.cache_entry import cache_key
-from judge.client import LiteLLMClient, ModelSpec, _litellm
+from judge.client import LiteLLMClient, ModelSpec
 from judge.errors import ProviderError
 from judge.judging import JudgeSettings, Prepared, build_request, judge_prepared, prepare
 from judge.ledger import JudgeTally, build_ledger, tally
@@ -46,18 +46,7 @@ CASES = ("fix-login-redirect", "add-csv-export")
 VLLM_BASE = "http://127.0.0.1:18099/v1"
 
 
-@pytest.fixture(autouse=True)
-def httpx_transport() -> Iterator[Any]:
-    """LiteLLM on its httpx transport (respx cannot see aiohttp), clients re-made per test."""
-    lit = _litellm()
-    before = lit.disable_aiohttp_transport
-    lit.disable_aiohttp_transport = True
-    lit.in_memory_llm_clients_cache.flush_cache()
-    try:
-        yield lit
-    finally:
-        lit.disable_aiohttp_transport = before
-        lit.in_memory_llm_clients_cache.flush_cache()
+pytestmark = pytest.mark.usefixtures("litellm_httpx")  # respx sees LiteLLM's async calls
 
 
 @pytest.fixture(scope="module")
@@ -241,6 +230,22 @@ async def judge(prep: Prepared, rubric: Rubric, client: LiteLLMClient, model: st
                                 settings or JudgeSettings(), cache, client, now=NOW)
 
 
+async def judge_each(name: str, preps: dict[str, Prepared], rubric: Rubric,
+                     settings: JudgeSettings | None = None) -> list[dict[str, Any]]:
+    """Judge every case with one client of provider ``name``; the request bodies sent."""
+    provider = PROVIDERS[name]
+    with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
+        route = mock.route(url__regex=provider.url).mock(
+            side_effect=[httpx.Response(200, json=provider.reply(json.dumps(verdict(p))))
+                         for p in preps.values()])
+        client = client_for(provider)
+        for prep in preps.values():
+            result = await judge(prep, rubric, client, provider.model, settings=settings)
+            assert result.status == "scored", result.reason
+            assert [e.id for e in result.evidence] == [prep.bundle.ids()[0]]
+    return [sent(c) for c in route.calls]
+
+
 # --- the request and the reply, per provider -----------------------------------------------
 
 
@@ -285,15 +290,7 @@ async def test_one_http_request_per_attempt_of_ours(name: str, preps: dict[str, 
 
 async def test_cases_of_one_rubric_share_a_byte_identical_first_message(
         preps: dict[str, Prepared], rubric: Rubric) -> None:
-    provider = PROVIDERS["openai"]
-    with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
-        route = mock.route(url__regex=provider.url).mock(
-            side_effect=[httpx.Response(200, json=openai_reply(json.dumps(verdict(p))))
-                         for p in preps.values()])
-        client = client_for(provider)
-        for prep in preps.values():
-            assert (await judge(prep, rubric, client, provider.model)).status == "scored"
-    raw = [json.loads(c.request.content) for c in route.calls]
+    raw = await judge_each("openai", preps, rubric)
     first = [json.dumps(b["messages"][0], ensure_ascii=False) for b in raw]
     assert raw[0]["messages"][0]["role"] == "system"
     assert first[0] == first[1]  # the same bytes: a provider's prefix cache can reuse them
@@ -336,15 +333,8 @@ async def test_anthropic_marker_skipped_while_the_schema_differs_per_case(
         preps: dict[str, Prepared], rubric: Rubric) -> None:
     """In a schema mode Anthropic's prefix starts with our schema (its citation enum differs
     per case): a marker there would only buy cache writes, so none is sent."""
-    provider = PROVIDERS["anthropic-tool"]
-    with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
-        route = mock.route(url__regex=provider.url).mock(
-            side_effect=[httpx.Response(200, json=anthropic_tool_reply(json.dumps(verdict(p))))
-                         for p in preps.values()])
-        client = client_for(provider)
-        for prep in preps.values():
-            assert (await judge(prep, rubric, client, provider.model)).status == "scored"
-    assert all("cache_control" not in json.dumps(sent(c)) for c in route.calls)
+    bodies = await judge_each("anthropic-tool", preps, rubric)
+    assert len(bodies) == 2 and all("cache_control" not in json.dumps(b) for b in bodies)
 
 
 @pytest.mark.parametrize("name,cached,written", [("openai", 1024, None),
@@ -397,19 +387,8 @@ async def test_stable_schema_makes_schema_and_system_one_prefix(preps: dict[str,
     sent without the case's citation enum: byte-identical across cases, and Anthropic's
     marker follows from the second case on. Citations are still checked on the reply."""
     settings = JudgeSettings(stable_schema=True)
-    bodies: dict[str, list[dict[str, Any]]] = {}
-    for name, reply in (("openai", openai_reply), ("anthropic-tool", anthropic_tool_reply)):
-        provider = PROVIDERS[name]
-        with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
-            route = mock.route(url__regex=provider.url).mock(
-                side_effect=[httpx.Response(200, json=reply(json.dumps(verdict(p))))
-                             for p in preps.values()])
-            client = client_for(provider)
-            for prep in preps.values():
-                result = await judge(prep, rubric, client, provider.model, settings=settings)
-                assert result.status == "scored", result.reason
-                assert [e.id for e in result.evidence] == [prep.bundle.ids()[0]]
-        bodies[name] = [sent(c) for c in route.calls]
+    bodies = {name: await judge_each(name, preps, rubric, settings)
+              for name in ("openai", "anthropic-tool")}
     first, second = bodies["openai"]
     assert json.dumps(first["response_format"]) == json.dumps(second["response_format"])
     cites = first["response_format"]["json_schema"]["schema"]["properties"]["agentPerformance"]
