@@ -27,6 +27,8 @@ import httpx
 import pytest
 import respx
 
+from judge.app.running import RunRequest, run_suite
+from judge.app.workspace import Workspace
 from judge.cache import JudgmentCache
 from judge.cache_entry import cache_key
 from judge.client import LiteLLMClient, ModelSpec
@@ -414,3 +416,19 @@ async def test_stable_schema_still_refuses_an_unknown_citation(preps: dict[str, 
     assert "'commits:deadbeef0000'" in sent(route.calls[1])["messages"][-1]["content"]
     assert result.status == "scored" and result.judge is not None
     assert result.judge.repairTurns == 1
+
+
+def test_stable_schema_is_its_own_request_in_the_cache_and_the_replay_index(
+        fake_server: Any, workspace: Path) -> None:
+    """A warm run without it replays offline; with it, the same cases are other requests
+    (another schema): misses, not the verdicts the other schema got (via the replay index)."""
+    base = {"model": ["hosted_vllm/fake-judge"], "api_base": fake_server.openai_base_url}
+    warm = run_suite(Workspace.open(workspace, base, env={}),
+                     RunRequest(suite=SUITE, check=False)).run.totals
+    assert (warm.cacheMisses, warm.calls) == (0, 14)  # the example's 14 LLM-judged cases
+    for stable, misses in ((False, 0), (True, warm.calls)):
+        ws = Workspace.open(workspace, {**base, "cache_mode": "offline",
+                                        "stable_schema": stable}, env={})
+        run = run_suite(ws, RunRequest(suite=SUITE, check=False)).run
+        assert (run.totals.cacheMisses, run.totals.calls) == (misses, 0)
+        assert run.settings.get("stableSchema", False) is stable  # the run says how it asked
