@@ -46,7 +46,20 @@ counts only under ``faults``), ``POST /_reset`` (stats and attempt counters),
 
 Options (CLI flag / keyword / control key): ``latency_ms``, ``jitter_ms`` (uniform +-),
 ``seed``, ``fault_rate`` (0..1), ``faults`` (comma list or list), ``retry_after``,
-``hang_seconds``, ``fail_first``, ``bias``, ``drift``.
+``hang_seconds``, ``fail_first``, ``bias``, ``drift``, ``prompt_cache_block``,
+``prompt_cache_min``.
+
+Prompt cache: ``prompt_cache_block N`` (N > 0; 0, the default, is off) makes the server
+report ``usage.prompt_tokens_details.cached_tokens`` the way OpenAI does: the longest prefix
+of this request's prompt that an earlier request (any attempt, any case) already sent,
+counted in N-token blocks (OpenAI: 128), and 0 below ``prompt_cache_min`` tokens (OpenAI:
+1024, the default). Tokens are counted as everywhere here (4 characters each) over the
+messages' texts in order, so a prefix is shared only while the bytes agree. The model
+name is part of the prefix; in ``json_schema`` mode the schema is too, ahead of the
+messages and counted in ``prompt_tokens`` (OpenAI documents the structured-output schema
+as a prefix of the system message), so two requests with different schemas share nothing;
+a ``json_object`` schema constrains decoding only (as in llama.cpp and vLLM) and is not
+part of it. ``GET /_stats`` adds ``cached_tokens``.
 
 Drift: ``drift N`` (N != 0) stands for another model served under the same name: every
 answer is drawn afresh (N joins the content seed) and ``system_fingerprint`` changes from
@@ -150,6 +163,7 @@ _BIAS_RE = re.compile(r"\+(-?\d+)")
 _MAX_DEPTH = 32
 _FULL_OBJECT_DEPTH = 8
 _DROP_GRACE_S = 5.0
+_PREFIXES_KEPT = 1_000_000
 _T = TypeVar("_T")
 
 
@@ -170,6 +184,8 @@ _OPTION_TYPES: dict[str, Callable[[Any], Any]] = {
     "fail_first": int,
     "bias": int,
     "drift": int,
+    "prompt_cache_block": int,
+    "prompt_cache_min": int,
 }
 
 
@@ -197,6 +213,10 @@ class ServerOptions:
     """Added to every integer (clamped), on top of a ``+N`` in the model name."""
     drift: int = 0
     """Non-zero: another model behind the same name (answers re-drawn, new fingerprint)."""
+    prompt_cache_block: int = 0
+    """Non-zero: report cached prompt tokens, a shared prefix counted in blocks of this many."""
+    prompt_cache_min: int = 1024
+    """Below this many tokens of shared prefix, nothing is reported cached."""
 
     def updated(self, **changes: Any) -> ServerOptions:
         """A copy with ``changes`` coerced and validated; ``ValueError`` if one is bad."""
@@ -211,7 +231,8 @@ class ServerOptions:
 
     def check(self) -> None:
         """Raise ``ValueError`` when a value is out of range."""
-        for name in ("latency_ms", "jitter_ms", "retry_after", "hang_seconds", "fail_first"):
+        for name in ("latency_ms", "jitter_ms", "retry_after", "hang_seconds", "fail_first",
+                     "prompt_cache_block", "prompt_cache_min"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if not 0.0 <= self.fault_rate <= 1.0:
@@ -665,6 +686,7 @@ class _Stats:
     models: Counter[str] = field(default_factory=Counter)
     in_flight: int = 0
     max_in_flight: int = 0
+    cached_tokens: int = 0
 
     def enter(self) -> None:
         self.requests += 1
@@ -687,6 +709,7 @@ class FakeModelServer:
         self._stats = _Stats()
         self._attempts: Counter[str] = Counter()
         self._random_counter = 0
+        self._prefixes = _PrefixCache()
         self._runner: web.AppRunner | None = None
         self._stopping: asyncio.Event | None = None
 
@@ -708,6 +731,7 @@ class FakeModelServer:
             "in_flight": stats.in_flight,
             "max_in_flight": stats.max_in_flight,
             "models": dict(sorted(stats.models.items())),
+            "cached_tokens": stats.cached_tokens,
         }
 
     def reset_stats(self) -> None:
@@ -716,6 +740,7 @@ class FakeModelServer:
         self._stats = _Stats(in_flight=in_flight, max_in_flight=in_flight)
         self._attempts.clear()
         self._random_counter = 0
+        self._prefixes = _PrefixCache()
 
     # -- lifecycle
 
@@ -813,10 +838,16 @@ class FakeModelServer:
     async def _answer(self, request: web.Request) -> web.StreamResponse:
         options = self.options
         try:
-            call = _parse_call(await request.json())
+            body = await request.json()
+            call = _parse_call(body)
         except (ValueError, _BadRequest) as exc:
             return _json_response(_error_body(str(exc), "invalid_request_error",
                                               "bad_request"), status=400)
+        cached = None
+        if options.prompt_cache_block:
+            cached, chars = self._prefixes.seen(body, options.prompt_cache_block,
+                                                options.prompt_cache_min)
+            call = replace(call, prompt_chars=chars)
         attempt = self._attempts[call.key]
         self._attempts[call.key] += 1
         self._stats.models[call.model] += 1
@@ -827,7 +858,7 @@ class FakeModelServer:
         if fault:
             self._stats.faults[fault] += 1
         try:
-            return await self._respond(request, call, options, fault)
+            return await self._respond(request, call, options, fault, cached)
         except SchemaError as exc:
             return _json_response(_error_body(str(exc), "invalid_request_error",
                                               "bad_schema"), status=400)
@@ -841,7 +872,7 @@ class FakeModelServer:
         return None
 
     async def _respond(self, request: web.Request, call: _Call, options: ServerOptions,
-                       fault: str | None) -> web.StreamResponse:
+                       fault: str | None, cached: int | None = None) -> web.StreamResponse:
         immediate = _immediate_fault_response(fault, options)
         if immediate is not None:
             return immediate
@@ -851,7 +882,9 @@ class FakeModelServer:
             await self._sleep(options.hang_seconds)
         content = self._tamper(call, self._instance(call, options), fault)
         completion = self._completion(call, content, "length" if fault == "length" else "stop",
-                                      _fingerprint(options))
+                                      _fingerprint(options), cached)
+        if cached is not None:
+            self._stats.cached_tokens += cached
         if fault == "truncated":
             return await _truncated(request, completion)
         return _json_response(completion)
@@ -894,8 +927,16 @@ class FakeModelServer:
 
     @staticmethod
     def _completion(call: _Call, text: str, finish_reason: str,
-                    fingerprint: str | None = None) -> dict[str, Any]:
+                    fingerprint: str | None = None,
+                    cached_tokens: int | None = None) -> dict[str, Any]:
         prompt_tokens, completion_tokens = call.prompt_chars // 4, max(1, len(text) // 4)
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": completion_tokens,
+            "total_tokens": prompt_tokens + completion_tokens,
+        }
+        if cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": cached_tokens}
         return {
             "id": "chatcmpl-fake-" + call.key[:24],
             "object": "chat.completion",
@@ -908,12 +949,40 @@ class FakeModelServer:
                 "logprobs": None,
                 "finish_reason": finish_reason,
             }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
-            },
+            "usage": usage,
         }
+
+
+class _PrefixCache:
+    """The prompt prefixes sent so far, as digests of every block-aligned prefix.
+
+    Bounded: past ``_PREFIXES_KEPT`` digests it forgets everything (a provider evicts too).
+    """
+
+    def __init__(self) -> None:
+        self._digests: set[bytes] = set()
+
+    def seen(self, body: dict[str, Any], block: int, minimum: int) -> tuple[int, int]:
+        """Tokens of ``body``'s prompt already seen, in whole blocks, and the prompt's length
+        in characters (the schema included in ``json_schema`` mode); then remember it."""
+        fmt = body.get("response_format")
+        text = "".join(_message_text(m) for m in body.get("messages") or [])
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            text = _canonical(fmt.get("json_schema")) + text
+        digest = hashlib.sha256(_canonical([body.get("model")]).encode("utf-8"))
+        size = block * 4  # characters per block, at 4 characters a token
+        found, blocks = 0, len(text) // size
+        for index in range(blocks):
+            digest.update(text[index * size:(index + 1) * size].encode("utf-8"))
+            mark = digest.copy().digest()
+            if mark in self._digests:
+                found += 1 if found == index else 0  # the prefix is what agrees from the start
+                continue
+            if len(self._digests) >= _PREFIXES_KEPT:
+                self._digests.clear()
+            self._digests.add(mark)
+        cached = found * block
+        return (cached if cached >= minimum else 0), len(text)
 
 
 def _fingerprint(options: ServerOptions) -> str:
@@ -1092,6 +1161,10 @@ def _parser() -> argparse.ArgumentParser:
         help="the first N attempts of every distinct request fail with 500")
     add("--bias", type=int, default=0, help="added to every integer, clamped")
     add("--drift", type=int, default=0, help="non-zero: another model behind the same name")
+    add("--prompt-cache-block", type=int, default=0,
+        help="report cached prompt tokens in blocks of N tokens (OpenAI: 128); 0 is off")
+    add("--prompt-cache-min", type=int, default=1024,
+        help="shared prefixes below N tokens are not reported cached (OpenAI: 1024)")
     add("--ready-file", type=Path,
         help="also write the base URL into this file (add /v1 for judge run --api-base)")
     return parser

@@ -14,6 +14,8 @@ import asyncio
 import atexit
 import datetime
 import email.utils
+import hashlib
+import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -39,6 +41,7 @@ __all__ = [
     "preload",
     "resolve_output_mode",
     "response_format",
+    "wire_messages",
 ]
 
 OutputMode = Literal["json_schema", "json_object", "prompt"]
@@ -124,9 +127,16 @@ class Turn:
     output_mode: OutputMode
     system_fingerprint: str | None = None
     """The provider's ``system_fingerprint`` (its backend configuration), when it sends one."""
+    cached_tokens: int | None = None
+    """Of ``prompt_tokens``, those read from the provider's prompt cache (billed at its
+    cached rate): OpenAI's ``prompt_tokens_details.cached_tokens``, Anthropic's
+    ``cache_read_input_tokens``; None when the provider said nothing."""
+    cache_write_tokens: int | None = None
+    """Of ``prompt_tokens``, those written to the prompt cache (Anthropic's
+    ``cache_creation_input_tokens``, billed above the input rate); None when not reported."""
 
     def to_json(self) -> dict[str, Any]:
-        """The cache's ``turns[]`` form (``systemFingerprint`` only when the provider sent one)."""
+        """The cache's ``turns[]`` form (optional fields only when the provider sent them)."""
         out: dict[str, Any] = {
             "text": self.text,
             "finishReason": self.finish_reason,
@@ -139,6 +149,10 @@ class Turn:
         }
         if self.system_fingerprint is not None:
             out["systemFingerprint"] = self.system_fingerprint
+        if self.cached_tokens is not None:
+            out["cachedTokens"] = self.cached_tokens
+        if self.cache_write_tokens is not None:
+            out["cacheWriteTokens"] = self.cache_write_tokens
         return out
 
 
@@ -150,6 +164,34 @@ def response_format(mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
         return {"type": "json_object", "schema": dict(schema)}
     return {"type": "json_schema",
             "json_schema": {"name": "verdict", "schema": dict(schema), "strict": True}}
+
+
+# Providers whose prompt cache needs an explicit breakpoint (Anthropic's ``cache_control``
+# on a content block); OpenAI, Gemini and vLLM reuse a repeated prefix by themselves.
+_CACHE_MARKER_PREFIXES = ("anthropic/",)
+_CACHE_MARKER = {"type": "ephemeral"}
+_PREFIXES_KEPT = 4096
+
+
+def wire_messages(messages: Sequence[Mapping[str, str]], *,
+                  mark: bool) -> list[dict[str, Any]]:
+    """The messages as sent: as given, or with the first one marked as a cache breakpoint.
+
+    The mark turns the first message (the rubric-only system message, the same bytes for
+    every case of a rubric) into one text block carrying ``cache_control``, the form LiteLLM
+    passes to Anthropic. Only the wire sees it: the cache key is made of the plain messages.
+    """
+    sent: list[dict[str, Any]] = [dict(m) for m in messages]
+    if mark and sent:
+        first: dict[str, Any] = dict(sent[0])
+        first["content"] = [{"type": "text", "text": first.get("content", ""),
+                             "cache_control": dict(_CACHE_MARKER)}]
+        sent[0] = first
+    return sent
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 _litellm_module: Any = None
@@ -350,6 +392,48 @@ class LiteLLMClient:
         self.answered = 0
         """Attempts the server answered (a host that answered once is not misconfigured)."""
         self._redact = spec.redact or Redactor(secret_values({}, extra=[spec.api_key]))
+        self._params: frozenset[str] | None = None
+        self._params_asked = False
+        self._marks = spec.name.startswith(_CACHE_MARKER_PREFIXES)
+        self._prefixes: set[str] = set()
+
+    def _takes(self, lit: Any, param: str) -> bool:
+        """Whether the provider takes ``param``, asked of LiteLLM once per client.
+
+        Anthropic has no ``seed``: LiteLLM refuses the whole call with
+        ``UnsupportedParamsError`` rather than drop it.
+        """
+        if not self._params_asked:
+            self._params_asked = True
+            try:
+                model, provider, _, _ = lit.get_llm_provider(self.spec.name,
+                                                             api_base=self.spec.api_base)
+                names = lit.get_supported_openai_params(model=model,
+                                                        custom_llm_provider=provider)
+            except Exception:  # an unknown provider fails on the call itself, with its reason
+                names = None
+            self._params = frozenset(names) if names else None
+        return self._params is None or param in self._params
+
+    def _mark(self, messages: Sequence[Mapping[str, str]], fmt: Any) -> bool:
+        """Mark the stable prefix once it has been seen before from this client.
+
+        Anthropic's prefix is tools (our schema, when one is sent), then the system message:
+        a schema that differs per case (its citation enum) makes every prefix new, and a
+        breakpoint on a prefix never seen again is only a cache write, billed above the
+        input rate. So the first request with a given prefix goes unmarked, later ones are
+        marked: the second writes the cache, the rest read it.
+        """
+        if not self._marks or not messages:
+            return False
+        digest = hashlib.sha256(json.dumps([fmt, dict(messages[0])], sort_keys=True)
+                                .encode()).hexdigest()
+        if digest in self._prefixes:
+            return True
+        if len(self._prefixes) >= _PREFIXES_KEPT:
+            self._prefixes.clear()
+        self._prefixes.add(digest)
+        return False
 
     def _response_format(self, mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
         return response_format(mode, schema)  # kept for bench/run.py
@@ -357,18 +441,18 @@ class LiteLLMClient:
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
                        mode: OutputMode) -> Turn:
         lit = _litellm()
+        fmt = response_format(mode, request.schema)
         kwargs: dict[str, Any] = {
             "model": self.spec.name,
-            "messages": [dict(m) for m in messages],
+            "messages": wire_messages(messages, mark=self._mark(messages, fmt)),
             "temperature": request.temperature,
             "timeout": self.spec.timeout,
             "num_retries": 0,
             "max_retries": 0,
             **dict(request.params),
         }
-        if request.seed is not None:
+        if request.seed is not None and self._takes(lit, "seed"):
             kwargs["seed"] = request.seed
-        fmt = response_format(mode, request.schema)
         if fmt is not None:
             kwargs["response_format"] = fmt
         if self.spec.api_base:
@@ -403,6 +487,7 @@ class LiteLLMClient:
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
         fingerprint = getattr(response, "system_fingerprint", None)
+        details = getattr(usage, "prompt_tokens_details", None)
         return Turn(
             text=choice.message.content or "",
             finish_reason=getattr(choice, "finish_reason", None),
@@ -413,6 +498,8 @@ class LiteLLMClient:
             latency_ms=round(latency_ms, 3),
             output_mode=mode,
             system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+            cached_tokens=_count(getattr(details, "cached_tokens", None)),
+            cache_write_tokens=_count(getattr(usage, "cache_creation_input_tokens", None)),
         )
 
     def _wait(self, state: Any) -> float:

@@ -34,12 +34,13 @@ from .models import (
     CheckResult,
     CitedEvidence,
     JudgeMeta,
+    cache_totals,
     turn_totals,
 )
 from .parsing import parse_verdict
 from .prompts import PromptRenderer, RenderedPrompt
 from .rubric import Rubric
-from .schema import output_schema
+from .schema import output_schema, stable_schema
 from .scoring import score_case
 from .suite import Case
 
@@ -104,6 +105,9 @@ class JudgeSettings:
     output_mode: str = "auto"
     max_repairs: int = 1
     params: Mapping[str, Any] = field(default_factory=lambda: {"max_tokens": 1024})
+    stable_schema: bool = False
+    """Send the rubric's schema without the case's citation enum (a prefix the provider's
+    prompt cache can reuse; :func:`judge.schema.stable_schema`). Off: keys as before."""
 
     def seed_for(self, sample: int) -> int | None:
         """The seed of sample ``sample`` (seed + sample), None without a seed."""
@@ -235,16 +239,19 @@ def judge_meta(model: str, settings: JudgeSettings, key: str,
     return JudgeMeta(model=model, temperature=settings.temperature,
                      seed=settings.seed_for(sample), sample=sample, templateId=template_id,
                      templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
-                     cached=cached, **turn_totals(turns),
+                     cached=cached, **turn_totals(turns), **cache_totals(turns),
                      systemFingerprint=turns[-1].get("systemFingerprint") if turns else None)
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
     """The logical request for one judge and one sample (seed + sample)."""
     assert prep.prompt is not None
+    schema = prep.schema
+    if settings.stable_schema and schema is not None:
+        schema = stable_schema(schema)
     return JudgeRequest(model=model, messages=prep.prompt.messages,
                         temperature=settings.temperature, seed=settings.seed_for(sample),
-                        schema=prep.schema,
+                        schema=schema,
                         output_mode=settings.output_mode, params=settings.params)
 
 

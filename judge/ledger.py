@@ -1,7 +1,8 @@
 """The call ledger: per judge, what a run asked of the model and what the cache spared.
 
 The counts come from two places that each know one half: the results (judgments, cache
-hits, tokens, cost) and the model client (requests, repair turns, retries by reason, mode
+hits, tokens — of the prompt tokens, those the provider's prompt cache served or stored —
+and cost) and the model client (requests, repair turns, retries by reason, mode
 fallbacks — what went on the wire). :func:`build_ledger` joins them into
 :class:`~judge.models.JudgeLedger` values whose ``calls`` is the sum of its parts, so the
 summary's "model calls" is always explained.
@@ -44,6 +45,8 @@ class JudgeTally:
     cacheHits: int = 0
     promptTokens: int = 0
     completionTokens: int = 0
+    cachedTokens: int = 0
+    cacheWriteTokens: int = 0
     cost: float = 0.0
     costKnown: bool = True
 
@@ -74,6 +77,8 @@ def tally(tallies: dict[str, JudgeTally], result: CaseResult) -> None:
         return
     t.promptTokens += meta.promptTokens or 0
     t.completionTokens += meta.completionTokens or 0
+    t.cachedTokens += meta.cachedTokens or 0
+    t.cacheWriteTokens += meta.cacheWriteTokens or 0
     if meta.costUsd is None:
         if result.status != "cache_miss":
             t.costKnown = False
@@ -96,6 +101,7 @@ def build_ledger(tallies: Mapping[str, JudgeTally],
             model=model, judgments=t.judgments, cacheHits=t.cacheHits,
             requests=counts.requests, repairTurns=counts.repairTurns, retries=retries,
             fallbacks=counts.fallbacks, calls=calls, promptTokens=t.promptTokens,
-            completionTokens=t.completionTokens,
+            completionTokens=t.completionTokens, cachedTokens=t.cachedTokens,
+            cacheWriteTokens=t.cacheWriteTokens,
             costUsd=None if calls and not t.costKnown else round(t.cost, 10))
     return ledger

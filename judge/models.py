@@ -26,6 +26,7 @@ __all__ = [
     "RunOwner",
     "RunTotals",
     "Score",
+    "cache_totals",
     "turn_totals",
 ]
 
@@ -140,6 +141,11 @@ class JudgeMeta(_Frozen):
     modelReported: str | None = None
     systemFingerprint: str | None = None
     """The provider's ``system_fingerprint`` of the last turn, when it gave one."""
+    cachedTokens: int | None = None
+    """Of ``promptTokens``, those the provider read from its prompt cache (billed at its
+    cached rate); None when any turn's provider did not say."""
+    cacheWriteTokens: int | None = None
+    """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
     aggregate: str | None = None
     """None for one judgment. On a result that combines others, how: ``median`` or ``mean``.
     A sample aggregate has the judge's model and sample -1 (median of its K samples); a panel
@@ -198,6 +204,10 @@ class JudgeLedger(_Frozen):
     """Requests on the wire: the sum of the four counts above."""
     promptTokens: int = 0
     completionTokens: int = 0
+    cachedTokens: int = 0
+    """Of ``promptTokens``, those read from the provider's prompt cache (its cached rate)."""
+    cacheWriteTokens: int = 0
+    """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
     costUsd: float | None = None
     """None when any paid call's price is unknown, never a made-up zero."""
 
@@ -269,6 +279,16 @@ class RunInfo(_Frozen):
     owner: RunOwner | None = None
     """Host and pid of the process judging it, while it runs."""
     totals: RunTotals = RunTotals()
+
+
+def cache_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
+    """Prompt-cache tokens over an exchange's turns (None when any turn did not report them)."""
+    out: dict[str, int | None] = {}
+    for name in ("cachedTokens", "cacheWriteTokens"):
+        values = [t.get(name) for t in turns]
+        known = [v for v in values if isinstance(v, int)]
+        out[name] = sum(known) if values and len(known) == len(values) else None
+    return out
 
 
 def turn_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -131,6 +131,7 @@ def _meta(members: Sequence[CaseResult], base: JudgeMeta, *, model: str, sample:
 
     prompt, completion = total("promptTokens"), total("completionTokens")
     cost, latency = total("costUsd"), total("latencyMs")
+    cached, written = total("cachedTokens"), total("cacheWriteTokens")
     return base.model_copy(update={
         "model": model,
         "outputMode": modes.pop() if len(modes) == 1 else None,
@@ -140,6 +141,8 @@ def _meta(members: Sequence[CaseResult], base: JudgeMeta, *, model: str, sample:
         "repairTurns": sum(m.repairTurns for m in known),
         "promptTokens": None if prompt is None else int(prompt),
         "completionTokens": None if completion is None else int(completion),
+        "cachedTokens": None if cached is None else int(cached),
+        "cacheWriteTokens": None if written is None else int(written),
         "costUsd": None if cost is None else round(cost, 10),
         "latencyMs": None if latency is None else round(latency, 3),
         "finishReason": None,

@@ -170,7 +170,9 @@ class ReplayIndex:
                 "index": INDEX_FORMAT, "code": code_digest(), "rubric": self.rubric_hash,
                 "template": [self.template_id, self.template_hash], "model": model,
                 "settings": {"temperature": s.temperature, "seed": s.seed,
-                             "outputMode": s.output_mode, "params": dict(s.params)}}))
+                             "outputMode": s.output_mode, "params": dict(s.params),
+                             # only when on: the salts of every record made without it stay
+                             **({"stableSchema": True} if s.stable_schema else {})}}))
             self._salts[model] = salt
         return salt
 

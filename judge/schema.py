@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from .rubric import Rubric
 
-__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "output_schema", "verdict_model"]
+__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "output_schema", "stable_schema",
+           "verdict_model"]
 
 RATIONALE_LIMIT = 1000
 MAX_CITATIONS = 10
@@ -98,3 +99,22 @@ def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
             cites["items"] = {"type": "string"}
             cites["maxItems"] = 0
     return schema
+
+
+def stable_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` without the case's citation enum: the same schema for every case of a rubric.
+
+    Providers put the structured-output schema ahead of the messages in their prompt cache
+    (OpenAI documents it as a prefix of the system message; Anthropic's tools and output
+    format precede the system prompt), so a per-case enum leaves no prefix to reuse. Sent
+    this way, citations are plain strings checked after the reply (an unknown ID gets the
+    repair turn), instead of being constrained while the model writes them.
+    """
+    props: dict[str, Any] = {}
+    for name, prop in schema["properties"].items():
+        inner = dict(prop["properties"])
+        cites = {k: v for k, v in inner["evidence"].items() if k != "maxItems"}
+        cites["items"] = {"type": "string"}
+        inner["evidence"] = cites
+        props[name] = {**prop, "properties": inner}
+    return {**schema, "properties": props}

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+from judge.client import _litellm
+
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE_SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
 pytest_plugins = ("pytester",)  # the pytest plugin's tests run inner pytest sessions
@@ -80,6 +82,20 @@ def fake_server() -> Iterator[Any]:
         yield handle
     finally:
         handle.stop()
+
+
+@pytest.fixture
+def litellm_httpx(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """LiteLLM on its httpx transport, so respx sees its async calls (it cannot see aiohttp).
+
+    Its HTTP clients are cached per process: flushed before, so they are made anew on that
+    transport, and after, so later tests get aiohttp ones again.
+    """
+    lit = _litellm()
+    monkeypatch.setattr(lit, "disable_aiohttp_transport", True)
+    lit.in_memory_llm_clients_cache.flush_cache()
+    yield lit
+    lit.in_memory_llm_clients_cache.flush_cache()
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import pytest
 import respx
 
 from judge.cache import JudgmentCache
-from judge.client import LiteLLMClient, ModelSpec, _litellm
+from judge.client import LiteLLMClient, ModelSpec
 from judge.errors import PermanentProviderError, ProviderError
 from judge.judging import JudgeSettings, Prepared, build_request, judge_prepared, prepare
 from judge.models import CaseResult
@@ -43,18 +43,7 @@ AI = {"agentPerformance": 90, "taskOutcomeQuality": 80, "processCompliance": 70}
 # --- fixtures ----------------------------------------------------------------------------
 
 
-@pytest.fixture(autouse=True)
-def httpx_transport() -> Iterator[Any]:
-    """LiteLLM on its httpx transport (respx cannot see aiohttp), clients re-made per test."""
-    lit = _litellm()
-    before = lit.disable_aiohttp_transport
-    lit.disable_aiohttp_transport = True
-    lit.in_memory_llm_clients_cache.flush_cache()
-    try:
-        yield lit
-    finally:
-        lit.disable_aiohttp_transport = before
-        lit.in_memory_llm_clients_cache.flush_cache()
+pytestmark = pytest.mark.usefixtures("litellm_httpx")  # respx sees LiteLLM's async calls
 
 
 @pytest.fixture(scope="module")

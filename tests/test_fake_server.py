@@ -430,3 +430,29 @@ def test_cli_prints_ready_and_writes_ready_file(tmp_path: Path) -> None:
         finally:
             process.terminate()
             assert process.wait(timeout=10) == 0
+
+
+def test_prompt_cache_reports_the_shared_prefix_openai_style(server: Any,
+                                                             client: httpx.Client) -> None:
+    """Off by default; on, the longest prefix sent before, in 128-token blocks, 0 below 1024,
+    and in json_schema mode the schema leads the prefix (another schema shares nothing)."""
+    stable = "R" * 5000  # 1250 tokens at 4 characters each
+
+    def cached(text: str, fmt: dict[str, Any] | None = None) -> int | None:
+        body = request_body(text, response_format=fmt)
+        body["messages"][0]["content"] = stable
+        usage = post(client, body).json()["usage"]
+        return usage.get("prompt_tokens_details", {}).get("cached_tokens")
+
+    assert cached("case one") is None  # off: no details, as before
+    server.set_options(prompt_cache_block=128)
+    assert cached("case one") == 0  # first sight
+    assert cached("case two") == 1152  # 5000 + 16 shared chars -> 9 whole blocks of 512
+    server.set_options(prompt_cache_min=2048)
+    assert cached("case three") == 0  # a shared prefix below the minimum is not reported
+    server.set_options(prompt_cache_min=1024)
+    one, two = openai_format(VERDICT_SCHEMA), openai_format({**VERDICT_SCHEMA, "title": "other"})
+    assert cached("case four", one) == 0
+    assert cached("case five", one) >= 1152  # same schema: schema + system shared
+    assert cached("case six", two) == 0  # the schema leads the prefix
+    assert server.stats()["cached_tokens"] >= 2304

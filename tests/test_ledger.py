@@ -101,3 +101,20 @@ def test_swap_two_judges_with_no_key(workspace: Path) -> None:
         assert server.wait(timeout=10) == 0
         if server.stdout is not None:
             server.stdout.close()
+
+
+def test_cached_prompt_tokens_reach_the_run_ledger(fake_server: Any, workspace: Path) -> None:
+    """The fake server's OpenAI-style prompt cache (vLLM-like: 16-token blocks, no minimum)
+    through LiteLLM to the judgments, the ledger and `judge show`."""
+    fake_server.set_options(prompt_cache_block=16, prompt_cache_min=0)
+    done = run_judge(["run", str(EXAMPLE_SUITE), "--model", MODEL, "--api-base",
+                      fake_server.openai_base_url, "--no-check", "--json"], workspace)
+    assert done.returncode == 0, done.stderr
+    run = json.loads(done.stdout)["run"]
+    entry = run["totals"]["ledger"][MODEL]
+    # Every case after the first reuses at least the rubric-only system message (~550 tokens).
+    assert entry["cachedTokens"] >= 13 * 500
+    assert entry["cachedTokens"] == fake_server.stats()["cached_tokens"]
+    assert entry["cachedTokens"] < entry["promptTokens"]
+    text = run_judge(["show", run["id"]], workspace).stdout
+    assert f"({entry['cachedTokens']} prompt tokens from the provider's cache)" in text

@@ -269,6 +269,7 @@ class _Run:
             settings={"cacheMode": s.cache_mode, "concurrency": s.concurrency,
                       "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
                       "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm,
+                      **({"stableSchema": True} if s.stable_schema else {}),
                       **self.sharding},
             owner=owner_here(),
         )

@@ -66,6 +66,9 @@ class Settings(BaseModel):
     """Sampling temperature sent to the judge."""
     output_mode: Literal["auto", "json_schema", "json_object", "prompt"] = "auto"
     """Structured-output mode; auto picks per model."""
+    stable_schema: bool = False
+    """Send one schema per rubric (citations checked after the reply, not by a per-case
+    enum), so providers' prompt caches reuse schema + system message across cases."""
     api_base: str | None = None
     """Base URL of the model server (an OpenAI-compatible ``…/v1``)."""
     timeout: float = Field(default=60.0, gt=0, le=86_400)

@@ -218,7 +218,8 @@ class Workspace:
         s = self.settings
         return JudgeSettings(temperature=s.temperature, seed=s.seed,
                              output_mode=s.output_mode, max_repairs=s.max_repairs,
-                             params={"max_tokens": s.max_tokens})
+                             params={"max_tokens": s.max_tokens},
+                             stable_schema=s.stable_schema)
 
     def resolve_models(self, *, needs_judge: bool, offline: bool) -> tuple[tuple[str, ...],
                                                                            str | None]:

@@ -164,9 +164,11 @@ def ledger_lines(ledger: Mapping[str, JudgeLedger]) -> list[str]:
     """One line per judge: calls itemised, cache hits, tokens, cost."""
     lines = []
     for model, e in ledger.items():
+        reused = f" ({e.cachedTokens} prompt tokens from the provider's cache)" \
+            if e.cachedTokens else ""
         lines.append(f"judge {model}: {calls_text(e)}; cache hits {e.cacheHits} of "
                      f"{plural(e.judgments, 'judgment')}; tokens {e.promptTokens}+"
-                     f"{e.completionTokens}; {cost_text(e.costUsd, e.calls)}")
+                     f"{e.completionTokens}{reused}; {cost_text(e.costUsd, e.calls)}")
     return lines
 
 
