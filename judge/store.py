@@ -56,10 +56,11 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .canonical import canonical_json
-from .errors import StoreError, UnknownRunError
+from .errors import StoreError
 from .migrations import HEAD, SchemaState, pending, schema_state, upgrade
 from .models import CaseResult, RunInfo, RunTotals
 from .redact import mask_url
+from .store_reader import parse_run, unknown_run
 from .store_revisions import STORE_FORMAT_VERSION
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
@@ -563,10 +564,7 @@ class RunStore:
         }
 
     def _parse_run(self, text: str, version: int) -> RunInfo:
-        if version > STORE_FORMAT_VERSION:
-            raise StoreError(f"{self.url} holds runs in store format {version}, newer than "
-                             f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
-        return RunInfo.model_validate_json(text)
+        return parse_run(self.url, text, version)
 
     @staticmethod
     def _runs_query(suite: str | None, status: str | None) -> Select[str, int]:
@@ -606,7 +604,7 @@ class RunStore:
         return self._parse_run(row[0], row[1])
 
     def _unknown(self, run_id: str) -> StoreError:
-        return UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        return unknown_run(self.url, run_id)
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         message = self._scrub(exc)

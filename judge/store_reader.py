@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -27,7 +28,7 @@ from .models import CaseResult, RunInfo
 from .redact import mask_url
 from .store_revisions import HEAD, STORE_FORMAT_VERSION
 
-__all__ = ["RunReader", "StoreReader", "open_reader"]
+__all__ = ["RunReader", "StoreReader", "open_reader", "parse_run", "unknown_run"]
 
 _SQLITE = re.compile(r"sqlite(\+pysqlite)?:///(?P<path>[^?#%]+)")
 _POSTGRES = re.compile(r"postgresql\+psycopg://(?P<rest>.+)")
@@ -125,12 +126,7 @@ class StoreReader:
         """
         if batch < 1:
             raise ValueError("batch must be at least 1")
-        self._known(run_id)
-        sql = "SELECT result_json FROM case_results WHERE run_id = ?"
-        params: list[Any] = [run_id]
-        if failures_only:
-            sql += _FAILURES
-            params.append(False)
+        sql, params = self._results("result_json", run_id, failures_only)
         sql += " ORDER BY case_id, model, sample"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
@@ -139,12 +135,7 @@ class StoreReader:
 
     def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
         """How many results the run has (only failures with ``failures_only``)."""
-        self._known(run_id)
-        sql = "SELECT count(*) FROM case_results WHERE run_id = ?"
-        params: list[Any] = [run_id]
-        if failures_only:
-            sql += _FAILURES
-            params.append(False)
+        sql, params = self._results("count(*)", run_id, failures_only)
         return int(self._rows(sql, *params)[0][0])
 
     # -- lifecycle ------------------------------------------------------------------------
@@ -166,18 +157,11 @@ class StoreReader:
         return sql.replace("%", "%%").replace("?", "%s") if self._pg else sql
 
     def _rows(self, sql: str, *params: Any) -> list[Sequence[Any]]:
-        try:
-            cursor = self._conn.execute(self._sql(sql), params)
-            return list(cursor.fetchall())
-        except Exception as exc:
-            if _driver_error(exc):
-                raise self._failed(exc) from exc
-            raise
-        finally:
-            self._end()
+        with self._reading():
+            return list(self._conn.execute(self._sql(sql), params).fetchall())
 
     def _stream(self, sql: str, params: list[Any], batch: int) -> Iterator[CaseResult]:
-        try:
+        with self._reading():
             # On PostgreSQL a named (server-side) cursor: the rows come ``batch`` at a time.
             cursor = self._conn.cursor(name="judge_results") if self._pg \
                 else self._conn.cursor()
@@ -190,6 +174,12 @@ class StoreReader:
                         yield CaseResult.model_validate_json(text)
             finally:
                 cursor.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The driver's errors as StoreError (no password); the read transaction ended."""
+        try:
+            yield
         except Exception as exc:
             if _driver_error(exc):
                 raise self._failed(exc) from exc
@@ -211,24 +201,45 @@ class StoreReader:
                 params.append(value)
         return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
 
+    def _results(self, what: str, run_id: str,
+                 failures_only: bool) -> tuple[str, list[Any]]:
+        """SELECT ``what`` over a known run's results (only failures with ``failures_only``)."""
+        self._known(run_id)
+        sql = f"SELECT {what} FROM case_results WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if failures_only:
+            sql += _FAILURES
+            params.append(False)
+        return sql, params
+
     def _known(self, run_id: str) -> None:
         if not self._rows("SELECT id FROM runs WHERE id = ?", run_id):
             raise self._unknown(run_id)
 
     def _parse_run(self, text: str, version: int) -> RunInfo:
-        if version > STORE_FORMAT_VERSION:
-            raise StoreError(f"{self.url} holds runs in store format {version}, newer than "
-                             f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
-        return RunInfo.model_validate_json(text)
+        return parse_run(self.url, text, version)
 
     def _unknown(self, run_id: str) -> StoreError:
-        return UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        return unknown_run(self.url, run_id)
 
     def _failed(self, exc: BaseException) -> StoreError:
         message = mask_url(str(exc).strip())
         if self._password:
             message = message.replace(self._password, "***")
         return StoreError(f"run store {self.url}: {message}")
+
+
+def parse_run(url: str, text: str, version: int) -> RunInfo:
+    """A stored run row's value; StoreError for a row format newer than this code reads."""
+    if version > STORE_FORMAT_VERSION:
+        raise StoreError(f"{url} holds runs in store format {version}, newer than "
+                         f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
+    return RunInfo.model_validate_json(text)
+
+
+def unknown_run(url: str, run_id: str) -> StoreError:
+    """The error for a run id the store at ``url`` does not hold."""
+    return UnknownRunError(f"no run {run_id!r} in {url}; `judge history` lists the runs")
 
 
 def open_reader(url: str, workspace: Path) -> StoreReader | None:

@@ -64,16 +64,9 @@ class StoreLocation:
     def open_store(self) -> RunStore:
         """The full run store, as :meth:`Workspace.open_store` opens it."""
         # Imported here: SQLAlchemy and the lifecycle's imports are what a light read avoids.
-        from ..store import RunStore
-        from .lifecycle import reap_abandoned
+        from .lifecycle import open_reaped
 
-        store = RunStore(self.settings.store_url, workspace=self.root)
-        try:
-            reap_abandoned(store)
-        except BaseException:
-            store.close()
-            raise
-        return store
+        return open_reaped(self.settings.store_url, self.root)
 
 
 def needs_reaping(reader: StoreReader) -> bool:
