@@ -142,6 +142,8 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
     assert "cases 1-50 of 60; 10 more: `judge show r-0001-aa --offset 50`" in text
     text = judge("show", "r-0001", "--offset", "50").stdout
     assert "case-00050" in text and "case-00059" in text and "more" not in text
+    assert "60 cases; none on this page (from case 71" in judge("show", "r-0001", "--offset",
+                                                                 "70").stdout
     body = json.loads(judge("show", "r-0001", "--json", "-n", "5").stdout)
     assert [c["id"] for c in body["cases"]] == [f"case-{i:05d}" for i in range(5)]
     assert (body["total"], body["offset"], body["limit"], body["more"]) == (60, 0, 5, 55)

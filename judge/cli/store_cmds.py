@@ -103,9 +103,9 @@ def show(
 ) -> None:
     """Show a run: its settings, hashes and totals, and a page of its cases.
 
-    The cases come in case-id order, 50 at a time: ``--offset`` pages on, ``--limit`` sets
-    the page size, ``--all`` shows every one. ``--json`` holds the same page, with
-    ``total``, ``offset``, ``limit`` and ``more`` saying what else there is.
+    The cases come in case-id order, 50 at a time: --offset pages on, --limit sets the
+    page size, --all shows every one. --json holds the same page, with total, offset,
+    limit and more saying what else there is.
     """
     view = show_run(_workspace(store), run, failures_only=failures, offset=offset,
                     limit=None if every else limit)
@@ -172,11 +172,12 @@ def _print_header(info: RunInfo) -> None:
 
 def _print_more(view: RunView) -> None:
     """Say how many cases the page leaves out, and how to see them."""
-    if not view.more:
+    if not view.more or not view.cases:
         return
     what = "failing cases" if view.failures_only else "cases"
     first, last = view.offset + 1, view.offset + len(view.cases)
-    again = f"judge show {view.run.id}{' --failures' if view.failures_only else ''}"
+    size = "" if view.limit in (None, SHOW_LIMIT) else f" --limit {view.limit}"
+    again = f"judge show {view.run.id}{' --failures' if view.failures_only else ''}{size}"
     console().print(f"{what} {first}-{last} of {view.total}; {view.more} more: "
                     f"`{again} --offset {last}` for the next page, `--all` for every one",
                     markup=False)
@@ -186,9 +187,10 @@ def _print_cases(view: RunView) -> None:
     out = console()
     info, cases = view.run, view.cases
     if not cases:
-        if view.total and view.offset:
-            out.print(f"no cases from {view.offset + 1} on: the run has {view.total}",
-                      markup=False)
+        if view.total:
+            what = "failing cases" if view.failures_only else "cases"
+            out.print(f"{view.total} {what}; none on this page (from case "
+                      f"{view.offset + 1}, at most {view.limit})", markup=False)
             return
         out.print("no failing cases" if view.failures_only else "no case results stored")
         return
