@@ -60,7 +60,7 @@ from .errors import StoreError
 from .migrations import HEAD, SchemaState, pending, schema_state, upgrade
 from .models import CaseResult, RunInfo, RunTotals
 from .redact import mask_url
-from .store_reader import parse_run, unknown_run
+from .store_reader import ambiguous_prefix, parse_run, unknown_run
 from .store_revisions import STORE_FORMAT_VERSION
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
@@ -591,9 +591,7 @@ class RunStore:
         if not found:
             raise self._unknown(run_id)
         if len(found) > 1:
-            shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-            raise StoreError(f"run id prefix {run_id!r} is ambiguous in {self.url}: it starts "
-                             f"{shown}; give more characters")
+            raise ambiguous_prefix(self.url, run_id, found)
         return found[0]
 
     def _load_run(self, conn: Connection, run_id: str) -> RunInfo:

@@ -28,7 +28,14 @@ from .models import CaseResult, RunInfo
 from .redact import mask_url
 from .store_revisions import HEAD, STORE_FORMAT_VERSION
 
-__all__ = ["RunReader", "StoreReader", "open_reader", "parse_run", "unknown_run"]
+__all__ = [
+    "RunReader",
+    "StoreReader",
+    "ambiguous_prefix",
+    "open_reader",
+    "parse_run",
+    "unknown_run",
+]
 
 _SQLITE = re.compile(r"sqlite(\+pysqlite)?:///(?P<path>[^?#%]+)")
 _POSTGRES = re.compile(r"postgresql\+psycopg://(?P<rest>.+)")
@@ -93,9 +100,7 @@ class StoreReader:
         if not found:
             raise self._unknown(run_id)
         if len(found) > 1:
-            shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-            raise StoreError(f"run id prefix {run_id!r} is ambiguous in {self.url}: it starts "
-                             f"{shown}; give more characters")
+            raise ambiguous_prefix(self.url, run_id, found)
         (row,) = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?",
                             found[0])
         return self._parse_run(*row)
@@ -235,6 +240,13 @@ def parse_run(url: str, text: str, version: int) -> RunInfo:
         raise StoreError(f"{url} holds runs in store format {version}, newer than "
                          f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
     return RunInfo.model_validate_json(text)
+
+
+def ambiguous_prefix(url: str, run_id: str, found: Sequence[str]) -> StoreError:
+    """The error for a run id prefix that several stored runs start with (``found``)."""
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    return StoreError(f"run id prefix {run_id!r} is ambiguous in {url}: it starts "
+                      f"{shown}; give more characters")
 
 
 def unknown_run(url: str, run_id: str) -> StoreError:
