@@ -26,6 +26,7 @@ from .evidence import DEFAULT_PROFILE, EvidenceProfile
 from .limits import MAX_RUBRIC_CHARS
 from .safeyaml import load_yaml
 from .signal_rules import SignalRule
+from .validation_text import format_validation_error, primary_error
 
 __all__ = [
     "DEFAULT_BANDS",
@@ -214,25 +215,6 @@ def rubric_hash(rubric: Rubric) -> str:
     return hashlib.sha256(canonical_json(data).encode()).hexdigest()
 
 
-def _primary_error(exc: ValidationError) -> Any:
-    # A misspelt key gives two errors, "missing 'weight'" and "unknown 'wieght'"; the
-    # unknown key is the cause, so it is the one reported.
-    errors = exc.errors()
-    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-
-
-def format_validation_error(exc: ValidationError) -> tuple[str, str]:
-    """The main pydantic error as (dotted place, message), for one clear line."""
-    err = _primary_error(exc)
-    where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-    msg = err["msg"]
-    if err["type"] == "extra_forbidden":
-        msg = f"unknown key {err['loc'][-1]!r}"
-    elif err["type"] == "value_error":
-        msg = msg.removeprefix("Value error, ")
-    return where, msg
-
-
 def _check_semantics(rubric: Rubric, source: str) -> None:
     total = sum((exact(c.weight) for c in rubric.categories), Fraction(0))
     if abs(total - 1) > WEIGHT_TOLERANCE:
@@ -340,7 +322,7 @@ def parse_rubric(text: str, source: str = "<rubric>") -> Rubric:
 
 
 def _fix_hint(exc: ValidationError) -> str:
-    err = _primary_error(exc)
+    err = primary_error(exc)
     if err["type"] == "extra_forbidden":
         missing = [str(e["loc"][-1]) for e in exc.errors()
                    if e["type"] == "missing" and e["loc"][:-1] == err["loc"][:-1]]

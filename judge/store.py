@@ -56,10 +56,12 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .canonical import canonical_json
-from .errors import StoreError, UnknownRunError
+from .errors import StoreError
 from .migrations import HEAD, SchemaState, pending, schema_state, upgrade
 from .models import CaseResult, RunInfo, RunTotals
 from .redact import mask_url
+from .store_reader import ambiguous_prefix, parse_run, unknown_run
+from .store_revisions import STORE_FORMAT_VERSION
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
 
@@ -68,9 +70,6 @@ MigratePolicy = Literal["auto", "all", "none"]
 
 DEFAULT_STORE_URL: Final = "sqlite:///.judge/judge.db"
 """Relative SQLite paths are resolved against the workspace, not the process's cwd."""
-
-STORE_FORMAT_VERSION: Final = 1
-"""Written in every row; a row from a newer format is refused rather than misread."""
 
 _BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for another process's transaction before failing."""
@@ -84,6 +83,7 @@ _RECONNECT_SECONDS: Final = 30.0
 _MIGRATION_LOCK: Final = 0x6A756467  # "judg": the advisory lock migrations take on PostgreSQL
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 _metadata = MetaData()
 
@@ -420,18 +420,36 @@ class RunStore:
 
         self._retrying(write)
 
-    def iter_results(self, run_id: str, *, batch: int = 1000) -> Iterator[CaseResult]:
+    def iter_results(self, run_id: str, *, batch: int = 1000, offset: int = 0,
+                     limit: int | None = None,
+                     failures_only: bool = False) -> Iterator[CaseResult]:
         """Yield a run's results by case id, model, sample, fetching ``batch`` rows at a time.
 
-        An unknown id fails here, not at the first ``next()``. Close the iterator (or run it
-        out) to release its connection.
+        From the ``offset``-th on, at most ``limit`` of them; with ``failures_only`` only
+        the cases that failed or were not scored. An unknown id fails here, not at the first
+        ``next()``. Close the iterator (or run it out) to release its connection.
         """
         if batch < 1:
             raise ValueError("batch must be at least 1")
         with self._transaction() as conn:
             if not self._exists(conn, run_id):
                 raise self._unknown(run_id)
-        return self._stream(run_id, batch)
+        c = _case_results.c
+        query = self._results_where(select(c.result_json), run_id, failures_only) \
+            .order_by(c.case_id, c.model, c.sample)
+        if offset:
+            query = query.offset(offset)
+        if limit is not None:
+            query = query.limit(limit)
+        return self._stream(query, batch)
+
+    def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
+        """How many results the run has (only the failing or unscored with ``failures_only``)."""
+        with self._transaction() as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            query = self._results_where(select(func.count()), run_id, failures_only)
+            return int(conn.execute(query).scalar_one())
 
     def count_results(self, run_id: str) -> dict[str, int]:
         """Count results by status; ``scored``, ``unscored`` and ``cache_miss`` always present."""
@@ -502,10 +520,7 @@ class RunStore:
         except SQLAlchemyError as exc:
             raise self._failed(exc) from exc
 
-    def _stream(self, run_id: str, batch: int) -> Iterator[CaseResult]:
-        c = _case_results.c
-        query = (select(c.result_json).where(c.run_id == run_id)
-                 .order_by(c.case_id, c.model, c.sample))
+    def _stream(self, query: Select[str], batch: int) -> Iterator[CaseResult]:
         try:
             with self._engine.connect() as conn:
                 rows = conn.execution_options(yield_per=batch).execute(query)
@@ -513,6 +528,15 @@ class RunStore:
                     yield CaseResult.model_validate_json(text)
         except SQLAlchemyError as exc:
             raise self._failed(exc) from exc
+
+    @staticmethod
+    def _results_where(query: Select[_S], run_id: str, failures_only: bool) -> Select[_S]:
+        """``query`` over one run's results (what ``--failures`` keeps, if asked)."""
+        c = _case_results.c
+        query = query.where(c.run_id == run_id)
+        if failures_only:  # judge.app.runs.is_failure, in SQL
+            query = query.where((c.status != "scored") | (c.passed == False))  # noqa: E712
+        return query
 
     @staticmethod
     def _run_row(run: RunInfo) -> dict[str, Any]:
@@ -540,10 +564,7 @@ class RunStore:
         }
 
     def _parse_run(self, text: str, version: int) -> RunInfo:
-        if version > STORE_FORMAT_VERSION:
-            raise StoreError(f"{self.url} holds runs in store format {version}, newer than "
-                             f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
-        return RunInfo.model_validate_json(text)
+        return parse_run(self.url, text, version)
 
     @staticmethod
     def _runs_query(suite: str | None, status: str | None) -> Select[str, int]:
@@ -570,9 +591,7 @@ class RunStore:
         if not found:
             raise self._unknown(run_id)
         if len(found) > 1:
-            shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-            raise StoreError(f"run id prefix {run_id!r} is ambiguous in {self.url}: it starts "
-                             f"{shown}; give more characters")
+            raise ambiguous_prefix(self.url, run_id, found)
         return found[0]
 
     def _load_run(self, conn: Connection, run_id: str) -> RunInfo:
@@ -583,7 +602,7 @@ class RunStore:
         return self._parse_run(row[0], row[1])
 
     def _unknown(self, run_id: str) -> StoreError:
-        return UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        return unknown_run(self.url, run_id)
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         message = self._scrub(exc)

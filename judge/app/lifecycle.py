@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 from ..local import pid_alive
 from ..models import RunOwner, RunTotals
 from ..store import RunStore
 
-__all__ = ["owner_here", "reap_abandoned"]
+__all__ = ["open_reaped", "owner_here", "reap_abandoned"]
 
 
 def owner_here() -> RunOwner:
@@ -41,3 +42,14 @@ def reap_abandoned(store: RunStore) -> list[str]:
                          status="abandoned")
         reaped.append(run.id)
     return reaped
+
+
+def open_reaped(url: str, workspace: Path) -> RunStore:
+    """The run store at ``url``, opened, with this host's dead runs marked abandoned."""
+    store = RunStore(url, workspace=workspace)
+    try:
+        reap_abandoned(store)
+    except BaseException:
+        store.close()
+        raise
+    return store

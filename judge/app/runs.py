@@ -1,18 +1,25 @@
-"""Stored runs: find one, read its results, list a suite's history, export (no model, no cache)."""
+"""Stored runs: find one, read its results, list a suite's history, export (no model, no cache).
+
+Each operation takes a Workspace or a :class:`~judge.app.store_access.StoreLocation` (what
+the ``history``/``show``/``export`` doors open: no SQLAlchemy, no judges) and reads through
+:func:`~judge.app.store_access.reading`.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from ..errors import UsageError
 from ..files import atomic_writer
 from ..models import CaseResult, RunInfo
-from ..store import RunStore
 from .exporting import ExportFormat, write_export
-from .workspace import Workspace
+from .store_access import StoreSource, reading
+
+if TYPE_CHECKING:
+    from ..store import RunStore
 
 __all__ = [
     "ExportReport",
@@ -39,11 +46,23 @@ class RunHistory:
 
 @dataclass(frozen=True)
 class RunView:
-    """A stored run with its case results (only the failing ones when asked)."""
+    """A stored run with a page of its case results (only the failing ones when asked).
+
+    ``cases`` are those from the ``offset``-th on, at most ``limit`` (None: all); ``total``
+    counts every case the view selects (all, or the failures), so ``more`` are not shown.
+    """
 
     run: RunInfo
     cases: tuple[CaseResult, ...]
     failures_only: bool = False
+    offset: int = 0
+    limit: int | None = None
+    total: int = 0
+
+    @property
+    def more(self) -> int:
+        """Selected cases after this page."""
+        return max(0, self.total - self.offset - len(self.cases))
 
 
 @dataclass(frozen=True)
@@ -60,29 +79,29 @@ def is_failure(result: CaseResult) -> bool:
     return result.status != "scored" or result.passed is False
 
 
-def get_run(workspace: Workspace, run_id: str) -> RunInfo:
+def get_run(workspace: StoreSource, run_id: str) -> RunInfo:
     """The run with this id or unique prefix; StoreError when unknown."""
-    with workspace.open_store() as store:
+    with reading(workspace) as store:
         return store.get_run(run_id)
 
 
-def iter_results(workspace: Workspace, run_id: str) -> Iterator[CaseResult]:
+def iter_results(workspace: StoreSource, run_id: str) -> Iterator[CaseResult]:
     """The run's stored results in case order, streamed (the store closes at the end)."""
-    with workspace.open_store() as store:
+    with reading(workspace) as store:
         yield from store.iter_results(run_id)
 
 
-def list_runs(workspace: Workspace, suite: str | None = None, *,
+def list_runs(workspace: StoreSource, suite: str | None = None, *,
               limit: int | None = 20) -> list[RunInfo]:
     """Stored runs, newest first."""
-    with workspace.open_store() as store:
+    with reading(workspace) as store:
         return store.list_runs(suite, limit=limit)
 
 
-def run_history(workspace: Workspace, suite: str | None = None, *,
+def run_history(workspace: StoreSource, suite: str | None = None, *,
                 limit: int | None = 20) -> RunHistory:
     """Stored runs (of ``suite``), newest first, with the store's displayable URL."""
-    with workspace.open_store() as store:
+    with reading(workspace) as store:
         return RunHistory(runs=tuple(store.list_runs(suite, limit=limit)), store_url=store.url)
 
 
@@ -107,23 +126,33 @@ def pick_complete_run(store: RunStore, run_id: str | None, suite: str | None) ->
     return run
 
 
-def show_run(workspace: Workspace, run_id: str, *, failures_only: bool = False) -> RunView:
-    """The run with this id or prefix and its results (only failures with ``failures_only``)."""
-    with workspace.open_store() as store:
+def show_run(workspace: StoreSource, run_id: str, *, failures_only: bool = False,
+             offset: int = 0, limit: int | None = None) -> RunView:
+    """The run with this id or prefix and a page of its results, read as a page.
+
+    Only failures with ``failures_only``; from the ``offset``-th, at most ``limit`` (None:
+    all). The store returns just that page, so a large run is not read whole.
+    """
+    if offset < 0 or (limit is not None and limit < 0):
+        raise UsageError("offset and limit count cases: 0 or more",
+                         fix="pass --offset N and --limit N with N >= 0")
+    with reading(workspace) as store:
         run = store.get_run(run_id)
-        cases = tuple(c for c in store.iter_results(run.id)
-                      if not failures_only or is_failure(c))
-    return RunView(run=run, cases=cases, failures_only=failures_only)
+        total = store.result_count(run.id, failures_only=failures_only)
+        cases = tuple(store.iter_results(run.id, offset=offset, limit=limit,
+                                         failures_only=failures_only))
+    return RunView(run=run, cases=cases, failures_only=failures_only, offset=offset,
+                   limit=limit, total=total)
 
 
-def export_run(workspace: Workspace, run_id: str, fmt: ExportFormat,
+def export_run(workspace: StoreSource, run_id: str, fmt: ExportFormat,
                sink: TextIO | Path) -> ExportReport:
     """Stream the run's results to ``sink`` (a text stream, or a file written atomically).
 
     The run is looked up first, so an unknown run creates no file; a file is written beside
     its destination and moved into place whole, so a failed export leaves nothing behind.
     """
-    with workspace.open_store() as store:
+    with reading(workspace) as store:
         run = store.get_run(run_id)
         results = store.iter_results(run.id)
         if not isinstance(sink, Path):

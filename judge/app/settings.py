@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
-from ..rubric import format_validation_error
+from ..validation_text import format_validation_error
 
 __all__ = [
     "DEFAULT_SUITE_GLOBS",

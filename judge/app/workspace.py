@@ -27,7 +27,7 @@ from ..redact import Redactor, secret_values
 from ..resources import load_rubric
 from ..rubric import Rubric
 from ..store import RunStore
-from .lifecycle import reap_abandoned
+from .lifecycle import open_reaped
 from .settings import CacheModeName, Settings, load_settings
 
 __all__ = [
@@ -179,13 +179,7 @@ class Workspace:
 
         Opening it marks this host's runs whose process died ``abandoned``.
         """
-        store = RunStore(self.settings.store_url, workspace=self.root)
-        try:
-            reap_abandoned(store)
-        except BaseException:
-            store.close()
-            raise
-        return store
+        return open_reaped(self.settings.store_url, self.root)
 
     def open_cache(self, mode: CacheModeName | None = None, *,
                    notice: Callable[[str], None] | None = None) -> JudgmentCache | None:

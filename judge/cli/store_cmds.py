@@ -1,6 +1,9 @@
 """Commands over stored runs: ``history``, ``show`` and ``export``.
 
 The work is :mod:`judge.app.runs`; this module parses the flags and renders the result.
+These commands only read the store, so they open a
+:class:`~judge.app.store_access.StoreLocation`, not the whole workspace: their start-up
+stays light (``bench/shards.py`` measures it).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from rich.text import Text
 
 from ..app.exporting import ExportFormat
 from ..app.runs import RunView, export_run, run_history, show_run
-from ..app.workspace import Workspace
+from ..app.store_access import StoreLocation
 from ..canonical import canonical_json
 from ..models import RunInfo
 from .output import (
@@ -38,6 +41,9 @@ StoreOption = Annotated[str | None, typer.Option(
          "else sqlite:///.judge/judge.db in the current folder).")]
 RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
 
+SHOW_LIMIT = 50
+"""Cases ``judge show`` prints unless told otherwise (``--limit``, ``--all``)."""
+
 
 def register(app: typer.Typer) -> None:
     """Add ``history``, ``show`` and ``export`` to ``app``."""
@@ -46,9 +52,9 @@ def register(app: typer.Typer) -> None:
     app.command("export")(export)
 
 
-def _workspace(store: str | None) -> Workspace:
-    """The workspace in the current folder; ``--store`` over the ``store_url`` setting."""
-    return Workspace.open(overrides={"store_url": store})
+def _workspace(store: str | None) -> StoreLocation:
+    """The current folder's store location; ``--store`` over the ``store_url`` setting."""
+    return StoreLocation.open(overrides={"store_url": store})
 
 
 def history(
@@ -83,17 +89,35 @@ def show(
     run: RunArg,
     failures: Annotated[bool, typer.Option(
         "--failures", help="Only cases that failed or were not scored.")] = False,
+    limit: Annotated[int, typer.Option(
+        "--limit", "-n", min=0, help=f"At most this many cases (default {SHOW_LIMIT}).")
+    ] = SHOW_LIMIT,
+    offset: Annotated[int, typer.Option(
+        "--offset", min=0, help="Skip this many cases first (the next page: --offset 50).")
+    ] = 0,
+    every: Annotated[bool, typer.Option(
+        "--all", help="Every case (`judge export` streams them as JSON lines or CSV).")
+    ] = False,
     store: StoreOption = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Show a run: its settings, hashes and totals, and a table of its cases."""
-    view = show_run(_workspace(store), run, failures_only=failures)
+    """Show a run: its settings, hashes and totals, and a page of its cases.
+
+    The cases come in case-id order, 50 at a time: --offset pages on, --limit sets the
+    page size, --all shows every one. --json holds the same page, with total, offset,
+    limit and more saying what else there is.
+    """
+    view = show_run(_workspace(store), run, failures_only=failures, offset=offset,
+                    limit=None if every else limit)
     if json_out:
         emit_json({"run": view.run.model_dump(mode="json"),
-                   "cases": [c.model_dump(mode="json") for c in view.cases]})
+                   "cases": [c.model_dump(mode="json") for c in view.cases],
+                   "total": view.total, "offset": view.offset, "limit": view.limit,
+                   "more": view.more})
         return
     _print_header(view.run)
     _print_cases(view)
+    _print_more(view)
 
 
 def export(
@@ -146,10 +170,28 @@ def _print_header(info: RunInfo) -> None:
         out.print(line, markup=False)
 
 
+def _print_more(view: RunView) -> None:
+    """Say how many cases the page leaves out, and how to see them."""
+    if not view.more or not view.cases:
+        return
+    what = "failing cases" if view.failures_only else "cases"
+    first, last = view.offset + 1, view.offset + len(view.cases)
+    size = "" if view.limit in (None, SHOW_LIMIT) else f" --limit {view.limit}"
+    again = f"judge show {view.run.id}{' --failures' if view.failures_only else ''}{size}"
+    console().print(f"{what} {first}-{last} of {view.total}; {view.more} more: "
+                    f"`{again} --offset {last}` for the next page, `--all` for every one",
+                    markup=False)
+
+
 def _print_cases(view: RunView) -> None:
     out = console()
     info, cases = view.run, view.cases
     if not cases:
+        if view.total:
+            what = "failing cases" if view.failures_only else "cases"
+            out.print(f"{view.total} {what}; none on this page (from case "
+                      f"{view.offset + 1}, at most {view.limit})", markup=False)
+            return
         out.print("no failing cases" if view.failures_only else "no case results stored")
         return
     categories: list[str] = []

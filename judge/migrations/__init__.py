@@ -19,6 +19,8 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, inspect, text
 
+from ..store_revisions import HEAD, LEGACY, REVISIONS
+
 __all__ = [
     "HEAD",
     "LEGACY",
@@ -28,16 +30,6 @@ __all__ = [
     "schema_state",
     "upgrade",
 ]
-
-REVISIONS: Final[tuple[tuple[str, bool], ...]] = (
-    ("0001", True),  # the schema of the releases before migrations (runs, case_results)
-    ("0002", True),  # runs.run_group, shard_index, shard_count: sharded runs
-)
-"""Every revision in order, with whether it is additive (safe to apply on open)."""
-
-HEAD: Final = REVISIONS[-1][0]
-LEGACY: Final = REVISIONS[0][0]
-"""The revision of a store written before migrations: the tables and no version table."""
 
 _SCRIPTS: Final = Path(__file__).resolve().parent
 

@@ -1,0 +1,343 @@
+"""Reading a run store without SQLAlchemy: what ``judge history``, ``show`` and ``export`` need.
+
+Importing SQLAlchemy costs more than the whole of those commands' own work (~0.3 s of CPU
+on a small machine), so a store that is simply there to be read is read through the
+database driver directly: :mod:`sqlite3`, or psycopg for ``postgresql+psycopg://``. The
+queries are the ones :class:`judge.store.RunStore` runs, on the tables it made; the stored
+JSON is the value, as there.
+
+:func:`open_reader` only serves a store it can read as it is: an existing SQLite file or a
+reachable PostgreSQL database, at the head schema revision. For anything else (no store
+yet, a schema to migrate or refuse, a URL form it does not parse, a damaged file) it
+returns None and the caller opens the :class:`~judge.store.RunStore`, which creates,
+migrates or explains. Both satisfy :class:`RunReader`.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Protocol
+
+from .errors import StoreError, UnknownRunError
+from .models import CaseResult, RunInfo
+from .redact import mask_url
+from .store_revisions import HEAD, STORE_FORMAT_VERSION
+
+__all__ = [
+    "RunReader",
+    "StoreReader",
+    "ambiguous_prefix",
+    "open_reader",
+    "parse_run",
+    "unknown_run",
+]
+
+_SQLITE = re.compile(r"sqlite(\+pysqlite)?:///(?P<path>[^?#%]+)")
+_POSTGRES = re.compile(r"postgresql\+psycopg://(?P<rest>.+)")
+_FAILURES = " AND (status <> 'scored' OR passed = ?)"
+"""What ``--failures`` keeps: not scored, or scored and failed (judge.app.runs.is_failure)."""
+
+
+class RunReader(Protocol):
+    """The reads of a run store that the history, show and export operations make."""
+
+    @property
+    def url(self) -> str:
+        """The store's URL with no password in it."""
+        ...
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """The run with this id, or the one run whose id starts with it."""
+        ...
+
+    def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
+        """Runs newest first, at most ``limit``."""
+        ...
+
+    def iter_results(self, run_id: str, *, batch: int = 1000, offset: int = 0,
+                     limit: int | None = None,
+                     failures_only: bool = False) -> Iterator[CaseResult]:
+        """A run's results in case order, from ``offset``, at most ``limit``."""
+        ...
+
+    def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
+        """How many results the run has (only failures with ``failures_only``)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection."""
+        ...
+
+
+class StoreReader:
+    """A read-only connection to a run store at the head revision (see :func:`open_reader`)."""
+
+    def __init__(self, conn: Any, url: str, *, postgres: bool, password: str | None) -> None:
+        """Wrap an open DB-API connection; :func:`open_reader` makes one."""
+        self._conn = conn
+        self._pg = postgres
+        self._password = password
+        self.url = url
+
+    # -- the reads ------------------------------------------------------------------------
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """The run with this id, or the one run whose id starts with it (like git)."""
+        exact = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?", run_id)
+        if exact:
+            return self._parse_run(*exact[0])
+        if not run_id:
+            raise self._unknown(run_id)
+        escaped = run_id.replace("/", "//").replace("%", "/%").replace("_", "/_")
+        found = [str(r[0]) for r in self._rows(
+            "SELECT id FROM runs WHERE id LIKE ? || '%' ESCAPE '/' ORDER BY id LIMIT 6",
+            escaped)]
+        if not found:
+            raise self._unknown(run_id)
+        if len(found) > 1:
+            raise ambiguous_prefix(self.url, run_id, found)
+        (row,) = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?",
+                            found[0])
+        return self._parse_run(*row)
+
+    def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
+        """Runs newest first (``createdAt``, then id, descending), at most ``limit``."""
+        where, params = self._where(suite=suite, status=None)
+        sql = f"SELECT info_json, format_version FROM runs{where} " \
+              "ORDER BY created_at DESC, id DESC"
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(limit)
+        return [self._parse_run(*row) for row in self._rows(sql, *params)]
+
+    def runs_with_status(self, status: str) -> list[RunInfo]:
+        """Every run in ``status``, newest first."""
+        where, params = self._where(suite=None, status=status)
+        return [self._parse_run(*row) for row in self._rows(
+            f"SELECT info_json, format_version FROM runs{where} "
+            "ORDER BY created_at DESC, id DESC", *params)]
+
+    def iter_results(self, run_id: str, *, batch: int = 1000, offset: int = 0,
+                     limit: int | None = None,
+                     failures_only: bool = False) -> Iterator[CaseResult]:
+        """A run's results by case id, model, sample; from ``offset``, at most ``limit``.
+
+        An unknown id fails here, not at the first ``next()``; rows come ``batch`` at a time.
+        """
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        sql, params = self._results("result_json", run_id, failures_only)
+        sql += " ORDER BY case_id, model, sample"
+        if limit is not None or offset:
+            sql += " LIMIT ? OFFSET ?"
+            params += [-1 if limit is None and not self._pg else limit, offset]
+        return self._stream(sql, params, batch)
+
+    def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
+        """How many results the run has (only failures with ``failures_only``)."""
+        sql, params = self._results("count(*)", run_id, failures_only)
+        return int(self._rows(sql, *params)[0][0])
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the connection."""
+        self._conn.close()
+
+    def __enter__(self) -> StoreReader:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s") if self._pg else sql
+
+    def _rows(self, sql: str, *params: Any) -> list[Sequence[Any]]:
+        with self._reading():
+            return list(self._conn.execute(self._sql(sql), params).fetchall())
+
+    def _stream(self, sql: str, params: list[Any], batch: int) -> Iterator[CaseResult]:
+        with self._reading():
+            # On PostgreSQL a named (server-side) cursor: the rows come ``batch`` at a time.
+            cursor = self._conn.cursor(name="judge_results") if self._pg \
+                else self._conn.cursor()
+            try:
+                if self._pg:
+                    cursor.itersize = batch
+                cursor.execute(self._sql(sql), params)
+                while rows := cursor.fetchmany(batch):
+                    for (text,) in rows:
+                        yield CaseResult.model_validate_json(text)
+            finally:
+                cursor.close()
+
+    @contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The driver's errors as StoreError (no password); the read transaction ended."""
+        try:
+            yield
+        except Exception as exc:
+            if _driver_error(exc):
+                raise self._failed(exc) from exc
+            raise
+        finally:
+            self._end()
+
+    def _end(self) -> None:
+        """Close the read transaction psycopg opened (SQLite reads in autocommit)."""
+        if self._pg:
+            self._conn.rollback()
+
+    @staticmethod
+    def _where(*, suite: str | None, status: str | None) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        for column, value in (("suite", suite), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        return (" WHERE " + " AND ".join(clauses) if clauses else ""), params
+
+    def _results(self, what: str, run_id: str,
+                 failures_only: bool) -> tuple[str, list[Any]]:
+        """SELECT ``what`` over a known run's results (only failures with ``failures_only``)."""
+        self._known(run_id)
+        sql = f"SELECT {what} FROM case_results WHERE run_id = ?"
+        params: list[Any] = [run_id]
+        if failures_only:
+            sql += _FAILURES
+            params.append(False)
+        return sql, params
+
+    def _known(self, run_id: str) -> None:
+        if not self._rows("SELECT id FROM runs WHERE id = ?", run_id):
+            raise self._unknown(run_id)
+
+    def _parse_run(self, text: str, version: int) -> RunInfo:
+        return parse_run(self.url, text, version)
+
+    def _unknown(self, run_id: str) -> StoreError:
+        return unknown_run(self.url, run_id)
+
+    def _failed(self, exc: BaseException) -> StoreError:
+        message = mask_url(str(exc).strip())
+        if self._password:
+            message = message.replace(self._password, "***")
+        return StoreError(f"run store {self.url}: {message}")
+
+
+def parse_run(url: str, text: str, version: int) -> RunInfo:
+    """A stored run row's value; StoreError for a row format newer than this code reads."""
+    if version > STORE_FORMAT_VERSION:
+        raise StoreError(f"{url} holds runs in store format {version}, newer than "
+                         f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
+    return RunInfo.model_validate_json(text)
+
+
+def ambiguous_prefix(url: str, run_id: str, found: Sequence[str]) -> StoreError:
+    """The error for a run id prefix that several stored runs start with (``found``)."""
+    shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+    return StoreError(f"run id prefix {run_id!r} is ambiguous in {url}: it starts "
+                      f"{shown}; give more characters")
+
+
+def unknown_run(url: str, run_id: str) -> StoreError:
+    """The error for a run id the store at ``url`` does not hold."""
+    return UnknownRunError(f"no run {run_id!r} in {url}; `judge history` lists the runs")
+
+
+def open_reader(url: str, workspace: Path) -> StoreReader | None:
+    """A reader of the store at ``url`` when it can be read as it is; None otherwise.
+
+    None means: open :class:`judge.store.RunStore` instead (it creates, migrates, refuses
+    or explains). A PostgreSQL server that cannot be reached is a StoreError here, as there.
+    """
+    sqlite = _SQLITE.fullmatch(url)
+    if sqlite is not None:
+        return _open_sqlite(Path(sqlite["path"]).expanduser(), workspace)
+    postgres = _POSTGRES.fullmatch(url)
+    if postgres is not None:
+        return _open_postgres(url, "postgresql://" + postgres["rest"])
+    return None
+
+
+def _open_sqlite(path: Path, workspace: Path) -> StoreReader | None:
+    if not path.is_absolute():
+        path = (workspace / path).absolute()
+    if not path.is_file():
+        return None  # no store yet: RunStore makes one
+    try:
+        # mode=rw: never create a file; reads in autocommit see each statement's snapshot.
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=rw", uri=True, isolation_level=None,
+                               check_same_thread=False)
+    except sqlite3.Error:
+        return None
+    try:
+        conn.execute("PRAGMA busy_timeout = 30000")
+        at_head = _at_head(conn.execute("SELECT version_num FROM alembic_version").fetchall())
+    except sqlite3.Error:
+        at_head = False  # no version table, a damaged file...: RunStore says what it is
+    if not at_head:
+        conn.close()
+        return None
+    return StoreReader(conn, f"sqlite:///{path}", postgres=False, password=None)
+
+
+def _open_postgres(url: str, conninfo: str) -> StoreReader | None:
+    # psycopg is the postgres extra's driver; without it RunStore gives the install hint.
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    password = _password(conninfo)
+    shown = _shown(url, password)
+    try:
+        conn = psycopg.connect(conninfo)
+    except psycopg.ProgrammingError:
+        return None  # a URL libpq does not take as it is: SQLAlchemy's parsing decides
+    except psycopg.Error as exc:
+        message = mask_url(str(exc).strip())
+        if password:
+            message = message.replace(password, "***")
+        raise StoreError(f"run store {shown}: {message}") from None
+    try:
+        at_head = _at_head(conn.execute("SELECT version_num FROM alembic_version").fetchall())
+        conn.rollback()
+    except psycopg.Error:
+        at_head = False
+    if not at_head:
+        conn.close()
+        return None
+    return StoreReader(conn, shown, postgres=True, password=password)
+
+
+def _driver_error(exc: BaseException) -> bool:
+    """An error of the database driver (sqlite3's or psycopg's), not of this code."""
+    return isinstance(exc, sqlite3.Error) or type(exc).__module__.startswith("psycopg")
+
+
+def _at_head(rows: list[Any]) -> bool:
+    return len(rows) == 1 and str(rows[0][0]) == HEAD
+
+
+def _shown(url: str, password: str | None) -> str:
+    """The URL as RunStore shows it: ``user:***@`` for a password, a lone user kept."""
+    if password is None:
+        return url
+    scheme, _, rest = url.partition("://")
+    userinfo, _, host = rest.rpartition("@")
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{host}"
+
+
+def _password(conninfo: str) -> str | None:
+    userinfo = conninfo.split("://", 1)[1].rpartition("@")[0]
+    _, colon, secret = userinfo.partition(":")
+    return secret if colon and secret else None

@@ -1,0 +1,152 @@
+"""The light store reader (no SQLAlchemy) reads what RunStore reads, and steps aside when it
+cannot serve; ``judge show`` pages; ``history``/``show`` start without the heavy imports."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import judge_env
+from test_store import canonical, make_result, make_run
+
+from judge.app.runs import show_run
+from judge.app.store_access import StoreLocation, reading
+from judge.errors import StoreError, UnknownRunError
+from judge.models import RunOwner
+from judge.store import RunStore
+from judge.store_reader import StoreReader, open_reader
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A store URL holding two runs: one of 30 results (every 7th unscored), one empty."""
+    url = f"sqlite:///{tmp_path / 'judge.db'}" if request.param == "sqlite" \
+        else request.getfixturevalue("pg_url")
+    with RunStore(url) as store:
+        store.create_run(make_run("r-0001-aa", created="2025-03-01T10:00:00Z"))
+        store.add_results("r-0001-aa", [make_result(i, status="unscored" if i % 7 == 0
+                                                    else "scored") for i in range(30)])
+        store.create_run(make_run("r-0002-bb", suite="other", created="2025-03-02T10:00:00Z"))
+    yield url
+
+
+def test_reader_reads_what_the_store_reads(filled: str, tmp_path: Path) -> None:
+    reader = open_reader(filled, tmp_path)
+    assert isinstance(reader, StoreReader)
+    with reader, RunStore(filled) as store:
+        assert reader.url == store.url
+        assert reader.list_runs() == store.list_runs()
+        assert reader.list_runs("other", limit=5) == store.list_runs("other", limit=5)
+        assert [r.id for r in reader.list_runs(limit=1)] == ["r-0002-bb"]
+        assert reader.get_run("r-0001") == store.get_run("r-0001-aa")
+        for ask in ({}, {"offset": 25}, {"offset": 3, "limit": 4}, {"failures_only": True},
+                    {"failures_only": True, "offset": 2, "limit": 3}, {"limit": 0}):
+            mine = [canonical(r) for r in reader.iter_results("r-0001-aa", batch=2, **ask)]
+            theirs = [canonical(r) for r in store.iter_results("r-0001-aa", **ask)]
+            assert mine == theirs, ask
+        everything = list(store.iter_results("r-0001-aa"))
+        failing = [r for r in everything if r.status != "scored" or r.passed is False]
+        assert 0 < len(failing) < 30
+        assert reader.result_count("r-0001-aa") == store.result_count("r-0001-aa") == 30
+        assert reader.result_count("r-0001-aa", failures_only=True) == len(failing) == \
+            store.result_count("r-0001-aa", failures_only=True)
+        assert reader.result_count("r-0002-bb") == 0
+        with pytest.raises(StoreError, match=r"ambiguous.*r-0001-aa, r-0002-bb"):
+            reader.get_run("r-000")
+        for call in (lambda: reader.get_run("nope"), lambda: reader.iter_results("nope"),
+                     lambda: reader.result_count("nope"), lambda: reader.get_run("")):
+            with pytest.raises(UnknownRunError, match="judge history"):
+                call()
+        # LIKE's wildcards in a prefix are plain characters.
+        with pytest.raises(UnknownRunError):
+            reader.get_run("r-%")
+
+
+def test_reader_steps_aside_for_what_it_cannot_serve(tmp_path: Path) -> None:
+    missing = tmp_path / "none.db"
+    assert open_reader(f"sqlite:///{missing}", tmp_path) is None
+    assert not missing.exists()  # nothing created: RunStore does that
+    assert open_reader("sqlite://", tmp_path) is None
+    assert open_reader(f"sqlite:///{tmp_path}/x.db?mode=ro", tmp_path) is None
+    empty = tmp_path / "empty.db"
+    empty.write_bytes(b"")
+    assert open_reader(f"sqlite:///{empty}", tmp_path) is None  # no schema yet
+    older = f"sqlite:///{tmp_path / 'old.db'}"
+    RunStore(older).close()
+    with RunStore(older) as store, store.engine.begin() as conn:
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0001'")
+    assert open_reader(older, tmp_path) is None  # to migrate: RunStore decides
+    # A relative path is the workspace's, as RunStore resolves it.
+    RunStore("sqlite:///rel/judge.db", workspace=tmp_path).close()
+    reader = open_reader("sqlite:///rel/judge.db", tmp_path)
+    assert reader is not None and reader.url == f"sqlite:///{tmp_path / 'rel' / 'judge.db'}"
+    reader.close()
+
+
+def test_a_run_of_this_host_still_running_goes_to_the_full_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'judge.db'}"
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True, timeout=60)
+    owner = RunOwner(host=socket.gethostname(), pid=int(dead.stdout))
+    with RunStore(url) as store:
+        run = make_run("r-dead").model_copy(update={"status": "running", "owner": owner})
+        store.create_run(run)
+        store.add_results(run.id, [make_result(1), make_result(2)])
+    where = StoreLocation.open(tmp_path, {"store_url": url}, env={})
+    with reading(where) as store:
+        assert isinstance(store, RunStore)  # the reaper needs it
+        assert store.get_run("r-dead").status == "abandoned"
+    with reading(where) as store:
+        assert isinstance(store, StoreReader)  # nothing left to reap: light again
+
+
+def test_show_pages(filled: str, tmp_path: Path) -> None:
+    where = StoreLocation.open(tmp_path, {"store_url": filled}, env={})
+    page = show_run(where, "r-0001", offset=10, limit=8)
+    assert [c.id for c in page.cases] == [f"case-{i:05d}" for i in range(10, 18)]
+    assert (page.total, page.offset, page.limit, page.more) == (30, 10, 8, 12)
+    last = show_run(where, "r-0001", offset=28, limit=8)
+    assert len(last.cases) == 2 and last.more == 0
+    failing = show_run(where, "r-0001", failures_only=True, limit=2)
+    assert len(failing.cases) == 2 and failing.more == failing.total - 2
+    assert len(show_run(where, "r-0001").cases) == 30  # the library's default: all
+
+
+def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'judge.db'}"
+    with RunStore(url) as store:
+        store.create_run(make_run("r-0001-aa"))
+        store.add_results("r-0001-aa", [make_result(i) for i in range(60)])
+    env = judge_env(COLUMNS="250")
+    code = ("import sys, atexit\n"
+            "atexit.register(lambda: print('HEAVY=' + ','.join(sorted(m for m in ("
+            "'sqlalchemy', 'litellm', 'jinja2', 'alembic', 'httpx', 'diskcache') "
+            "if m in sys.modules)), file=sys.stderr))\n"
+            "from judge.cli import main\nmain(sys.argv[1:])\n")
+
+    def judge(*args: str) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run([sys.executable, "-c", code, *args, "--store", url],
+                              cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "HEAVY=\n" in proc.stderr, proc.stderr  # start-up stays light
+        return proc
+
+    text = judge("show", "r-0001").stdout
+    assert "case-00049" in text and "case-00050" not in text
+    assert "cases 1-50 of 60; 10 more: `judge show r-0001-aa --offset 50`" in text
+    text = judge("show", "r-0001", "--offset", "50").stdout
+    assert "case-00050" in text and "case-00059" in text and "more" not in text
+    assert "60 cases; none on this page (from case 71" in judge("show", "r-0001", "--offset",
+                                                                 "70").stdout
+    body = json.loads(judge("show", "r-0001", "--json", "-n", "5").stdout)
+    assert [c["id"] for c in body["cases"]] == [f"case-{i:05d}" for i in range(5)]
+    assert (body["total"], body["offset"], body["limit"], body["more"]) == (60, 0, 5, 55)
+    body = json.loads(judge("show", "r-0001", "--json", "--all").stdout)
+    assert len(body["cases"]) == 60 and body["limit"] is None and body["more"] == 0
+    assert "r-0001-aa" in judge("history").stdout
