@@ -28,6 +28,7 @@ from ..app.workspace import Workspace
 from ..errors import UsageError
 from ..monitor import MonitorConfig
 from ..rubric import format_validation_error
+from .options import JsonFlag, StoreOption
 from .output import (
     Cell,
     Column,
@@ -43,11 +44,6 @@ from .run_cmd import group_json, print_group
 
 __all__ = ["register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
-StoreOption = Annotated[str | None, typer.Option(
-    "--store", metavar="URL",
-    help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-         "else sqlite:///.judge/judge.db in the current folder).")]
 DirOption = Annotated[str | None, typer.Option(
     "--baselines-dir", metavar="DIR",
     help="Baselines folder (default: setting baselines_dir, env JUDGE_BASELINES_DIR, else "

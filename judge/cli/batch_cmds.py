@@ -23,13 +23,13 @@ from ..app.batching import (
 from ..app.running import RunRequest
 from ..app.workspace import Workspace
 from ..batch_store import BatchJob
+from .options import JsonFlag
 from .output import console, emit_json, err_console
 
 __all__ = ["register", "submit"]
 
 JobArg = Annotated[str | None, typer.Argument(
     metavar="JOB", help="Batch job id or unique prefix (default: the newest unfinished one).")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 ApiBase = Annotated[str | None, typer.Option(
     help="Base URL of the model server (never stored with the job).")]
 StoreOption = Annotated[str | None, typer.Option("--store", help="Run store URL.")]

@@ -32,14 +32,11 @@ from ..app.cache_ops import (
 )
 from ..app.workspace import Workspace
 from ..errors import UsageError
+from .options import CacheDirOption, JsonFlag
 from .output import Cell, console, emit_json, plural, table
 
 __all__ = ["register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
-CacheDirOption = Annotated[str | None, typer.Option(
-    "--cache-dir", metavar="PATH",
-    help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
 DirAlias = Annotated[str | None, typer.Option("--dir", hidden=True, help="Old name of "
                                                                           "--cache-dir.")]
 CacheUrlOption = Annotated[str | None, typer.Option(

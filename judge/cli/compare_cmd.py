@@ -17,6 +17,7 @@ from rich.text import Text
 from ..agreement import Comparison, PairStats
 from ..app.comparing import compare_runs_op
 from ..app.workspace import Workspace
+from .options import StoreOption
 from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
 
 __all__ = ["FLIPS_SHOWN", "register"]
@@ -38,10 +39,7 @@ def compare(
         "--suite", metavar="FILE",
         help="Suite file with the human labels (default: the runs' suite file, if it is "
              "still there).")] = None,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL",
-        help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-             "else sqlite:///.judge/judge.db in the current folder).")] = None,
+    store: StoreOption = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print the comparison as JSON on stdout, nothing else.")] = False,
 ) -> None:

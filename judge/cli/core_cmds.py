@@ -13,11 +13,11 @@ from rich.text import Text
 
 from ..app.rubrics import list_workspace_rubrics, score_file, show_rubric, validate_rubrics
 from ..app.workspace import Workspace
+from .options import JsonFlag
 from .output import Cell, Column, band_style, console, emit_json, styled, table
 
 __all__ = ["register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 
 
 def register(app: typer.Typer) -> None:

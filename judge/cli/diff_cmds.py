@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..app.diffing import CaseDiff, RunDiff, RunStability, diff_runs, run_stability
 from ..app.workspace import Workspace
+from .options import JsonFlag, StoreOption
 from .output import (
     SECTION,
     Cell,
@@ -28,11 +29,6 @@ from .output import (
 
 __all__ = ["RATIONALE_WIDTH", "register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
-StoreOption = Annotated[str | None, typer.Option(
-    "--store", metavar="URL",
-    help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-         "else sqlite:///.judge/judge.db in the current folder).")]
 
 RATIONALE_WIDTH = 60
 """Characters of a rationale shown in the table (``--json`` has them whole)."""

@@ -8,12 +8,12 @@ import typer
 
 from ..app.local_ops import local_status, serve_local, stop_local
 from ..app.workspace import DEFAULT_LOCAL, Workspace
+from .options import JsonFlag
 from .output import emit_json
 
 __all__ = ["register"]
 
 ModelArg = Annotated[str, typer.Option("--model", help="Local model, e.g. local/smollm2.")]
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 
 
 def register(app: typer.Typer) -> None:

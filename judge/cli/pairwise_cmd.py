@@ -16,6 +16,7 @@ from rich.text import Text
 from ..app.pairwise_run import DEFAULT_TEMPLATE, PairwiseReport, PairwiseRequest, run_pairwise
 from ..app.workspace import Workspace
 from ..pairwise import OrderVerdict
+from .options import ApiBaseOption, CacheDirOption, CacheModeOption, ConcurrencyOption, SeedOption
 from .output import Cell, console, emit_json, err_console, styled, table
 
 __all__ = ["register"]
@@ -30,22 +31,13 @@ def pairwise(
     suite: Annotated[Path, typer.Argument(help="Pair suite (.yaml or .jsonl).")],
     model: Annotated[str | None, typer.Option(
         "--model", "-m", help="Judge model (LiteLLM name).")] = None,
-    api_base: Annotated[str | None, typer.Option(
-        metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
-                            "(e.g. http://127.0.0.1:8000/v1).")] = None,
-    concurrency: Annotated[int | None, typer.Option(
-        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
-    = None,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
+    api_base: ApiBaseOption = None,
+    concurrency: ConcurrencyOption = None,
+    seed: SeedOption = None,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never touch the network.")] = False,
-    cache_mode: Annotated[str | None, typer.Option(
-        help="How the cache is used: read-write (default), read-only, offline (as --offline), "
-             "refresh (ask again, store the new answer) or off.")] = None,
-    cache_dir: Annotated[str | None, typer.Option(
-        "--cache-dir", metavar="PATH",
-        help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
-    = None,
+    cache_mode: CacheModeOption = None,
+    cache_dir: CacheDirOption = None,
     template: Annotated[str, typer.Option(
         help="Prompt template id (prompts/<id>.md.j2).")] = DEFAULT_TEMPLATE,
     output_mode: Annotated[str | None, typer.Option(

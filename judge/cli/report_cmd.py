@@ -16,6 +16,7 @@ from ..app.reporting import ReportRequest, build_report
 from ..app.workspace import Workspace
 from ..errors import UsageError
 from ..report_html import render_report, write_report
+from .options import StoreOption
 from .output import console, emit_json
 
 __all__ = ["register", "report"]
@@ -40,10 +41,7 @@ def report(
     output: Annotated[Path, typer.Option(
         "--output", "-o", metavar="FILE", help="Where to write the page.")] = Path(
             "report.html"),
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL",
-        help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-             "else sqlite:///.judge/judge.db in the current folder).")] = None,
+    store: StoreOption = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print where the page went as JSON, nothing else.")] = False,
 ) -> None:

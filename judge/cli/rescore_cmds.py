@@ -14,11 +14,11 @@ from rich.markup import escape
 from ..app.configview import config_view
 from ..app.rescoring import rescore_run
 from ..app.workspace import Workspace
+from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table
 
 __all__ = ["register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 
 
 def register(app: typer.Typer) -> None:
@@ -30,10 +30,7 @@ def register(app: typer.Typer) -> None:
 def rescore(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="Stored run id (or a prefix).")],
     rubric: Annotated[str, typer.Option(help="Rubric id or path to score under.")],
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL",
-        help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-             "else sqlite:///.judge/judge.db in the current folder).")] = None,
+    store: StoreOption = None,
     json_out: JsonFlag = False,
 ) -> None:
     """Recompute a stored run's finals under another rubric; stores a new run, calls no model.

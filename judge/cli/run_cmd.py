@@ -27,6 +27,14 @@ from ..runner import Progress
 from ..shards import Shard
 from ..summary import Summary
 from .batch_cmds import submit as submit_batch
+from .options import (
+    ApiBaseOption,
+    CacheDirOption,
+    CacheModeOption,
+    ConcurrencyOption,
+    SeedOption,
+    StoreOption,
+)
 from .output import (
     Cell,
     Column,
@@ -54,13 +62,9 @@ def run(
     rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
     model: Annotated[list[str] | None, typer.Option(
         "--model", "-m", help="Judge model (LiteLLM name); repeat for a panel.")] = None,
-    api_base: Annotated[str | None, typer.Option(
-        metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
-                            "(e.g. http://127.0.0.1:8000/v1).")] = None,
-    concurrency: Annotated[int | None, typer.Option(
-        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
-    = None,
-    seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
+    api_base: ApiBaseOption = None,
+    concurrency: ConcurrencyOption = None,
+    seed: SeedOption = None,
     samples: Annotated[int | None, typer.Option(
         metavar="K", help="Judge each case K times (seed, seed+1...): the median is the "
                           "case's score and the spread is stored.")]
@@ -71,17 +75,9 @@ def run(
     offline: Annotated[bool, typer.Option(
         "--offline", help="Replay from the cache only; never call a model (the shared "
                      "cache tier, if cache_url is set, is read).")] = False,
-    cache_mode: Annotated[str | None, typer.Option(
-        help="How the cache is used: read-write (default), read-only, offline (as --offline), "
-             "refresh (ask again, store the new answer) or off.")] = None,
-    cache_dir: Annotated[str | None, typer.Option(
-        "--cache-dir", metavar="PATH",
-        help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
-    = None,
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL",
-        help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-             "else sqlite:///.judge/judge.db in the current folder).")] = None,
+    cache_mode: CacheModeOption = None,
+    cache_dir: CacheDirOption = None,
+    store: StoreOption = None,
     template: Annotated[str | None, typer.Option(
         help="Prompt template id: prompts/ID.md.j2 in the workspace, else the shipped one "
              "(default: setting template, 'judge').")] = None,

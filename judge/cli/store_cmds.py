@@ -20,6 +20,7 @@ from ..app.runs import RunView, export_run, run_history, show_run
 from ..app.store_access import StoreLocation
 from ..canonical import canonical_json
 from ..models import RunInfo
+from .options import JsonFlag, RunArg, StoreOption
 from .output import (
     Cell,
     Column,
@@ -34,12 +35,6 @@ from .output import (
 
 __all__ = ["register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
-StoreOption = Annotated[str | None, typer.Option(
-    "--store", metavar="URL",
-    help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-         "else sqlite:///.judge/judge.db in the current folder).")]
-RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
 
 SHOW_LIMIT = 50
 """Cases ``judge show`` prints unless told otherwise (``--limit``, ``--all``)."""

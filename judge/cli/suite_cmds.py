@@ -20,11 +20,11 @@ from ..app.suites import (
     validate_suites,
 )
 from ..app.workspace import Workspace
+from .options import JsonFlag
 from .output import Cell, console, emit_json, plural, table
 
 __all__ = ["register"]
 
-JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 RubricOption = Annotated[str | None, typer.Option(
     help="Rubric id or path (default: the suite's, else task-evaluation).")]
 SHOWN_TAGS = 12

@@ -1,0 +1,37 @@
+"""Option and argument types that several commands share, declared once."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+__all__ = [
+    "ApiBaseOption",
+    "CacheDirOption",
+    "CacheModeOption",
+    "ConcurrencyOption",
+    "JsonFlag",
+    "RunArg",
+    "SeedOption",
+    "StoreOption",
+]
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
+StoreOption = Annotated[str | None, typer.Option(
+    "--store", metavar="URL",
+    help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
+         "else sqlite:///.judge/judge.db in the current folder).")]
+CacheDirOption = Annotated[str | None, typer.Option(
+    "--cache-dir", metavar="PATH",
+    help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
+ApiBaseOption = Annotated[str | None, typer.Option(
+    metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
+                        "(e.g. http://127.0.0.1:8000/v1).")]
+ConcurrencyOption = Annotated[int | None, typer.Option(
+    metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+SeedOption = Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")]
+CacheModeOption = Annotated[str | None, typer.Option(
+    help="How the cache is used: read-write (default), read-only, offline (as --offline), "
+         "refresh (ask again, store the new answer) or off.")]
