@@ -27,7 +27,8 @@ from conftest import FakeClient
 from judge import replay
 from judge.app.pairwise_run import judge_pairs, load_pair_suite
 from judge.cache import JudgmentCache
-from judge.cache_entry import cache_key
+from judge.cache_entry import build_entry, cache_key, key_request, seal_entry
+from judge.canonical import canonical_json
 from judge.client import JudgeRequest, Turn
 from judge.judging import JudgeSettings
 from judge.models import CaseResult, RunInfo
@@ -36,6 +37,7 @@ from judge.replay import ReplayIndex, line_digest
 from judge.resources import load_rubric, load_suite, shipped_dir
 from judge.rubric import Rubric, rubric_hash
 from judge.runner import RunPlan, execute
+from judge.schema import output_schema, output_schema_json
 from judge.suite import Case, SuiteLine, iter_cases
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,6 +149,8 @@ def _stored_keys_rehash(cache: JudgmentCache, keys: Mapping[str, str]) -> None:
     assert set(keys.values()) <= set(stored)
     for key, entry in stored.items():
         assert cache_key(entry["request"]) == key
+    report = cache.verify()  # the full check: key re-hashed, digest, credential scan
+    assert report["ok"] == report["checked"] == len(stored) and not report["corrupt"]
 
 
 def _workspace_renderer(tmp_path: Path) -> PromptRenderer:
@@ -410,6 +414,51 @@ def test_pairwise_both_orders(tmp_path: Path) -> None:
 
 def test_replay_fingerprints(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert fingerprints(tmp_path, monkeypatch) == FINGERPRINTS
+
+
+SEALED = {
+    "judge request": ({"model": HOSTED, "messages": [{"role": "system", "content": "S ✓"},
+                                                     {"role": "user", "content": "U\n\u2028é"}],
+                       "temperature": 0.0, "seed": 42, "responseFormat": {"type": "object",
+                                                                           "x": [1.0, 2.5]},
+                       "outputMode": "auto", "params": {"max_tokens": 1024}}),
+    "a key before messages": ({"aaa": 1.0, "messages": [{"role": "user", "content": "x"}],
+                               "model": HOSTED}),
+    "messages alone": ({"messages": [{"role": "user", "content": "x"}]}),
+    "a message that is not strings": ({"model": HOSTED, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "x"}], "w": 1.0}]}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SEALED))
+def test_a_sealed_entry_is_the_built_entry_byte_for_byte(name: str) -> None:
+    request = SEALED[name]
+    turns = [{"text": "{}", "finishReason": "stop", "latencyMs": 1.0}]
+    meta = {"createdAt": NOW, "templateId": "judge"}
+    keyed = key_request(request)
+    assert keyed.key == cache_key(request)
+    assert ("messages" in keyed.pieces) == (name != "a message that is not strings")
+    entry, data = seal_entry(keyed, turns, meta)
+    built = build_entry(request, turns, meta)
+    assert entry == built
+    assert data == canonical_json(built).encode("utf-8")
+
+
+@pytest.mark.parametrize("rubric_id", ["task-evaluation", "research-agent"])
+def test_a_schemas_json_from_its_rubrics_template_is_its_canonical_json(rubric_id: str) -> None:
+    rubric = load_rubric(rubric_id)
+    for ids in (("commits:abc", "q", "é ✓\u2028", 'a"b\\c'), ("one",)):
+        schema = output_schema(rubric, ids)
+        text = output_schema_json(rubric, ids)
+        assert text == canonical_json(schema)
+        request = {"model": HOSTED, "messages": [{"role": "user", "content": "x"}],
+                   "temperature": 0.0, "responseFormat": schema}
+        keyed = key_request(request, {"responseFormat": text})
+        assert keyed.key == cache_key(request)
+        _, data = seal_entry(keyed, [{"text": "{}"}], {"createdAt": NOW})
+        assert data == canonical_json(build_entry(request, [{"text": "{}"}],
+                                                  {"createdAt": NOW})).encode("utf-8")
+    assert output_schema_json(rubric, ()) is None  # another shape: encoded whole
 
 
 def test_pins_are_sha256_hex() -> None:
