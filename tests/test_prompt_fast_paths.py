@@ -1,8 +1,9 @@
-"""The render's fast paths write the bytes the templates write, and only stand in where they can.
+"""The prepare step's fast paths give what the slow ones give, and only stand in where they can.
 
 The shipped evidence partial is rendered in Python (:func:`judge.prompts._evidence_text`)
 when every template is shipped and unchanged: compared here with the Jinja render of the
-same partial over generated suites and randomly awkward evidence.
+same partial over generated suites and randomly awkward evidence. Bundle items are built
+without validating them again: compared with validated ones over the same inputs.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.evidence import build_bundle
+from judge.evidence import EvidenceBundle, EvidenceItem, build_bundle
 from judge.generate import generate_cases
 from judge.prompts import PromptRenderer, RenderedPrompt
 from judge.resources import load_rubric, shipped_dir
@@ -89,3 +90,19 @@ def test_a_changed_partial_or_any_workspace_template_takes_the_template(tmp_path
     assert "(none)" in _render(PromptRenderer(), rubric, empty).messages[1]["content"]
     # The pairwise template reads `groups` itself: it keeps the template's partial.
     assert not PromptRenderer("pairwise")._fast_evidence
+
+
+def test_bundle_items_equal_validated_ones() -> None:
+    rubric = load_rubric("task-evaluation")
+    rng = random.Random(7)
+    items = 0
+    for case in [_case(rng, i, rubric) for i in range(60)]:
+        bundle = build_bundle(case.evidence, rubric.evidence)
+        for item in bundle.items():
+            validated = EvidenceItem.model_validate(item.model_dump())
+            assert validated == item and item == validated
+            assert validated.model_dump_json() == item.model_dump_json()
+            assert validated.model_fields_set == item.model_fields_set
+            items += 1
+        assert EvidenceBundle.model_validate(bundle.model_dump()) == bundle
+    assert items > 300
