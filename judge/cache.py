@@ -472,18 +472,26 @@ class JudgmentCache:
         # can never execute code, whoever wrote the directory or the imported file.
         return canonical_json(dict(entry)).encode("utf-8")
 
-    def put(self, entry: Mapping[str, Any], *, built: bool = False) -> bool:
+    def put(self, entry: Mapping[str, Any], *, built: bool = False,
+            data: bytes | None = None) -> bool:
         """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
 
         Raises ``ValueError`` for an invalid entry: wrong key or digest, no turns, a
         credential field. ``built``: the entry comes from
         :func:`judge.cache_entry.build_entry` in this process, with the key and digest
         hashed there; the check then skips re-hashing them and scanning the rendered
-        messages (they are role/content pairs), and checks the rest.
+        messages (they are role/content pairs), and checks the rest. ``data``: the entry's
+        canonical bytes from :func:`judge.cache_entry.seal_entry` (implies ``built``),
+        stored as they are.
         """
         if not self.writable:
             return False
-        data = self._validated(entry, built=built)
+        if data is None:
+            data = self._validated(entry, built=built)
+        else:
+            problems = entry_problems(entry, built=True)
+            if problems:
+                raise ValueError("invalid cache entry: " + "; ".join(problems))
         with _guard(self.directory):
             self._store().set(entry["key"], data, retry=True)
         self._counters["writes"] += 1

@@ -37,23 +37,28 @@ Decisions:
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from .canonical import sha256_hex
+from .canonical import canonical_json, sha256_hex
 
 __all__ = [
     "CACHE_FORMAT",
     "DIGEST_MISMATCH",
     "ENTRY_FIELDS",
+    "KeyedRequest",
     "build_entry",
     "cache_key",
     "digest_ok",
     "entry_digest",
     "entry_problems",
     "is_iso_time",
+    "key_request",
     "read_problems",
+    "seal_entry",
     "secret_paths",
     "turns_ok",
     "with_digest",
@@ -95,6 +100,81 @@ def cache_key(request: Mapping[str, Any]) -> str:
     and ``0.0`` from a flag find the same entry.
     """
     return sha256_hex({"format": CACHE_FORMAT, "request": _normalised(request)})
+
+
+@dataclass(frozen=True)
+class KeyedRequest:
+    """A request, its cache key, and the canonical JSON of its large fields, written once.
+
+    The messages (~5 KB of rendered prompt) and the output schema (~3 KB) are most of an
+    entry: written once, their JSON serves the key and the stored entry
+    (:func:`seal_entry`) instead of being encoded three times (key, digest, stored bytes).
+    """
+
+    request: Mapping[str, Any]
+    key: str
+    pieces: Mapping[str, str]
+    """Field name -> canonical JSON of that field, the same text normalised or not."""
+
+
+def _plain_messages(messages: Any) -> bool:
+    # Role/content pairs of plain strings: nothing for normalisation to change.
+    return isinstance(messages, list | tuple) and all(
+        type(m) is dict and all(type(k) is str and type(v) is str for k, v in m.items())
+        for m in messages)
+
+
+def _joined(request: Mapping[str, Any], pieces: Mapping[str, str], *, normalise: bool) -> str:
+    """``canonical_json(request)`` (of its normalised form) with ``pieces`` put in as written."""
+    parts = []
+    for name in sorted(request):
+        text = pieces.get(name)
+        if text is None:
+            value = request[name]
+            text = canonical_json(_normalised(value) if normalise else value)
+        parts.append(f"{canonical_json(name)}:{text}")
+    return "{" + ",".join(parts) + "}"
+
+
+def key_request(request: Mapping[str, Any],
+                pieces: Mapping[str, str] | None = None) -> KeyedRequest:
+    """The cache key of ``request`` (as :func:`cache_key`), keeping its large fields' JSON.
+
+    ``pieces`` may give the canonical JSON of fields the caller already has (the output
+    schema, written per rubric and case by :func:`judge.schema.output_schema_json`); it
+    must hold no integral float, so that it reads the same normalised or not.
+    """
+    known = {k: v for k, v in (pieces or {}).items() if k in request}
+    if "messages" not in known and _plain_messages(request.get("messages")):
+        known["messages"] = canonical_json(list(request["messages"]))
+    if not known or not all(isinstance(k, str) for k in request):
+        return KeyedRequest(request, cache_key(request), {})
+    text = f'{{"format":{CACHE_FORMAT},"request":{_joined(request, known, normalise=True)}}}'
+    return KeyedRequest(request, hashlib.sha256(text.encode("utf-8")).hexdigest(), known)
+
+
+def seal_entry(keyed: KeyedRequest, turns: Iterable[Mapping[str, Any]],
+               meta: Mapping[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """The entry :func:`build_entry` makes for ``keyed``, and its canonical JSON as bytes.
+
+    The bytes equal ``canonical_json(build_entry(...))`` exactly; they are joined from
+    canonical pieces (the large fields written once by :func:`key_request`), so the entry
+    is encoded once rather than three times.
+    """
+    if not keyed.pieces:
+        entry = build_entry(keyed.request, turns, meta, key=keyed.key)
+        return entry, canonical_json(entry).encode("utf-8")
+    req = dict(keyed.request)
+    turn_list = [dict(t) for t in turns]
+    meta_dict = dict(meta)
+    body = (f'{{"format":{CACHE_FORMAT},"key":{canonical_json(keyed.key)},'
+            f'"meta":{canonical_json(meta_dict)},'
+            f'"request":{_joined(req, keyed.pieces, normalise=False)},'
+            f'"turns":{canonical_json(turn_list)}}}')
+    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    entry = {"digest": digest, "format": CACHE_FORMAT, "key": keyed.key, "request": req,
+             "turns": turn_list, "meta": meta_dict}
+    return entry, f'{{"digest":"{digest}",{body[1:]}'.encode()
 
 
 def entry_digest(entry: Mapping[str, Any]) -> str:

@@ -156,11 +156,13 @@ class TieredCache(JudgmentCache):
         # problem is passed on) and, found sound in the shared tier, is replaced locally.
         return self._from_shared(key), problem
 
-    def put(self, entry: Mapping[str, Any], *, built: bool = False) -> bool:
+    def put(self, entry: Mapping[str, Any], *, built: bool = False,
+            data: bytes | None = None) -> bool:
         """Store ``entry`` locally, then in the shared tier (see :meth:`JudgmentCache.put`)."""
-        written = super().put(entry, built=built)
+        written = super().put(entry, built=built, data=data)
         if written:
-            self._share(str(entry["key"]), canonical_json(dict(entry)).encode("utf-8"))
+            self._share(str(entry["key"]),
+                        data if data is not None else canonical_json(dict(entry)).encode("utf-8"))
         return written
 
     def counters(self) -> dict[str, int]:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from .cache import JudgmentCache
-from .cache_entry import build_entry, cache_key
+from .cache_entry import key_request, seal_entry
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .errors import OutputError, ProviderError
@@ -40,7 +40,7 @@ from .models import (
 from .parsing import parse_verdict
 from .prompts import PromptRenderer, RenderedPrompt
 from .rubric import Rubric
-from .schema import output_schema, stable_schema
+from .schema import output_schema, output_schema_json, stable_schema
 from .scoring import score_case
 from .suite import Case
 
@@ -124,6 +124,10 @@ class Prepared:
     checks: tuple[CheckResult, ...]
     prompt: RenderedPrompt | None
     schema: dict[str, Any] | None
+    schema_json: tuple[dict[str, Any], str] | None = field(default=None, repr=False,
+                                                           compare=False)
+    """``schema`` and its canonical JSON (written once, for the cache key and the entry);
+    used only while ``schema`` is that very object (a ``replace`` of it drops the text)."""
 
     @property
     def case_id(self) -> str:
@@ -189,8 +193,11 @@ def prepare(case: Case, rubric: Rubric, renderer: PromptRenderer | None) -> Prep
     if case.judged_by == "deterministic" or renderer is None:
         return Prepared(case, bundle, signals, tuple(checks), None, None)
     prompt = renderer.render(rubric, case, bundle)
-    return Prepared(case, bundle, signals, tuple(checks), prompt,
-                    output_schema(rubric, bundle.ids()))
+    ids = bundle.ids()
+    schema = output_schema(rubric, ids)
+    text = output_schema_json(rubric, ids)
+    return Prepared(case, bundle, signals, tuple(checks), prompt, schema,
+                    (schema, text) if text is not None else None)
 
 
 def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
@@ -283,15 +290,17 @@ def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
 
 async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                    cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
-                   meta: Mapping[str, Any]) -> Exchange[T]:
+                   meta: Mapping[str, Any], schema_json: str | None = None) -> Exchange[T]:
     """Cache hit, else call, parse, repair at most ``max_repairs`` times, cache when valid.
 
     The one loop every kind of judgment (rubric verdicts, pairwise verdicts) goes through.
     ``parse`` raises :class:`OutputError` for an invalid reply. ``client`` None is offline:
     a miss is ``cache_miss``, never a call. ``meta`` is stored with a cached entry.
+    ``schema_json``: the canonical JSON of ``request.schema`` when the caller has it.
     """
-    material = request.key_material()
-    key = cache_key(material)
+    keyed = key_request(request.key_material(),
+                        {"responseFormat": schema_json} if schema_json is not None else None)
+    key = keyed.key
     found = cache.turns(key) if cache is not None and cache.readable else None
     if found is not None:
         cached_turns = tuple(found)
@@ -321,8 +330,8 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                                                                    turn.finish_reason)}]
             continue
         if cache is not None and cache.writable:
-            cache.put(build_entry(material, turns, _provenance(meta, turns, client.engine),
-                                  key=key), built=True)
+            entry, data = seal_entry(keyed, turns, _provenance(meta, turns, client.engine))
+            cache.put(entry, data=data)
         return Exchange(key, tuple(turns), False, value, "ok")
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
         (error.errors if error else ["unknown"])[:5])
@@ -344,11 +353,13 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
     prompt = prep.prompt
     request = build_request(prep, model, settings, sample)
     ids = prep.bundle.ids()
+    known = prep.schema_json
     done = await exchange(
         request, lambda text: parse_verdict(text, rubric, ids), cache=cache, client=client,
         max_repairs=settings.max_repairs,
         meta={"templateId": prompt.template_id, "templateHash": prompt.template_hash,
-              "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now})
+              "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now},
+        schema_json=known[1] if known is not None and known[0] is request.schema else None)
     # Every judgment carries its judge, sample and key, even a miss or a failure before any
     # reply: the store keeps one row per (case, judge, sample), and the key says what to warm.
     meta = judge_meta(model, settings, done.key, done.turns, cached=done.cached, sample=sample,

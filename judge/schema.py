@@ -14,10 +14,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .canonical import canonical_json
 from .rubric import Rubric
 
-__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "output_schema", "stable_schema",
-           "verdict_model"]
+__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "output_schema", "output_schema_json",
+           "stable_schema", "verdict_model"]
 
 RATIONALE_LIMIT = 1000
 MAX_CITATIONS = 10
@@ -82,6 +83,41 @@ _PLACEHOLDER = "\x00id"
 def _base_schema(rubric: Rubric) -> str:
     raw = verdict_model(rubric, (_PLACEHOLDER,)).model_json_schema()
     return json.dumps(_inline(raw, raw.get("$defs", {})))
+
+
+_MARK = "\x00ids\x00"
+
+
+def _has_float(node: Any) -> bool:
+    if isinstance(node, float):
+        return True
+    if isinstance(node, dict):
+        return any(_has_float(v) for v in node.values())
+    if isinstance(node, list):
+        return any(_has_float(v) for v in node)
+    return False
+
+
+def _canonical_parts(rubric: Rubric) -> tuple[str, ...] | None:
+    schema = output_schema(rubric, (_MARK,))
+    if _has_float(schema):  # the text must read the same as a cache key normalises it
+        return None
+    parts = tuple(canonical_json(schema).split(canonical_json([_MARK])))
+    return parts if len(parts) == len(schema["properties"]) + 1 else None
+
+
+def output_schema_json(rubric: Rubric, ids: tuple[str, ...]) -> str | None:
+    """``canonical_json(output_schema(rubric, ids))``, joined from a per-rubric template.
+
+    A case's schema differs from its rubric's only in the list of citable IDs, so its
+    canonical JSON is the rubric's with that list put in: the cache key and the stored
+    entry reuse it (:func:`judge.cache_entry.key_request`). None for a case with no
+    evidence (the schema has another shape then) or a schema holding a float.
+    """
+    if not ids:
+        return None
+    parts = rubric.derived("schema.canonical", _canonical_parts)
+    return None if parts is None else canonical_json(list(ids)).join(parts)
 
 
 def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
