@@ -44,9 +44,9 @@ timeout retried 4 times, 2 threads whatever the load, logits kept for every prom
 
 
 def _export(ref: str, into: Path) -> Path:
-    """The ``judge`` package of ``ref``, unpacked under ``into`` (a PYTHONPATH entry)."""
-    data = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "judge"], check=True,
-                          capture_output=True).stdout
+    """The ``judge`` package of ``ref`` with its rubrics and prompts, unpacked under ``into``."""
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", ref, "judge", "rubrics",
+                           "prompts"], check=True, capture_output=True).stdout
     with tarfile.open(fileobj=io.BytesIO(data)) as tar:
         tar.extractall(into, filter="data")
     return into
