@@ -58,7 +58,8 @@ def run(
         metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
                             "(e.g. http://127.0.0.1:8000/v1).")] = None,
     concurrency: Annotated[int | None, typer.Option(
-        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+        metavar="N", help="Model calls in flight at once (default: setting concurrency, 16; a "
+                        "local judge: its server's slots, 1).")]
     = None,
     seed: Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")] = None,
     samples: Annotated[int | None, typer.Option(
@@ -97,7 +98,9 @@ def run(
     no_llm: Annotated[bool, typer.Option(
         "--no-llm", help="Run only the deterministic cases.")] = False,
     timeout: Annotated[float | None, typer.Option(
-        metavar="SECONDS", help="Seconds per model request before it is retried.")] = None,
+        metavar="SECONDS", help="Seconds per model request before it is retried (a local "
+                             "judge: per judgment queued ahead, 900 by default, never "
+                             "re-sent).")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
     shard: Annotated[str | None, typer.Option(
