@@ -102,10 +102,10 @@ class LiteLLMJudges:
                                                    engine_info(name))
                     # As many calls as the server has slots, a timeout that covers the
                     # queue, and no re-send of a call the server is still computing.
+                    given = {k for k, v in workspace.sources.items() if v != "default"}
                     own, timeout = call_limits(
                         concurrency=s.concurrency, timeout=s.timeout, slots=server.slots,
-                        concurrency_set=workspace.sources.get("concurrency", "default") != "default",
-                        timeout_set=workspace.sources.get("timeout", "default") != "default")
+                        concurrency_set="concurrency" in given, timeout_set="timeout" in given)
                     retry_timeouts = False
                 key = workspace.env.get("JUDGE_API_KEY")
                 pool.clients[name] = LiteLLMClient(ModelSpec(
