@@ -82,6 +82,9 @@ class ModelSpec:
     """What serves the model, when we know (a local server's engine and versions)."""
     max_concurrency: int | None = None
     """Calls this server can take at once (a local llama.cpp server: 1), below ``--concurrency``."""
+    retry_timeouts: bool = True
+    """Whether a timed-out request is sent again. False for a local llama.cpp server: it
+    keeps computing a request its client gave up on, so a re-send only queues behind it."""
     redact: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
     """Masks the process's secrets in every error text (default: this spec's own key)."""
 
@@ -545,7 +548,8 @@ class LiteLLMClient:
         # A refused connection or an unknown host is retried only once the server has
         # answered: before that it is a judge that cannot work, found on the first call.
         return isinstance(exc, ProviderError) and not isinstance(exc, PermanentProviderError) \
-            and not (exc.configuration and not self.answered)
+            and not (exc.configuration and not self.answered) \
+            and (self.spec.retry_timeouts or exc.status != 408)
 
     def _count_retry(self, state: Any) -> None:
         self.retries += 1

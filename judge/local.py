@@ -36,16 +36,23 @@ from .errors import UsageError
 __all__ = [
     "INSTALL_HINT",
     "LOCAL_MODELS",
+    "LOCAL_TIMEOUT",
+    "N_BATCH",
+    "SLOTS",
     "LocalServer",
+    "call_limits",
     "default_model_notice",
     "ensure_server",
     "install_hint",
     "local_available",
     "model_file",
+    "physical_cores",
     "pid_alive",
+    "server_args",
     "server_status",
     "start_server",
     "stop_server",
+    "threads_for",
 ]
 
 
@@ -81,6 +88,17 @@ LOCAL_MODELS = {
 }
 STARTUP_TIMEOUT = 180.0
 N_CTX = 8192
+SLOTS = 1
+"""Completions the server computes at once: llama-cpp-python's server (0.3.x) runs one
+``Llama`` behind a lock and has no parallel-slots setting, so a run sends it one call at a
+time unless the user sets ``concurrency`` explicitly (:func:`call_limits`)."""
+LOCAL_TIMEOUT = 900.0
+"""Seconds one judgment may take on the local server when no ``timeout`` is set: a 135M
+model took 30-430 s a judgment on this shared 2-core machine under load (bench/RESULTS.md),
+so the hosted default (60 s) gave up on calls the server went on computing."""
+N_BATCH = 512
+"""Prompt tokens per ``llama_decode`` (llama.cpp's default; the prompts here are
+1,000-4,500 tokens, so 2-9 batches): n_batch = n_ubatch, one physical batch per call."""
 
 
 def local_available() -> bool:
@@ -131,6 +149,80 @@ def engine_info(name: str) -> dict[str, Any]:
             "modelFile": filename, "alias": alias}
 
 
+def physical_cores() -> int:
+    """Physical cores this process may run on (hyper-threads counted once)."""
+    try:
+        allowed = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        allowed = os.cpu_count() or 1
+    cores: set[tuple[str, str]] = set()
+    try:
+        block: dict[str, str] = {}
+        for line in [*Path("/proc/cpuinfo").read_text().splitlines(), ""]:
+            key, _, value = line.partition(":")
+            if key.strip():
+                block[key.strip()] = value.strip()
+            elif block:
+                cores.add((block.get("physical id", "0"), block.get("core id", str(len(cores)))))
+                block = {}
+    except OSError:
+        pass
+    return max(1, min(allowed, len(cores) or allowed))
+
+
+def threads_for(cores: int, load: float) -> int:
+    """llama.cpp threads for ``cores`` physical cores with ``load`` runnable processes.
+
+    llama.cpp's threads meet at a barrier after every operation and spin there: a thread
+    with no free core stalls all the others. On this 2-core machine at load 10, two threads
+    generated 0.5 tokens/s and one thread 12 (bench/RESULTS.md), so the server takes the
+    cores that are free when it starts, at least one.
+    """
+    return max(1, min(cores, cores - int(load)))
+
+
+def server_args(cores: int | None = None, load: float | None = None) -> list[str]:
+    """The tuning flags the server starts with (threads chosen for this machine now).
+
+    - ``--n_threads`` / ``--n_threads_batch``: :func:`threads_for` the physical cores.
+    - ``--n_batch`` / ``--n_ubatch``: :data:`N_BATCH`.
+    - ``--logits_all False``: the server's default keeps the logits of every prompt token
+      (n_ctx x 49,152 floats); a judge samples only the next token.
+    - ``--interrupt_requests False``: by default a new request interrupts the one being
+      generated; queue it instead.
+    - No ``--cache``: its RAM cache restores a saved state and re-evaluates the last prompt
+      token alone, which changed a verdict's bytes here (141 tokens, then 197 for the same
+      prompt). The shared prefix (the rubric's system message) is reused anyway: the
+      server keeps its KV cache between requests and evaluates only what differs from the
+      previous prompt ("563 prefix-match hit" in its log).
+    """
+    cores = physical_cores() if cores is None else cores
+    if load is None:
+        try:
+            load = os.getloadavg()[0]
+        except OSError:
+            load = 0.0
+    threads = str(threads_for(cores, load))
+    return ["--n_threads", threads, "--n_threads_batch", threads,
+            "--n_batch", str(N_BATCH), "--n_ubatch", str(N_BATCH),
+            "--logits_all", "False", "--interrupt_requests", "False"]
+
+
+def call_limits(*, concurrency: int, concurrency_set: bool, timeout: float,
+                timeout_set: bool, slots: int = SLOTS) -> tuple[int, float]:
+    """``(calls in flight, request timeout)`` for a local server with ``slots`` slots.
+
+    In flight: the slots, unless the user set ``concurrency`` (then theirs: the server
+    queues what its slots cannot take). Timeout: the per-judgment budget (``timeout`` if
+    the user set it, else :data:`LOCAL_TIMEOUT`) times the queue a request may wait in,
+    ``ceil(in flight / slots)``. A timed-out request is not sent again (the client's
+    ``retry_timeouts=False``): the server goes on computing it.
+    """
+    in_flight = max(1, concurrency if concurrency_set else slots)
+    per_judgment = timeout if timeout_set else max(timeout, LOCAL_TIMEOUT)
+    return in_flight, per_judgment * -(-in_flight // max(1, slots))
+
+
 @dataclass
 class LocalServer:
     """A running local server as a run uses it."""
@@ -142,6 +234,8 @@ class LocalServer:
     owned: bool
     """True when this process started it (and so stops it at the end)."""
     release: Callable[[], None]
+    slots: int = SLOTS
+    """Completions it computes at once."""
 
 
 def _state_dir(workspace: Path) -> Path:
@@ -223,11 +317,10 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
     log = state_dir / f"{short}.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host",
            "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", alias,
-           "--n_threads", str(max(1, os.cpu_count() or 1)),
-           # By default a new request interrupts the one being generated: with several in
-           # flight every one of them would fail and be retried. Queue them instead.
-           "--interrupt_requests", "False"]
+           *server_args()]
     with open(log, "wb") as out:
+        out.write(f"+ {' '.join(cmd)}\n".encode())  # the flags chosen, for whoever reads it
+        out.flush()
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=detached,
                                 preexec_fn=None if detached else _die_with_parent)
@@ -249,6 +342,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
                          fix="read the log above")
     record = {"name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
               "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
+              "slots": SLOTS, "args": cmd[cmd.index("--n_threads"):],
               **engine_info(name)}
     if detached:
         _state_file(workspace, short).write_text(json.dumps(record, indent=2))
@@ -311,7 +405,7 @@ def ensure_server(name: str, workspace: Path | None = None) -> LocalServer:
     if running is not None:
         return LocalServer(name=name, litellm_model=running["litellmModel"],
                            api_base=running["apiBase"], pid=int(running["pid"]), owned=False,
-                           release=lambda: None)
+                           release=lambda: None, slots=int(running.get("slots", SLOTS)))
     record = start_server(name, workspace)
     proc: subprocess.Popen[bytes] = record["_process"]
 

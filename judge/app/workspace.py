@@ -21,7 +21,7 @@ from ..cache_tiers import TieredCache
 from ..client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
 from ..errors import UsageError
 from ..judging import Completer, JudgeSettings
-from ..local import INSTALL_HINT, default_model_notice, engine_info, ensure_server
+from ..local import INSTALL_HINT, call_limits, default_model_notice, engine_info, ensure_server
 from ..prompts import PromptRenderer
 from ..redact import Redactor, secret_values
 from ..resources import load_rubric
@@ -94,17 +94,24 @@ class LiteLLMJudges:
         try:
             for name in models:
                 call_name, api_base, engine, own = name, s.api_base, None, None
+                timeout, retry_timeouts = s.timeout, True
                 if name.startswith("local/"):
                     server = ensure_server(name, workspace.root)
                     pool.stops.append(server.release)
                     call_name, api_base, engine = (server.litellm_model, server.api_base,
                                                    engine_info(name))
-                    own = 1  # llama-cpp-python's server generates one completion at a time
+                    # As many calls as the server has slots, a timeout that covers the
+                    # queue, and no re-send of a call the server is still computing.
+                    given = {k for k, v in workspace.sources.items() if v != "default"}
+                    own, timeout = call_limits(
+                        concurrency=s.concurrency, timeout=s.timeout, slots=server.slots,
+                        concurrency_set="concurrency" in given, timeout_set="timeout" in given)
+                    retry_timeouts = False
                 key = workspace.env.get("JUDGE_API_KEY")
                 pool.clients[name] = LiteLLMClient(ModelSpec(
                     name=call_name, api_base=api_base, api_key=key,
-                    output_mode=s.output_mode, timeout=s.timeout, max_attempts=s.max_attempts,
-                    engine=engine, max_concurrency=own,
+                    output_mode=s.output_mode, timeout=timeout, max_attempts=s.max_attempts,
+                    engine=engine, max_concurrency=own, retry_timeouts=retry_timeouts,
                     redact=Redactor(secret_values(workspace.env, extra=[key]))))
         except BaseException:
             for stop in pool.stops:

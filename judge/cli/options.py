@@ -30,7 +30,8 @@ ApiBaseOption = Annotated[str | None, typer.Option(
     metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
                         "(e.g. http://127.0.0.1:8000/v1).")]
 ConcurrencyOption = Annotated[int | None, typer.Option(
-    metavar="N", help="Model calls in flight at once (default: setting concurrency, 16).")]
+    metavar="N", help="Model calls in flight at once (default: setting concurrency, 16; a "
+                      "local judge: its server's slots, 1).")]
 SeedOption = Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")]
 CacheModeOption = Annotated[str | None, typer.Option(
     help="How the cache is used: read-write (default), read-only, offline (as --offline), "

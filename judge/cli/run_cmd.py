@@ -93,7 +93,9 @@ def run(
     no_llm: Annotated[bool, typer.Option(
         "--no-llm", help="Run only the deterministic cases.")] = False,
     timeout: Annotated[float | None, typer.Option(
-        metavar="SECONDS", help="Seconds per model request before it is retried.")] = None,
+        metavar="SECONDS", help="Seconds per model request before it is retried (a local "
+                             "judge: per judgment queued ahead, 900 by default, never "
+                             "re-sent).")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
     shard: Annotated[str | None, typer.Option(
