@@ -48,6 +48,7 @@ __all__ = [
     "CaseFacts",
     "Completer",
     "Exchange",
+    "ForwardingCompleter",
     "JudgeSettings",
     "Prepared",
     "build_request",
@@ -261,6 +262,42 @@ def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: i
                         schema=schema,
                         output_mode=settings.output_mode, params=settings.params)
 
+
+
+class ForwardingCompleter:
+    """A completer around another one: what it reports is the inner client's.
+
+    Subclasses change how ``complete`` reaches the inner client (a limit, a refusal);
+    the counters stay the inner client's, so a run's calls are those on the wire.
+    """
+
+    def __init__(self, inner: Completer) -> None:
+        self.inner = inner
+
+    @property
+    def engine(self) -> Mapping[str, Any] | None:
+        """The inner client's engine."""
+        return self.inner.engine
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The inner client's own limit."""
+        return self.inner.max_concurrency
+
+    @property
+    def attempts(self) -> int:
+        """The inner client's requests on the wire."""
+        return self.inner.attempts
+
+    @property
+    def retries(self) -> int:
+        """The inner client's retries."""
+        return self.inner.retries
+
+    async def complete(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        """The inner client's completion."""
+        return await self.inner.complete(request, messages)
 
 @dataclass(frozen=True)
 class Exchange(Generic[T]):

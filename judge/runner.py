@@ -25,13 +25,20 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from .cache import JudgmentCache
 from .checks import deterministic_signals
 from .client import JudgeRequest, Turn
 from .errors import PermanentProviderError, ProviderError
-from .judging import Completer, JudgeSettings, Prepared, judge_prepared, prepare
+from .judging import (
+    Completer,
+    ForwardingCompleter,
+    JudgeSettings,
+    Prepared,
+    judge_prepared,
+    prepare,
+)
 from .ledger import JudgeTally, build_ledger, tally
 from .models import CaseResult, JudgeMeta, RunInfo, RunTotals
 from .panel import case_aggregates, headline, member_sample
@@ -178,36 +185,19 @@ class Breaker:
                            f"calls failed, the first with {self._first}")
 
 
-class LimitedCompleter:
-    """A completer whose calls wait for the concurrency limit; cache hits never get here."""
+class LimitedCompleter(ForwardingCompleter):
+    """A completer whose calls wait for the concurrency limit; cache hits never get here.
+
+    The inner client's own limit (a llama.cpp server's slots) applies below the run's.
+    """
 
     def __init__(self, inner: Completer, limit: asyncio.Semaphore,
                  breaker: Breaker | None = None) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.limit = limit
         self.breaker = breaker
         own = inner.max_concurrency
         self.own_limit = asyncio.Semaphore(own) if own is not None and own > 0 else None
-
-    @property
-    def engine(self) -> Mapping[str, Any] | None:
-        """The inner client's engine."""
-        return self.inner.engine
-
-    @property
-    def max_concurrency(self) -> int | None:
-        """The inner client's own limit (applied here, below the run's)."""
-        return self.inner.max_concurrency
-
-    @property
-    def attempts(self) -> int:
-        """The inner client's requests on the wire."""
-        return self.inner.attempts
-
-    @property
-    def retries(self) -> int:
-        """The inner client's retries."""
-        return self.inner.retries
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:

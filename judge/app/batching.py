@@ -39,7 +39,14 @@ from ..cache_entry import cache_key
 from ..client import JudgeRequest, ModelSpec, Turn
 from ..clock import utc_now
 from ..errors import PermanentProviderError, UsageError
-from ..judging import Completer, Prepared, build_request, exchange, prepare
+from ..judging import (
+    Completer,
+    ForwardingCompleter,
+    Prepared,
+    build_request,
+    exchange,
+    prepare,
+)
 from ..models import CaseResult, RunTotals
 from ..parsing import parse_verdict
 from ..suite import Case
@@ -484,23 +491,12 @@ async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchIte
                                   "status": "collected"})
 
 
-class _Guarded:
+class _Guarded(ForwardingCompleter):
     """A judge whose calls for some keys are refused with a reason (no request is sent)."""
 
     def __init__(self, inner: Completer, refused: Mapping[str, str]) -> None:
-        self.inner, self.refused = inner, refused
-        self.engine = inner.engine
-        self.max_concurrency = inner.max_concurrency
-
-    @property
-    def attempts(self) -> int:
-        """The inner client's requests on the wire."""
-        return self.inner.attempts
-
-    @property
-    def retries(self) -> int:
-        """The inner client's retries."""
-        return self.inner.retries
+        super().__init__(inner)
+        self.refused = refused
 
     async def complete(self, request: JudgeRequest,
                        messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
