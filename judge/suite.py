@@ -34,7 +34,9 @@ __all__ = [
     "HumanLabel",
     "Suite",
     "SuiteLine",
+    "case_lines",
     "check_suite_id",
+    "compile_suite",
     "filter_cases",
     "iter_cases",
     "iter_jsonl",
@@ -264,6 +266,71 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
         raise SuiteError(msg, file=source, where=where, fix=_SUITE_ID_FIX) from None
+
+
+def case_lines(raw_cases: Sequence[Any]) -> tuple[str, ...] | None:
+    """Each raw case as one JSON line that reads back as the same data; None if one cannot.
+
+    Keys keep the order written (it can reach the prompt). A value JSON cannot hold exactly —
+    a non-string key, bytes, a set, a date, an infinite float, a tuple — makes it None: such
+    a suite is read from its YAML every time.
+    """
+    lines = []
+    for raw in raw_cases:
+        if not _json_exact(raw):
+            return None
+        line = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if len(line) > MAX_JSONL_LINE_CHARS:
+            return None
+        lines.append(line)
+    return tuple(lines)
+
+
+def _json_exact(value: Any) -> bool:
+    """Whether ``json.loads(json.dumps(value)) == value`` with the same types, walked without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(k) is not str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            if item != item or item in (float("inf"), float("-inf")):
+                return False
+        elif kind not in (str, int, bool) and item is not None:
+            return False
+    return True
+
+
+def compile_suite(text: str, source: str, default_id: str) -> tuple[Suite, tuple[str, ...] | None]:
+    """A YAML suite validated as :func:`parse_suite` validates it, and its cases as JSON lines.
+
+    With lines, the returned suite holds no cases (they are the lines, each validated here;
+    :class:`SuiteLine` reads one back): a replay can find each case's judgments by the
+    digest of its line, as for a JSONL suite. Without (see :func:`case_lines`), the suite
+    holds every case.
+    """
+    data = read_suite_document(text, source, ("id", "description", "rubric", "cases"),
+                               "write cases: [- id: ..., ...]")
+    lines = case_lines(data["cases"])
+    if lines is None:
+        cases = _parse_cases(data["cases"], source)
+    else:
+        for _ in iter_cases(data["cases"], source):
+            pass  # validated one at a time; the lines are kept instead of the cases
+        cases = ()
+    try:
+        suite = Suite(id=str(data.get("id") or default_id),
+                      description=data.get("description") or "",
+                      rubric=data.get("rubric"), cases=cases)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        raise SuiteError(msg, file=source, where=where, fix=_SUITE_ID_FIX) from None
+    return suite, lines
 
 
 def lacks_output(case: Case) -> bool:
