@@ -249,6 +249,8 @@ def _build_item(group: str, raw: Any, position: int, profile: EvidenceProfile,
 
 
 def _as_list(value: Any, where: str) -> Sequence[Any]:
+    if type(value) is list:
+        return value  # the common case, before the abstract checks below
     if value is None:
         return ()
     if isinstance(value, Mapping | str):
@@ -271,7 +273,7 @@ def check_evidence(evidence: Mapping[str, Any] | None,
     for spec in profile.groups:
         items = _as_list(evidence.get(spec.name), f"evidence.{spec.name}")
         for index, raw in enumerate(items[: spec.cap]):
-            if not isinstance(raw, Mapping | str):
+            if type(raw) is not dict and not isinstance(raw, Mapping | str):
                 raise EvidenceInputError(
                     f"an evidence item is a mapping or a string, not {type(raw).__name__}",
                     f"evidence.{spec.name}[{index}]")

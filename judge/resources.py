@@ -28,8 +28,7 @@ from .suite import (
     SuiteLine,
     check_suite_id,
     compile_suite,
-    iter_cases,
-    iter_jsonl,
+    iter_jsonl_cases,
     parse_suite,
 )
 
@@ -190,13 +189,13 @@ class SuiteSource:
     def cases(self) -> Iterator[Case]:
         """The validated cases, in file order."""
         if self.lines is not None:
-            yield from iter_cases(iter_jsonl(self.lines, str(self.path)), str(self.path))
+            yield from iter_jsonl_cases(self.lines, str(self.path))
             return
         if self.loaded is not None:
             yield from self.loaded.cases
             return
         with self.path.open(encoding="utf-8") as lines:
-            yield from iter_cases(iter_jsonl(lines, str(self.path)), str(self.path))
+            yield from iter_jsonl_cases(lines, str(self.path))
 
     def save_compiled(self) -> bool:
         """Write the compiled form this read made, atomically, into an existing cache folder.
@@ -304,8 +303,8 @@ def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
     except UnicodeDecodeError as exc:
         raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
     del data
-    suite, lines = compile_suite(text, str(file), default_id)
-    if lines is None:
+    suite, compiled = compile_suite(text, str(file), default_id)
+    if compiled is None:
         return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
-    return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=None, lines=lines,
-                       unsaved=(target, _compiled_bytes(suite, lines)))
+    return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=None,
+                       lines=compiled, unsaved=(target, _compiled_bytes(suite, compiled)))

@@ -40,6 +40,7 @@ __all__ = [
     "filter_cases",
     "iter_cases",
     "iter_jsonl",
+    "iter_jsonl_cases",
     "lacks_output",
     "no_output_warning",
     "parse_suite",
@@ -150,20 +151,28 @@ def iter_cases(raw_cases: Iterable[Any], source: str) -> Iterator[Case]:
     """Validate raw cases one at a time (duplicates included), so a large file streams."""
     seen: set[str] = set()
     for index, raw in enumerate(raw_cases):
-        case_id = raw.get("id") if isinstance(raw, dict) else None
-        if not isinstance(raw, dict):
-            raise SuiteError("a case is a mapping", file=source, where=f"case #{index + 1}",
-                             fix="write each case as id: ..., output: ..., evidence: ...")
-        try:
-            case = Case.model_validate(raw)
-        except ValidationError as exc:
-            raise _case_error(exc, source, index, case_id if isinstance(case_id, str) else None) \
-                from None
-        if case.id in seen:
-            raise SuiteError(f"duplicate case id {case.id!r}", file=source,
-                             where=f"case #{index + 1}", fix="give every case its own id")
-        seen.add(case.id)
+        case = _case_of(raw, index, source)
+        _check_unique(case, index, seen, source)
         yield case
+
+
+def _case_of(raw: Any, index: int, source: str) -> Case:
+    case_id = raw.get("id") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise SuiteError("a case is a mapping", file=source, where=f"case #{index + 1}",
+                         fix="write each case as id: ..., output: ..., evidence: ...")
+    try:
+        return Case.model_validate(raw)
+    except ValidationError as exc:
+        raise _case_error(exc, source, index, case_id if isinstance(case_id, str) else None) \
+            from None
+
+
+def _check_unique(case: Case, index: int, seen: set[str], source: str) -> None:
+    if case.id in seen:
+        raise SuiteError(f"duplicate case id {case.id!r}", file=source,
+                         where=f"case #{index + 1}", fix="give every case its own id")
+    seen.add(case.id)
 
 
 @dataclass(frozen=True)
@@ -184,23 +193,52 @@ class SuiteLine:
 def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[Any]:
     """Raw objects of a JSONL suite, one line at a time; a bad line names its number."""
     for lineno, line in enumerate(lines, start=1):
+        if line.strip():
+            yield _json_value(line, lineno, source)
+
+
+def _json_value(line: str, lineno: int, source: str) -> Any:
+    if len(line) > MAX_JSONL_LINE_CHARS:
+        raise SuiteError(f"line too long: {len(line):,} characters, the limit is "
+                         f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
+                         fix="keep each case under the limit (trim large evidence)")
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
+                         fix="one JSON object per line") from None
+    except RecursionError:
+        raise _too_deep(source, lineno) from None
+    # Cheap filter first: only a line with many brackets can nest too deeply.
+    if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise _too_deep(source, lineno)
+    return value
+
+
+def iter_jsonl_cases(lines: Iterable[str], source: str) -> Iterator[Case]:
+    """``iter_cases(iter_jsonl(lines))``, validating each line's JSON in one pass where it can.
+
+    A line that pydantic's JSON parser takes as a case is that case (the same data
+    ``json.loads`` reads: JSON has no other reading); any other line, or one that might nest
+    too deeply, goes through :func:`iter_jsonl` and :func:`iter_cases`, which decide what is
+    wrong and say so. Duplicate ids are refused either way.
+    """
+    seen: set[str] = set()
+    index = 0
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        if len(line) > MAX_JSONL_LINE_CHARS:
-            raise SuiteError(f"line too long: {len(line):,} characters, the limit is "
-                             f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
-                             fix="keep each case under the limit (trim large evidence)")
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
-                             fix="one JSON object per line") from None
-        except RecursionError:
-            raise _too_deep(source, lineno) from None
-        # Cheap filter first: only a line with many brackets can nest too deeply.
-        if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-            raise _too_deep(source, lineno)
-        yield value
+        case = None
+        if len(line) <= MAX_JSONL_LINE_CHARS and line.count("[") + line.count("{") <= MAX_DEPTH:
+            try:
+                case = Case.model_validate_json(line)
+            except ValidationError:
+                case = None
+        if case is None:
+            case = _case_of(_json_value(line, lineno, source), index, source)
+        _check_unique(case, index, seen, source)
+        index += 1
+        yield case
 
 
 def _too_deep(source: str, lineno: int) -> SuiteError:
@@ -287,7 +325,7 @@ def case_lines(raw_cases: Sequence[Any]) -> tuple[str, ...] | None:
 
 
 def _json_exact(value: Any) -> bool:
-    """Whether ``json.loads(json.dumps(value)) == value`` with the same types, walked without recursion."""
+    """Whether JSON holds ``value`` exactly (same values, same types); walked without recursion."""
     stack = [value]
     while stack:
         item = stack.pop()
