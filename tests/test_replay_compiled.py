@@ -12,11 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
+from judge import safeyaml
 from judge.errors import SuiteError
 from judge.resources import open_suite
-from judge.suite import iter_cases, iter_jsonl, iter_jsonl_cases
+from judge.suite import iter_cases, iter_jsonl, iter_jsonl_cases, parse_suite
 
 MODELS = ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+3")
 
@@ -150,3 +152,31 @@ def test_one_pass_jsonl_check_says_what_the_plain_one_says(name: str) -> None:
     dup = ['{"id": "a"}', '{"id": "a"}']
     assert outcome(iter_jsonl_cases(dup, "s.jsonl")) == outcome(
         iter_cases(iter_jsonl(dup, "s.jsonl"), "s.jsonl"))
+
+
+PY_LOADERS = (safeyaml._BoundedLoader, safeyaml._BoundedTextLoader)
+WORDS = {"duplicate key": "duplicate key 'output' at line 5", "alias bomb": "alias bomb",
+         "nested deeper": "nested deeper than 64"}
+
+
+@pytest.mark.parametrize("python_parser", [False, True])
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_libyaml_and_python_parsers_keep_the_same_rules(monkeypatch: pytest.MonkeyPatch,
+                                                        name: str, python_parser: bool) -> None:
+    if yaml.__with_libyaml__:
+        assert safeyaml._LOADERS[0].__name__ == "_CBoundedLoader"  # the fast parser is used
+    if python_parser:
+        monkeypatch.setattr(safeyaml, "_LOADERS", PY_LOADERS)
+    with pytest.raises(SuiteError, match=WORDS[name]):
+        parse_suite(HOSTILE[name], "s.yaml", "s")
+    deep_flow = "id: s\ncases: " + "[" * 200_000 + "\n"
+    with pytest.raises(SuiteError, match="nested deeper than 64"):
+        parse_suite(deep_flow, "s.yaml", "s")
+
+
+def test_libyaml_and_python_parsers_read_the_same_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = EXAMPLE_SUITE.read_text(encoding="utf-8") + "extra: &x {a: 1, when: 2025-03-03}\n"
+    fast = safeyaml.load_yaml(text, "s.yaml", SuiteError, max_chars=10**6, timestamps=False)
+    monkeypatch.setattr(safeyaml, "_LOADERS", PY_LOADERS)
+    plain = safeyaml.load_yaml(text, "s.yaml", SuiteError, max_chars=10**6, timestamps=False)
+    assert fast == plain and fast["extra"]["when"] == "2025-03-03"
