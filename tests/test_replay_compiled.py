@@ -16,6 +16,8 @@ import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
 from judge import safeyaml
+from judge.cache import JudgmentCache
+from judge.cache_entry import with_digest
 from judge.errors import SuiteError
 from judge.resources import open_suite
 from judge.suite import iter_cases, iter_jsonl, iter_jsonl_cases, parse_suite
@@ -180,3 +182,33 @@ def test_libyaml_and_python_parsers_read_the_same_data(monkeypatch: pytest.Monke
     monkeypatch.setattr(safeyaml, "_LOADERS", PY_LOADERS)
     plain = safeyaml.load_yaml(text, "s.yaml", SuiteError, max_chars=10**6, timestamps=False)
     assert fast == plain and fast["extra"]["when"] == "2025-03-03"
+
+
+def test_a_record_answers_only_for_the_entry_it_was_made_from(fake_server: Any,
+                                                              workspace: Path) -> None:
+    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
+    cold = _run(workspace, base_url=fake_server.base_url)
+    judgments = cold["run"]["totals"]["judgments"]
+    before = _run(workspace)
+    assert before["run"]["totals"]["indexHits"] == judgments
+    # Rewrite one entry soundly (a new digest over a changed verdict: a refresh would).
+    key = next(c["judge"]["cacheKey"] for c in before["cases"]
+               if c["judgedBy"] == "llm" and c["judge"]["aggregate"] is None)
+    with JudgmentCache(workspace / "cache") as cache:
+        entry = cache.get(key)
+        assert entry is not None
+        verdict = json.loads(entry["turns"][-1]["text"])
+        scores = verdict.get("categories", verdict)
+        next(v for v in scores.values() if isinstance(v, dict))["rationale"] = "rewritten"
+        entry["turns"][-1]["text"] = json.dumps(verdict)
+        assert cache.put(with_digest(entry))
+    after = _run(workspace)
+    # That case (its 2 judges x 2 samples, from the first the index cannot vouch for on):
+    # the plain path.
+    assert judgments - 4 <= after["run"]["totals"]["indexHits"] < judgments
+    changed = [c for c in after["cases"] if c["judge"] and c["judge"]["cacheKey"] == key]
+    was = [c for c in before["cases"] if c["judge"] and c["judge"]["cacheKey"] == key]
+    assert changed != was  # scored from the entry as it is now, not from the old record
+    again = _run(workspace)
+    assert again["run"]["totals"]["indexHits"] == judgments
+    assert _comparable(again) == _comparable(after)
