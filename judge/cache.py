@@ -31,6 +31,7 @@ import functools
 import json
 import os
 import sqlite3
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -61,6 +62,7 @@ _WRITABLE = frozenset({"read-write", "refresh"})
 _DBNAME = "cache.db"  # diskcache's SQLite file inside the directory
 _INDEX_FILE = "replay-index.sqlite"  # the replay index (see judge.replay): derived, droppable
 _INDEXING = frozenset({"read-write", "refresh", "offline"})
+_BATCH = 500  # keys per SELECT ... IN (...): far below SQLite's bound on parameters
 
 
 class ImportReport(TypedDict):
@@ -238,6 +240,39 @@ class JudgmentCache:
         if type(raw) is not bytes:
             return None, f"stored value is {type(raw).__name__}, not bytes"
         return raw, None
+
+    def raw_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The stored bytes of each of ``keys`` present, in a few SELECTs (the replay's batch read).
+
+        What :meth:`_raw` reads, for many keys at once: values that are not plain bytes are
+        left out, as are keys whose value file is gone. Nothing is checked here; the caller
+        checks each entry's digest (:func:`judge.cache_bytes.sound_digest`). Reads whatever
+        the mode (the index is written in ``refresh`` too).
+        """
+        store = self._store()
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, bytes] = {}
+        if store is None:
+            return found
+        for start in range(0, len(wanted), _BATCH):
+            chunk = wanted[start:start + _BATCH]
+            select = ("SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN "
+                      f"({','.join('?' * len(chunk))}) "
+                      "AND (expire_time IS NULL OR expire_time > ?)")
+            try:
+                rows = store._sql(select, (*chunk, time.time())).fetchall()
+            except sqlite3.Error as exc:
+                if is_damage(exc):
+                    raise damaged_cache(self.directory / _DBNAME, exc) from None
+                raise
+            for key, mode, filename, value in rows:
+                try:
+                    data = store._disk.fetch(mode, filename, value, False)
+                except (_RefusedValue, OSError):
+                    continue
+                if type(data) is bytes:
+                    found[key] = data
+        return found
 
     def _load(self, key: Any, *, full: bool = True,
               turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:

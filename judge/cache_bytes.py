@@ -22,10 +22,35 @@ from typing import Any
 
 from .cache_entry import CACHE_FORMAT, DIGEST_MISMATCH, turns_ok
 
-__all__ = ["turns_alone"]
+__all__ = ["sound_digest", "turns_alone"]
 _DIGEST = b'{"digest":"'
 _BODY = len(_DIGEST) + 64 + 2  # the digest's hex and its closing '",'
 _TURNS = b',"turns":'
+
+
+def _laid_out(raw: bytes, key: str) -> bool:
+    """Whether ``raw`` is laid out as an entry stored under ``key`` is written here."""
+    head = b'"format":%d,"key":"%s",' % (CACHE_FORMAT, key.encode("ascii", "replace"))
+    return raw.startswith(_DIGEST) and raw[_BODY - 2:_BODY] == b'",' \
+        and raw.startswith(head, _BODY) and raw.endswith(b"}")
+
+
+def _digest_matches(raw: bytes) -> bool:
+    digest = hashlib.sha256(b"{")
+    digest.update(memoryview(raw)[_BODY:])
+    return digest.hexdigest().encode("ascii") == raw[len(_DIGEST):_BODY - 2]
+
+
+def sound_digest(raw: bytes, key: str) -> str | None:
+    """The digest of the entry ``raw`` stored under ``key``, once its bytes check out against it.
+
+    None when the layout is not the canonical one or the digest does not match. The replay
+    index binds each record to this digest: a record then answers only for the very entry
+    (verdict, turns, meta) it was made from.
+    """
+    if not _laid_out(raw, key) or not _digest_matches(raw):
+        return None
+    return raw[len(_DIGEST):_BODY - 2].decode("ascii")
 
 
 def turns_alone(raw: bytes, key: str) -> list[dict[str, Any]] | str | None:
@@ -36,16 +61,12 @@ def turns_alone(raw: bytes, key: str) -> list[dict[str, Any]] | str | None:
     match (a miss, never a score); None when the layout is not this one (the caller parses
     the whole entry).
     """
-    head = b'"format":%d,"key":"%s",' % (CACHE_FORMAT, key.encode("ascii", "replace"))
-    if not raw.startswith(_DIGEST) or raw[_BODY - 2:_BODY] != b'",' \
-            or not raw.startswith(head, _BODY) or not raw.endswith(b"}"):
+    if not _laid_out(raw, key):
         return None
     at = raw.rfind(_TURNS)
-    if at < _BODY + len(head):
+    if at < _BODY + len(b'"format":%d,"key":"",' % CACHE_FORMAT) + len(key):
         return None
-    digest = hashlib.sha256(b"{")
-    digest.update(memoryview(raw)[_BODY:])
-    if digest.hexdigest().encode("ascii") != raw[len(_DIGEST):_BODY - 2]:
+    if not _digest_matches(raw):
         return DIGEST_MISMATCH
     try:
         turns = json.loads(raw[at + len(_TURNS):-1].decode("utf-8"))

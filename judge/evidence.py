@@ -268,6 +268,8 @@ def _built(cls: type[_Model], values: dict[str, Any]) -> _Model:
 
 
 def _as_list(value: Any, where: str) -> Sequence[Any]:
+    if type(value) is list:
+        return value  # the common case, before the abstract checks below
     if value is None:
         return ()
     if isinstance(value, Mapping | str):
@@ -290,7 +292,7 @@ def check_evidence(evidence: Mapping[str, Any] | None,
     for spec in profile.groups:
         items = _as_list(evidence.get(spec.name), f"evidence.{spec.name}")
         for index, raw in enumerate(items[: spec.cap]):
-            if not isinstance(raw, Mapping | str):
+            if type(raw) is not dict and not isinstance(raw, Mapping | str):
                 raise EvidenceInputError(
                     f"an evidence item is a mapping or a string, not {type(raw).__name__}",
                     f"evidence.{spec.name}[{index}]")

@@ -4,28 +4,29 @@ A cache key is the hash of the rendered request, so finding a judgment the plain
 reading and validating the case, building its evidence bundle and rendering its prompt:
 ~0.5 ms a case, most of a replay. Yet all of that is a pure function of inputs that are
 cheap to hash: the case (for a JSONL suite, its line as written), the rubric, the templates,
-the judge model and its call settings, the sample, and the code that builds bundles and
-prompts. The index maps a *fingerprint* of those inputs to what a result needs besides the
-verdict::
+the judge model and its call settings, the sample, and the code that builds bundles, prompts
+and results. The index maps a *fingerprint* of those inputs to the result they gave::
 
     sha256(salt(code, rubric, templates, model, settings) | sample | case line or JSON)
-        ──► {"key": cache key, "ids": [citable ids], "dropped": {group: n},
-             "cited": {id: cited evidence},
-             "case": {id, judgedBy, tags, complexity, signals, checks}}
+        ──► {"key": cache key, "entry": the entry's digest, "signals": {category: signal},
+             "result": the result's JSON}
 
-A replay then hashes the line (~3 us), reads the record and the turns of the cache entry it
-names, parses the verdict and scores it with the same functions as the plain path
-(:func:`judge.judging.scored_result`): the result is the same, byte for byte, and the case
-is never parsed.
+The result is a function of the fingerprint's inputs and of the cache entry's content
+alone, and the record is bound to both: to the inputs by its fingerprint, to the entry by
+the entry's digest. A replay (:meth:`ReplayIndex.replay_many`, a batch of cases at a time:
+one SELECT for the records, one for the entries) hashes the line (~3 us), reads the record,
+reads the entry's bytes and checks them against their own digest and against the one the
+record names, and only then takes the stored result: no case parsed, no verdict re-parsed,
+no score recomputed, no model validated but the result's own.
 
-The cache entry stays the one source of truth: a record only says where to look and what
-the case was. Records live in their own table (:mod:`judge.replay_store`), each sealed with
-its sha256: a record whose bytes changed is read as absent, never scored from. Whenever
-the shortcut cannot vouch for the answer (no record, the entry is gone or corrupt, the
-reply no longer parses, it cites an item the record does not hold) the case takes the
-plain path, which writes a fresh record. Any change to the inputs, the
-package's code included, changes the fingerprint, so a stale record is never found, only
-left unused.
+The cache entry stays the one source of truth: a record only says which entry it was
+made from and what that gave. Records live in their own table (:mod:`judge.replay_store`),
+each sealed with its sha256: a record whose bytes changed is read as absent, never scored
+from. Whenever the shortcut cannot vouch for the answer (no record, the entry is gone,
+corrupt or not the one the record was made from — a refresh rewrote it, say) the case
+takes the plain path, which writes a fresh record. Any change to the inputs, the package's
+code included, changes the fingerprint, so a stale record is never found, only left
+unused.
 """
 
 from __future__ import annotations
@@ -34,24 +35,25 @@ import functools
 import hashlib
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .cache import JudgmentCache
+from .cache_bytes import sound_digest
 from .canonical import canonical_json, sha256_hex
-from .errors import OutputError
-from .judging import JudgeSettings, Prepared, judge_meta, scored_result
-from .models import CaseResult, CheckResult, CitedEvidence
-from .parsing import parse_verdict
+from .judging import JudgeSettings, Prepared
+from .models import CaseResult
 from .rubric import Rubric
 from .suite import Case
 
 __all__ = ["INDEX_FORMAT", "ReplayIndex", "Replayed", "code_digest", "line_digest",
            "record_problem"]
 
-INDEX_FORMAT = 2
+INDEX_FORMAT = 3
 WRITE_BATCH = 256
 """Records are written in batches: a run cut short loses at most these shortcuts."""
 
@@ -80,23 +82,6 @@ def code_digest() -> str | None:
 
 
 @dataclass(frozen=True)
-class _Facts:
-    """A case's facts from a record (see :class:`judge.judging.CaseFacts`)."""
-
-    case_id: str
-    judged_by: str
-    tags: tuple[str, ...]
-    complexity: str | None
-    signals: dict[str, int | None]
-    checks: tuple[CheckResult, ...]
-    dropped: dict[str, int]
-    cited: Mapping[str, CitedEvidence]
-
-    def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]:
-        return tuple(self.cited[i] for i in ids)
-
-
-@dataclass(frozen=True)
 class Replayed:
     """A judgment replayed through the index, and the case's deterministic signals."""
 
@@ -104,17 +89,23 @@ class Replayed:
     signals: dict[str, int | None]
 
 
-def _record(raw: bytes) -> dict[str, Any] | None:
+class _Record(BaseModel):
+    """A record as stored (the result embedded as an object: one parse for the whole record)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    format: Literal[3]
+    key: str
+    entry: str
+    signals: dict[str, int | None]
+    result: CaseResult
+
+
+def _record(raw: bytes) -> _Record | None:
     try:
-        rec = json.loads(raw)
-    except (ValueError, RecursionError):
+        return _Record.model_validate_json(raw)
+    except ValidationError:
         return None
-    if not isinstance(rec, dict) or rec.get("format") != INDEX_FORMAT:
-        return None
-    ok = isinstance(rec.get("key"), str) and isinstance(rec.get("ids"), list) \
-        and isinstance(rec.get("dropped"), dict) and isinstance(rec.get("cited"), dict) \
-        and isinstance(rec.get("case"), dict)
-    return rec if ok else None
 
 
 def record_problem(raw: bytes) -> str | None:
@@ -148,7 +139,7 @@ class ReplayIndex:
         self.template_hash = template_hash
         self.settings = settings
         self._salts: dict[str, bytes] = {}
-        self._unwritten: list[tuple[bytes, bytes]] = []
+        self._unwritten: list[tuple[bytes, str, dict[str, int | None], CaseResult]] = []
         self.found = 0
         """Judgments this run replayed through the index."""
 
@@ -192,55 +183,71 @@ class ReplayIndex:
 
     def replay(self, digest: bytes, model: str, sample: int) -> Replayed | None:
         """One judgment from the index and the cache; None to take the plain path."""
+        return self.replay_many([digest], [(model, sample)])[0].get((model, sample))
+
+    def replay_many(self, digests: Sequence[bytes], judges: Sequence[tuple[str, int]],
+                    ) -> list[dict[tuple[str, int], Replayed]]:
+        """For each case digest, the judgments of ``judges`` the index answers, in order.
+
+        A case's answers stop at the first judge the index cannot vouch for (the plain path
+        takes that one and the rest). Two SELECTs for the whole batch.
+        """
         store = self.cache.replay_store
-        raw = store.get(self.fingerprint(digest, model, sample)) if store is not None else None
-        record = _record(raw) if raw is not None else None
-        if record is None:
-            return None
-        turns = self.cache.turns(record["key"], count=False)
-        if turns is None:
-            return None
-        try:
-            advisory = parse_verdict(str(turns[-1]["text"]), self.rubric, tuple(record["ids"]))
-            stored = record["cited"]
-            cited = {i: CitedEvidence.model_validate(stored[i])
-                     for a in advisory.values() for i in a.evidence}
-            case = record["case"]
-            facts = _Facts(case_id=case["id"], judged_by=case["judgedBy"],
-                           tags=tuple(case["tags"]), complexity=case["complexity"],
-                           signals=dict(case["signals"]),
-                           checks=tuple(CheckResult.model_validate(c) for c in case["checks"]),
-                           dropped=dict(record["dropped"]), cited=cited)
-            meta = judge_meta(model, self.settings, record["key"], turns, cached=True,
-                              sample=sample, template_id=self.template_id,
-                              template_hash=self.template_hash, rubric_hash=self.rubric_hash)
-            result = scored_result(facts, self.rubric, advisory, meta, None)
-        except (OutputError, KeyError, TypeError, ValueError):
-            return None  # a record this code cannot use: the plain path will write a new one
-        self.cache.count_hit()
-        self.found += 1
-        return Replayed(result, facts.signals)
+        found: list[dict[tuple[str, int], Replayed]] = [{} for _ in digests]
+        if store is None or not store.readable:
+            return found
+        prints = [[self.fingerprint(d, m, s) for m, s in judges] for d in digests]
+        raw_records = store.get_many(fp for row in prints for fp in row)
+        # A record this code cannot read is absent: the plain path writes a new one.
+        records = {fp: rec for fp, raw in raw_records.items()
+                   if (rec := _record(raw)) is not None}
+        entries = self.cache.raw_many(rec.key for rec in records.values())
+        for answers, row in zip(found, prints, strict=True):
+            for judge, fp in zip(judges, row, strict=True):
+                rec = records.get(fp)
+                raw = entries.get(rec.key) if rec is not None else None
+                if rec is None or raw is None or sound_digest(raw, rec.key) != rec.entry:
+                    break
+                result = rec.result
+                if result.judge is None or result.judge.cacheKey != rec.key:
+                    break
+                answers[judge] = Replayed(result, dict(rec.signals))
+                self.cache.count_hit()
+                self.found += 1
+        return found
 
     def remember(self, digest: bytes, model: str, sample: int, prep: Prepared,
                  result: CaseResult) -> None:
-        """Record a result the plain path scored from a cached verdict."""
-        if result.judge is None or not result.judge.cacheKey:
+        """Record a result the plain path scored from a verdict that is in the cache."""
+        meta = result.judge
+        if meta is None or not meta.cacheKey:
             return
-        record = {"format": INDEX_FORMAT, "key": result.judge.cacheKey,
-                  "ids": list(prep.bundle.ids()), "dropped": result.evidenceDropped,
-                  "cited": {e.id: e.model_dump(mode="json") for e in result.evidence},
-                  "case": {"id": prep.case_id, "judgedBy": prep.judged_by,
-                           "tags": list(prep.tags), "complexity": prep.complexity,
-                           "signals": prep.signals,
-                           "checks": [c.model_dump(mode="json") for c in prep.checks]}}
-        self._unwritten.append((self.fingerprint(digest, model, sample),
-                                canonical_json(record).encode("utf-8")))
+        if not meta.cached:  # as a replay reports it: this run did not pay for the call
+            result = result.model_copy(update={"judge": meta.model_copy(update={"cached": True})})
+        self._unwritten.append((self.fingerprint(digest, model, sample), meta.cacheKey,
+                                prep.signals, result))
         if len(self._unwritten) >= WRITE_BATCH:
             self.flush()
 
     def flush(self) -> None:
-        """Write the records remembered so far (one transaction; call at the end of a run)."""
+        """Write the records remembered so far (one transaction; call at the end of a run).
+
+        Each is bound to the digest of its entry as stored now (read in one SELECT), and
+        only when that entry checks out against its digest.
+        """
         store = self.cache.replay_store
-        if self._unwritten and store is not None:
-            store.put(self._unwritten)
-        self._unwritten = []
+        pending, self._unwritten = self._unwritten, []
+        if not pending or store is None:
+            return
+        entries = self.cache.raw_many(key for _, key, _, _ in pending)
+        rows = []
+        for fp, key, signals, result in pending:
+            raw = entries.get(key)
+            entry = sound_digest(raw, key) if raw is not None else None
+            if entry is None:
+                continue
+            record = {"format": INDEX_FORMAT, "key": key, "entry": entry, "signals": signals,
+                      "result": result.model_dump(mode="json")}
+            rows.append((fp, canonical_json(record).encode("utf-8")))
+        if rows:
+            store.put(rows)

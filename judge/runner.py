@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -52,6 +52,8 @@ __all__ = ["Breaker", "LimitedCompleter", "Progress", "ResultSink", "RunOutcome"
            "execute"]
 
 STORE_BATCH = 256
+LOOKUP_BATCH = 256
+"""JSONL lines looked up in the replay index at once (two SELECTs a batch)."""
 
 
 class ResultSink(Protocol):
@@ -298,8 +300,12 @@ class _Run:
         interrupted = False
         try:
             async with asyncio.TaskGroup() as group:
-                for position, item in enumerate(cases):
-                    await self._case(group, position, item)
+                position = 0
+                for batch in _batches(cases, LOOKUP_BATCH):
+                    looked = self._look_up(batch)
+                    for item, (digest, found) in zip(batch, looked, strict=True):
+                        await self._case(group, position, item, digest, found)
+                        position += 1
         except (asyncio.CancelledError, KeyboardInterrupt):
             interrupted = True
         except BaseExceptionGroup as failed:
@@ -310,22 +316,24 @@ class _Run:
                 self.index.flush()
         return self._outcome(interrupted)
 
-    async def _case(self, group: asyncio.TaskGroup, position: int,
-                    item: Case | SuiteLine) -> None:
-        """Resolve what the index answers at once; start a task for each other judgment."""
-        plan, index, renderer = self.plan, self.index, self.renderer
+    def _look_up(self, batch: Sequence[Case | SuiteLine],
+                 ) -> list[tuple[bytes | None, dict[_Judge, Replayed]]]:
+        """Each case's digest (None: not indexed) and the judgments the index answers."""
+        index = self.index
+        if index is None or self.renderer is None:
+            return [(None, {}) for _ in batch]
+        digests = [line_digest(item.text) if isinstance(item, SuiteLine)
+                   else index.case_digest(item) if item.judged_by == "llm" else None
+                   for item in batch]
+        wanted = [d for d in digests if d is not None]
+        answers = iter(index.replay_many(wanted, self.every) if wanted else [])
+        return [(d, next(answers) if d is not None else {}) for d in digests]
+
+    async def _case(self, group: asyncio.TaskGroup, position: int, item: Case | SuiteLine,
+                    digest: bytes | None, found: dict[_Judge, Replayed]) -> None:
+        """Resolve what the index answered at once; start a task for each other judgment."""
+        plan, renderer = self.plan, self.renderer
         case, line = (item, None) if isinstance(item, Case) else (None, item)
-        found: dict[_Judge, Replayed] = {}
-        digest = None
-        if index is not None and renderer is not None and (
-                case is None or case.judged_by == "llm"):
-            digest = line_digest(line.text) if line is not None else \
-                index.case_digest(_known(case))
-            for judge in self.every:
-                hit = index.replay(digest, *judge)
-                if hit is None:
-                    break
-                found[judge] = hit
         if len(found) < len(self.every) and line is not None:
             case = line.case()  # not all in the index: the plain path needs the case
         judged = bool(found) or (renderer is not None and case is not None
@@ -417,6 +425,18 @@ class _Run:
         return RunOutcome(run=run, summary=summary,
                           summaries={m: b.build() for m, b in self.per_model.items()},
                           interrupted=interrupted)
+
+
+def _batches(items: Iterable[Case | SuiteLine], size: int) -> Iterator[list[Case | SuiteLine]]:
+    """``items`` in lists of ``size`` (the last may be shorter), streamed."""
+    batch: list[Case | SuiteLine] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def _first(failed: BaseExceptionGroup[BaseException]) -> BaseException:

@@ -14,6 +14,11 @@ document is being composed and before any value is built:
   brings in may still be overridden, as YAML intends;
 - text longer than the caller's limit.
 
+The rules live in the composer (:class:`_Bounds`), so they hold whichever parser feeds it
+events: libyaml's (``yaml.cyaml.CParser``, when PyYAML was built with it: several times
+faster on a large suite) or PyYAML's own (the fallback, whose scanner also refuses deep flow
+nesting as it scans). Either way nothing is built from a node the rules have not passed.
+
 Every refusal, and every YAML syntax error, is raised as the caller's
 :class:`~judge.errors.ConfigError` subclass naming the source, the line and a fix.
 """
@@ -23,8 +28,11 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+from yaml.composer import Composer
+from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, MappingStartEvent, SequenceStartEvent
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.resolver import Resolver
 
 from .errors import ConfigError
 from .limits import MAX_ALIAS_NODES, MAX_DEPTH
@@ -45,51 +53,42 @@ class _Refused(yaml.YAMLError):
         self.fix = fix
 
 
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
+_FLATTEN = "flatten the data; real suites nest a few levels"
+
+
 def _line(mark: Any) -> int:
     return mark.line + 1 if mark is not None else 0
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """``SafeLoader`` that counts alias expansion and nesting and refuses duplicate keys."""
+class _Bounds(Composer):
+    """The composer's rules: alias expansion and nesting counted, duplicate keys refused."""
 
-    def __init__(self, stream: str) -> None:
-        super().__init__(stream)
+    # Given by the parser and the constructor each loader adds.
+    peek_event: Any
+    construct_object: Any
+
+    def _init_bounds(self) -> None:
         self._depth = 0
         self._alias_nodes = 0
         self._sizes: dict[Node | None, int] = {}
         self._open_anchors: set[str] = set()
 
-    # The scanner's simple-key bookkeeping is quadratic in flow nesting ("[[[[..."), so
-    # flow depth is refused as it is scanned, long before the composer would see it.
-    def fetch_flow_sequence_start(self) -> None:
-        self._check_flow_level()
-        super().fetch_flow_sequence_start()
-
-    def fetch_flow_mapping_start(self) -> None:
-        self._check_flow_level()
-        super().fetch_flow_mapping_start()
-
-    def _check_flow_level(self) -> None:
-        if self.flow_level >= MAX_DEPTH:
-            raise _Refused(f"nested deeper than {MAX_DEPTH} levels",
-                           self.get_mark(),
-                           "flatten the data; real suites nest a few levels")
-
     def compose_node(self, parent: Node | None, index: Any) -> Node | None:
-        event = self.peek_event()  # type: ignore[no-untyped-call]
+        event = self.peek_event()
         if isinstance(event, AliasEvent):
             return self._alias(event)
         collection = isinstance(event, SequenceStartEvent | MappingStartEvent)
         if collection:
             self._depth += 1
             if self._depth > MAX_DEPTH:
-                raise _Refused(f"nested deeper than {MAX_DEPTH} levels", event.start_mark,
-                               "flatten the data; real suites nest a few levels")
+                raise _Refused(_TOO_DEEP, event.start_mark,
+                               _FLATTEN)
         anchor = event.anchor
         if anchor is not None:
             self._open_anchors.add(anchor)
         try:
-            node = super().compose_node(parent, index)
+            node = Composer.compose_node(self, parent, index)
         finally:
             if collection:
                 self._depth -= 1
@@ -103,7 +102,7 @@ class _BoundedLoader(yaml.SafeLoader):
         if anchor in self._open_anchors:
             raise _Refused(f"alias *{anchor} refers to the node that contains it",
                            event.start_mark, "a value cannot contain itself; copy it instead")
-        node = super().compose_node(None, None)  # type: ignore[arg-type]  # undefined: raises
+        node = Composer.compose_node(self, None, None)  # type: ignore[arg-type]  # undefined: raises
         self._alias_nodes += self._sizes.get(node, 1)
         if self._alias_nodes > MAX_ALIAS_NODES:
             raise _Refused(f"aliases expand to more than {MAX_ALIAS_NODES:,} nodes "
@@ -120,7 +119,7 @@ class _BoundedLoader(yaml.SafeLoader):
         return 1
 
     def compose_mapping_node(self, anchor: Any) -> MappingNode:
-        node: MappingNode = super().compose_mapping_node(anchor)
+        node: MappingNode = Composer.compose_mapping_node(self, anchor)
         seen: dict[Any, Any] = {}
         for key, _ in node.value:
             if not isinstance(key, ScalarNode) or key.tag == _MERGE:
@@ -139,14 +138,67 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
 
+class _BoundedLoader(_Bounds, yaml.SafeLoader):
+    """``SafeLoader`` (PyYAML's own parser) with the rules of :class:`_Bounds`."""
+
+    def __init__(self, stream: str) -> None:
+        yaml.SafeLoader.__init__(self, stream)
+        self._init_bounds()
+
+    # The scanner's simple-key bookkeeping is quadratic in flow nesting ("[[[[..."), so
+    # flow depth is refused as it is scanned, long before the composer would see it.
+    def fetch_flow_sequence_start(self) -> None:
+        self._check_flow_level()
+        super().fetch_flow_sequence_start()
+
+    def fetch_flow_mapping_start(self) -> None:
+        self._check_flow_level()
+        super().fetch_flow_mapping_start()
+
+    def _check_flow_level(self) -> None:
+        if self.flow_level >= MAX_DEPTH:
+            raise _Refused(_TOO_DEEP,
+                           self.get_mark(),
+                           _FLATTEN)
+
+
 class _BoundedTextLoader(_BoundedLoader):
     """:class:`_BoundedLoader` without the timestamp rule: times stay the strings written."""
 
 
-_BoundedTextLoader.yaml_implicit_resolvers = {
+_TEXT_RESOLVERS = {
     first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
+_BoundedTextLoader.yaml_implicit_resolvers = _TEXT_RESOLVERS
+_Loader = type[_BoundedLoader] | type["_CBoundedLoader"]
+_LOADERS: tuple[_Loader, _Loader] = (_BoundedLoader, _BoundedTextLoader)
+
+if getattr(yaml, "__with_libyaml__", False):
+    from yaml.cyaml import CParser  # type: ignore[attr-defined]
+
+    class _CBoundedLoader(_Bounds, CParser, SafeConstructor, Resolver):
+        """libyaml's parser feeding the composer of :class:`_Bounds`, then the safe constructor.
+
+        libyaml's own C composer, which knows none of the rules, is never used.
+        """
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+            self._init_bounds()
+
+        def get_single_data(self) -> Any:
+            node = self.get_single_node()
+            return None if node is None else self.construct_document(node)
+
+    class _CBoundedTextLoader(_CBoundedLoader):
+        """:class:`_CBoundedLoader` without the timestamp rule."""
+
+    _CBoundedTextLoader.yaml_implicit_resolvers = _TEXT_RESOLVERS
+    _LOADERS = (_CBoundedLoader, _CBoundedTextLoader)
 
 
 def load_yaml(text: str, source: str, error: type[ConfigError], *, max_chars: int,
@@ -158,7 +210,7 @@ def load_yaml(text: str, source: str, error: type[ConfigError], *, max_chars: in
     if len(text) > max_chars:
         raise error(f"file too large: {len(text):,} characters, the limit is {max_chars:,}",
                     file=source, fix="split it into smaller files")
-    loader = (_BoundedLoader if timestamps else _BoundedTextLoader)(text)
+    loader = _LOADERS[0 if timestamps else 1](text)
     try:
         return loader.get_single_data()
     except _Refused as exc:
@@ -167,6 +219,8 @@ def load_yaml(text: str, source: str, error: type[ConfigError], *, max_chars: in
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "maximum nesting depth" in problem:  # libyaml's own bound (1,000) met first
+            raise error(_TOO_DEEP, file=source, where=_where(mark), fix=_FLATTEN) from None
         raise error(f"invalid YAML: {problem}", file=source, where=_where(mark),
                     fix="check the indentation and quoting near that line") from None
     finally:

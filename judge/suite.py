@@ -34,10 +34,13 @@ __all__ = [
     "HumanLabel",
     "Suite",
     "SuiteLine",
+    "case_lines",
     "check_suite_id",
+    "compile_suite",
     "filter_cases",
     "iter_cases",
     "iter_jsonl",
+    "iter_jsonl_cases",
     "lacks_output",
     "no_output_warning",
     "parse_suite",
@@ -148,20 +151,28 @@ def iter_cases(raw_cases: Iterable[Any], source: str) -> Iterator[Case]:
     """Validate raw cases one at a time (duplicates included), so a large file streams."""
     seen: set[str] = set()
     for index, raw in enumerate(raw_cases):
-        case_id = raw.get("id") if isinstance(raw, dict) else None
-        if not isinstance(raw, dict):
-            raise SuiteError("a case is a mapping", file=source, where=f"case #{index + 1}",
-                             fix="write each case as id: ..., output: ..., evidence: ...")
-        try:
-            case = Case.model_validate(raw)
-        except ValidationError as exc:
-            raise _case_error(exc, source, index, case_id if isinstance(case_id, str) else None) \
-                from None
-        if case.id in seen:
-            raise SuiteError(f"duplicate case id {case.id!r}", file=source,
-                             where=f"case #{index + 1}", fix="give every case its own id")
-        seen.add(case.id)
+        case = _case_of(raw, index, source)
+        _check_unique(case, index, seen, source)
         yield case
+
+
+def _case_of(raw: Any, index: int, source: str) -> Case:
+    case_id = raw.get("id") if isinstance(raw, dict) else None
+    if not isinstance(raw, dict):
+        raise SuiteError("a case is a mapping", file=source, where=f"case #{index + 1}",
+                         fix="write each case as id: ..., output: ..., evidence: ...")
+    try:
+        return Case.model_validate(raw)
+    except ValidationError as exc:
+        raise _case_error(exc, source, index, case_id if isinstance(case_id, str) else None) \
+            from None
+
+
+def _check_unique(case: Case, index: int, seen: set[str], source: str) -> None:
+    if case.id in seen:
+        raise SuiteError(f"duplicate case id {case.id!r}", file=source,
+                         where=f"case #{index + 1}", fix="give every case its own id")
+    seen.add(case.id)
 
 
 @dataclass(frozen=True)
@@ -182,23 +193,52 @@ class SuiteLine:
 def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[Any]:
     """Raw objects of a JSONL suite, one line at a time; a bad line names its number."""
     for lineno, line in enumerate(lines, start=1):
+        if line.strip():
+            yield _json_value(line, lineno, source)
+
+
+def _json_value(line: str, lineno: int, source: str) -> Any:
+    if len(line) > MAX_JSONL_LINE_CHARS:
+        raise SuiteError(f"line too long: {len(line):,} characters, the limit is "
+                         f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
+                         fix="keep each case under the limit (trim large evidence)")
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
+                         fix="one JSON object per line") from None
+    except RecursionError:
+        raise _too_deep(source, lineno) from None
+    # Cheap filter first: only a line with many brackets can nest too deeply.
+    if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise _too_deep(source, lineno)
+    return value
+
+
+def iter_jsonl_cases(lines: Iterable[str], source: str) -> Iterator[Case]:
+    """``iter_cases(iter_jsonl(lines))``, validating each line's JSON in one pass where it can.
+
+    A line that pydantic's JSON parser takes as a case is that case (the same data
+    ``json.loads`` reads: JSON has no other reading); any other line, or one that might nest
+    too deeply, goes through :func:`iter_jsonl` and :func:`iter_cases`, which decide what is
+    wrong and say so. Duplicate ids are refused either way.
+    """
+    seen: set[str] = set()
+    index = 0
+    for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        if len(line) > MAX_JSONL_LINE_CHARS:
-            raise SuiteError(f"line too long: {len(line):,} characters, the limit is "
-                             f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
-                             fix="keep each case under the limit (trim large evidence)")
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
-                             fix="one JSON object per line") from None
-        except RecursionError:
-            raise _too_deep(source, lineno) from None
-        # Cheap filter first: only a line with many brackets can nest too deeply.
-        if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
-            raise _too_deep(source, lineno)
-        yield value
+        case = None
+        if len(line) <= MAX_JSONL_LINE_CHARS and line.count("[") + line.count("{") <= MAX_DEPTH:
+            try:
+                case = Case.model_validate_json(line)
+            except ValidationError:
+                case = None
+        if case is None:
+            case = _case_of(_json_value(line, lineno, source), index, source)
+        _check_unique(case, index, seen, source)
+        index += 1
+        yield case
 
 
 def _too_deep(source: str, lineno: int) -> SuiteError:
@@ -264,6 +304,71 @@ def parse_suite(text: str, source: str, default_id: str) -> Suite:
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
         raise SuiteError(msg, file=source, where=where, fix=_SUITE_ID_FIX) from None
+
+
+def case_lines(raw_cases: Sequence[Any]) -> tuple[str, ...] | None:
+    """Each raw case as one JSON line that reads back as the same data; None if one cannot.
+
+    Keys keep the order written (it can reach the prompt). A value JSON cannot hold exactly —
+    a non-string key, bytes, a set, a date, an infinite float, a tuple — makes it None: such
+    a suite is read from its YAML every time.
+    """
+    lines = []
+    for raw in raw_cases:
+        if not _json_exact(raw):
+            return None
+        line = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        if len(line) > MAX_JSONL_LINE_CHARS:
+            return None
+        lines.append(line)
+    return tuple(lines)
+
+
+def _json_exact(value: Any) -> bool:
+    """Whether JSON holds ``value`` exactly (same values, same types); walked without recursion."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            if any(type(k) is not str for k in item):
+                return False
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float:
+            if item != item or item in (float("inf"), float("-inf")):
+                return False
+        elif kind not in (str, int, bool) and item is not None:
+            return False
+    return True
+
+
+def compile_suite(text: str, source: str, default_id: str) -> tuple[Suite, tuple[str, ...] | None]:
+    """A YAML suite validated as :func:`parse_suite` validates it, and its cases as JSON lines.
+
+    With lines, the returned suite holds no cases (they are the lines, each validated here;
+    :class:`SuiteLine` reads one back): a replay can find each case's judgments by the
+    digest of its line, as for a JSONL suite. Without (see :func:`case_lines`), the suite
+    holds every case.
+    """
+    data = read_suite_document(text, source, ("id", "description", "rubric", "cases"),
+                               "write cases: [- id: ..., ...]")
+    lines = case_lines(data["cases"])
+    if lines is None:
+        cases = _parse_cases(data["cases"], source)
+    else:
+        for _ in iter_cases(data["cases"], source):
+            pass  # validated one at a time; the lines are kept instead of the cases
+        cases = ()
+    try:
+        suite = Suite(id=str(data.get("id") or default_id),
+                      description=data.get("description") or "",
+                      rubric=data.get("rubric"), cases=cases)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        raise SuiteError(msg, file=source, where=where, fix=_SUITE_ID_FIX) from None
+    return suite, lines
 
 
 def lacks_output(case: Case) -> bool:

@@ -13,6 +13,7 @@ from judge.collect.agent_log import parse_agent_log
 from judge.collect.gh import parse_gh_pr, parse_gh_run
 from judge.collect.git import collect_git
 from judge.collect.junit import collect_junit
+from judge.collect.task import parse_task
 from judge.collected import Collected, build_case
 from judge.errors import RubricError, UsageError
 from judge.evidence import TRUNCATION_MARKER, build_bundle
@@ -309,3 +310,17 @@ categories:
   - {{id: quality, weight: 1, definition: Does it work}}
 {signals}
 """
+
+
+# --- task files: the one safe loader ------------------------------------------------------
+
+def test_task_file_goes_through_the_bounded_loader() -> None:
+    got = parse_task("id: SHOP-1\ntitle: Fix it\ncreatedAt: 2025-03-03T16:00:00Z\n", "task.yaml")
+    assert got.evidence["taskMetadata"][0]["createdAt"] == "2025-03-03T16:00:00Z"  # a string
+    with pytest.raises(UsageError, match=r"duplicate key 'title' at line 3 \(first at line 2\)"):
+        parse_task("id: SHOP-1\ntitle: a\ntitle: b\n", "task.yaml")
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n"
+        for i in range(6))
+    with pytest.raises(UsageError, match="alias bomb"):
+        parse_task(laughs, "task.yaml")

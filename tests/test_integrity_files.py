@@ -179,7 +179,19 @@ def _offsets(data: bytes, marker: bytes, count: int, rng: Any) -> list[int]:
     return near + [rng.randrange(len(data)) for _ in range(count - len(near))]
 
 
-FLIPS = {"cache.db": 14, "replay-index.sqlite": 10, "export": 8}
+FLIPS = {"cache.db": 14, "replay-index.sqlite": 10, "export": 8, "suites": 6}
+MARKERS = {"replay-index.sqlite": b'"signals"', "suites": b'"deterministic"'}
+
+
+def _target(cache: Path, target: str) -> Path:
+    """The file a flip goes to; ``suites``: the compiled form the replays read.
+
+    The newest: its name covers the default suite id (the folder's name), so the first
+    replay in the copy (folder ``ws``, as every flip's) compiled its own.
+    """
+    if target == "suites":
+        return max((cache / "suites").glob("*.jsonl"), key=lambda p: p.stat().st_mtime_ns)
+    return cache / target
 
 
 def test_flipped_bits_never_change_a_final_score_silently(recorded: tuple[Path, str],
@@ -194,10 +206,10 @@ def test_flipped_bits_never_change_a_final_score_silently(recorded: tuple[Path, 
     assert run_judge(["cache", "export", str(export)], base).returncode == 0
     tally: dict[str, dict[str, int]] = {}
     for target, count in FLIPS.items():
-        source = export if target == "export" else base / "cache" / target
-        marker = b'"text"' if target != "replay-index.sqlite" else b'"signals"'
+        source = export if target == "export" else _target(base / "cache", target)
+        marker = MARKERS.get(target, b'"text"')
         for n, offset in enumerate(_offsets(source.read_bytes(), marker, count, rng)):
-            ws = tmp_path / f"{target}-{n}"
+            ws = tmp_path / f"{target}-{n}" / "ws"  # the same folder name: the same suite id
             shutil.copytree(base, ws)
             if target == "export":
                 shutil.rmtree(ws / "cache")
@@ -207,7 +219,7 @@ def test_flipped_bits_never_change_a_final_score_silently(recorded: tuple[Path, 
                 imported = run_judge(["cache", "import", str(flipped)], ws)
                 assert imported.returncode in (0, 2) and "internal error" not in imported.stderr
             else:
-                path = ws / "cache" / target
+                path = _target(ws / "cache", target)
                 _flip(path, min(offset, path.stat().st_size - 1), rng.randrange(8))
             proc = offline(ws, "--no-check")
             assert proc.returncode in (0, 2, 3) and "internal error" not in proc.stderr, \

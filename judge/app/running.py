@@ -23,7 +23,7 @@ from ..clock import new_run_id, utc_now
 from ..errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..models import CaseResult, RunInfo
 from ..prompts import PromptRenderer
-from ..replay import ReplayIndex
+from ..replay import ReplayIndex, code_digest
 from ..resources import SuiteSource, open_suite
 from ..rubric import Rubric, rubric_hash
 from ..runner import Breaker, Progress, RunOutcome, RunPlan, execute
@@ -179,7 +179,13 @@ class _Selected:
 
 def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     """One validating pass over the whole suite (streamed for JSONL), with the filters."""
-    source = open_suite(workspace.path(request.suite))
+    # A YAML suite is read from its compiled form in the cache folder when it has one
+    # (judge.resources.SuiteSource); reading creates nothing.
+    s = workspace.settings
+    code = code_digest() if s.cache_mode != "off" else None
+    source = open_suite(workspace.path(request.suite),
+                        compiled_dir=workspace.path(s.cache_dir) / "suites",
+                        salt=code.encode() if code is not None else None)
     try:
         rubric = workspace.rubric(default=source.rubric)
     except ConfigError as exc:
@@ -286,6 +292,8 @@ class _Run:
             self.observer.notice(text)
         s, plan = self.ws.settings, self.plan
         cache = self.ws.open_cache(notice=self.observer.notice)
+        if cache is not None and cache.mode in ("read-write", "refresh", "offline"):
+            self.selected.source.save_compiled()  # derived, as the replay index is
         index = None if self.renderer is None else ReplayIndex.open(
             cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
             template_hash=self.renderer.template_hash, settings=plan.settings)

@@ -4,7 +4,9 @@ Known keys: ``id``, ``title``, ``description``, ``input`` (what the agent was as
 default: the title and description), ``output`` (its final report; default: the agent log's
 last assistant message), ``tags`` and ``complexity``. Any other key (priority, labels,
 assignee, url...) is kept as a reference of the ``taskMetadata`` item. Loaded with a safe
-YAML loader that leaves times as the strings written.
+YAML loader that leaves times as the strings written: :func:`judge.safeyaml.load_yaml`, the
+one loader for everything (alias bound, duplicate keys refused naming both lines, depth and
+size limits).
 """
 
 from __future__ import annotations
@@ -12,26 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..collected import Collected
 from ..errors import UsageError
 from ..evidence import citable_id
 from ..rubric import format_validation_error
-from .files import read_source
+from ..safeyaml import load_yaml
+from .files import MAX_BYTES, read_source
 
 __all__ = ["TaskFile", "collect_task", "parse_task"]
-
-
-class _TaskLoader(yaml.SafeLoader):
-    """``yaml.safe_load`` without the timestamp rule: ``createdAt`` stays the string written."""
-
-
-_TaskLoader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
 
 
 class TaskFile(BaseModel):
@@ -54,14 +46,7 @@ class TaskFile(BaseModel):
 
 def parse_task(text: str, source: str) -> Collected:
     """The task file's ``taskMetadata`` item, the case's input, output, tags and complexity."""
-    try:
-        data = yaml.load(text, Loader=_TaskLoader)  # a SafeLoader subclass
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "--task"
-        raise UsageError(f"invalid YAML/JSON: {getattr(exc, 'problem', None) or exc}",
-                         file=source, where=where,
-                         fix="check the indentation and quoting near that line") from None
+    data = load_yaml(text, source, UsageError, max_chars=MAX_BYTES, timestamps=False)
     if not isinstance(data, dict):
         raise UsageError("a task file is a mapping (id, title, description, ...)", file=source,
                          where="--task", fix="write e.g. `id: SHOP-1287` and `title: ...`")
