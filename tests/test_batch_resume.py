@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import httpx
 from conftest import judge_env, load_fake_server
+from forked import spawn_judge
 
 from judge.app.batching import batch_status, collect_batch
 from judge.app.suites import GenerateRequest, generate_suite
@@ -29,14 +28,12 @@ def test_kill_9_between_submit_and_collect(tmp_path: Path) -> None:
         generate_suite(Workspace.open(tmp_path, env={}), GenerateRequest(
             suite_id="resume", count=12, output=tmp_path / "suite.jsonl"))
         env = judge_env(JUDGE_API_KEY="sk-fake")
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "judge", "run", "suite.jsonl", "--batch", "--model", MODEL,
-             "--api-base", server.openai_base_url], cwd=tmp_path, env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = spawn_judge(["run", "suite.jsonl", "--batch", "--model", MODEL, "--api-base",
+                            server.openai_base_url], tmp_path, env)
         try:
             deadline = time.monotonic() + 90
             while httpx.get(f"{server.base_url}/_batch_stats").json()["batches"] < 1:
-                assert proc.poll() is None, proc.communicate()
+                assert proc.poll() is None, proc.communicate(timeout=30)
                 assert time.monotonic() < deadline, "the batch was never created"
                 time.sleep(0.05)
             os.kill(proc.pid, signal.SIGKILL)

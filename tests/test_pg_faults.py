@@ -4,8 +4,6 @@ workspaces writing one store at once."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLE_SUITE, PostgresServer, judge_env
+from forked import spawn_judge
 from test_store import make_result, make_run
 
 from judge.app.running import RunReport, RunRequest, run_suite
@@ -80,11 +79,10 @@ def test_two_workspaces_write_one_store_at_once(
     for i in range(2):
         root = tmp_path / f"ws{i}"
         root.mkdir()
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "judge", "run", str(EXAMPLE_SUITE), "--model", MODEL,
-             "--api-base", fake_server.base_url + "/v1", "--store", pg_url, "--no-check",
-             "--json"], cwd=root, env=judge_env(), stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True))
+        procs.append(spawn_judge(
+            ["run", str(EXAMPLE_SUITE), "--model", MODEL, "--api-base",
+             fake_server.base_url + "/v1", "--store", pg_url, "--no-check", "--json"],
+            root, judge_env()))
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outputs]
     ids = {json.loads(out)["run"]["id"] for out, _ in outputs}

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
+from forked import spawn_judge
 
 MODEL = "hosted_vllm/fake-judge"
 
@@ -153,19 +154,29 @@ def test_bad_suite_fails_before_any_call_and_writes_nothing(fake_server: Any,
     assert not (workspace / "baselines").exists()
 
 
+@pytest.fixture(scope="module")
+def straight_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The example suite judged once, uninterrupted, in a clean workspace (read-only)."""
+    clean = tmp_path_factory.mktemp("clean")
+    _suite(clean)
+    with_server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        code, straight, err = _run(clean, with_server.base_url)
+    finally:
+        with_server.stop()
+    assert code == 0, err
+    return straight
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
-def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals) -> None:
+def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals,
+                                            straight_run: dict[str, Any]) -> None:
     _suite(workspace)
     server = load_fake_server().start_in_thread(latency_ms=300, seed=7)
     try:
-        args = [sys.executable, "-m", "judge", "run", "suite.yaml", "--model", MODEL,
-                "--api-base", f"{server.base_url}/v1", "--concurrency", "2", "--json"]
-        # SIGINT back to its default in the child: a shell without job control starts
-        # background jobs (`pytest &`, a CI step) with SIGINT ignored, the judge inherits
-        # that and, rightly, keeps ignoring it; the test would then see a finished run.
-        proc = subprocess.Popen(args, cwd=workspace, env=judge_env(), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        args = ["run", "suite.yaml", "--model", MODEL, "--api-base", f"{server.base_url}/v1",
+                "--concurrency", "2", "--json"]
+        proc = spawn_judge(args, workspace, judge_env())
         deadline = time.monotonic() + 60
         while server.stats()["requests"] < 4 and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -178,6 +189,7 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
             assert "interrupted" in err
         first = server.stats()["requests"]
         assert 4 <= first < 14
+        server.set_options(latency_ms=0)  # the slow judge was for catching it mid-run
         # The next command that opens the store: no run is left "running"; a killed one is
         # abandoned, a signalled one interrupted, and what it judged is stored either way.
         history = json.loads(run_judge(["history", "--json"], workspace).stdout)
@@ -197,18 +209,9 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
         server.stop()
 
     # The same results as an uninterrupted run in a clean workspace.
-    clean = workspace.parent / "clean"
-    clean.mkdir()
-    _suite(clean)
-    with_server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
-    try:
-        code, straight, err = _run(clean, with_server.base_url)
-    finally:
-        with_server.stop()
-    assert code == 0, err
     # Latency is measured per call, so two cold runs differ there and only there.
     drop = ("cached", "latencyMs")
-    assert _scores(resumed, drop=drop) == _scores(straight, drop=drop)
+    assert _scores(resumed, drop=drop) == _scores(straight_run, drop=drop)
 
 
 def test_unreachable_judge_exits_4_and_records_no_baseline(workspace: Path) -> None:

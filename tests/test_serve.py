@@ -15,7 +15,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server, run_judge
+from forked import spawn_judge
 
 from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
@@ -64,9 +64,7 @@ class Served:
 
     def start(self) -> None:
         env = judge_env(JUDGE_SERVER_TOKEN=TOKEN, JUDGE_API_KEY=SECRET, PYTHONPATH=str(ROOT))
-        self.proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0"],
-                                     cwd=self.workspace, env=env, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, text=True)
+        self.proc = spawn_judge(["serve", "--port", "0"], self.workspace, env, server=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.log: list[str] = []
         threading.Thread(target=self._drain, daemon=True).start()
