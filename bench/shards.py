@@ -272,6 +272,7 @@ def reading(url: str, run_id: str, tmp: Path, repeats: int) -> dict[str, float]:
             walls.append(float(gnu[1]))
             cpus.append(float(gnu[2]) + float(gnu[3]))
         out[name] = statistics.median(walls)
+        out[f"{name}_min"] = min(walls)
         out[f"{name}_cpu"] = statistics.median(cpus)
     with RunStore(url) as store:
         started = time.perf_counter()
@@ -327,7 +328,11 @@ def read_rows(rows: list[tuple[str, dict[str, float], float]], results: int,
         f"page of 50. PostgreSQL is read through libpq (`judge.libpq`), SQLite through "
         f"sqlite3: neither imports SQLAlchemy nor psycopg.",
         "",
-        "| engine | `judge history` wall (CPU) | `judge show RUN` wall (CPU) | in-process "
+        "Cells: median wall (median CPU; fastest wall). The verdict is on the median walls; "
+        "on a loaded machine the CPU is what to read.",
+        "",
+        "| engine | `judge history` wall (CPU; min) | `judge show RUN` wall (CPU; min) | "
+        "in-process "
         "`list_runs` | in-process `get_run` + `iter_results` (all) | target | verdict |",
         "|---|---:|---:|---:|---:|---|---|",
     ]
@@ -335,9 +340,12 @@ def read_rows(rows: list[tuple[str, dict[str, float], float]], results: int,
         slow = [f"{name} {r[name]:.2f} s" for name in ("history", "show")
                 if r[name] > READ_TARGET_S]
         verdict = f"**missed** ({', '.join(slow)})" if slow else "**met**"
+        if slow and max(r["history_cpu"], r["show_cpu"]) <= READ_TARGET_S:
+            verdict += f"; its CPU is within {READ_TARGET_S} s"
+        cells = [f"{r[n]:.2f} s ({r[n + '_cpu']:.2f} s; {r[n + '_min']:.2f} s)"
+                 for n in ("history", "show")]
         out.append(
-            f"| {engine} (filled in {filled:.0f} s) | {r['history']:.2f} s "
-            f"({r['history_cpu']:.2f} s) | {r['show']:.2f} s ({r['show_cpu']:.2f} s) | "
+            f"| {engine} (filled in {filled:.0f} s) | {cells[0]} | {cells[1]} | "
             f"{r['store_list_runs_s'] * 1000:.0f} ms | {r['store_read_one_run_s'] * 1000:.0f} "
             f"ms | ≤ {READ_TARGET_S} s each (wall) | {verdict} |")
     return out
