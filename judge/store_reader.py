@@ -86,6 +86,7 @@ class StoreReader:
         self._conn = conn
         self._pg = postgres
         self._password = password
+        self._seen: set[str] = set()  # run ids found: not looked up again (a round trip)
         self.url = url
 
     # -- the reads ------------------------------------------------------------------------
@@ -94,6 +95,7 @@ class StoreReader:
         """The run with this id, or the one run whose id starts with it (like git)."""
         exact = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?", run_id)
         if exact:
+            self._seen.add(run_id)
             return self._parse_run(*exact[0])
         if not run_id:
             raise self._unknown(run_id)
@@ -107,6 +109,7 @@ class StoreReader:
             raise ambiguous_prefix(self.url, run_id, found)
         (row,) = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?",
                             found[0])
+        self._seen.add(found[0])
         return self._parse_run(*row)
 
     def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
@@ -140,7 +143,9 @@ class StoreReader:
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
             params += [-1 if limit is None and not self._pg else limit, offset]
-        return self._stream(sql, params, batch)
+        # A page that fits one batch is one query; else a cursor hands out ``batch`` rows.
+        return self._stream(sql, params, batch,
+                            whole=limit is not None and limit <= batch)
 
     def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
         """How many results the run has (only failures with ``failures_only``)."""
@@ -175,9 +180,14 @@ class StoreReader:
                 return list(self._conn.execute(self._sql(sql), params))
             return list(self._conn.execute(sql, params).fetchall())
 
-    def _stream(self, sql: str, params: list[Any], batch: int) -> Iterator[CaseResult]:
-        batches = self._pg_batches(sql, params, batch) if self._pg \
-            else self._sqlite_batches(sql, params, batch)
+    def _stream(self, sql: str, params: list[Any], batch: int, *,
+                whole: bool) -> Iterator[CaseResult]:
+        if not self._pg:
+            batches = self._sqlite_batches(sql, params, batch)
+        elif whole:
+            batches = self._pg_whole(sql, params)
+        else:
+            batches = self._pg_batches(sql, params, batch)
         with self._reading(), closing(batches):
             for chunk in batches:
                 for (text,) in chunk:
@@ -192,6 +202,9 @@ class StoreReader:
                 yield rows
         finally:
             cursor.close()
+
+    def _pg_whole(self, sql: str, params: list[Any]) -> Generator[list[Any]]:
+        yield self._conn.execute(self._sql(sql), params)
 
     def _pg_batches(self, sql: str, params: list[Any], batch: int) -> Generator[list[Any]]:
         """A server-side cursor in a read-only transaction: ``batch`` rows at a time."""
@@ -238,8 +251,11 @@ class StoreReader:
         return sql, params
 
     def _known(self, run_id: str) -> None:
+        if run_id in self._seen:
+            return
         if not self._rows("SELECT id FROM runs WHERE id = ?", run_id):
             raise self._unknown(run_id)
+        self._seen.add(run_id)
 
     def _parse_run(self, text: str, version: int) -> RunInfo:
         return parse_run(self.url, text, version)

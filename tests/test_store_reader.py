@@ -55,7 +55,8 @@ def test_reader_reads_what_the_store_reads(filled: str, tmp_path: Path) -> None:
         assert [r.id for r in reader.list_runs(limit=1)] == ["r-0002-bb"]
         assert reader.get_run("r-0001") == store.get_run("r-0001-aa")
         for ask in ({}, {"offset": 25}, {"offset": 3, "limit": 4}, {"failures_only": True},
-                    {"failures_only": True, "offset": 2, "limit": 3}, {"limit": 0}):
+                    {"failures_only": True, "offset": 2, "limit": 3}, {"limit": 0},
+                    {"offset": 5, "limit": 2}):  # a page of one batch: one query
             mine = [canonical(r) for r in reader.iter_results("r-0001-aa", batch=2, **ask)]
             theirs = [canonical(r) for r in store.iter_results("r-0001-aa", **ask)]
             assert mine == theirs, ask
