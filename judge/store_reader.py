@@ -2,9 +2,10 @@
 
 Importing SQLAlchemy costs more than the whole of those commands' own work (~0.3 s of CPU
 on a small machine), so a store that is simply there to be read is read through the
-database driver directly: :mod:`sqlite3`, or psycopg for ``postgresql+psycopg://``. The
-queries are the ones :class:`judge.store.RunStore` runs, on the tables it made; the stored
-JSON is the value, as there.
+database's own client library: :mod:`sqlite3`, or libpq for ``postgresql+psycopg://``
+(:mod:`judge.libpq`: importing psycopg would cost ~0.15 s more). The queries are the ones
+:class:`judge.store.RunStore` runs, on the tables it made; the stored JSON is the value, as
+there.
 
 :func:`open_reader` only serves a store it can read as it is: an existing SQLite file or a
 reachable PostgreSQL database, at the head schema revision. For anything else (no store
@@ -15,14 +16,16 @@ migrates or explains. Both satisfy :class:`RunReader`.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing, contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+from . import libpq
 from .errors import StoreError, UnknownRunError
 from .models import CaseResult, RunInfo
 from .redact import mask_url
@@ -39,6 +42,7 @@ __all__ = [
 
 _SQLITE = re.compile(r"sqlite(\+pysqlite)?:///(?P<path>[^?#%]+)")
 _POSTGRES = re.compile(r"postgresql\+psycopg://(?P<rest>.+)")
+_PLACEHOLDER = re.compile(r"\?")
 _FAILURES = " AND (status <> 'scored' OR passed = ?)"
 """What ``--failures`` keeps: not scored, or scored and failed (judge.app.runs.is_failure)."""
 
@@ -82,6 +86,7 @@ class StoreReader:
         self._conn = conn
         self._pg = postgres
         self._password = password
+        self._seen: set[str] = set()  # run ids found: not looked up again (a round trip)
         self.url = url
 
     # -- the reads ------------------------------------------------------------------------
@@ -90,6 +95,7 @@ class StoreReader:
         """The run with this id, or the one run whose id starts with it (like git)."""
         exact = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?", run_id)
         if exact:
+            self._seen.add(run_id)
             return self._parse_run(*exact[0])
         if not run_id:
             raise self._unknown(run_id)
@@ -103,6 +109,7 @@ class StoreReader:
             raise ambiguous_prefix(self.url, run_id, found)
         (row,) = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?",
                             found[0])
+        self._seen.add(found[0])
         return self._parse_run(*row)
 
     def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
@@ -136,7 +143,9 @@ class StoreReader:
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
             params += [-1 if limit is None and not self._pg else limit, offset]
-        return self._stream(sql, params, batch)
+        # A page that fits one batch is one query; else a cursor hands out ``batch`` rows.
+        return self._stream(sql, params, batch,
+                            whole=limit is not None and limit <= batch)
 
     def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
         """How many results the run has (only failures with ``failures_only``)."""
@@ -159,43 +168,67 @@ class StoreReader:
     # -- internals ------------------------------------------------------------------------
 
     def _sql(self, sql: str) -> str:
-        return sql.replace("%", "%%").replace("?", "%s") if self._pg else sql
+        """``?`` placeholders as libpq's ``$1``, ``$2``, ... on PostgreSQL."""
+        if not self._pg:
+            return sql
+        count = iter(range(1, sql.count("?") + 1))
+        return _PLACEHOLDER.sub(lambda _: f"${next(count)}", sql)
 
     def _rows(self, sql: str, *params: Any) -> list[Sequence[Any]]:
         with self._reading():
-            return list(self._conn.execute(self._sql(sql), params).fetchall())
+            if self._pg:
+                return list(self._conn.execute(self._sql(sql), params))
+            return list(self._conn.execute(sql, params).fetchall())
 
-    def _stream(self, sql: str, params: list[Any], batch: int) -> Iterator[CaseResult]:
-        with self._reading():
-            # On PostgreSQL a named (server-side) cursor: the rows come ``batch`` at a time.
-            cursor = self._conn.cursor(name="judge_results") if self._pg \
-                else self._conn.cursor()
+    def _stream(self, sql: str, params: list[Any], batch: int, *,
+                whole: bool) -> Iterator[CaseResult]:
+        if not self._pg:
+            batches = self._sqlite_batches(sql, params, batch)
+        elif whole:
+            batches = self._pg_whole(sql, params)
+        else:
+            batches = self._pg_batches(sql, params, batch)
+        with self._reading(), closing(batches):
+            for chunk in batches:
+                for (text,) in chunk:
+                    yield CaseResult.model_validate_json(text)
+
+    def _sqlite_batches(self, sql: str, params: list[Any],
+                        batch: int) -> Generator[list[Any]]:
+        cursor = self._conn.cursor()
+        try:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(batch):
+                yield rows
+        finally:
+            cursor.close()
+
+    def _pg_whole(self, sql: str, params: list[Any]) -> Generator[list[Any]]:
+        yield self._conn.execute(self._sql(sql), params)
+
+    def _pg_batches(self, sql: str, params: list[Any], batch: int) -> Generator[list[Any]]:
+        """A server-side cursor in a read-only transaction: ``batch`` rows at a time."""
+        self._conn.execute("BEGIN READ ONLY")
+        try:
+            self._conn.execute(f"DECLARE judge_results NO SCROLL CURSOR FOR {self._sql(sql)}",
+                               params)
+            while rows := self._conn.execute(f"FETCH FORWARD {int(batch)} FROM judge_results"):
+                yield rows
+        finally:
             try:
-                if self._pg:
-                    cursor.itersize = batch
-                cursor.execute(self._sql(sql), params)
-                while rows := cursor.fetchmany(batch):
-                    for (text,) in rows:
-                        yield CaseResult.model_validate_json(text)
-            finally:
-                cursor.close()
+                self._conn.execute("ROLLBACK")
+            except libpq.PgError:
+                pass  # the connection is gone: the error that ended the reads says so
 
     @contextmanager
     def _reading(self) -> Iterator[None]:
-        """The driver's errors as StoreError (no password); the read transaction ended."""
+        """The driver's errors as StoreError (no password)."""
         try:
             yield
         except Exception as exc:
             if _driver_error(exc):
                 raise self._failed(exc) from exc
             raise
-        finally:
-            self._end()
-
-    def _end(self) -> None:
-        """Close the read transaction psycopg opened (SQLite reads in autocommit)."""
-        if self._pg:
-            self._conn.rollback()
 
     @staticmethod
     def _where(*, suite: str | None, status: str | None) -> tuple[str, list[Any]]:
@@ -218,8 +251,11 @@ class StoreReader:
         return sql, params
 
     def _known(self, run_id: str) -> None:
+        if run_id in self._seen:
+            return
         if not self._rows("SELECT id FROM runs WHERE id = ?", run_id):
             raise self._unknown(run_id)
+        self._seen.add(run_id)
 
     def _parse_run(self, text: str, version: int) -> RunInfo:
         return parse_run(self.url, text, version)
@@ -292,26 +328,26 @@ def _open_sqlite(path: Path, workspace: Path) -> StoreReader | None:
 
 
 def _open_postgres(url: str, conninfo: str) -> StoreReader | None:
-    # psycopg is the postgres extra's driver; without it RunStore gives the install hint.
-    try:
-        import psycopg
-    except ImportError:
+    # Without the postgres extra (psycopg, found not imported) RunStore gives the install
+    # hint; without a libpq to load, RunStore reads through psycopg.
+    if importlib.util.find_spec("psycopg") is None:
         return None
     password = _password(conninfo)
     shown = _shown(url, password)
     try:
-        conn = psycopg.connect(conninfo)
-    except psycopg.ProgrammingError:
+        conn = libpq.connect(conninfo)
+    except libpq.ConninfoError:
         return None  # a URL libpq does not take as it is: SQLAlchemy's parsing decides
-    except psycopg.Error as exc:
+    except libpq.PgError as exc:
         message = mask_url(str(exc).strip())
         if password:
             message = message.replace(password, "***")
         raise StoreError(f"run store {shown}: {message}") from None
+    if conn is None:
+        return None
     try:
-        at_head = _at_head(conn.execute("SELECT version_num FROM alembic_version").fetchall())
-        conn.rollback()
-    except psycopg.Error:
+        at_head = _at_head(conn.execute("SELECT version_num FROM alembic_version"))
+    except libpq.PgError:
         at_head = False
     if not at_head:
         conn.close()
@@ -320,8 +356,8 @@ def _open_postgres(url: str, conninfo: str) -> StoreReader | None:
 
 
 def _driver_error(exc: BaseException) -> bool:
-    """An error of the database driver (sqlite3's or psycopg's), not of this code."""
-    return isinstance(exc, sqlite3.Error) or type(exc).__module__.startswith("psycopg")
+    """An error of the database client (sqlite3's or libpq's), not of this code."""
+    return isinstance(exc, (sqlite3.Error, libpq.PgError))
 
 
 def _at_head(rows: list[Any]) -> bool:

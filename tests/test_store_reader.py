@@ -1,5 +1,6 @@
-"""The light store reader (no SQLAlchemy) reads what RunStore reads, and steps aside when it
-cannot serve; ``judge show`` pages; ``history``/``show`` start without the heavy imports."""
+"""The light store reader (no SQLAlchemy, no psycopg) reads what RunStore reads, and steps
+aside when it cannot serve; ``judge show`` pages; ``history``/``show`` start without the heavy
+imports; on PostgreSQL it reads through libpq itself (judge.libpq)."""
 
 from __future__ import annotations
 
@@ -14,12 +15,21 @@ import pytest
 from conftest import judge_env
 from test_store import canonical, make_result, make_run
 
+from judge import libpq
 from judge.app.runs import show_run
 from judge.app.store_access import StoreLocation, reading
 from judge.errors import StoreError, UnknownRunError
 from judge.models import RunOwner
 from judge.store import RunStore
 from judge.store_reader import StoreReader, open_reader
+
+# Run by a child `judge` process: prints which heavy modules it imported, at exit.
+LIGHT_JUDGE = (
+    "import sys, atexit\n"
+    "atexit.register(lambda: print('HEAVY=' + ','.join(sorted(m for m in ("
+    "'sqlalchemy', 'litellm', 'jinja2', 'alembic', 'httpx', 'diskcache', 'psycopg') "
+    "if m in sys.modules)), file=sys.stderr))\n"
+    "from judge.cli import main\nmain(sys.argv[1:])\n")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -45,7 +55,8 @@ def test_reader_reads_what_the_store_reads(filled: str, tmp_path: Path) -> None:
         assert [r.id for r in reader.list_runs(limit=1)] == ["r-0002-bb"]
         assert reader.get_run("r-0001") == store.get_run("r-0001-aa")
         for ask in ({}, {"offset": 25}, {"offset": 3, "limit": 4}, {"failures_only": True},
-                    {"failures_only": True, "offset": 2, "limit": 3}, {"limit": 0}):
+                    {"failures_only": True, "offset": 2, "limit": 3}, {"limit": 0},
+                    {"offset": 5, "limit": 2}):  # a page of one batch: one query
             mine = [canonical(r) for r in reader.iter_results("r-0001-aa", batch=2, **ask)]
             theirs = [canonical(r) for r in store.iter_results("r-0001-aa", **ask)]
             assert mine == theirs, ask
@@ -123,14 +134,9 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
         store.create_run(make_run("r-0001-aa"))
         store.add_results("r-0001-aa", [make_result(i) for i in range(60)])
     env = judge_env(COLUMNS="250")
-    code = ("import sys, atexit\n"
-            "atexit.register(lambda: print('HEAVY=' + ','.join(sorted(m for m in ("
-            "'sqlalchemy', 'litellm', 'jinja2', 'alembic', 'httpx', 'diskcache') "
-            "if m in sys.modules)), file=sys.stderr))\n"
-            "from judge.cli import main\nmain(sys.argv[1:])\n")
 
     def judge(*args: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([sys.executable, "-c", code, *args, "--store", url],
+        proc = subprocess.run([sys.executable, "-c", LIGHT_JUDGE, *args, "--store", url],
                               cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=120)
         assert proc.returncode == 0, proc.stderr
@@ -150,3 +156,60 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
     body = json.loads(judge("show", "r-0001", "--json", "--all").stdout)
     assert len(body["cases"]) == 60 and body["limit"] is None and body["more"] == 0
     assert "r-0001-aa" in judge("history").stdout
+
+
+@pytest.mark.postgres
+def test_postgres_reads_through_libpq(pg_url: str, tmp_path: Path) -> None:
+    with RunStore(pg_url) as store:
+        store.create_run(make_run("r-ünï"))
+        store.add_results("r-ünï", [make_result(i) for i in range(25)])
+    reader = open_reader(pg_url, tmp_path)
+    assert isinstance(reader, StoreReader)
+    with reader, RunStore(pg_url) as store:
+        stream = reader.iter_results("r-ünï", batch=4)
+        first = [canonical(next(stream)) for _ in range(5)]
+        stream.close()  # given up half-way: its cursor and transaction end with it
+        again = [canonical(r) for r in reader.iter_results("r-ünï", batch=4)]
+        assert again == [canonical(r) for r in store.iter_results("r-ünï")]
+        assert again[:5] == first and len(again) == 25 == reader.result_count("r-ünï")
+    # The values as psycopg gives them: integers, booleans, NULL, text in UTF-8.
+    conn = libpq.connect("postgresql://" + pg_url.split("://", 1)[1])
+    assert conn is not None
+    try:
+        assert conn.execute("SELECT $1::int, $2::boolean, NULL, $3::text, 7::bigint, $4",
+                            [-3, False, "é✓ 'x'", None]) == [(-3, False, None, "é✓ 'x'", 7,
+                                                              None)]
+        with pytest.raises(libpq.PgError, match="no_such_table"):
+            conn.execute("SELECT * FROM no_such_table")
+        assert conn.execute("SELECT 1") == [(1,)]  # an error leaves it usable
+    finally:
+        conn.close()
+    with pytest.raises(libpq.PgError, match="closed"):
+        conn.execute("SELECT 1")
+    with pytest.raises(libpq.ConninfoError):
+        libpq.connect("host=127.0.0.1 no_such_option=1")
+
+
+@pytest.mark.postgres
+def test_postgres_reader_steps_aside(pg_url: str, tmp_path: Path,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    RunStore(pg_url).close()
+    # A URL libpq does not take (SQLAlchemy's own parsing decides), and no libpq to load.
+    assert open_reader(pg_url + "?no_such_option=1", tmp_path) is None
+    monkeypatch.setattr(libpq, "library", lambda: None)
+    assert open_reader(pg_url, tmp_path) is None
+    monkeypatch.undo()
+    with pytest.raises(StoreError, match="run store postgresql"):
+        open_reader(pg_url.replace(pg_url.rsplit("/", 1)[1], "no_such_db"), tmp_path)
+
+
+@pytest.mark.postgres
+def test_postgres_history_starts_light(pg_url: str, tmp_path: Path) -> None:
+    with RunStore(pg_url) as store:
+        store.create_run(make_run("r-0001-aa"))
+    proc = subprocess.run([sys.executable, "-c", LIGHT_JUDGE, "history", "--store", pg_url],
+                          cwd=tmp_path, env=judge_env(COLUMNS="250"), capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "HEAVY=\n" in proc.stderr, proc.stderr  # neither SQLAlchemy nor psycopg
+    assert "r-0001-aa" in proc.stdout

@@ -161,8 +161,7 @@ def _print_header(info: RunInfo) -> None:
     ]
     if info.settings:
         lines.append(f"settings   {canonical_json(info.settings)}")
-    for line in lines:
-        out.print(line, markup=False)
+    out.print("\n".join(lines), markup=False)  # one call: rich's cost is per call
 
 
 def _print_more(view: RunView) -> None:
