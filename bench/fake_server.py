@@ -920,15 +920,23 @@ class FakeModelServer:
         """The answer to one chat-completion body, with no wire (a batch line), no stats.
 
         The same content a live call of this body gets; ``fault`` is a content fault
-        (``badschema``, ``badcite``, ``length``) or None.
+        (``badschema``, ``badcite``, ``length``) or None. With ``prompt_cache_block`` set it
+        reports cached prompt tokens as a live call does (the same prefix cache).
         """
+        options = self.options
         try:
             call = _parse_call(body)
-            content = self._tamper(call, self._instance(call, self.options), fault)
+            content = self._tamper(call, self._instance(call, options), fault)
         except (_BadRequest, SchemaError) as exc:
             return 400, _error_body(str(exc), "invalid_request_error", "bad_request")
+        cached = None
+        if options.prompt_cache_block:
+            cached, chars = self._prefixes.seen(body, options.prompt_cache_block,
+                                                options.prompt_cache_min)
+            call = replace(call, prompt_chars=chars)
+            self._stats.cached_tokens += cached
         return 200, self._completion(call, content, "length" if fault == "length" else "stop",
-                                     _fingerprint(self.options))
+                                     _fingerprint(options), cached)
 
     @staticmethod
     def _completion(call: _Call, text: str, finish_reason: str,
