@@ -59,7 +59,8 @@ name is part of the prefix; in ``json_schema`` mode the schema is too, ahead of 
 messages and counted in ``prompt_tokens`` (OpenAI documents the structured-output schema
 as a prefix of the system message), so two requests with different schemas share nothing;
 a ``json_object`` schema constrains decoding only (as in llama.cpp and vLLM) and is not
-part of it. ``GET /_stats`` adds ``cached_tokens``.
+part of it. ``GET /_stats`` adds ``cached_tokens``; ``distinct_schemas`` counts the distinct
+reply schemas asked for (one per rubric under ``stable_schema``).
 
 Drift: ``drift N`` (N != 0) stands for another model served under the same name: every
 answer is drawn afresh (N joins the content seed) and ``system_fingerprint`` changes from
@@ -687,6 +688,8 @@ class _Stats:
     in_flight: int = 0
     max_in_flight: int = 0
     cached_tokens: int = 0
+    schemas: set[str] = field(default_factory=set)
+    """Digests of the distinct reply schemas asked for (``distinct_schemas``)."""
 
     def enter(self) -> None:
         self.requests += 1
@@ -732,6 +735,7 @@ class FakeModelServer:
             "max_in_flight": stats.max_in_flight,
             "models": dict(sorted(stats.models.items())),
             "cached_tokens": stats.cached_tokens,
+            "distinct_schemas": len(stats.schemas),
         }
 
     def reset_stats(self) -> None:
@@ -851,6 +855,7 @@ class FakeModelServer:
         attempt = self._attempts[call.key]
         self._attempts[call.key] += 1
         self._stats.models[call.model] += 1
+        self._stats.schemas.add(_digest(call.schema))
         draw = _rng("fault", options.seed, call.key, attempt)
         jitter = draw.uniform(-options.jitter_ms, options.jitter_ms)
         await self._sleep(max(0.0, options.latency_ms + jitter) / 1000)
@@ -915,15 +920,23 @@ class FakeModelServer:
         """The answer to one chat-completion body, with no wire (a batch line), no stats.
 
         The same content a live call of this body gets; ``fault`` is a content fault
-        (``badschema``, ``badcite``, ``length``) or None.
+        (``badschema``, ``badcite``, ``length``) or None. With ``prompt_cache_block`` set it
+        reports cached prompt tokens as a live call does (the same prefix cache).
         """
+        options = self.options
         try:
             call = _parse_call(body)
-            content = self._tamper(call, self._instance(call, self.options), fault)
+            content = self._tamper(call, self._instance(call, options), fault)
         except (_BadRequest, SchemaError) as exc:
             return 400, _error_body(str(exc), "invalid_request_error", "bad_request")
+        cached = None
+        if options.prompt_cache_block:
+            cached, chars = self._prefixes.seen(body, options.prompt_cache_block,
+                                                options.prompt_cache_min)
+            call = replace(call, prompt_chars=chars)
+            self._stats.cached_tokens += cached
         return 200, self._completion(call, content, "length" if fault == "length" else "stop",
-                                     _fingerprint(self.options))
+                                     _fingerprint(options), cached)
 
     @staticmethod
     def _completion(call: _Call, text: str, finish_reason: str,

@@ -23,6 +23,7 @@ from .client import (
     ModelSpec,
     OutputMode,
     Turn,
+    _count,
     _litellm,
     classify,
     resolve_output_mode,
@@ -144,6 +145,7 @@ def _item(line: Mapping[str, Any], mode: OutputMode,
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     reported = body.get("model") if isinstance(body.get("model"), str) else None
     fingerprint = body.get("system_fingerprint")
+    details = usage.get("prompt_tokens_details")
     return BatchItem(custom_id, Turn(
         text=str(text), finish_reason=choice.get("finish_reason"), model_reported=reported,
         prompt_tokens=prompt if isinstance(prompt, int) else None,
@@ -152,7 +154,11 @@ def _item(line: Mapping[str, Any], mode: OutputMode,
         # A batch item has no latency of its own: the job's turnaround is not the model's.
         latency_ms=0.0, output_mode=mode,
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint
-        else None))
+        else None,
+        # The live path's fields (:meth:`LiteLLMClient._turn`), from the same usage object.
+        cached_tokens=_count(details.get("cached_tokens"))
+        if isinstance(details, Mapping) else None,
+        cache_write_tokens=_count(usage.get("cache_creation_input_tokens"))))
 
 
 def parse_result_lines(lines: Iterable[bytes | str], mode: OutputMode,

@@ -73,6 +73,10 @@ class BatchLedger(_Frozen):
     """Live calls made for repair turns."""
     promptTokens: int = 0
     completionTokens: int = 0
+    cachedTokens: int = 0
+    """Of ``promptTokens``, those the provider read from its prompt cache."""
+    cacheWriteTokens: int = 0
+    """Of ``promptTokens``, those written to the provider's prompt cache."""
     costUsd: float | None = 0.0
     """Cost of the batch answers at the batch rate; None when a price is unknown."""
 

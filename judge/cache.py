@@ -32,7 +32,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO, TypedDict, get_args
@@ -508,7 +508,7 @@ class JudgmentCache:
         return canonical_json(dict(entry)).encode("utf-8")
 
     def put(self, entry: Mapping[str, Any], *, built: bool = False,
-            data: bytes | None = None) -> bool:
+            data: bytes | None = None, vouched: Collection[str] = ()) -> bool:
         """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
 
         Raises ``ValueError`` for an invalid entry: wrong key or digest, no turns, a
@@ -517,14 +517,15 @@ class JudgmentCache:
         hashed there; the check then skips re-hashing them and scanning the rendered
         messages (they are role/content pairs), and checks the rest. ``data``: the entry's
         canonical bytes from :func:`judge.cache_entry.seal_entry` (implies ``built``),
-        stored as they are.
+        stored as they are. ``vouched`` (with ``data``): request fields built from a template
+        already scanned for credential names (see :func:`judge.cache_entry.entry_problems`).
         """
         if not self.writable:
             return False
         if data is None:
             data = self._validated(entry, built=built)
         else:
-            problems = entry_problems(entry, built=True)
+            problems = entry_problems(entry, built=True, vouched=vouched)
             if problems:
                 raise ValueError("invalid cache entry: " + "; ".join(problems))
         with _guard(self.directory):

@@ -39,7 +39,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -301,12 +301,16 @@ def turns_ok(turns: Any) -> bool:
         isinstance(t, dict) and isinstance(t.get("text"), str) for t in turns)
 
 
-def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
+def entry_problems(entry: Any, *, built: bool = False,
+                   vouched: Collection[str] = ()) -> list[str]:
     """Why ``entry`` is not a valid cache entry; empty when it is.
 
     ``built`` (an entry from :func:`build_entry` in this process): the key and the digest
     are not hashed again, and messages that are plain role/content pairs are not scanned
-    for credential fields.
+    for credential fields; nor are the request fields named in ``vouched``, which the
+    caller built from a template already scanned (the output schema from
+    :func:`judge.schema.output_schema_json`, whose rubric template has no credential-like
+    name, else it gives no text and the schema is scanned here).
     """
     if not isinstance(entry, Mapping):
         return ["entry is not a JSON object"]
@@ -315,7 +319,9 @@ def entry_problems(entry: Any, *, built: bool = False) -> list[str]:
     if built and isinstance(request, Mapping) and isinstance(request.get("messages"), list) \
             and all(isinstance(m, Mapping) and set(m) <= {"role", "content"}
                     for m in request["messages"]):
-        scanned = {**entry, "request": {**request, "messages": []}}
+        skipped = {"messages", *vouched}
+        scanned = {**entry, "request": {k: v for k, v in request.items()
+                                        if k not in skipped}}
     else:
         built = False
     problems = [f"credential-like field {p!r} must never be cached"

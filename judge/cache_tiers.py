@@ -24,7 +24,7 @@ life, never an error. Every message carries the URL with its password masked.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -157,9 +157,9 @@ class TieredCache(JudgmentCache):
         return self._from_shared(key), problem
 
     def put(self, entry: Mapping[str, Any], *, built: bool = False,
-            data: bytes | None = None) -> bool:
+            data: bytes | None = None, vouched: Collection[str] = ()) -> bool:
         """Store ``entry`` locally, then in the shared tier (see :meth:`JudgmentCache.put`)."""
-        written = super().put(entry, built=built, data=data)
+        written = super().put(entry, built=built, data=data, vouched=vouched)
         if written:
             self._share(str(entry["key"]),
                         data if data is not None else canonical_json(dict(entry)).encode("utf-8"))

@@ -368,7 +368,8 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
             continue
         if cache is not None and cache.writable:
             entry, data = seal_entry(keyed, turns, _provenance(meta, turns, client.engine))
-            cache.put(entry, data=data)
+            cache.put(entry, data=data,
+                      vouched=("responseFormat",) if "responseFormat" in keyed.pieces else ())
         return Exchange(key, tuple(turns), False, value, "ok")
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
         (error.errors if error else ["unknown"])[:5])

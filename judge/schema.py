@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from .cache_entry import secret_paths
 from .canonical import canonical_json
 from .rubric import Rubric
 
@@ -101,6 +102,8 @@ def _has_float(node: Any) -> bool:
 def _canonical_parts(rubric: Rubric) -> tuple[str, ...] | None:
     schema = output_schema(rubric, (_MARK,))
     if _has_float(schema):  # the text must read the same as a cache key normalises it
+        return None
+    if secret_paths(schema):  # a category named like a credential: each entry is scanned
         return None
     parts = tuple(canonical_json(schema).split(canonical_json([_MARK])))
     return parts if len(parts) == len(schema["properties"]) + 1 else None

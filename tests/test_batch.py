@@ -229,3 +229,27 @@ def test_job_document_keeps_no_base_url(tmp_path: Path, server: Any) -> None:
     text = json.dumps(done.job.model_dump(mode="json"))
     assert server.base_url not in text and "sk-fake" not in text
     assert "127.0.0.1" not in text
+
+
+def test_batch_results_record_cached_tokens(tmp_path: Path, server: Any) -> None:
+    """A batch answer's usage is read as a live reply's: the provider's cached prompt tokens
+    reach the cache entry's turn, the result, and the job's ledger."""
+    suite = make_suite(tmp_path, 6)
+    ws = open_ws(tmp_path, server, stable_schema=True)  # one schema: a prefix to share
+    server.reset_stats()
+    server.set_options(prompt_cache_block=16, prompt_cache_min=0)
+    try:
+        done = submit_batch(ws, RunRequest(suite=suite, check=False))
+        assert done.job is not None
+        until_done(ws, done.job.id)
+        collected = collect_batch(ws, done.job.id)
+    finally:
+        server.set_options(prompt_cache_block=0, prompt_cache_min=1024)
+    reported = server.stats()["cached_tokens"]
+    assert collected.report is not None and reported > 0
+    cached = {r.judge.cacheKey: r.judge.cachedTokens
+              for r in results(ws, collected.job.runId or "").values() if r.judge is not None}
+    assert len(cached) == 6 and None not in cached.values()
+    assert sum(v or 0 for v in cached.values()) == reported
+    assert {k: e["turns"][0]["cachedTokens"] for k, e in entries(ws).items()} == cached
+    assert collected.job.ledger is not None and collected.job.ledger.cachedTokens == reported

@@ -41,6 +41,9 @@ from judge.cache_entry import (
 from judge.canonical import canonical_json
 from judge.errors import UsageError
 from judge.replay_store import ReplayStore
+from judge.resources import load_rubric
+from judge.rubric import Rubric
+from judge.schema import output_schema_json
 
 ROOT = Path(__file__).resolve().parents[1]
 CREATED = "2025-03-01T12:00:00Z"
@@ -237,6 +240,29 @@ def test_put_refuses_credentials_at_any_depth(tmp_path: Path, where: str) -> Non
         with pytest.raises(ValueError, match="credential-like"):
             cache.put(_with_secret(where))
         assert len(cache) == 0
+
+
+def test_a_vouched_schema_is_not_rescanned_and_nothing_else_is_skipped() -> None:
+    """Entries judging writes skip the scan of the output schema only: its template was
+    scanned once per rubric, and a rubric whose category is named like a credential gets
+    no template text, so each of its entries is scanned in full as before."""
+    secret_schema = {"type": "json_schema", "json_schema": {"schema": {"password": {}}}}
+    entry = build_entry(_request(responseFormat=secret_schema), [{"text": "{}"}],
+                        {"createdAt": CREATED})
+    assert entry_problems(entry, built=True, vouched=("responseFormat",)) == []
+    assert "request.responseFormat.json_schema.schema.password" in "".join(
+        entry_problems(entry, built=True))
+    leaky = build_entry(_request(params={"api_key": "sk-x"}), [{"text": "{}"}],
+                        {"createdAt": CREATED})
+    assert entry_problems(leaky, built=True, vouched=("responseFormat",)) == [
+        "credential-like field 'request.params.api_key' must never be cached"]
+
+    rubric = load_rubric("task-evaluation")
+    assert output_schema_json(rubric, ("commits:abc",)) is not None
+    data = rubric.model_dump(mode="json")
+    data["categories"][0]["id"] = "password"
+    odd = Rubric.model_validate(data)
+    assert output_schema_json(odd, ("commits:abc",)) is None
 
 
 def test_credential_words_inside_text_are_fine() -> None:

@@ -443,7 +443,8 @@ async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchIte
     assert cache is not None
     pool: JudgePool | None = None
     ledger: dict[str, Any] = {"answered": 0, "failed": {}, "invalid": {}, "repairCalls": 0,
-                              "promptTokens": 0, "completionTokens": 0, "costUsd": 0.0}
+                              "promptTokens": 0, "completionTokens": 0, "cachedTokens": 0,
+                              "cacheWriteTokens": 0, "costUsd": 0.0}
     done: set[str] = set()
     try:
         for j in _judgments(setup):
@@ -474,6 +475,8 @@ async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchIte
                 ledger["answered"] += 1
                 ledger["promptTokens"] += item.turn.prompt_tokens or 0
                 ledger["completionTokens"] += item.turn.completion_tokens or 0
+                ledger["cachedTokens"] += item.turn.cached_tokens or 0
+                ledger["cacheWriteTokens"] += item.turn.cache_write_tokens or 0
                 ledger["costUsd"] = None if ledger["costUsd"] is None or \
                     item.turn.cost_usd is None else ledger["costUsd"] + item.turn.cost_usd
             else:

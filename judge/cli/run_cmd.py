@@ -84,6 +84,11 @@ def run(
     output_mode: Annotated[str | None, typer.Option(
         help="How the judge is held to the reply schema: auto (default: by model), "
              "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
+    stable_schema: Annotated[bool | None, typer.Option(
+        "--stable-schema/--no-stable-schema",
+        help="Send one reply schema per rubric and check citations on the reply, so "
+             "providers' prompt caches reuse schema + system message across cases "
+             "(default: setting stable_schema, off).")] = None,
     tag: Annotated[list[str] | None, typer.Option(
         metavar="TAG", help="Only cases with this tag (repeat for any of several).")] = None,
     complexity: Annotated[list[str] | None, typer.Option(
@@ -125,7 +130,7 @@ def run(
         "concurrency": concurrency, "seed": seed, "samples": samples, "panel": panel,
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
-        "timeout": timeout, "llm": False if no_llm else None,
+        "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
     }
     workspace = Workspace.open(overrides=overrides)
     try:

@@ -60,6 +60,8 @@ class HarnessBody(_Body):
     """Judge each case K times (seed, seed+1, ...); the median heads."""
     cacheMode: CacheModeName | None = None
     panel: Literal["median", "mean"] | None = None
+    stableSchema: bool | None = None
+    """One reply schema per rubric, citations checked on the reply (prompt-cache friendly)."""
     tags: list[str] = Field(default_factory=list)
     """Only cases with every one of these tags."""
     complexity: list[Literal["simple", "medium", "complex"]] = Field(default_factory=list)
@@ -71,7 +73,8 @@ class HarnessBody(_Body):
     def overrides(self) -> dict[str, Any]:
         """The settings this body sets (None: unset), by setting name."""
         return {"model": self.models, "rubric": self.rubric, "seed": self.seed,
-                "samples": self.samples, "cache_mode": self.cacheMode, "panel": self.panel}
+                "samples": self.samples, "cache_mode": self.cacheMode, "panel": self.panel,
+                "stable_schema": self.stableSchema}
 
 
 class HarnessAccepted(BaseModel):
