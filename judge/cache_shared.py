@@ -35,7 +35,7 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -255,6 +255,9 @@ class SharedCache:
 
     def _insert_ignoring(self) -> Any:
         if self._dialect == "postgresql":
+            # SQLAlchemy's PostgreSQL dialect (~0.1 s to import) only for a PostgreSQL tier.
+            from sqlalchemy.dialects import postgresql
+
             return postgresql.insert(_entries).on_conflict_do_nothing(index_elements=["key"])
         if self._dialect == "sqlite":
             return sqlite.insert(_entries).on_conflict_do_nothing(index_elements=["key"])

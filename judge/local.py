@@ -29,8 +29,6 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from .errors import UsageError
 
 __all__ = [
@@ -258,6 +256,9 @@ def pid_alive(pid: int) -> bool:
 
 
 def _answers(api_base: str, timeout: float = 2.0) -> bool:
+    # httpx (~0.3 s to import) only when a local server is probed: not on a replay's path.
+    import httpx
+
     try:
         return httpx.get(f"{api_base}/models", timeout=timeout).status_code == 200
     except httpx.HTTPError:

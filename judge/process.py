@@ -61,7 +61,8 @@ def settle_heap() -> None:
     """Move what set-up built (modules, models, the rubric) out of the collector's sight.
 
     Memory stays bounded after it because a run streams: nothing it allocates lives long.
+    No collection first: set-up leaves almost no cyclic garbage (a handful of objects), and
+    a full pass over its ~80,000 objects cost ~0.1 s of a 200-case replay's start.
     """
-    gc.collect()
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

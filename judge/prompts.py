@@ -449,8 +449,7 @@ class PromptRenderer:
         if self.sandboxed or partial is None or set(sources) != {root, EVIDENCE_PARTIAL} \
                 or sha256(partial[0].encode("utf-8")).hexdigest() != _EVIDENCE_SOURCE_SHA256:
             return False
-        ast = self._env.parse(sources[root][0], root, sources[root][1])
-        if "groups" in meta.find_undeclared_variables(ast):
+        if "groups" in meta.find_undeclared_variables(self._parsed[root]):
             return False
 
         def render_partial(context: jinja2.runtime.Context) -> Iterator[str]:
@@ -465,6 +464,7 @@ class PromptRenderer:
         # followed; a name computed at render time cannot be, so then every template in the
         # search path is read (and hashed) instead.
         sources: dict[str, tuple[str, str]] = {}
+        self._parsed: dict[str, jinja2.nodes.Template] = {}  # parsed once, read again above
         pending: list[tuple[str, str | None]] = [(root, None)]
         everything = False
         while pending:
@@ -474,7 +474,7 @@ class PromptRenderer:
             sources[name] = self._read(disk, name, parent)
             source, filename = sources[name]
             try:
-                ast = self._env.parse(source, name, filename)
+                ast = self._parsed[name] = self._env.parse(source, name, filename)
             except jinja2.TemplateSyntaxError as exc:
                 raise self._syntax_error(exc) from None
             for ref in meta.find_referenced_templates(ast):

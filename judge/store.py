@@ -57,7 +57,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from .canonical import canonical_json
 from .errors import StoreError
-from .migrations import HEAD, SchemaState, pending, schema_state, upgrade
+from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
 from .models import CaseResult, RunInfo, RunTotals
 from .redact import mask_url
 from .store_reader import ambiguous_prefix, parse_run, unknown_run
@@ -261,7 +261,10 @@ class RunStore:
                     f"run store {self.url} is at schema revision {state.revision}; revision "
                     f"{first} changes existing data and is not applied on open: back the "
                     f"store up, then run `judge store upgrade`")
-            if todo:
+            if state.revision is None and not self._server:
+                # An empty SQLite store (a first run): its tables at the head, stamped.
+                create_head(conn, _metadata)
+            elif todo:
                 upgrade(conn, state)
         return state
 

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -238,6 +238,40 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     return _Selected(source, rubric, kept, count, llm_count, warning)
 
 
+class _Tally:
+    """The run store as a run's sink, counting what the report needs as the results go in.
+
+    The same figures as reading the run's results back (the store holds exactly what this
+    sink was given, one row per case, judge and sample), without parsing them again.
+    """
+
+    def __init__(self, store: RunStore) -> None:
+        self.store = store
+        self.scored = 0
+        self.missing: set[str] = set()
+        self._first: tuple[tuple[str, str, int], str | None] | None = None
+
+    def add_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
+        self.store.add_results(run_id, results)
+        for r in results:
+            if r.status == "cache_miss":
+                self.missing.add(r.id)
+            if r.judgedBy != "llm":
+                continue
+            if r.status == "scored":
+                self.scored += 1
+                continue
+            # The first in the store's order (case id, model, sample), as a read-back finds.
+            key = (r.id, "", 0) if r.judge is None else (r.id, r.judge.model, r.judge.sample)
+            if self._first is None or key < self._first[0]:
+                self._first = (key, r.reason)
+
+    @property
+    def first(self) -> str | None:
+        """The reason of the first LLM-judged result that was not scored."""
+        return None if self._first is None else self._first[1]
+
+
 class _Run:
     """One run from validation to the stored record; holds what the report needs."""
 
@@ -303,6 +337,7 @@ class _Run:
         # the calls: a judge that cannot work is found before the suite is spent.
         breaker = Breaker(min(8, s.concurrency))
         with self.ws.open_store() as store:
+            tally = _Tally(store)
             try:
                 if not self.offline and self.needs_judge:
                     pool = self.ws.judges.open(self.ws, self.models)
@@ -315,7 +350,7 @@ class _Run:
                     outcome = await execute(plan, self._cases(), renderer=self.renderer,
                                             cache=cache,
                                             clients=pool.clients if pool else None,
-                                            sink=store, now=self.now, progress=progress,
+                                            sink=tally, now=self.now, progress=progress,
                                             on_result=self.observer.result, index=index,
                                             breaker=breaker, redact=self.ws.redactor)
                 except JudgeError:
@@ -337,23 +372,12 @@ class _Run:
                         # run below rather than leave it "running".
                         pass
             assert outcome is not None
-            return self._report(store, outcome, breaker.reason)
+            return self._report(store, tally, outcome, breaker.reason)
 
-    def _report(self, store: RunStore, outcome: RunOutcome,
+    def _report(self, store: RunStore, tally: _Tally, outcome: RunOutcome,
                 stopped: str | None = None) -> RunReport:
         run_id = outcome.run.id
-        scored = 0
-        first: str | None = None
-        missing: set[str] = set()
-        for r in store.iter_results(run_id):
-            if r.status == "cache_miss":
-                missing.add(r.id)
-            if r.judgedBy != "llm":
-                continue
-            if r.status == "scored":
-                scored += 1
-            elif first is None:
-                first = r.reason
+        scored, first, missing = tally.scored, tally.first, tally.missing
         status = outcome.run.status
         if status == "complete" and self.selected.llm_count and not self.offline and not scored:
             status = "failed"  # a judge that cannot work: never a baseline, never compared

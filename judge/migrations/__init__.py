@@ -7,8 +7,10 @@ stamped so. Opening a store upgrades it automatically when every pending revisio
 waits for ``judge store upgrade``. A store at a revision this code does not know was made by
 a newer judgeflow and is refused, never guessed at.
 
-Alembic (~0.3 s to import) is loaded only when the schema must change: opening a store at
-the head revision reads one row with plain SQLAlchemy.
+Alembic (~0.3 s to import) is loaded only when an existing schema must change: opening a
+store at the head revision reads one row with plain SQLAlchemy, and an empty SQLite store is
+made at the head from the store's own table definitions and stamped (:func:`create_head`;
+a test holds it to the schema the revisions build).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from sqlalchemy import Connection, inspect, text
+from sqlalchemy import Connection, MetaData, inspect, text
 
 from ..store_revisions import HEAD, LEGACY, REVISIONS
 
@@ -26,6 +28,7 @@ __all__ = [
     "LEGACY",
     "REVISIONS",
     "SchemaState",
+    "create_head",
     "pending",
     "schema_state",
     "upgrade",
@@ -75,6 +78,18 @@ def pending(state: SchemaState) -> list[tuple[str, bool]]:
     names = [r for r, _ in REVISIONS]
     at = names.index(state.revision)
     return list(REVISIONS[at + 1:])
+
+
+def create_head(conn: Connection, metadata: MetaData) -> None:
+    """Make an empty database's tables at the head revision and stamp it, without Alembic.
+
+    ``metadata``: the tables as the store defines them at the head; the version table is
+    Alembic's own, so a later revision applies to this store as to a migrated one.
+    """
+    metadata.create_all(conn)
+    conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
+                      "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"))
+    conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": HEAD})
 
 
 def upgrade(conn: Connection, state: SchemaState, target: str = HEAD) -> None:
