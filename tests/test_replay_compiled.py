@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import EXAMPLE_SUITE, run_judge
+from conftest import EXAMPLE_SUITE, load_fake_server, run_judge
 
 from judge import safeyaml
 from judge.cache import JudgmentCache
@@ -44,9 +45,32 @@ def _compiled(workspace: Path) -> list[Path]:
     return sorted((workspace / "cache" / "suites").glob("*.jsonl"))
 
 
-def test_yaml_suite_replays_from_its_compiled_form(fake_server: Any, workspace: Path) -> None:
-    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
-    cold = _run(workspace, base_url=fake_server.base_url)
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """A workspace after one cold run of the example suite, and that run's output.
+
+    Judged once for the module; each test replays in a copy of it.
+    """
+    server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    ws = tmp_path_factory.mktemp("recorded") / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLE_SUITE, ws / "suite.yaml")
+    try:
+        cold = _run(ws, base_url=server.base_url)
+    finally:
+        server.stop()
+    yield ws, cold
+
+
+def _cold(workspace: Path, recorded: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
+    """The recorded workspace copied into ``workspace``; the cold run's output."""
+    shutil.copytree(recorded[0], workspace, dirs_exist_ok=True)
+    return recorded[1]
+
+
+def test_yaml_suite_replays_from_its_compiled_form(recorded: tuple[Path, dict[str, Any]],
+                                                   workspace: Path) -> None:
+    cold = _cold(workspace, recorded)
     judgments = cold["run"]["totals"]["judgments"]
     (form,) = _compiled(workspace)  # written by the cold run, once the cache folder existed
     fast = _run(workspace)
@@ -184,10 +208,9 @@ def test_libyaml_and_python_parsers_read_the_same_data(monkeypatch: pytest.Monke
     assert fast == plain and fast["extra"]["when"] == "2025-03-03"
 
 
-def test_a_record_answers_only_for_the_entry_it_was_made_from(fake_server: Any,
-                                                              workspace: Path) -> None:
-    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
-    cold = _run(workspace, base_url=fake_server.base_url)
+def test_a_record_answers_only_for_the_entry_it_was_made_from(
+        recorded: tuple[Path, dict[str, Any]], workspace: Path) -> None:
+    cold = _cold(workspace, recorded)
     judgments = cold["run"]["totals"]["judgments"]
     before = _run(workspace)
     assert before["run"]["totals"]["indexHits"] == judgments
