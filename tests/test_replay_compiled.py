@@ -7,14 +7,16 @@ the input it stands for (hostile YAML, bad JSONL lines).
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from conftest import EXAMPLE_SUITE, load_fake_server, run_judge
+from conftest import EXAMPLE_SUITE, run_judge
+
+# The same cold run (2 judges x 2 samples), once for this module too: the `recorded`
+# fixture and the copy into a test's workspace.
+from test_replay_index import _cold, recorded_workspace  # noqa: F401
 
 from judge import safeyaml
 from judge.cache import JudgmentCache
@@ -43,29 +45,6 @@ def _comparable(payload: dict[str, Any]) -> str:
 
 def _compiled(workspace: Path) -> list[Path]:
     return sorted((workspace / "cache" / "suites").glob("*.jsonl"))
-
-
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
-    """A workspace after one cold run of the example suite, and that run's output.
-
-    Judged once for the module; each test replays in a copy of it.
-    """
-    server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
-    ws = tmp_path_factory.mktemp("recorded") / "ws"
-    ws.mkdir()
-    shutil.copy(EXAMPLE_SUITE, ws / "suite.yaml")
-    try:
-        cold = _run(ws, base_url=server.base_url)
-    finally:
-        server.stop()
-    yield ws, cold
-
-
-def _cold(workspace: Path, recorded: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
-    """The recorded workspace copied into ``workspace``; the cold run's output."""
-    shutil.copytree(recorded[0], workspace, dirs_exist_ok=True)
-    return recorded[1]
 
 
 def test_yaml_suite_replays_from_its_compiled_form(recorded: tuple[Path, dict[str, Any]],

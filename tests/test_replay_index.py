@@ -47,8 +47,9 @@ def _records(workspace: Path) -> dict[bytes, bytes]:
         return dict(db.execute("SELECT fingerprint, record FROM records"))
 
 
-@pytest.fixture(scope="module")
-def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+@pytest.fixture(scope="module", name="recorded")
+def recorded_workspace(
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
     """A workspace after one cold run against the fake judge, and that run's output.
 
     Judged once for the module (56 calls); each test replays in a copy of it.
