@@ -53,6 +53,7 @@ import operator
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from hashlib import sha256
 from pathlib import Path
 from types import TracebackType
@@ -60,6 +61,7 @@ from typing import Any, final
 
 import jinja2
 from jinja2 import meta
+from jinja2.bccache import Bucket
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from .canonical import sha256_hex
@@ -370,6 +372,44 @@ class _SnapshotLoader(jinja2.BaseLoader):
         return sorted(self._sources)
 
 
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """Compiled template code kept in memory, by template file and source checksum.
+
+    A process that opens many renderers (``judge serve``, the pytest plugin, repeated runs
+    in one process) compiles each template source once instead of once per renderer. One
+    per environment kind: the sandbox compiles operators differently.
+    """
+
+    def __init__(self, size: int = 128) -> None:
+        self._size = size
+        self._code: dict[tuple[str, str], Any] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self._code.get((bucket.key, bucket.checksum))
+        if code is not None:
+            bucket.code = code
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        if len(self._code) >= self._size:
+            del self._code[next(iter(self._code))]
+        self._code[(bucket.key, bucket.checksum)] = bucket.code
+
+
+_COMPILED = {True: _CompiledTemplates(), False: _CompiledTemplates()}
+
+
+@lru_cache(maxsize=128)
+def _parsed(source: str, name: str, filename: str) -> tuple[tuple[str | None, ...], bool]:
+    """What a template source refers to, parsed once per source.
+
+    The templates it loads (``None``: a name computed at render time) and whether it reads
+    ``groups``. Raises ``TemplateSyntaxError``.
+    """
+    ast = _PARSER.parse(source, name, filename)
+    return (tuple(meta.find_referenced_templates(ast)),
+            "groups" in meta.find_undeclared_variables(ast))
+
+
 def _environment(sandboxed: bool = True) -> jinja2.Environment:
     # Immutable sandbox: the per-rubric context is cached and shared across renders, so a
     # template must not be able to mutate it (list.append from a template is refused).
@@ -386,10 +426,14 @@ def _environment(sandboxed: bool = True) -> jinja2.Environment:
         auto_reload=False,
         cache_size=-1,
         finalize=_finalize,
+        bytecode_cache=_COMPILED[sandboxed],
     )
     env.filters["fence"] = fence
     env.filters["oneline"] = oneline
     return env
+
+
+_PARSER = _environment()
 
 
 def _message(exc: Exception) -> str:
@@ -449,7 +493,7 @@ class PromptRenderer:
         if self.sandboxed or partial is None or set(sources) != {root, EVIDENCE_PARTIAL} \
                 or sha256(partial[0].encode("utf-8")).hexdigest() != _EVIDENCE_SOURCE_SHA256:
             return False
-        if "groups" in meta.find_undeclared_variables(self._parsed[root]):
+        if _parsed(sources[root][0], root, sources[root][1])[1]:
             return False
 
         def render_partial(context: jinja2.runtime.Context) -> Iterator[str]:
@@ -464,7 +508,6 @@ class PromptRenderer:
         # followed; a name computed at render time cannot be, so then every template in the
         # search path is read (and hashed) instead.
         sources: dict[str, tuple[str, str]] = {}
-        self._parsed: dict[str, jinja2.nodes.Template] = {}  # parsed once, read again above
         pending: list[tuple[str, str | None]] = [(root, None)]
         everything = False
         while pending:
@@ -474,10 +517,10 @@ class PromptRenderer:
             sources[name] = self._read(disk, name, parent)
             source, filename = sources[name]
             try:
-                ast = self._parsed[name] = self._env.parse(source, name, filename)
+                refs = _parsed(source, name, filename)[0]
             except jinja2.TemplateSyntaxError as exc:
                 raise self._syntax_error(exc) from None
-            for ref in meta.find_referenced_templates(ast):
+            for ref in refs:
                 if ref is not None:
                     pending.append((ref, filename))
                 elif not everything:

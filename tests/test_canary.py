@@ -76,8 +76,11 @@ def test_canary_quiet_then_catches_the_switched_model(tmp_path: Path, server: An
 
         # The report of a later run that judged anew says the fingerprint changed.
         assert fingerprint_notice(ws, first.run) is None
+        # (Three cases are enough to judge anew: the notice compares reported identities.)
         fresh = run_suite(open_ws(tmp_path, server, cache_mode="refresh"),
-                          RunRequest(suite=Path("suite.jsonl"), check=False))
+                          RunRequest(suite=Path("suite.jsonl"), check=False,
+                                     ids=tuple(i.case for i in quiet.items[:3])))
+        assert fresh.run.totals.judgedAnew == 3
         notice = fingerprint_notice(ws, fresh.run)
         assert notice is not None and "fp_fake_7 → fp_fake_7_d3" in notice
     finally:

@@ -324,6 +324,22 @@ def test_one_byte_changes_the_hash_and_the_override_wins(task_rubric: Rubric, tm
     assert ("(nonE)" in rendered) if "(none)" in text else ("ADVISORy" in rendered)
 
 
+
+def test_an_edited_template_is_compiled_anew_in_the_same_process(task_rubric: Rubric,
+                                                                 tmp_path: Path) -> None:
+    # Compiled code is kept per process by file and source: an edit in place must show.
+    ws = _workspace(tmp_path, {"judge.md.j2": _shipped("judge.md.j2")})
+    before = PromptRenderer(workspace=ws)
+    first = _render(task_rubric, _case(), before).messages
+    assert first == _render(task_rubric, _case(), PromptRenderer(workspace=ws)).messages
+    _workspace(tmp_path, {"judge.md.j2": _shipped("judge.md.j2").replace("ADVISORY",
+                                                                          "ADVISORy")})
+    after = PromptRenderer(workspace=ws)
+    assert after.template_hash != before.template_hash
+    edited = "\n".join(m["content"] for m in _render(task_rubric, _case(), after).messages)
+    assert "ADVISORy" in edited and "ADVISORY" not in edited
+    assert _render(task_rubric, _case(), before).messages == first
+
 def test_workspace_template_by_id(task_rubric: Rubric, tmp_path: Path) -> None:
     ws = _workspace(tmp_path, {
         "terse.md.j2": "{% set system %}Judge {{ rubric.id }}.{% endset %}\n"

@@ -245,8 +245,11 @@ def test_xdist_gives_the_same_outcomes_and_judges_the_suite_once(
     # Two workers replaying under CI (no litellm import in a worker: offline builds no
     # client): the suite is judged and stored once for the session, by one of them.
     monkeypatch.setenv("CI", "1")
-    parallel = pytester.runpytest_subprocess(*PLUGIN, "-n", "2", "--junitxml=n2.xml",
-                                             timeout=120)
+    # Three processes (a controller, two workers): only the plugins this needs, not every
+    # installed one (hypothesis, pytest-asyncio, respx, anyio: seconds of imports in all).
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    parallel = pytester.runpytest_subprocess(*PLUGIN, "-p", "xdist", "-n", "2",
+                                             "--junitxml=n2.xml", timeout=120)
     out = parallel.stdout.str()
     assert "2 workers" in out, out
     expected = {"test_judged.test_good": "passed", "test_judged.test_bad": "failure",

@@ -7,13 +7,16 @@ the input it stands for (hostile YAML, bad JSONL lines).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, run_judge
+
+# The same cold run (2 judges x 2 samples), once for this module too: the `recorded`
+# fixture and the copy into a test's workspace.
+from test_replay_index import _cold, recorded_workspace  # noqa: F401
 
 from judge import safeyaml
 from judge.cache import JudgmentCache
@@ -44,9 +47,9 @@ def _compiled(workspace: Path) -> list[Path]:
     return sorted((workspace / "cache" / "suites").glob("*.jsonl"))
 
 
-def test_yaml_suite_replays_from_its_compiled_form(fake_server: Any, workspace: Path) -> None:
-    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
-    cold = _run(workspace, base_url=fake_server.base_url)
+def test_yaml_suite_replays_from_its_compiled_form(recorded: tuple[Path, dict[str, Any]],
+                                                   workspace: Path) -> None:
+    cold = _cold(workspace, recorded)
     judgments = cold["run"]["totals"]["judgments"]
     (form,) = _compiled(workspace)  # written by the cold run, once the cache folder existed
     fast = _run(workspace)
@@ -184,10 +187,9 @@ def test_libyaml_and_python_parsers_read_the_same_data(monkeypatch: pytest.Monke
     assert fast == plain and fast["extra"]["when"] == "2025-03-03"
 
 
-def test_a_record_answers_only_for_the_entry_it_was_made_from(fake_server: Any,
-                                                              workspace: Path) -> None:
-    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
-    cold = _run(workspace, base_url=fake_server.base_url)
+def test_a_record_answers_only_for_the_entry_it_was_made_from(
+        recorded: tuple[Path, dict[str, Any]], workspace: Path) -> None:
+    cold = _cold(workspace, recorded)
     judgments = cold["run"]["totals"]["judgments"]
     before = _run(workspace)
     assert before["run"]["totals"]["indexHits"] == judgments

@@ -9,12 +9,14 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from conftest import EXAMPLE_SUITE, run_judge
+from conftest import EXAMPLE_SUITE, load_fake_server, run_judge
 
 MODELS = ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+3")
 
@@ -45,15 +47,34 @@ def _records(workspace: Path) -> dict[bytes, bytes]:
         return dict(db.execute("SELECT fingerprint, record FROM records"))
 
 
-def _cold(workspace: Path, fake_server: Any) -> dict[str, Any]:
-    shutil.copy(EXAMPLE_SUITE, workspace / "suite.yaml")
-    code, cold = _run(workspace, base_url=fake_server.base_url)
-    assert code == 0
-    return cold
+@pytest.fixture(scope="module", name="recorded")
+def recorded_workspace(
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """A workspace after one cold run against the fake judge, and that run's output.
+
+    Judged once for the module (56 calls); each test replays in a copy of it.
+    """
+    server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    ws = tmp_path_factory.mktemp("recorded") / "ws"
+    ws.mkdir()
+    shutil.copy(EXAMPLE_SUITE, ws / "suite.yaml")
+    try:
+        code, cold = _run(ws, base_url=server.base_url)
+        assert code == 0
+    finally:
+        server.stop()
+    yield ws, cold
 
 
-def test_index_replay_equals_the_plain_replay(fake_server: Any, workspace: Path) -> None:
-    cold = _cold(workspace, fake_server)
+def _cold(workspace: Path, recorded: tuple[Path, dict[str, Any]]) -> dict[str, Any]:
+    """The recorded workspace copied into ``workspace``; the cold run's output."""
+    shutil.copytree(recorded[0], workspace, dirs_exist_ok=True)
+    return recorded[1]
+
+
+def test_index_replay_equals_the_plain_replay(recorded: tuple[Path, dict[str, Any]],
+                                              workspace: Path) -> None:
+    cold = _cold(workspace, recorded)
     judgments = cold["run"]["totals"]["judgments"]
     assert judgments == 4 * sum(c["judgedBy"] == "llm" and c["judge"]["sample"] == 0
                                 and c["judge"]["model"] == MODELS[0] for c in cold["cases"])
@@ -76,8 +97,9 @@ def test_index_replay_equals_the_plain_replay(fake_server: Any, workspace: Path)
     assert _comparable(again) == _comparable(plain)
 
 
-def test_broken_records_fall_back_to_the_plain_path(fake_server: Any, workspace: Path) -> None:
-    _cold(workspace, fake_server)
+def test_broken_records_fall_back_to_the_plain_path(recorded: tuple[Path, dict[str, Any]],
+                                                    workspace: Path) -> None:
+    _cold(workspace, recorded)
     code, before = _run(workspace)
     keys = list(_records(workspace))
     broken = [b"not json", b'{"format": 2, "key": 1}', b'{"format":2,"key":"0","ids":[],'
@@ -93,8 +115,9 @@ def test_broken_records_fall_back_to_the_plain_path(fake_server: Any, workspace:
     assert healed["run"]["totals"]["indexHits"] == len(keys)
 
 
-def test_index_never_answers_for_a_pruned_entry(fake_server: Any, workspace: Path) -> None:
-    _cold(workspace, fake_server)
+def test_index_never_answers_for_a_pruned_entry(recorded: tuple[Path, dict[str, Any]],
+                                                workspace: Path) -> None:
+    _cold(workspace, recorded)
     proc = run_judge(["cache", "prune", "--model", MODELS[1], "--yes"], workspace)
     assert proc.returncode == 0, proc.stderr
     assert _records(workspace) == {}  # pruning lets every record go; later runs record again
@@ -110,9 +133,9 @@ def test_index_never_answers_for_a_pruned_entry(fake_server: Any, workspace: Pat
     assert stats["indexRecords"] == again["run"]["totals"]["judgments"] // 2
 
 
-def test_changed_template_is_never_replayed_from_the_index(fake_server: Any,
-                                                           workspace: Path) -> None:
-    _cold(workspace, fake_server)
+def test_changed_template_is_never_replayed_from_the_index(
+        recorded: tuple[Path, dict[str, Any]], workspace: Path) -> None:
+    _cold(workspace, recorded)
     prompts = workspace / "prompts"
     prompts.mkdir()
     shipped = Path(__file__).resolve().parents[1] / "prompts"

@@ -237,21 +237,21 @@ def test_iter_results_streams_in_order(store: RunStore) -> None:
     run = make_run(models=(MODEL, "anthropic/claude-3-5-haiku"))
     store.create_run(run)
     results = [make_result(i, model=m, status="unscored" if i % 17 == 0 else "scored")
-               for i in range(2_500) for m in run.models]
+               for i in range(600) for m in run.models]
     random.Random(7).shuffle(results)
     store.add_results(run.id, results)
 
-    stream = store.iter_results(run.id, batch=400)
+    stream = store.iter_results(run.id, batch=400)  # three batches, shuffled in
     first = next(stream)
     assert first.id == "case-00000" and first.judge is not None
     assert first.judge.model == "anthropic/claude-3-5-haiku"
     rest = list(stream)
     keys = [(r.id, r.judge.model if r.judge else "", r.judge.sample if r.judge else 0)
             for r in [first, *rest]]
-    assert len(keys) == 5_000
+    assert len(keys) == 1_200
     assert keys == sorted(keys)
     counts = store.count_results(run.id)
-    assert counts == {"scored": 4_704, "unscored": 296, "cache_miss": 0}
+    assert counts == {"scored": 1_128, "unscored": 72, "cache_miss": 0}
 
 
 def test_relative_url_resolves_against_workspace(tmp_path: Path) -> None:

@@ -133,29 +133,47 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
     with RunStore(url) as store:
         store.create_run(make_run("r-0001-aa"))
         store.add_results("r-0001-aa", [make_result(i) for i in range(60)])
-    env = judge_env(COLUMNS="250")
+    calls = [["show", "r-0001"], ["show", "r-0001", "--offset", "50"],
+             ["show", "r-0001", "--offset", "70"], ["show", "r-0001", "--json", "-n", "5"],
+             ["show", "r-0001", "--json", "--all"], ["history"]]
+    # One process runs every call, then names the heavy modules loaded: none may be, so no
+    # call loaded one (what a process per call showed, at one start-up instead of six).
+    code = ("import contextlib, io, json, sys\n"
+            "from judge.cli import main\n"
+            "done = []\n"
+            "for args in json.loads(sys.argv[1]):\n"
+            "    out, err = io.StringIO(), io.StringIO()\n"
+            "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+            "        try:\n"
+            "            main([*args, '--store', sys.argv[2]])\n"
+            "        except SystemExit as exc:\n"
+            "            code = exc.code\n"
+            "        else:\n"
+            "            code = 0\n"
+            "    done.append([code, out.getvalue(), err.getvalue()])\n"
+            "heavy = sorted(m for m in ('sqlalchemy', 'psycopg', 'litellm', 'jinja2', 'alembic',"
+            " 'httpx', 'diskcache') if m in sys.modules)\n"
+            "print(json.dumps({'calls': done, 'heavy': heavy}))\n")
+    proc = subprocess.run([sys.executable, "-c", code, json.dumps(calls), url], cwd=tmp_path,
+                          env=judge_env(COLUMNS="250"), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["heavy"] == [], report["heavy"]  # start-up stays light
+    for (code_, _, err), args in zip(report["calls"], calls, strict=True):
+        assert code_ in (0, None), (args, err)
+    pages, offset, past, head, whole, history = (out for _, out, _ in report["calls"])
 
-    def judge(*args: str) -> subprocess.CompletedProcess[str]:
-        proc = subprocess.run([sys.executable, "-c", LIGHT_JUDGE, *args, "--store", url],
-                              cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=120)
-        assert proc.returncode == 0, proc.stderr
-        assert "HEAVY=\n" in proc.stderr, proc.stderr  # start-up stays light
-        return proc
-
-    text = judge("show", "r-0001").stdout
-    assert "case-00049" in text and "case-00050" not in text
-    assert "cases 1-50 of 60; 10 more: `judge show r-0001-aa --offset 50`" in text
-    text = judge("show", "r-0001", "--offset", "50").stdout
-    assert "case-00050" in text and "case-00059" in text and "more" not in text
-    assert "60 cases; none on this page (from case 71" in judge("show", "r-0001", "--offset",
-                                                                 "70").stdout
-    body = json.loads(judge("show", "r-0001", "--json", "-n", "5").stdout)
+    assert "case-00049" in pages and "case-00050" not in pages
+    assert "cases 1-50 of 60; 10 more: `judge show r-0001-aa --offset 50`" in pages
+    assert "case-00050" in offset and "case-00059" in offset and "more" not in offset
+    assert "60 cases; none on this page (from case 71" in past
+    body = json.loads(head)
     assert [c["id"] for c in body["cases"]] == [f"case-{i:05d}" for i in range(5)]
     assert (body["total"], body["offset"], body["limit"], body["more"]) == (60, 0, 5, 55)
-    body = json.loads(judge("show", "r-0001", "--json", "--all").stdout)
+    body = json.loads(whole)
     assert len(body["cases"]) == 60 and body["limit"] is None and body["more"] == 0
-    assert "r-0001-aa" in judge("history").stdout
+    assert "r-0001-aa" in history
 
 
 @pytest.mark.postgres
