@@ -327,3 +327,29 @@ def test_distribution_declares_the_entry_point() -> None:
     import judge.pytest_plugin as plugin
 
     assert callable(plugin.pytest_addoption) and callable(plugin.judge_eval)
+
+
+LIGHT = """
+import sys
+
+def test_nothing_judged_loads_no_application_layer():
+    heavy = [m for m in ("judge.app.running", "judge.app.workspace", "judge.app.gate",
+                         "judge.pytest_plugin.session", "judge.store", "sqlalchemy",
+                         "litellm", "diskcache") if m in sys.modules]
+    assert "judge.pytest_plugin" in sys.modules
+    assert heavy == []
+"""
+
+
+def test_a_session_that_judges_nothing_loads_no_application_layer(
+        pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The plugin is in every pytest run of a project with judgeflow installed: a session
+    # that judges nothing pays for its hooks, not for the application layer.
+    pytester.makepyfile(test_light=LIGHT)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    result = pytester.runpytest_subprocess(*PLUGIN, "-p", "no:cacheprovider", timeout=120)
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.OK, out
+    assert "judgeflow: mode read-write (default), workspace" in out
+    assert "= judgeflow =" not in out  # nothing judged, nothing to sum up
+    assert not (pytester.path / ".judge").exists()

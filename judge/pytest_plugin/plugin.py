@@ -15,16 +15,16 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..app.gate import GateVerdict
 from ..app.settings import CacheModeName
 from ..errors import JudgeError
 from ..models import CaseResult
 from ..rubric import Rubric
 from ..suite import Case
+from .places import quoted_command, session_folder
 from .report import (
     JudgeAssertionError,
     JudgedContext,
@@ -33,7 +33,10 @@ from .report import (
     junit_properties,
     remember,
 )
-from .session import JudgeSession, SuiteOutcome, quoted_command
+
+if TYPE_CHECKING:
+    from ..app.gate import GateVerdict
+    from .session import JudgeSession, SuiteOutcome
 
 __all__ = [
     "GATE_ID",
@@ -58,8 +61,10 @@ __all__ = [
 MODES: tuple[str, ...] = ("offline", "read-write", "refresh")
 GATE_ID = "@baseline"
 """The id of a suite's extra item: its run compared with the baseline by the one gate."""
-_SESSION = pytest.StashKey[JudgeSession]()
+_SESSION = pytest.StashKey["JudgeSession"]()
+_MODE = pytest.StashKey[CacheModeName]()
 _SOURCE = pytest.StashKey[str]()
+_TOKEN = pytest.StashKey[str]()
 _TOKEN_KEY = "judgeflow_session"
 _STATS_KEY = "judgeflow_stats"
 
@@ -99,7 +104,7 @@ def resolve_mode(flag: str | None, ini: str | None,
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the marker and open this process's (lazy) judge session."""
+    """Register the marker; settle the mode and the session's token (the session opens later)."""
     config.addinivalue_line("markers", "judge_suite(path): one test item per case of the "
                                        "judgeflow suite at path (relative to the pytest root)")
     ini = config.getini("judge_mode")
@@ -108,12 +113,25 @@ def pytest_configure(config: pytest.Config) -> None:
     workerinput = getattr(config, "workerinput", None)
     token = (str(workerinput[_TOKEN_KEY]) if workerinput and _TOKEN_KEY in workerinput
              else uuid.uuid4().hex)
-    config.stash[_SESSION] = JudgeSession(config.rootpath, mode, token)
-    config.stash[_SOURCE] = source
+    config.stash[_MODE], config.stash[_SOURCE], config.stash[_TOKEN] = mode, source, token
 
 
 def _session(config: pytest.Config) -> JudgeSession:
-    return config.stash[_SESSION]
+    """The judge session of this process, opened when something first judges or reads a suite."""
+    session = config.stash.get(_SESSION, None)
+    if session is None:
+        # Imported here, not at the top: this module loads in every pytest run of a project
+        # with judgeflow installed; the application layer loads only in a session that judges.
+        from .session import JudgeSession
+
+        session = config.stash[_SESSION] = JudgeSession(config.rootpath, config.stash[_MODE],
+                                                        config.stash[_TOKEN])
+    return session
+
+
+def _opened(config: pytest.Config) -> JudgeSession | None:
+    """The session if something opened it, else None (and nothing is imported)."""
+    return config.stash.get(_SESSION, None)
 
 
 def _is_worker(config: pytest.Config) -> bool:
@@ -123,7 +141,7 @@ def _is_worker(config: pytest.Config) -> bool:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """xdist: hand the session's token to each worker, so they share one session folder."""
-    node.workerinput[_TOKEN_KEY] = _session(node.config).token
+    node.workerinput[_TOKEN_KEY] = node.config.stash[_TOKEN]
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -137,8 +155,8 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 def pytest_report_header(config: pytest.Config) -> str:
     """One header line: the mode and why, and the workspace."""
-    s = _session(config)
-    return f"judgeflow: mode {s.mode} ({config.stash[_SOURCE]}), workspace {s.root}"
+    return (f"judgeflow: mode {config.stash[_MODE]} ({config.stash[_SOURCE]}), workspace "
+            f"{config.rootpath}")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -149,7 +167,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """
     config = session.config
     files = [config.rootpath / str(f) for f in config.getini("judge_cache_import")]
-    if files and not _is_worker(config) and _session(config).mode != "refresh":
+    if files and not _is_worker(config) and config.stash[_MODE] != "refresh":
         try:
             _session(config).import_exports(files)
         except JudgeError as exc:
@@ -159,17 +177,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Workers send their counters to the controller; the controller drops the session folder."""
     config = session.config
-    s = _session(config)
+    s = _opened(config)
     if _is_worker(config):
-        cast(Any, config).workeroutput[_STATS_KEY] = s.stats.as_dict()
+        if s is not None:
+            cast(Any, config).workeroutput[_STATS_KEY] = s.stats.as_dict()
     else:
-        shutil.rmtree(s.shared, ignore_errors=True)
+        shutil.rmtree(session_folder(config.rootpath, config.stash[_TOKEN]), ignore_errors=True)
         forget_all()
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """The ``judgeflow`` section: judgments, cache hits, model calls, tokens, cost, time."""
-    s = _session(config)
+    s = _opened(config)
+    if s is None:
+        return
     st = s.stats
     if not (st.judgments or st.runs or s.imported):
         return

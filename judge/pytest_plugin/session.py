@@ -16,7 +16,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shlex
 import time
 from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -35,20 +34,16 @@ from ..app.workspace import Workspace
 from ..models import CaseResult, RunTotals
 from ..rubric import Rubric
 from ..suite import Case
+from .places import quoted_command, session_folder
 
 try:  # POSIX; elsewhere each process judges the suite itself (the cache still shares)
     import fcntl
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JudgeSession", "Stats", "SuiteOutcome", "quoted_command"]
+__all__ = ["JudgeSession", "Stats", "SuiteOutcome"]
 
 T = TypeVar("T")
-
-
-def quoted_command(root: Path, *argv: str) -> str:
-    """``cd ROOT && argv...``, shell-quoted: a line a person can paste."""
-    return f"cd {shlex.quote(str(root))} && " + " ".join(shlex.quote(a) for a in argv)
 
 
 def _run(coro: Coroutine[Any, Any, T]) -> T:
@@ -155,7 +150,7 @@ class JudgeSession:
     @property
     def shared(self) -> Path:
         """The session's folder, shared by its xdist workers."""
-        return self.root / ".judge" / "pytest" / self.token
+        return session_folder(self.root, self.token)
 
     def workspace(self) -> Workspace:
         """The pytest root's workspace, with the plugin's cache mode over its settings."""
