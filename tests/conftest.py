@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import importlib.util
 import io
 import os
@@ -12,6 +14,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -43,14 +46,39 @@ class FakeClient:
     retries: int = 0
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under xdist, every test of a PostgreSQL server runs on one worker, one at a time.
+PG_LOCK_SECONDS = 900
 
-    Some restart or stop the server; no other worker may be using it then.
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[object]:
+    """Tests of a PostgreSQL server shared by the xdist workers run one at a time.
+
+    Some restart or stop the server; no other worker may be using it then. CI's server (from
+    ``JUDGE_TEST_POSTGRES_URL``) is one for both workers: its tests take a lock on a file
+    named for the URL around setup, call and teardown. Without the URL each worker starts a
+    cluster of its own and needs none. (xdist's ``--dist loadgroup`` cannot do this here:
+    it renames node ids through an attribute pytest 9 no longer reads, so groups were
+    silently spread over both workers.)
     """
-    for item in items:
-        if "postgres_server" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("postgres"))
+    url = os.environ.get("JUDGE_TEST_POSTGRES_URL")
+    if not url or "postgres_server" not in getattr(item, "fixturenames", ()):
+        return (yield)
+    name = hashlib.sha256(url.encode()).hexdigest()[:16]
+    with open(Path(tempfile.gettempdir()) / f"judge-test-pg-{name}.lock", "a") as lock:
+        deadline = time.monotonic() + PG_LOCK_SECONDS
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the PostgreSQL test lock was held over "
+                                       f"{PG_LOCK_SECONDS} s") from None
+                time.sleep(0.05)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
