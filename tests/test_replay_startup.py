@@ -61,6 +61,15 @@ def test_an_empty_sqlite_store_is_the_schema_the_revisions_build(tmp_path: Path)
     assert _schema(made) == expected
     with RunStore(made) as again:  # at the head: opening it changes nothing
         assert again.schema_before.current
+    # A version table with no revision in it yet (nothing else): stamped at the head too.
+    bare = f"sqlite:///{tmp_path / 'bare.db'}"
+    engine = create_engine(bare)
+    with engine.begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL)")
+    engine.dispose()
+    with RunStore(bare) as store:
+        assert store.schema_revision() == migrations.HEAD
+    assert set(_schema(bare)) == set(expected)
 
 
 def test_an_offline_replay_imports_nothing_it_does_not_use(workspace: Path) -> None:

@@ -87,8 +87,9 @@ def create_head(conn: Connection, metadata: MetaData) -> None:
     Alembic's own, so a later revision applies to this store as to a migrated one.
     """
     metadata.create_all(conn)
-    conn.execute(text("CREATE TABLE alembic_version (version_num VARCHAR(32) NOT NULL, "
-                      "CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"))
+    # IF NOT EXISTS: an empty version table (no revision yet) is stamped, not made twice.
+    conn.execute(text("CREATE TABLE IF NOT EXISTS alembic_version (version_num VARCHAR(32) "
+                      "NOT NULL, CONSTRAINT alembic_version_pkc PRIMARY KEY (version_num))"))
     conn.execute(text("INSERT INTO alembic_version (version_num) VALUES (:v)"), {"v": HEAD})
 
 
