@@ -23,13 +23,38 @@ from judge.models import RunOwner
 from judge.store import RunStore
 from judge.store_reader import StoreReader, open_reader
 
-# Run by a child `judge` process: prints which heavy modules it imported, at exit.
-LIGHT_JUDGE = (
-    "import sys, atexit\n"
-    "atexit.register(lambda: print('HEAVY=' + ','.join(sorted(m for m in ("
-    "'sqlalchemy', 'litellm', 'jinja2', 'alembic', 'httpx', 'diskcache', 'psycopg') "
-    "if m in sys.modules)), file=sys.stderr))\n"
-    "from judge.cli import main\nmain(sys.argv[1:])\n")
+# Run in a child process: each `judge ARGS --store URL` call of argv[1] (JSON), then the heavy
+# modules loaded; none may be, so no call loaded one (one start-up for all the calls).
+LIGHT_CALLS = (
+    "import contextlib, io, json, sys\n"
+    "from judge.cli import main\n"
+    "done = []\n"
+    "for args in json.loads(sys.argv[1]):\n"
+    "    out, err = io.StringIO(), io.StringIO()\n"
+    "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
+    "        try:\n"
+    "            main([*args, '--store', sys.argv[2]])\n"
+    "        except SystemExit as exc:\n"
+    "            code = exc.code\n"
+    "        else:\n"
+    "            code = 0\n"
+    "    done.append([code, out.getvalue(), err.getvalue()])\n"
+    "heavy = sorted(m for m in ('sqlalchemy', 'psycopg', 'litellm', 'jinja2', 'alembic',"
+    " 'httpx', 'diskcache') if m in sys.modules)\n"
+    "print(json.dumps({'calls': done, 'heavy': heavy}))\n")
+
+
+def _light_calls(calls: list[list[str]], url: str, cwd: Path) -> list[str]:
+    """The stdout of each call, run in one fresh process that must load no heavy module."""
+    proc = subprocess.run([sys.executable, "-c", LIGHT_CALLS, json.dumps(calls), url], cwd=cwd,
+                          env=judge_env(COLUMNS="250"), capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["heavy"] == [], report["heavy"]  # start-up stays light
+    for (code, _, err), args in zip(report["calls"], calls, strict=True):
+        assert code in (0, None), (args, err)
+    return [out for _, out, _ in report["calls"]]
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
@@ -136,33 +161,7 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
     calls = [["show", "r-0001"], ["show", "r-0001", "--offset", "50"],
              ["show", "r-0001", "--offset", "70"], ["show", "r-0001", "--json", "-n", "5"],
              ["show", "r-0001", "--json", "--all"], ["history"]]
-    # One process runs every call, then names the heavy modules loaded: none may be, so no
-    # call loaded one (what a process per call showed, at one start-up instead of six).
-    code = ("import contextlib, io, json, sys\n"
-            "from judge.cli import main\n"
-            "done = []\n"
-            "for args in json.loads(sys.argv[1]):\n"
-            "    out, err = io.StringIO(), io.StringIO()\n"
-            "    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):\n"
-            "        try:\n"
-            "            main([*args, '--store', sys.argv[2]])\n"
-            "        except SystemExit as exc:\n"
-            "            code = exc.code\n"
-            "        else:\n"
-            "            code = 0\n"
-            "    done.append([code, out.getvalue(), err.getvalue()])\n"
-            "heavy = sorted(m for m in ('sqlalchemy', 'psycopg', 'litellm', 'jinja2', 'alembic',"
-            " 'httpx', 'diskcache') if m in sys.modules)\n"
-            "print(json.dumps({'calls': done, 'heavy': heavy}))\n")
-    proc = subprocess.run([sys.executable, "-c", code, json.dumps(calls), url], cwd=tmp_path,
-                          env=judge_env(COLUMNS="250"), capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    assert report["heavy"] == [], report["heavy"]  # start-up stays light
-    for (code_, _, err), args in zip(report["calls"], calls, strict=True):
-        assert code_ in (0, None), (args, err)
-    pages, offset, past, head, whole, history = (out for _, out, _ in report["calls"])
+    pages, offset, past, head, whole, history = _light_calls(calls, url, tmp_path)
 
     assert "case-00049" in pages and "case-00050" not in pages
     assert "cases 1-50 of 60; 10 more: `judge show r-0001-aa --offset 50`" in pages
@@ -225,9 +224,5 @@ def test_postgres_reader_steps_aside(pg_url: str, tmp_path: Path,
 def test_postgres_history_starts_light(pg_url: str, tmp_path: Path) -> None:
     with RunStore(pg_url) as store:
         store.create_run(make_run("r-0001-aa"))
-    proc = subprocess.run([sys.executable, "-c", LIGHT_JUDGE, "history", "--store", pg_url],
-                          cwd=tmp_path, env=judge_env(COLUMNS="250"), capture_output=True,
-                          text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "HEAVY=\n" in proc.stderr, proc.stderr  # neither SQLAlchemy nor psycopg
-    assert "r-0001-aa" in proc.stdout
+    # Neither SQLAlchemy nor psycopg: the reader goes through libpq.
+    assert "r-0001-aa" in _light_calls([["history"]], pg_url, tmp_path)[0]
