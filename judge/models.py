@@ -224,6 +224,10 @@ class RunTotals(_Frozen):
     """Model calls this run paid for (repair turns and retries included)."""
     promptTokens: int = 0
     completionTokens: int = 0
+    cachedTokens: int = 0
+    """Of ``promptTokens``, those read from the provider's prompt cache (every judge's)."""
+    cacheWriteTokens: int = 0
+    """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
     costUsd: float | None = None
     """None when any paid call's price is unknown."""
     wallSeconds: float = 0.0

@@ -409,6 +409,7 @@ class _Run:
     def _outcome(self, interrupted: bool) -> RunOutcome:
         summary = self.builder.build()
         progress, index = self.progress, self.index
+        ledger = build_ledger(progress.judges, self.clients)
         totals = RunTotals(
             cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
             cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
@@ -418,7 +419,9 @@ class _Run:
             wallSeconds=round(time.monotonic() - self.started, 3),
             judgments=progress.judgments, judgedAnew=progress.judged_anew,
             savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,
-            ledger=build_ledger(progress.judges, self.clients),
+            cachedTokens=sum(e.cachedTokens for e in ledger.values()),
+            cacheWriteTokens=sum(e.cacheWriteTokens for e in ledger.values()),
+            ledger=ledger,
         )
         run = self.plan.run.model_copy(update={
             "totals": totals, "status": "interrupted" if interrupted else "complete"})

@@ -130,6 +130,11 @@ def test_batch_run_equals_live_run(tmp_path: Path, server: Any) -> None:
     assert live.run.totals.costUsd is not None and t.batchCostUsd is not None
     assert t.batchCostUsd == pytest.approx(live.run.totals.costUsd / 2, rel=1e-6)
     assert t.costUsd == pytest.approx(t.batchCostUsd)
+    # The judge's own line says the same: paid judgments, not cache hits.
+    (entry,) = t.ledger.values()
+    assert (entry.judgments, entry.cacheHits) == (200, 0)
+    assert (entry.promptTokens, entry.completionTokens) == (t.promptTokens, t.completionTokens)
+    assert entry.costUsd == pytest.approx(t.batchCostUsd)
     with ws.open_store() as store:
         assert store.get_run(collected.job.runId or "").totals.batchCalls == 200
 
@@ -253,3 +258,6 @@ def test_batch_results_record_cached_tokens(tmp_path: Path, server: Any) -> None
     assert sum(v or 0 for v in cached.values()) == reported
     assert {k: e["turns"][0]["cachedTokens"] for k, e in entries(ws).items()} == cached
     assert collected.job.ledger is not None and collected.job.ledger.cachedTokens == reported
+    totals = collected.report.run.totals  # the run's totals and its judge's line count them
+    assert totals.cachedTokens == reported
+    assert [e.cachedTokens for e in totals.ledger.values()] == [reported]

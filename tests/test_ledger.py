@@ -116,5 +116,8 @@ def test_cached_prompt_tokens_reach_the_run_ledger(fake_server: Any, workspace: 
     assert entry["cachedTokens"] >= 13 * 500
     assert entry["cachedTokens"] == fake_server.stats()["cached_tokens"]
     assert entry["cachedTokens"] < entry["promptTokens"]
+    # The run's totals sum every judge's (one judge here).
+    assert run["totals"]["cachedTokens"] == entry["cachedTokens"]
+    assert run["totals"]["cacheWriteTokens"] == entry["cacheWriteTokens"] == 0
     text = run_judge(["show", run["id"]], workspace).stdout
     assert f"({entry['cachedTokens']} prompt tokens from the provider's cache)" in text

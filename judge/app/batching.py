@@ -47,7 +47,7 @@ from ..judging import (
     exchange,
     prepare,
 )
-from ..models import CaseResult, RunTotals
+from ..models import CaseResult, JudgeLedger, JudgeMeta, RunTotals
 from ..parsing import parse_verdict
 from ..suite import Case
 from .running import RunObserver, RunReport, RunRequest, RunSetup, run_suite, setup_run
@@ -532,25 +532,73 @@ def _ledger_totals(totals: RunTotals, results: Iterable[CaseResult], job: BatchJ
     """The run's totals with the batch's answers counted as paid, at the batch rate."""
     ledger = job.ledger or BatchLedger()
     batch_keys = set(job.keys) - set(ledger.failed) - set(ledger.invalid)
-    n = repairs = prompt = completion = 0
-    cost: float | None = 0.0
+    n = repairs = 0
+    paid: dict[str, _Paid] = {}  # per judge: what its batch-answered judgments cost
     for r in results:
         m = r.judge
         if m is None or m.aggregate is not None or not m.cached or m.cacheKey not in batch_keys:
             continue
         n += 1
         repairs += m.repairTurns
-        prompt += m.promptTokens or 0
-        completion += m.completionTokens or 0
-        cost = None if cost is None or m.costUsd is None else cost + m.costUsd
-    total_cost = None if totals.costUsd is None or cost is None else round(
-        totals.costUsd + cost, 10)
+        paid.setdefault(m.model, _Paid()).add(m)
+    every = _Paid()
+    for p in paid.values():
+        every.merge(p)
+    judges = {model: _with_batch(entry, paid[model]) if model in paid else entry
+              for model, entry in totals.ledger.items()}
     return totals.model_copy(update={
         "cacheHits": totals.cacheHits - n, "savedCalls": max(0, totals.savedCalls - n - repairs),
         "judgedAnew": totals.judgedAnew + n, "calls": totals.calls + ledger.repairCalls,
-        "promptTokens": totals.promptTokens + prompt,
-        "completionTokens": totals.completionTokens + completion,
-        "costUsd": total_cost, "batchCalls": n, "batchCostUsd": ledger.costUsd})
+        "promptTokens": totals.promptTokens + every.prompt,
+        "completionTokens": totals.completionTokens + every.completion,
+        "cachedTokens": totals.cachedTokens + every.cached,
+        "cacheWriteTokens": totals.cacheWriteTokens + every.written,
+        "costUsd": _plus(totals.costUsd, every.cost), "batchCalls": n,
+        "batchCostUsd": ledger.costUsd, "ledger": judges})
+
+
+@dataclass
+class _Paid:
+    """Judgments a batch answered: counted as paid (at the batch rate), not as cache hits."""
+
+    judgments: int = 0
+    prompt: int = 0
+    completion: int = 0
+    cached: int = 0
+    written: int = 0
+    cost: float | None = 0.0
+
+    def add(self, m: JudgeMeta) -> None:
+        self.judgments += 1
+        self.prompt += m.promptTokens or 0
+        self.completion += m.completionTokens or 0
+        self.cached += m.cachedTokens or 0
+        self.written += m.cacheWriteTokens or 0
+        self.cost = _plus(self.cost, m.costUsd)
+
+    def merge(self, other: _Paid) -> None:
+        self.judgments += other.judgments
+        self.prompt += other.prompt
+        self.completion += other.completion
+        self.cached += other.cached
+        self.written += other.written
+        self.cost = _plus(self.cost, other.cost)
+
+
+def _plus(a: float | None, b: float | None) -> float | None:
+    """A sum of costs: unknown when either is."""
+    return None if a is None or b is None else round(a + b, 10)
+
+
+def _with_batch(entry: JudgeLedger, p: _Paid) -> JudgeLedger:
+    """A judge's ledger entry with its batch-answered judgments moved from hits to paid."""
+    return entry.model_copy(update={
+        "cacheHits": max(0, entry.cacheHits - p.judgments),
+        "promptTokens": entry.promptTokens + p.prompt,
+        "completionTokens": entry.completionTokens + p.completion,
+        "cachedTokens": entry.cachedTokens + p.cached,
+        "cacheWriteTokens": entry.cacheWriteTokens + p.written,
+        "costUsd": _plus(entry.costUsd, p.cost)})
 
 
 def collect_batch(ws: Workspace, job_id: str | None = None, *,
