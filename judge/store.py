@@ -41,8 +41,6 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    and_,
-    bindparam,
     create_engine,
     delete,
     event,
@@ -214,6 +212,7 @@ class RunStore:
         self.url: str = shown
         self._password: str | None = None
         self._server = False
+        self._results_sql: tuple[str, str] | None = None
         try:
             resolved = _resolve_url(url, workspace if workspace is not None else Path.cwd())
             self.url = resolved.render_as_string(hide_password=True)
@@ -391,37 +390,47 @@ class RunStore:
         The key is (case id, judge model, sample). Within one batch the last result for a
         key wins, as a later re-judgment would.
         """
-        rows: dict[tuple[str, str, int], dict[str, Any]] = {}
+        rows: dict[tuple[str, str, int], tuple[Any, ...]] = {}
         for result in results:
-            case_id, model, sample = _result_key(result)
-            rows[(case_id, model, sample)] = {
-                "run_id": run_id,
-                "case_id": case_id,
-                "model": model,
-                "sample": sample,
-                "status": result.status,
-                "overall_score": result.overallScore,
-                "band": result.band,
-                "passed": result.passed,
-                "result_json": result.model_dump_json(),
-                "format_version": STORE_FORMAT_VERSION,
-            }
-        c = _case_results.c
-        # Delete-then-insert rather than a dialect's ON CONFLICT: one portable path.
-        remove = delete(_case_results).where(and_(
-            c.run_id == bindparam("k_run"), c.case_id == bindparam("k_case"),
-            c.model == bindparam("k_model"), c.sample == bindparam("k_sample")))
-        keys = [{"k_run": run_id, "k_case": k[0], "k_model": k[1], "k_sample": k[2]}
-                for k in rows]
+            case_id, model, sample = key = _result_key(result)
+            rows[key] = (run_id, case_id, model, sample, result.status, result.overallScore,
+                         result.band, result.passed, result.model_dump_json(),
+                         STORE_FORMAT_VERSION)
+        remove, add = self._result_sql()
+        keys = [row[:4] for row in rows.values()]
+        values = list(rows.values())
+
         def write() -> None:
             with self._transaction(write=True) as conn:
                 if not self._exists(conn, run_id):
                     raise self._unknown(run_id)
-                if rows:
-                    conn.execute(remove, keys)
-                    conn.execute(insert(_case_results), list(rows.values()))
+                if values:
+                    conn.exec_driver_sql(remove, keys)
+                    conn.exec_driver_sql(add, values)
 
         self._retrying(write)
+
+    def _result_sql(self) -> tuple[str, str]:
+        """The delete and insert of result rows, as the driver's own SQL (made once).
+
+        Plain positional rows through the driver's executemany: the hot path of a replay
+        writes every result, and SQLAlchemy's per-row parameter processing cost more than
+        SQLite's insert. Delete-then-insert rather than a dialect's ON CONFLICT: one path.
+        """
+        if self._results_sql is None:
+            style = self._engine.dialect.paramstyle
+            if style not in ("qmark", "format", "pyformat"):
+                raise StoreError(f"run store {self.url}: unsupported driver parameter style "
+                                 f"{style!r}")
+            mark = "?" if style == "qmark" else "%s"
+            names = [c.name for c in _case_results.columns]
+            table = _case_results.name
+            self._results_sql = (
+                f"DELETE FROM {table} WHERE run_id = {mark} AND case_id = {mark} "
+                f"AND model = {mark} AND sample = {mark}",
+                f"INSERT INTO {table} ({', '.join(names)}) "
+                f"VALUES ({', '.join([mark] * len(names))})")
+        return self._results_sql
 
     def iter_results(self, run_id: str, *, batch: int = 1000, offset: int = 0,
                      limit: int | None = None,
