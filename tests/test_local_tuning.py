@@ -6,15 +6,27 @@ rules that keep a one-slot server from being flooded are checked against a loopb
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import EXAMPLE_SUITE
 
+from judge import local
 from judge.client import LiteLLMClient, ModelSpec
 from judge.errors import ProviderError
 from judge.judging import JudgeSettings, build_request, prepare
-from judge.local import LOCAL_TIMEOUT, call_limits, physical_cores, server_args, threads_for
+from judge.local import (
+    LOCAL_TIMEOUT,
+    busy_now,
+    call_limits,
+    physical_cores,
+    server_args,
+    threads_for,
+)
 from judge.prompts import PromptRenderer
 from judge.resources import load_rubric, load_suite
 
@@ -42,6 +54,33 @@ def test_threads_leave_busy_cores_alone() -> None:
     assert threads_for(2, 11.0) == 1
     assert threads_for(8, 3.5) == 5
     assert physical_cores() >= 1
+
+
+def test_busy_now_counts_what_runs_now_not_the_last_minute(monkeypatch: pytest.MonkeyPatch,
+                                                           tmp_path: Path) -> None:
+    """The kernel's running count, this process left out; a busy process is seen at once."""
+    hog = subprocess.Popen([sys.executable, "-c", "import time\nend = time.time() + 20\n"
+                            "while time.time() < end: pass"])
+    try:
+        time.sleep(0.3)
+        assert busy_now() >= 1
+    finally:
+        hog.kill()
+        hog.wait(timeout=10)
+    # What it reads, and the fallback where /proc is missing: the 1-minute load average.
+    stat = tmp_path / "stat"
+    stat.write_bytes(b"cpu  1 2 3\nprocs_running 4\nprocs_blocked 0\n")
+    real_open = open
+    monkeypatch.setattr(local, "open", lambda path, mode="r": real_open(stat, mode),
+                        raising=False)
+    assert busy_now(samples=3, interval=0) == 3.0
+
+    def missing(path: str, mode: str = "r") -> Any:
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(local, "open", missing, raising=False)
+    monkeypatch.setattr(local.os, "getloadavg", lambda: (5.5, 1.0, 1.0))
+    assert busy_now(samples=3, interval=0) == 5.5
 
 
 def test_server_flags() -> None:
