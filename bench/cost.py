@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 import time
@@ -156,6 +157,13 @@ def main() -> None:
         rows = [measure(root, suite, scenario) for scenario in SCENARIOS]
     block = table(rows, args.cases, time.perf_counter() - started)
     print(block)
+    out = ROOT / "bench" / "out"  # read by bench/run.py's issue-19 table
+    out.mkdir(exist_ok=True)
+    (out / "cost.json").write_text(json.dumps({
+        "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cases": args.cases,
+        "rows": [{"label": r.scenario.label, "judgments": r.judgments, "prompt": r.prompt,
+                  "cached": r.cached, "full_rate_per_judgment": round(r.full_rate, 1)}
+                 for r in rows]}, indent=2) + "\n")
     if not args.no_markdown:
         write_markdown(block)
 

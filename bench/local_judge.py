@@ -167,7 +167,11 @@ def main() -> None:
     print(table)
     out = ROOT / "bench" / "out"
     out.mkdir(exist_ok=True)
-    (out / "local_judge.json").write_text(json.dumps(rows, indent=2))
+    when = time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())
+    per = [{**r, "s_per_judgment_wall": round(r["wall"] / max(1, r["judgments"]), 3)}
+           for r in rows]
+    (out / "local_judge.json").write_text(json.dumps(
+        {"measured": when, "before": args.before, "rows": per}, indent=2))
     if not args.no_write:
         _write(table)
 

@@ -9,8 +9,8 @@
 (c) scale: 2,000 cases (1,000 with --quick) at concurrency 64 and 200 ms, judge against floor
     (cases/s); a large
     offline replay (100,000 cases; 10,000 with --quick): cases/s and peak RSS. Warming it
-    goes through the fake judge once, measured (``judge run`` at 0 ms latency); --quick
-    warms in-process instead (same prepare/cache code, a fake completer, no HTTP).
+    goes in-process (the same prepare/judge/cache/index code, a fake completer, no HTTP);
+    ``--warm-with-judge-run`` warms through ``judge run`` and the fake judge at 0 ms instead.
 (d) `judge --help` start-up, against a bare interpreter (bench/startup.py's timer).
 
 Medians of --repeats runs (3; 1 with --quick). The floor is the bare LiteLLM loop of issue 7
@@ -21,6 +21,11 @@ the floor sends is the one our runner sends: messages from our real renders, che
 cache key.
 
 Run:   .venv/bin/python bench/run.py [--quick] [--repeats N] [--replay-size N]
+       [--warm-with-judge-run]
+       .venv/bin/python bench/run.py --from-json bench/out/results.json  (tables again)
+Issue-19 targets measured by other benches (the YAML replay, the local judge, cached
+prompt tokens) are quoted from their last run here (bench/out/replay.json, local_judge.json,
+cost.json), with where and when.
 Writes bench/out/results.json and the generated part of bench/RESULTS.md.
 Every child process has a timeout; the fake judge listens on 127.0.0.1 only.
 """
@@ -448,7 +453,7 @@ class Bench:
     def scale_replay(self, suite_big: Path, size: int) -> None:
         ws = self.fresh_workspace("replay-big", suite_big)
         warm: dict[str, Any] = {"cases": size}
-        if self.args.quick:
+        if not self.args.warm_with_judge_run:
             self.log(f"(c) warming {size} cases in-process (no HTTP)")
             started = time.perf_counter()
             written = warm_in_process(ws, ws / "suite.jsonl")
@@ -542,7 +547,8 @@ def verdicts(r: dict[str, Any]) -> list[dict[str, Any]]:
 ISSUE19 = {
     "replay_200_s": 0.50, "replay_200_peer_s": 2.61, "cpu_ms": 5.3, "cpu_peers_ms": "12-19",
     "one_s": 3.06, "one_peers_s": "1.39-1.61", "cold_200_s": 4.12, "cold_200_peer_s": 3.66,
-    "cpu_ratio": 1.26, "ours_ms_before": 1.39,
+    "cpu_ratio": 1.26, "ours_ms_before": 1.39, "floor_ms_before": 2.52,
+    "floor_200_s_then": 4.14,
 }
 TARGETS_19 = {"one_case_ratio": 1.0, "one_case_s": 1.39, "ours_ms": 0.93, "cold_200_s": 3.66,
               "replay_200_s": 2.61, "cpu_ms": 12.0, "replay_100k_cases_per_s": 10_000.0}
@@ -574,6 +580,13 @@ def verdicts_19(r: dict[str, Any]) -> list[dict[str, Any]]:
     add(f"judgeflow's own CPU per judgment (marginal judge - floor, {over} cases, 0 ms)",
         marginal.get("ours_ms_per_case"), TARGETS_19["ours_ms"], "ms",
         f"{ISSUE19['ours_ms_before']} ms before (3.91 - 2.52); target a third off")
+    own, floor = marginal.get("ours_ms_per_case"), marginal.get("floor_ms_per_case")
+    before = ISSUE19["ours_ms_before"] / ISSUE19["floor_ms_before"]
+    add("the same in units of the bare loop's CPU per judgment, measured in this run "
+        "(own / floor)", None if own is None or not floor else round(own / floor, 3),
+        round(before * 2 / 3, 3), "x", f"{before:.2f}x before ({ISSUE19['ours_ms_before']} / "
+        f"{ISSUE19['floor_ms_before']} ms on 2026-11-30); a third off: the machine's speed "
+        "cancels out")
     add(f"marginal CPU per judgment: judge / bare LiteLLM loop ({over} cases)",
         marginal.get("ratio"), 1.25, "x", f"issue {ISSUE19['cpu_ratio']}x (1.40-1.55x here)")
     add("marginal CPU per judgment, judge run", marginal.get("judge_ms_per_case"),
@@ -582,6 +595,12 @@ def verdicts_19(r: dict[str, Any]) -> list[dict[str, Any]]:
     add("cold 200 cases at 0 ms, concurrency 32: wall", cold["by_latency"]["0"]["judge"]["wall_s"],
         TARGETS_19["cold_200_s"], "s", f"issue {ISSUE19['cold_200_s']} s; fastest peer "
         f"{ISSUE19['cold_200_peer_s']} s")
+    zero = cold["by_latency"]["0"]
+    add("the same at 2026-11-30's speed, by the floor (ours x the floor's wall then / now)",
+        round(zero["judge"]["wall_s"] * ISSUE19["floor_200_s_then"] / zero["floor"]["wall_s"], 3),
+        TARGETS_19["cold_200_s"], "s", f"the floor (bare LiteLLM loop, same 200 requests) took "
+        f"{ISSUE19['floor_200_s_then']} s on 2026-11-30 (ff014c3's bench/run.py), "
+        f"{zero['floor']['wall_s']:.2f} s in this run")
     add("replay of 200 cached cases, whole process", r["warm"]["wall_s"],
         TARGETS_19["replay_200_s"], "s", f"issue {ISSUE19['replay_200_s']} s; fastest peer "
         f"{ISSUE19['replay_200_peer_s']} s")
@@ -590,11 +609,73 @@ def verdicts_19(r: dict[str, Any]) -> list[dict[str, Any]]:
         add(f"replay of {big['cases']:,} cached cases: cases/s", big["cases_per_s"],
             TARGETS_19["replay_100k_cases_per_s"], "cases/s", "5,209 before (100,000)",
             at_most=False)
-    for name in ("the YAML suite replay (10,000 cases): wall and peak RSS",
-                 "the local judge: seconds per judgment, half or less",
-                 "cached prompt tokens: tokens billed at the full rate per judgment"):
-        rows.append({"target": name, "value": None, "limit": None, "unit": "", "met": None,
-                     "quoted": "not measured by bench/run.py"})
+    rows += measured_elsewhere()
+    return rows
+
+
+def _out(name: str) -> Any:
+    """A sibling bench's raw output in bench/out/, or None when it has not run here."""
+    try:
+        return json.loads((OUT / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def measured_elsewhere() -> list[dict[str, Any]]:
+    """Issue-19 targets another bench measures (too long to repeat here), from its last run.
+
+    Quoted with where and when they were measured; "not measured" when that bench has not
+    run on this machine (bench/out/ is not in git).
+    """
+    rows: list[dict[str, Any]] = []
+
+    def row(name: str, value: float | None, limit: float | None, unit: str, quoted: str,
+            met: bool | None, *, at_most: bool = True) -> None:
+        rows.append({"target": name, "value": value, "limit": limit, "unit": unit,
+                     "quoted": quoted, "met": met, "at_most": at_most})
+
+    replay = _out("replay.json") or {}
+    when = f"bench/replay.py, {replay.get('date', '?')}"
+    yaml_row = next((r for r in replay.get("rows", []) if r["what"].startswith("YAML")), None)
+    row("the YAML suite replay (10,000 cases): wall", yaml_row and yaml_row["wall_s"], 10.0,
+        "s", f"{when}; issue 72 s" if yaml_row else "not measured (bench/replay.py)",
+        yaml_row and yaml_row["wall_s"] <= 10.0)
+    row("the same: peak RSS", yaml_row and yaml_row["rss_mb"], 300.0, "MB",
+        f"{when}; issue 1.8 GB" if yaml_row else "not measured (bench/replay.py)",
+        yaml_row and yaml_row["rss_mb"] <= 300.0)
+    for n in replay.get("normalized", []):  # with --compare of a reference version
+        row(f"offline replay, {n['what']}, at the speed of {n['reference']}'s day (ours now x "
+            f"its figure then / its figure now)", n["scaled"], n["limit"],
+            "s" if n["at_most"] else "cases/s",
+            f"{when}; {n['reference']} then {n['then']:,}, now {n['ref_now']:,}; ours now "
+            f"{n['ours_now']:,} (issue {n['issue']})", n["met"], at_most=n["at_most"])
+    local = _out("local_judge.json")
+    runs = local.get("rows", []) if isinstance(local, dict) else []
+    walls = {v: [r["s_per_judgment_wall"] for r in runs if r.get("version") == v]
+             for v in ("before", "after")}
+    if walls["before"] and walls["after"]:
+        ratio = statistics.median(walls["after"]) / statistics.median(walls["before"])
+        row("the local judge: seconds per judgment, after / before", round(ratio, 3), 0.5, "x",
+            f"bench/local_judge.py, {local.get('measured', '?')} (before = "
+            f"{local.get('before', '?')})", ratio <= 0.5)
+    else:
+        row("the local judge: seconds per judgment, after / before", None, 0.5, "x",
+            "not measured (bench/local_judge.py)", None)
+    cost = _out("cost.json")
+    if isinstance(cost, dict) and cost.get("rows"):
+        base = next((r for r in cost["rows"] if r["label"].startswith("before")), None)
+        for r in cost["rows"]:
+            if base is None or r is base:
+                continue
+            row(f"full-rate prompt tokens per judgment, {r['label']}",
+                r["full_rate_per_judgment"], None, "tokens",
+                f"bench/cost.py, {cost.get('measured', '?')}: "
+                f"{r['full_rate_per_judgment'] / max(1, base['full_rate_per_judgment']):.2f}x "
+                f"of {base['full_rate_per_judgment']:.0f} with no reuse (no limit: measured)",
+                None)
+    else:
+        row("cached prompt tokens: tokens billed at the full rate per judgment", None, None,
+            "", "not measured (bench/cost.py)", None)
     return rows
 
 
@@ -744,8 +825,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--replay-size", type=int, default=None,
                         help="cases of the large replay (100,000; --quick 10,000)")
     parser.add_argument("--no-markdown", action="store_true", help="do not touch RESULTS.md")
+    parser.add_argument("--warm-with-judge-run", action="store_true",
+                        help="warm the large replay through `judge run` and the fake judge "
+                             "(~30 min for 100,000 here) instead of in-process")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--from-json", metavar="FILE", type=Path,
+                        help="measure nothing: the tables of an earlier run's results.json "
+                             "again, with the other benches' latest figures")
     args = parser.parse_args(argv)
+    if args.from_json is not None:
+        results = json.loads(args.from_json.read_text(encoding="utf-8"))
+        results["verdicts"] = verdicts(results)
+        results["verdicts_19"] = verdicts_19(results)
+        args.from_json.write_text(json.dumps(results, indent=2, default=str) + "\n")
+        print(tables(results))
+        if not args.no_markdown:
+            write_markdown(results)
+        return 0
     args.repeats = args.repeats or (1 if args.quick else 3)
     size = args.replay_size or (10_000 if args.quick else 100_000)
     started = time.perf_counter()
