@@ -279,38 +279,19 @@ def _as_list(value: Any, where: str) -> Sequence[Any]:
     raise EvidenceInputError(f"a group is a list of items, not {type(value).__name__}", where)
 
 
-_Checks = tuple[frozenset[str], tuple[tuple[str, int], ...]]
-_CHECKS: dict[int, tuple[tuple[GroupSpec, ...], _Checks]] = {}
-
-
-def _checks(profile: EvidenceProfile) -> _Checks:
-    """A profile's group names as a set and its (name, cap) pairs, made once per groups tuple.
-
-    Keyed by the identity of the (immutable) groups tuple, which the entry holds on to, so
-    an id is never reused while its entry lives; a copied profile with other groups misses.
-    """
-    held = _CHECKS.get(id(profile.groups))
-    if held is not None and held[0] is profile.groups:
-        return held[1]
-    if len(_CHECKS) >= 64:
-        _CHECKS.clear()
-    made = (frozenset(g.name for g in profile.groups),
-            tuple((g.name, g.cap) for g in profile.groups))
-    _CHECKS[id(profile.groups)] = (profile.groups, made)
-    return made
-
-
 def check_evidence(evidence: Mapping[str, Any] | None,
                    profile: EvidenceProfile = DEFAULT_PROFILE) -> None:
     """Raise what :func:`build_bundle` would raise, without building (suite validation)."""
     evidence = evidence or {}
-    known, groups = _checks(profile)
+    groups = profile.groups
+    known = {g.name for g in groups}
     if not evidence.keys() <= known:
         unknown = sorted(set(evidence) - known)
         raise EvidenceInputError(
             f"unknown evidence group {unknown[0]!r}; the profile's groups are "
             f"{', '.join(profile.names())}", f"evidence.{unknown[0]}")
-    for name, cap in groups:
+    for spec in groups:
+        name, cap = spec.name, spec.cap
         value = evidence.get(name)
         if value is None:
             continue
