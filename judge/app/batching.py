@@ -532,18 +532,17 @@ def _ledger_totals(totals: RunTotals, results: Iterable[CaseResult], job: BatchJ
     """The run's totals with the batch's answers counted as paid, at the batch rate."""
     ledger = job.ledger or BatchLedger()
     batch_keys = set(job.keys) - set(ledger.failed) - set(ledger.invalid)
-    n = repairs = 0
+    repairs = 0
+    every = _Paid()
     paid: dict[str, _Paid] = {}  # per judge: what its batch-answered judgments cost
     for r in results:
         m = r.judge
         if m is None or m.aggregate is not None or not m.cached or m.cacheKey not in batch_keys:
             continue
-        n += 1
         repairs += m.repairTurns
+        every.add(m)
         paid.setdefault(m.model, _Paid()).add(m)
-    every = _Paid()
-    for p in paid.values():
-        every.merge(p)
+    n = every.judgments
     judges = {model: _with_batch(entry, paid[model]) if model in paid else entry
               for model, entry in totals.ledger.items()}
     return totals.model_copy(update={
@@ -575,14 +574,6 @@ class _Paid:
         self.cached += m.cachedTokens or 0
         self.written += m.cacheWriteTokens or 0
         self.cost = _plus(self.cost, m.costUsd)
-
-    def merge(self, other: _Paid) -> None:
-        self.judgments += other.judgments
-        self.prompt += other.prompt
-        self.completion += other.completion
-        self.cached += other.cached
-        self.written += other.written
-        self.cost = _plus(self.cost, other.cost)
 
 
 def _plus(a: float | None, b: float | None) -> float | None:
