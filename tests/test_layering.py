@@ -25,7 +25,7 @@ ADAPTERS = frozenset({
     "prompts", "client", "cache", "store", "local", "replay_store", "resources",
     "baselines_io", "clock", "process", "migrations", "report_html",
     "cache_shared", "batch_client", "batch_store", "files", "cache_tiers", "store_reader",
-    "libpq",
+    "libpq", "local_weights",
 })
 RANK = {"core": 0, "adapters": 1, "application": 2, "doors": 3}
 

@@ -101,6 +101,18 @@ def test_local_judge_real_verdicts_and_exact_replay(ws: Path) -> None:
     REPORTS.append(f"local judge, same {len(CASES)} cases judged twice on fresh servers: "
                    f"{'identical' if identical else 'DIFFERENT'} verdicts (scores, rationales, "
                    f"citations) from llama.cpp at temperature 0, seed 42")
+    # The server computed with F16 weights derived from the packaged Q4_1 file, and every
+    # cached verdict says so (weights, their source's digest, the thread count).
+    argv = (ws / ".judge" / "local" / "smollm2.log").read_text(errors="replace").split()
+    assert argv[argv.index("--model") + 1].endswith(".F16.gguf")
+    proc = run_judge(["cache", "export", "-"], ws)
+    assert proc.returncode == 0, proc.stderr
+    engines = [json.loads(line)["meta"]["engine"] for line in proc.stdout.splitlines()]
+    assert len(engines) == len(CASES)
+    for engine in engines:
+        assert engine["weights"] == "F16" and len(engine["weightsFromSha256"]) == 64
+        assert engine["weightsFrom"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+        assert engine["threads"] >= 1
     replay = _run(ws, "--offline")
     assert not _servers_of(ws)
     assert json.dumps(replay["cases"], sort_keys=True) == json.dumps(

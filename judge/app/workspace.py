@@ -98,8 +98,8 @@ class LiteLLMJudges:
                 if name.startswith("local/"):
                     server = ensure_server(name, workspace.root)
                     pool.stops.append(server.release)
-                    call_name, api_base, engine = (server.litellm_model, server.api_base,
-                                                   engine_info(name))
+                    call_name, api_base = server.litellm_model, server.api_base
+                    engine = server.engine or engine_info(name)
                     # As many calls as the server has slots, a timeout that covers the
                     # queue, and no re-send of a call the server is still computing.
                     given = {k for k, v in workspace.sources.items() if v != "default"}
