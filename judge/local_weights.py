@@ -3,10 +3,12 @@
 The packaged SmolLM2 file is Q4_1. llama.cpp's CPU build has no fast matrix path for Q4_1
 (its AVX2 repacking and llamafile's sgemm take Q4_0, Q8_0 and F16), so on these 2-core
 machines it evaluated judge prompts at ~140 tokens/s; the same weights converted to F16
-evaluate them at ~300 tokens/s, and a judgment is mostly prompt (1,000-2,000 tokens to
-evaluate, ~140 to generate). The conversion dequantizes each Q4_1 block (``d * q + m``) and
-stores it as F16: the same model up to F16 rounding (the example's first verdict came back
-byte-identical), 271 MB instead of 98 MB, derived in about a second.
+evaluate them at ~240-300 tokens/s. A judgment is 1,000-2,000 prompt tokens to evaluate and
+~140 to generate, and generation gets a little slower (more bytes read a token), so the
+example suite took 0.87-0.94x the time (bench/RESULTS.md, "Session 5"). The conversion
+dequantizes each Q4_1 block (``d * q + m``) and stores it as F16: the same model up to F16
+rounding (a probe verdict came back byte-identical), 271 MB instead of 98 MB, derived in
+about a second.
 
 The derived file is kept in the user's cache directory (``$XDG_CACHE_HOME/judgeflow/models``
 or ``~/.cache/...``), named by the packaged file's SHA-256, so it is derived once per
