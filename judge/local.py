@@ -358,8 +358,8 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
     state_dir = _state_dir(workspace)
     state_dir.mkdir(parents=True, exist_ok=True)
     log = state_dir / f"{short}.log"
-    with open(state_dir / f"{short}.weights.log", "wb") as conversion:
-        path, weights = served_weights(packaged, fallback=state_dir, log=conversion)
+    path, weights = served_weights(packaged, fallback=state_dir,
+                                   log=state_dir / f"{short}.weights.log")
     args = server_args()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host",
            "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", alias,

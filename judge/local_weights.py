@@ -28,7 +28,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from .errors import UsageError
 
@@ -63,9 +63,12 @@ def _cache_dirs(fallback: Path) -> list[Path]:
     return [Path(base) / "judgeflow" / "models", fallback]
 
 
-def served_weights(source: Path, *, fallback: Path, log: IO[bytes] | None = None,
+def served_weights(source: Path, *, fallback: Path, log: Path | None = None,
                    choice: str | None = None) -> tuple[Path, dict[str, Any]]:
-    """The file to serve for the packaged ``source`` and what to record about it."""
+    """The file to serve for the packaged ``source`` and what to record about it.
+
+    ``log`` gets the conversion's output, and is only created when a conversion runs.
+    """
     choice = choice or weights_choice()
     digest = file_digest(source)
     if choice == "packaged":
@@ -89,7 +92,7 @@ def served_weights(source: Path, *, fallback: Path, log: IO[bytes] | None = None
                          f"{WEIGHTS_ENV}=packaged to serve the packaged file as it is")
 
 
-def derive_f16(source: Path, target: Path, *, log: IO[bytes] | None = None) -> None:
+def derive_f16(source: Path, target: Path, *, log: Path | None = None) -> None:
     """Convert ``source`` to F16 at ``target`` (atomic: a temporary file, then a rename).
 
     The conversion runs in a child process so llama.cpp's progress lines go to ``log``
@@ -97,10 +100,11 @@ def derive_f16(source: Path, target: Path, *, log: IO[bytes] | None = None) -> N
     """
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        proc = subprocess.run([sys.executable, "-m", "judge.local_weights", str(source),
-                               str(tmp)], stdin=subprocess.DEVNULL,
-                              stdout=log if log is not None else subprocess.DEVNULL,
-                              stderr=subprocess.STDOUT, timeout=DERIVE_TIMEOUT, check=False)
+        with open(log if log is not None else os.devnull, "ab") as out:
+            proc = subprocess.run([sys.executable, "-m", "judge.local_weights", str(source),
+                                   str(tmp)], stdin=subprocess.DEVNULL, stdout=out,
+                                  stderr=subprocess.STDOUT, timeout=DERIVE_TIMEOUT,
+                                  check=False)
         if proc.returncode != 0 or not tmp.is_file():
             raise OSError(f"the F16 conversion of {source.name} exited with code "
                           f"{proc.returncode}")

@@ -78,8 +78,8 @@ def test_a_failed_conversion_says_what_to_do_and_leaves_nothing_that_looks_finis
     # local extra, the import) fails, in the cache directory and again in the fallback.
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     log = tmp_path / "server.log"
-    with open(log, "wb") as out, pytest.raises(UsageError) as err:
-        served_weights(source, fallback=tmp_path / "ws", log=out, choice="f16")
+    with pytest.raises(UsageError) as err:
+        served_weights(source, fallback=tmp_path / "ws", log=log, choice="f16")
     assert "F16" in str(err.value) and f"{WEIGHTS_ENV}=packaged" in (err.value.fix or "")
     left = [p.name for d in (tmp_path / "xdg" / "judgeflow" / "models", tmp_path / "ws")
             if d.is_dir() for p in d.iterdir()]
