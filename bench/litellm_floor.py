@@ -1,13 +1,13 @@
 """The bare-LiteLLM floor: the model calls of a `judge run`, and nothing else, as a process.
 
 Reads a JSON file of prepared requests (``bench/run.py`` writes it from our real renders:
-``judge.judging.prepare`` + ``build_request`` on the generated suite, with the
+``judge.engine.judging.prepare`` + ``build_request`` on the generated suite, with the
 ``response_format`` our client sends), then sends them through ``litellm.acompletion`` at a
 given concurrency, exactly as the judge's client does: same model string, messages,
 ``response_format``, temperature, seed, max_tokens, ``num_retries=0``, ``max_retries=0``,
 an explicit timeout, the same ``api_base``. No rendering, no cache, no parsing, no store.
 
-The same LiteLLM set-up as ``judge.client`` (no price-map fetch, no ``.env``, no banners),
+The same LiteLLM set-up as ``judge.llm.client`` (no price-map fetch, no ``.env``, no banners),
 so the floor pays what any careful caller pays. That is the bare loop of issue 7.
 ``--tuned`` adds the process-level tricks ``judge run`` plays, so that what remains between
 the two is our own per-case work: the garbage collector is off during ``import litellm``

@@ -42,11 +42,11 @@ from fake_server import generate_instance  # noqa: E402
 
 from judge.app.running import RunRequest, run_suite  # noqa: E402
 from judge.app.workspace import Workspace  # noqa: E402
-from judge.canonical import canonical_json  # noqa: E402
-from judge.client import Turn  # noqa: E402
-from judge.generate import generate_cases  # noqa: E402
-from judge.process import settle_heap, tune_process  # noqa: E402
-from judge.resources import load_rubric  # noqa: E402
+from judge.core.canonical import canonical_json  # noqa: E402
+from judge.core.generate import generate_cases  # noqa: E402
+from judge.llm.client import Turn  # noqa: E402
+from judge.system.resources import load_rubric  # noqa: E402
+from judge.system.tuning import settle_heap, tune_process  # noqa: E402
 
 MODEL = "hosted_vllm/fake-judge"
 RESULTS = ROOT / "bench" / "RESULTS.md"

@@ -22,9 +22,9 @@ from conftest import load_fake_server  # noqa: E402
 from judge.app.reporting import ReportRequest, build_report  # noqa: E402
 from judge.app.running import RunRequest, run_suite  # noqa: E402
 from judge.app.workspace import Workspace  # noqa: E402
-from judge.generate import generate_cases, suite_to_yaml  # noqa: E402
-from judge.report_html import render_report, write_report  # noqa: E402
-from judge.resources import load_rubric  # noqa: E402
+from judge.core.generate import generate_cases, suite_to_yaml  # noqa: E402
+from judge.report.html import render_report, write_report  # noqa: E402
+from judge.system.resources import load_rubric  # noqa: E402
 
 
 def main() -> None:

@@ -3,8 +3,8 @@
 N entries of a realistic size (a ~10 KB prompt each) are pushed to a fresh PostgreSQL
 database; then, per key, the time of one ``turns(key)`` (what a judgment reads):
 
-- local hit: :class:`judge.cache.JudgmentCache` holding every entry;
-- local miss -> shared hit, read-write: :class:`judge.cache_tiers.TieredCache` over an
+- local hit: :class:`judge.cache.disk.JudgmentCache` holding every entry;
+- local miss -> shared hit, read-write: :class:`judge.cache.tiers.TieredCache` over an
   empty folder (fetch, digest and full entry check, copy into the local folder);
 - local miss -> shared hit, read-only: the same without the copy (the fetch and checks);
 - after the copy: the same TieredCache again, now local hits.
@@ -30,10 +30,10 @@ sys.path.insert(0, str(ROOT))
 
 from shards import fresh_db, postgres  # noqa: E402
 
-from judge.cache import JudgmentCache  # noqa: E402
-from judge.cache_entry import build_entry  # noqa: E402
-from judge.cache_tiers import TieredCache  # noqa: E402
-from judge.canonical import canonical_json  # noqa: E402
+from judge.cache.disk import JudgmentCache  # noqa: E402
+from judge.cache.entry import build_entry  # noqa: E402
+from judge.cache.tiers import TieredCache  # noqa: E402
+from judge.core.canonical import canonical_json  # noqa: E402
 
 PROMPT = "Evidence: the agent ran the tests and they passed. " * 200  # ~10 KB
 

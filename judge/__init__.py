@@ -44,35 +44,35 @@ __all__ = [
 ]
 
 _WHERE = {
-    "AdvisoryScore": "models",
-    "CaseResult": "models",
-    "CaseScore": "models",
-    "CategoryScore": "models",
-    "ConfigError": "errors",
+    "AdvisoryScore": "core.models",
+    "CaseResult": "core.models",
+    "CaseScore": "core.models",
+    "CategoryScore": "core.models",
+    "ConfigError": "core.errors",
     "GateVerdict": "app.gate",
-    "JudgeError": "errors",
-    "JudgmentCache": "cache",
-    "RegressionBlocked": "errors",
-    "Rubric": "rubric",
-    "RubricError": "errors",
+    "JudgeError": "core.errors",
+    "JudgmentCache": "cache.disk",
+    "RegressionBlocked": "core.errors",
+    "Rubric": "core.rubric",
+    "RubricError": "core.errors",
     "RunReport": "app.running",
     "RunRequest": "app.running",
-    "SuiteError": "errors",
+    "SuiteError": "core.errors",
     "Workspace": "app.workspace",
-    "band_for": "scoring",
-    "build_bundle": "evidence",
-    "check": "baseline",
+    "band_for": "core.scoring",
+    "build_bundle": "core.evidence",
+    "check": "core.baseline",
     "check_run": "app.baselines",
-    "compute_final_score": "scoring",
-    "compute_overall_score": "scoring",
+    "compute_final_score": "core.scoring",
+    "compute_overall_score": "core.scoring",
     "evaluate": "api",
     "evaluate_async": "api",
-    "load_rubric": "resources",
-    "load_suite": "resources",
-    "parse_rubric": "rubric",
+    "load_rubric": "system.resources",
+    "load_suite": "system.resources",
+    "parse_rubric": "core.rubric",
     "record_baseline": "app.baselines",
     "run_suite": "app.running",
-    "score_case": "scoring",
+    "score_case": "core.scoring",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -81,14 +81,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from .app.gate import GateVerdict
     from .app.running import RunReport, RunRequest, run_suite
     from .app.workspace import Workspace
-    from .baseline import check
-    from .cache import JudgmentCache
-    from .errors import ConfigError, JudgeError, RegressionBlocked, RubricError, SuiteError
-    from .evidence import build_bundle
-    from .models import AdvisoryScore, CaseResult, CaseScore, CategoryScore
-    from .resources import load_rubric, load_suite
-    from .rubric import Rubric, parse_rubric
-    from .scoring import band_for, compute_final_score, compute_overall_score, score_case
+    from .cache.disk import JudgmentCache
+    from .core.baseline import check
+    from .core.errors import ConfigError, JudgeError, RegressionBlocked, RubricError, SuiteError
+    from .core.evidence import build_bundle
+    from .core.models import AdvisoryScore, CaseResult, CaseScore, CategoryScore
+    from .core.rubric import Rubric, parse_rubric
+    from .core.scoring import band_for, compute_final_score, compute_overall_score, score_case
+    from .system.resources import load_rubric, load_suite
 
 
 def __getattr__(name: str) -> Any:

@@ -14,11 +14,11 @@ from typing import Any
 from .app.evaluating import evaluate_case
 from .app.settings import CacheModeName
 from .app.workspace import JudgeFactory, Workspace
-from .cache import JudgmentCache
-from .judging import Completer
-from .models import CaseResult
-from .rubric import Rubric
-from .suite import Case
+from .cache.disk import JudgmentCache
+from .core.models import CaseResult
+from .core.rubric import Rubric
+from .core.suite import Case
+from .engine.judging import Completer
 
 __all__ = ["evaluate", "evaluate_async"]
 

@@ -24,9 +24,14 @@ from typing import Any
 
 import pytest
 
-from judge.client import _litellm
+from judge.llm.client import _litellm
 
 ROOT = Path(__file__).resolve().parent.parent
+# Tests mirror the packages (tests/core/, tests/cache/, ...) and a few share helpers across
+# folders by module name (``from test_store import make_run``): every folder is importable.
+for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
+    if _folder.is_dir() and not _folder.name.startswith((".", "_")):
+        sys.path.insert(0, str(_folder))
 EXAMPLE_SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
 pytest_plugins = ("pytester",)  # the pytest plugin's tests run inner pytest sessions
 REPORTS: list[str] = []
@@ -34,7 +39,7 @@ REPORTS: list[str] = []
 
 
 class FakeClient:
-    """What :class:`judge.judging.Completer` declares besides ``complete()``, for test fakes.
+    """What :class:`judge.engine.judging.Completer` declares besides ``complete()``, for test fakes.
 
     A fake model subclasses it and writes ``complete()``; counting its calls in ``attempts``
     makes them show as a run's calls.

@@ -14,7 +14,7 @@ from conftest import EXAMPLE_SUITE, load_fake_server
 from judge.app.baselines import record_baseline
 from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
-from judge.models import (
+from judge.core.models import (
     CaseResult,
     CategoryScore,
     CheckResult,
@@ -23,10 +23,10 @@ from judge.models import (
     RunInfo,
     RunTotals,
 )
-from judge.resources import load_rubric
-from judge.rubric import rubric_hash
-from judge.scoring import band_for
-from judge.store import RunStore
+from judge.core.rubric import rubric_hash
+from judge.core.scoring import band_for
+from judge.store.runs import RunStore
+from judge.system.resources import load_rubric
 
 HIGH = "hosted_vllm/fake-judge+40"
 PLAIN = "hosted_vllm/fake-judge"

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..baseline import Baseline, baseline_text
-from ..baselines_io import list_baselines, load_baseline, save_baseline
-from ..errors import ConfigError, NoBaselineError
-from ..resources import load_suite
-from ..suite import check_suite_id
+from ..core.baseline import Baseline, baseline_text
+from ..core.errors import ConfigError, NoBaselineError
+from ..core.suite import check_suite_id
+from ..system.baseline_files import list_baselines, load_baseline, save_baseline
+from ..system.resources import load_suite
 from .gate import GateVerdict, gate, headline_results, make_baseline, measured_spreads
 from .gate import resolve_threshold as _threshold
 from .runs import pick_complete_run

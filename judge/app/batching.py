@@ -1,13 +1,13 @@
 """Provider batch mode through the cache: submit a run's cache misses as batch jobs, collect.
 
 ``submit_batch`` renders every case exactly as :func:`judge.app.running.run_suite` would
-(:func:`judge.app.running.setup_run`, :func:`judge.judging.build_request`,
-:func:`judge.cache.cache_key`), sends the judgments the cache cannot answer as provider
+(:func:`judge.app.running.setup_run`, :func:`judge.engine.judging.build_request`,
+:func:`judge.cache.disk.cache_key`), sends the judgments the cache cannot answer as provider
 batch jobs (one per judge model, split at the provider's file limits) with ``custom_id`` =
 the cache key, stores the job in the run store and returns at once.
 
 ``collect_batch`` polls; once every provider job has ended it downloads the results and
-puts each answer through :func:`judge.judging.exchange`, the loop a live call goes through:
+puts each answer through :func:`judge.engine.judging.exchange`, the loop a live call goes through:
 the batch's reply is the first turn, parsed and validated as a live reply is, a repair
 turn is a live call, and only a valid verdict is cached, under the key a live call would
 use. Then the run finishes on the replay path (``run_suite`` in read-write mode finds the
@@ -32,14 +32,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..batch_client import BatchClient, BatchItem, BatchState, batch_line, parse_result_lines
-from ..batch_store import BatchJob, BatchLedger, BatchStore, ProviderJob
-from ..cache import JudgmentCache
-from ..cache_entry import cache_key
-from ..client import JudgeRequest, ModelSpec, Turn
-from ..clock import utc_now
-from ..errors import PermanentProviderError, UsageError
-from ..judging import (
+from ..cache.disk import JudgmentCache
+from ..cache.entry import cache_key
+from ..core.errors import PermanentProviderError, UsageError
+from ..core.models import CaseResult, JudgeLedger, JudgeMeta, RunTotals
+from ..core.replies import parse_verdict
+from ..core.suite import Case
+from ..engine.judging import (
     Completer,
     ForwardingCompleter,
     Prepared,
@@ -47,9 +46,10 @@ from ..judging import (
     exchange,
     prepare,
 )
-from ..models import CaseResult, JudgeLedger, JudgeMeta, RunTotals
-from ..parsing import parse_verdict
-from ..suite import Case
+from ..llm.batch import BatchClient, BatchItem, BatchState, batch_line, parse_result_lines
+from ..llm.client import JudgeRequest, ModelSpec, Turn
+from ..store.batch_jobs import BatchJob, BatchLedger, BatchStore, ProviderJob
+from ..system.clock import utc_now
 from .running import RunObserver, RunReport, RunRequest, RunSetup, run_suite, setup_run
 from .settings import Settings
 from .workspace import JudgePool, Workspace

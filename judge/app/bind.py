@@ -9,7 +9,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Mapping
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 __all__ = ["TOKEN_ENV", "is_loopback", "server_token"]
 

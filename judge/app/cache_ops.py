@@ -1,11 +1,11 @@
 """The judgment cache's maintenance operations: stats, export, import, verify and prune.
 
-Thin wrappers over :class:`judge.cache.JudgmentCache`: each opens the workspace's cache
+Thin wrappers over :class:`judge.cache.disk.JudgmentCache`: each opens the workspace's cache
 folder (``cache_dir``) in the mode it needs, never creating it to read, and returns a
 frozen result. Removing entries asks the door's ``confirm`` callback first, inside the
 same open cache, so what is confirmed is what is removed. These act on the local folder;
 with ``cache_url`` set, ``stats`` also shows the shared tier and ``push``/``pull`` copy
-between the tiers (:mod:`judge.cache_shared`, at the end of this module).
+between the tiers (:mod:`judge.cache.shared`, at the end of this module).
 """
 
 from __future__ import annotations
@@ -17,17 +17,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, TextIO
 
-from pydantic import BaseModel, ConfigDict
-
-from ..cache import ExportResult, JudgmentCache
-from ..cache_shared import SharedCache
-from ..cache_sign import SECRET_ENV
-from ..canonical import canonical_json
-from ..errors import StoreError, UsageError
-from ..files import atomic_writer
-from ..redact import mask_url
-from ..replay import record_problem
-from ..replay_store import ReplayStore
+from ..cache.disk import ExportResult, JudgmentCache
+from ..cache.replay_store import ReplayStore
+from ..cache.shared import SharedCache
+from ..cache.signing import SECRET_ENV
+from ..core.canonical import canonical_json
+from ..core.errors import StoreError, UsageError
+from ..core.frozen import Frozen
+from ..core.secrets import mask_url
+from ..engine.replay import record_problem
+from ..system.atomic_files import atomic_writer
 from .settings import CacheModeName
 from .workspace import Workspace
 
@@ -54,11 +53,7 @@ __all__ = [
 ]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CacheStats(_Frozen):
+class CacheStats(Frozen):
     """Entries per model, their age and the bytes on disk (field names: the ``--json``'s)."""
 
     directory: str
@@ -77,7 +72,7 @@ class CacheStats(_Frozen):
     """The shared tier (``cache_url``), when one is configured."""
 
 
-class ExportReport(_Frozen):
+class ExportReport(Frozen):
     """How many entries were written, and how many corrupt ones were left out (and why)."""
 
     exported: int
@@ -90,7 +85,7 @@ class ExportReport(_Frozen):
     """Each line carries an HMAC under the team secret (JUDGE_CACHE_SECRET)."""
 
 
-class ImportReport(_Frozen):
+class ImportReport(Frozen):
     """Entries added, skipped (the key was there) and rejected (with ``line N: why``)."""
 
     added: int
@@ -101,7 +96,7 @@ class ImportReport(_Frozen):
     """The team secret was set: every signed line's signature was checked."""
 
 
-class VerifyReport(_Frozen):
+class VerifyReport(Frozen):
     """Entries re-read and re-hashed, and replay index records re-checked.
 
     The corrupt entries by key and the bad records by fingerprint (hex), each with why;
@@ -135,7 +130,7 @@ class VerifyReport(_Frozen):
                                      or self.index_removed >= len(self.index_bad)))
 
 
-class PruneRequest(_Frozen):
+class PruneRequest(Frozen):
     """Which entries go: sound ones matching every filter given, corrupt ones with ``corrupt``."""
 
     model: str | None = None
@@ -147,7 +142,7 @@ class PruneRequest(_Frozen):
     dry_run: bool = False
 
 
-class PruneEntry(_Frozen):
+class PruneEntry(Frozen):
     """One entry chosen for removal."""
 
     key: str
@@ -156,7 +151,7 @@ class PruneEntry(_Frozen):
     reason: str
 
 
-class PruneReport(_Frozen):
+class PruneReport(Frozen):
     """What matched and how many were removed (none on a dry run)."""
 
     dry_run: bool
@@ -325,7 +320,7 @@ COPY_BATCH = 500
 """Entries per transaction when pushing to the shared tier."""
 
 
-class SharedTierStats(_Frozen):
+class SharedTierStats(Frozen):
     """The shared tier: reachable or why not, sound entries, their bytes, rejected rows."""
 
     url: str
@@ -341,7 +336,7 @@ class SharedTierStats(_Frozen):
     """The first of them, by key."""
 
 
-class TierCopyReport(_Frozen):
+class TierCopyReport(Frozen):
     """What ``push`` (local → shared) or ``pull`` (shared → local) did with each entry."""
 
     direction: Literal["push", "pull"]

@@ -3,7 +3,7 @@
 The sample is drawn (``random.Random(seed)``) from the suite's judgments that are in the
 cache under the requests a run would make now, so the canary asks exactly what the cached
 verdict answered. The fresh call never touches the cache: it goes through
-:func:`judge.judging.exchange` with no cache at all (no read, no write), and the cache is
+:func:`judge.engine.judging.exchange` with no cache at all (no read, no write), and the cache is
 opened read-only only to read the verdicts compared against.
 
 The comparison is stored as a run of its own suite id ``<suite>:canary`` (settings
@@ -24,16 +24,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..cache import JudgmentCache
-from ..cache_entry import cache_key
-from ..clock import new_run_id, utc_now
-from ..drift import CanaryItem, DriftSummary, Tolerance, compare_verdicts, summarize
-from ..errors import OutputError, UsageError
-from ..judging import build_request, exchange, judge_meta, prepare, scored_result
-from ..models import CaseResult, RunInfo, RunTotals, turn_totals
-from ..parsing import parse_verdict
-from ..store import RunStore
-from ..suite import Case
+from ..cache.disk import JudgmentCache
+from ..cache.entry import cache_key
+from ..core.drift import CanaryItem, DriftSummary, Tolerance, compare_verdicts, summarize
+from ..core.errors import OutputError, UsageError
+from ..core.models import CaseResult, RunInfo, RunTotals, turn_totals
+from ..core.replies import parse_verdict
+from ..core.suite import Case
+from ..engine.judging import build_request, exchange, judge_meta, prepare, scored_result
+from ..store.runs import RunStore
+from ..system.clock import new_run_id, utc_now
 from .lifecycle import owner_here
 from .running import RunRequest, RunSetup, setup_run
 from .workspace import Workspace

@@ -1,7 +1,7 @@
 """Collect one case from real artefacts and write it to a suite file — ``judge collect``.
 
 Every source is read by its adapter (``judge/collect``), the case is built once by
-:func:`judge.collected.build_case` (scrubbed, bounded by the rubric's evidence profile,
+:func:`judge.collect.case.build_case` (scrubbed, bounded by the rubric's evidence profile,
 signals by the rubric's rules), then checked the way ``judge suite validate`` checks it,
 and only then written: a new suite file, or (``append``) the existing one with the case
 added. The write is atomic (a temporary file in the same folder, then a rename), so a
@@ -19,20 +19,20 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
-from ..canonical import canonical_json
 from ..collect.agent_log import collect_agent_log
+from ..collect.case import Collected, build_case
 from ..collect.documents import collect_documents
 from ..collect.gh import collect_gh_pr, collect_gh_run
 from ..collect.git import collect_git
 from ..collect.junit import collect_junit
 from ..collect.task import collect_task
-from ..collected import Collected, build_case
-from ..errors import ConfigError, SuiteError, UsageError
-from ..files import write_atomic
-from ..resources import load_suite
-from ..rubric import Rubric
-from ..signal_rules import SignalOutcome
-from ..suite import Case, Suite, iter_cases, iter_jsonl, parse_suite, validate_cases
+from ..core.canonical import canonical_json
+from ..core.errors import ConfigError, SuiteError, UsageError
+from ..core.rubric import Rubric
+from ..core.signal_rules import SignalOutcome
+from ..core.suite import Case, Suite, iter_cases, iter_jsonl, parse_suite, validate_cases
+from ..system.atomic_files import write_atomic
+from ..system.resources import load_suite
 from .workspace import Workspace
 
 __all__ = ["CollectRequest", "CollectResult", "collect_case"]

@@ -1,7 +1,7 @@
 """How far judges agree (``judge compare``): for deciding on a judge, template or rubric swap.
 
 Two or more runs of one suite (another judge model, template or rubric), or one panel run,
-are compared judge by judge; the statistics are :func:`judge.agreement.compare_runs`. This
+are compared judge by judge; the statistics are :func:`judge.core.agreement.compare_runs`. This
 operation gathers what they need: each judge's results and name, each run's band scale
 (from its rubric), and the suite's human labels, and says in ``notes`` what it could not
 find.
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..agreement import Comparison, compare_runs
-from ..errors import ConfigError, UsageError
-from ..models import CaseResult, RunInfo
-from ..resources import open_suite
-from ..rubric import DEFAULT_BANDS, Band, rubric_hash
-from ..suite import HumanLabel
+from ..core.agreement import Comparison, compare_runs
+from ..core.errors import ConfigError, UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..core.suite import HumanLabel
+from ..system.resources import open_suite
 from .workspace import Workspace
 
 __all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names"]

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..redact import mask_url
+from ..core.secrets import mask_url
 from .workspace import Workspace
 
 __all__ = ["ConfigView", "SettingView", "config_view"]

@@ -3,7 +3,7 @@
 Both read stored runs only: no model call, no cache. Each run contributes one result per
 case, its headline (:func:`judge.app.gate.headline_results`): the panel with several judges,
 a judge's median over its samples with ``--samples K``, else the judge's judgment. Whether a
-case *changed* is :mod:`judge.changes`' rule, the one ``judge rescore`` counts by too.
+case *changed* is :mod:`judge.core.result_changes`' rule, the one ``judge rescore`` counts by too.
 """
 
 from __future__ import annotations
@@ -11,13 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
-from ..changes import case_change
-from ..errors import UsageError
-from ..models import CaseResult, CaseStatus, RunInfo
-from ..panel import StabilityReport
-from ..panel import stability as measure_stability
+from ..core.errors import UsageError
+from ..core.frozen import Frozen
+from ..core.models import CaseResult, CaseStatus, RunInfo
+from ..core.panel import StabilityReport
+from ..core.panel import stability as measure_stability
+from ..core.result_changes import case_change
 from .gate import headline_results
 from .workspace import Workspace
 
@@ -38,11 +37,7 @@ RUN_FIELDS = ("suite", "rubric", "rubricHash", "templateId", "templateHash", "mo
 """What the diff header compares between the two runs."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RunSide(_Frozen):
+class RunSide(Frozen):
     """One side of a diff: the run's id and the settings the header compares."""
 
     id: str
@@ -63,7 +58,7 @@ class RunSide(_Frozen):
         return cls(id=run.id, **{name: getattr(run, name) for name in RUN_FIELDS})
 
 
-class CategoryDiff(_Frozen):
+class CategoryDiff(Frozen):
     """One category of a case, run A then run B (None where a side has no such category)."""
 
     category: str
@@ -74,12 +69,12 @@ class CategoryDiff(_Frozen):
     """The AI or final score moved (detail: not by itself a changed case)."""
 
 
-class CaseDiff(_Frozen):
+class CaseDiff(Frozen):
     """One case both runs scored, A then B."""
 
     id: str
     changed: bool
-    """Status, overall score, band or pass/fail differ (:func:`judge.changes.case_change`)."""
+    """Status, overall score, band or pass/fail differ (see ``result_changes.case_change``)."""
     status: tuple[CaseStatus, CaseStatus]
     overall: tuple[int | None, int | None]
     band: tuple[str | None, str | None]
@@ -90,7 +85,7 @@ class CaseDiff(_Frozen):
     categories: tuple[CategoryDiff, ...]
 
 
-class RunDiff(_Frozen):
+class RunDiff(Frozen):
     """What moved from run A to run B; ``model_dump(mode="json")`` is ``judge diff --json``."""
 
     a: RunSide
@@ -110,7 +105,7 @@ class RunDiff(_Frozen):
     """The changed cases (every shared case when asked for all), by case id."""
 
 
-class RunStability(_Frozen):
+class RunStability(Frozen):
     """A ``--samples K`` run's stability report, with the run it measures."""
 
     run: RunInfo

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..cache import JudgmentCache
-from ..clock import utc_now
-from ..judging import Completer, judge_prepared, prepare
-from ..models import CaseResult
-from ..rubric import Rubric, rubric_hash
-from ..suite import Case
+from ..cache.disk import JudgmentCache
+from ..core.models import CaseResult
+from ..core.rubric import Rubric, rubric_hash
+from ..core.suite import Case
+from ..engine.judging import Completer, judge_prepared, prepare
+from ..system.clock import utc_now
 from .workspace import JudgePool, Workspace
 
 __all__ = ["evaluate_case"]

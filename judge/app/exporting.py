@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, TextIO
 
-from ..canonical import canonical_json
-from ..models import CaseResult, RunInfo
+from ..core.canonical import canonical_json
+from ..core.models import CaseResult, RunInfo
 
 __all__ = ["CSV_HEAD", "ExportFormat", "write_csv", "write_export", "write_jsonl"]
 

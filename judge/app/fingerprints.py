@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..baseline import Baseline
-from ..baselines_io import load_baseline
-from ..errors import JudgeError
-from ..models import CaseResult, RunInfo
+from ..core.baseline import Baseline
+from ..core.errors import JudgeError
+from ..core.models import CaseResult, RunInfo
+from ..system.baseline_files import load_baseline
 from .workspace import Workspace
 
 __all__ = ["fingerprint_notice", "reported_identity"]

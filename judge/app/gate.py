@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..baseline import Baseline, Comparison, build_baseline, compare, pick_primary
-from ..baselines_io import load_baseline, save_baseline
-from ..errors import ConfigError, UsageError
-from ..models import CaseResult, RunInfo
-from ..panel import headline_of
-from ..store import RunStore
+from ..core.baseline import Baseline, Comparison, build_baseline, compare, pick_primary
+from ..core.errors import ConfigError, UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.panel import headline_of
+from ..store.runs import RunStore
+from ..system.baseline_files import load_baseline, save_baseline
 from .fingerprints import fingerprint_notice
 from .workspace import Workspace
 

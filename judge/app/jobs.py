@@ -21,10 +21,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import JudgeError, RunActiveError
-from ..models import CaseResult, RunInfo
-from ..runner import Progress
-from ..summary import Summary, SummaryBuilder
+from ..core.errors import JudgeError, RunActiveError
+from ..core.models import CaseResult, RunInfo
+from ..core.summary import Summary, SummaryBuilder
+from ..engine.runner import Progress
 from .gate import headline_results
 from .running import RunReport, RunRequest, run_suite_async
 from .workspace import Workspace

@@ -13,9 +13,9 @@ import os
 import socket
 from pathlib import Path
 
-from ..local import pid_alive
-from ..models import RunOwner, RunTotals
-from ..store import RunStore
+from ..core.models import RunOwner, RunTotals
+from ..llm.local import pid_alive
+from ..store.runs import RunStore
 
 __all__ = ["open_reaped", "owner_here", "reap_abandoned"]
 

@@ -1,10 +1,10 @@
 """The production monitor as a service (seed 003): live records in, sampled, judged, a verdict.
 
-Records arrive in batches. Each is sampled by :func:`judge.monitor.is_sampled` at the
+Records arrive in batches. Each is sampled by :func:`judge.core.monitor.is_sampled` at the
 ``monitor_rate`` setting with ``monitor_seed`` — the seeded, order-independent draw of
 ``judge monitor`` — and a sampled record, a case like any suite's, is judged with the
 suite's rubric by the workspace's judge, through its cache. The verdict is
-:func:`judge.monitor.evaluate` over the last ``monitor_window`` records received, so the
+:func:`judge.core.monitor.evaluate` over the last ``monitor_window`` records received, so the
 thresholds (warning below 0.85, critical below 0.70) and the sampling are exactly those of
 ``judge monitor`` over a file of the same records. The window lives in memory: a restarted
 process starts a new one.
@@ -22,12 +22,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..clock import utc_now
-from ..errors import SuiteError
-from ..models import CaseResult
-from ..monitor import MonitorConfig, MonitorStatus, evaluate, is_sampled
-from ..rubric import format_validation_error
-from ..suite import Case, validate_cases
+from ..core.errors import SuiteError
+from ..core.models import CaseResult
+from ..core.monitor import MonitorConfig, MonitorStatus, evaluate, is_sampled
+from ..core.rubric import format_validation_error
+from ..core.suite import Case, validate_cases
+from ..system.clock import utc_now
 from .evaluating import evaluate_case
 from .suites_index import SuiteIndex
 from .workspace import JudgePool

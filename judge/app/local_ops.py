@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..local import local_available, server_status, start_server, stop_server
+from ..llm.local import local_available, server_status, start_server, stop_server
 from .workspace import DEFAULT_LOCAL, Workspace
 
 __all__ = ["LocalStatus", "ServeReport", "local_status", "serve_local", "stop_local"]

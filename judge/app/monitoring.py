@@ -1,6 +1,6 @@
 """The production monitor over a file: read judged live records, sample, check the pass rate.
 
-The sampling and the verdict are :mod:`judge.monitor`'s (pure); this module reads the
+The sampling and the verdict are :mod:`judge.core.monitor`'s (pure); this module reads the
 records, one JSON object a line, and names the file and line of the first bad one. Lines
 are read one at a time, so a large log is never held in memory.
 """
@@ -12,8 +12,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..monitor import MonitorConfig, MonitorStatus, evaluate, outcome
+from ..core.errors import ConfigError
+from ..core.monitor import MonitorConfig, MonitorStatus, evaluate, outcome
 from .workspace import Workspace
 
 __all__ = ["monitor_file", "read_records"]

@@ -12,7 +12,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..models import CaseResult, RunInfo
+from ..core.models import CaseResult, RunInfo
 from .workspace import Workspace
 
 __all__ = ["MAX_PAGE", "Page", "history_page", "results_page"]

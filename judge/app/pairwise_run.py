@@ -2,9 +2,9 @@
 
 Each order of each pair is one judge request through the same client, cache and repair
 turn as ``judge run``: temperature and seed from the settings, structured output (the
-verdict schema of :mod:`judge.pairwise`), the cache keyed by the request's hash, only valid
+verdict schema of :mod:`judge.core.pairwise`), the cache keyed by the request's hash, only valid
 verdicts cached, one bounded repair turn, and an order left unscored with its reason when
-the judge still fails. The aggregation (a flip is a tie) is :mod:`judge.pairwise`'s.
+the judge still fails. The aggregation (a flip is a tie) is :mod:`judge.core.pairwise`'s.
 
 Results are returned, not stored: the run store's rows are per-category scores under a
 rubric, which a pair's A / B / tie result is not.
@@ -20,13 +20,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..cache import JudgmentCache
-from ..client import JudgeRequest
-from ..clock import utc_now
-from ..errors import SuiteError, UsageError
-from ..evidence import EvidenceBundle
-from ..judging import Completer, JudgeSettings, exchange
-from ..pairwise import (
+from ..cache.disk import JudgmentCache
+from ..core.errors import SuiteError, UsageError
+from ..core.evidence import EvidenceBundle
+from ..core.pairwise import (
     ORDERS,
     Order,
     OrderVerdict,
@@ -44,8 +41,11 @@ from ..pairwise import (
     turn_totals,
     verdict_schema,
 )
-from ..prompts import PromptRenderer, RenderedPrompt
-from ..runner import LimitedCompleter
+from ..engine.judging import Completer, JudgeSettings, exchange
+from ..engine.runner import LimitedCompleter
+from ..llm.client import JudgeRequest
+from ..render.prompts import PromptRenderer, RenderedPrompt
+from ..system.clock import utc_now
 from .workspace import JudgePool, Workspace
 
 __all__ = [

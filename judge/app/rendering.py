@@ -8,10 +8,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import UsageError
-from ..evidence import build_bundle
-from ..prompts import RenderedPrompt
-from ..schema import output_schema
+from ..core.errors import UsageError
+from ..core.evidence import build_bundle
+from ..core.output_schema import output_schema
+from ..render.prompts import RenderedPrompt
 from .suites import load_checked
 from .workspace import Workspace
 

@@ -4,7 +4,7 @@ Reads the store, the suite's baseline and the suite file's human labels; calls n
 no cache. Against another run, that run's headline results are made into a baseline (in
 memory, never written) so each case's regression mark is the gate's own rule; against the
 baseline, the file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge
-swap (``compare``) or a panel run gets the agreement statistics of :mod:`judge.agreement`.
+swap (``compare``) or a panel run gets the agreement statistics of :mod:`judge.core.agreement`.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from .. import __version__
-from ..agreement import compare_runs
-from ..baseline import Baseline, build_baseline, compare
-from ..baselines_io import load_baseline
-from ..clock import utc_now
-from ..errors import ConfigError, UsageError
-from ..models import CaseResult, RunInfo
-from ..panel import headline_of
-from ..report_data import (
+from ..core.agreement import compare_runs
+from ..core.baseline import Baseline, build_baseline, compare
+from ..core.errors import ConfigError, UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.panel import headline_of
+from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..core.suite import HumanLabel
+from ..report.data import (
     AgainstView,
     AgreementView,
     CategoryView,
@@ -33,10 +33,10 @@ from ..report_data import (
     category_distributions,
     pair_points,
 )
-from ..resources import open_suite
-from ..rubric import DEFAULT_BANDS, Band, rubric_hash
-from ..store import RunStore
-from ..suite import HumanLabel
+from ..store.runs import RunStore
+from ..system.baseline_files import load_baseline
+from ..system.clock import utc_now
+from ..system.resources import open_suite
 from .gate import headline_results, resolve_threshold
 from .workspace import Workspace
 

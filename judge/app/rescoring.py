@@ -1,9 +1,9 @@
 """Re-score a stored run under another rubric and store it as a new run: no model call.
 
-The pure arithmetic is :func:`judge.rescore.rescore_result`; this operation reads the
+The pure arithmetic is :func:`judge.core.rescore.rescore_result`; this operation reads the
 source run, re-scores every result, and stores the new run only when every result could be
 re-scored (a rubric with other categories stores nothing). A case *moved* by
-:mod:`judge.changes`' rule (status, score, band or pass/fail), counted over the run's
+:mod:`judge.core.result_changes`' rule (status, score, band or pass/fail), counted over the run's
 headline results, as ``judge diff`` counts between the two runs.
 """
 
@@ -13,14 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..changes import case_changed
-from ..clock import new_run_id, utc_now
-from ..errors import UsageError
-from ..models import CaseResult, RunInfo
-from ..panel import headline_of
-from ..rescore import RescoreError, rescore_result
-from ..rubric import rubric_hash
-from ..summary import Summary, SummaryBuilder
+from ..core.errors import UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.panel import headline_of
+from ..core.rescore import RescoreError, rescore_result
+from ..core.result_changes import case_changed
+from ..core.rubric import rubric_hash
+from ..core.summary import Summary, SummaryBuilder
+from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
 
 __all__ = ["BATCH", "RescoreReport", "rescore_run"]

@@ -1,7 +1,7 @@
 """Rubrics without a model: validate files, list what a workspace sees, show one, score a file.
 
 ``score`` computes final and overall scores from a file of deterministic and AI scores with
-the same core as ``judge run`` (:mod:`judge.scorefile`), so a rubric can be tried by hand.
+the same core as ``judge run`` (:mod:`judge.core.scorefile`), so a rubric can be tried by hand.
 """
 
 from __future__ import annotations
@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError, RubricError
-from ..models import CaseScore
-from ..resources import list_rubrics, load_rubric
-from ..rubric import Rubric, rubric_hash
-from ..scorefile import parse_score_input, score_input
+from ..core.errors import ConfigError, RubricError
+from ..core.models import CaseScore
+from ..core.rubric import Rubric, rubric_hash
+from ..core.scorefile import parse_score_input, score_input
+from ..system.resources import list_rubrics, load_rubric
 from .suites import DEFAULT_RUBRIC
 from .workspace import Workspace
 

@@ -19,17 +19,11 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from ..clock import new_run_id, utc_now
-from ..errors import ConfigError, JudgeError, SuiteError, UsageError
-from ..models import CaseResult, RunInfo
-from ..prompts import PromptRenderer
-from ..replay import ReplayIndex, code_digest
-from ..resources import SuiteSource, open_suite
-from ..rubric import Rubric, rubric_hash
-from ..runner import Breaker, Progress, RunOutcome, RunPlan, execute
-from ..shards import Shard
-from ..store import RunStore
-from ..suite import (
+from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.rubric import Rubric, rubric_hash
+from ..core.shards import Shard
+from ..core.suite import (
     Case,
     SuiteLine,
     filter_cases,
@@ -37,7 +31,13 @@ from ..suite import (
     no_output_warning,
     validate_cases,
 )
-from ..summary import Summary
+from ..core.summary import Summary
+from ..engine.replay import ReplayIndex, code_digest
+from ..engine.runner import Breaker, Progress, RunOutcome, RunPlan, execute
+from ..render.prompts import PromptRenderer
+from ..store.runs import RunStore
+from ..system.clock import new_run_id, utc_now
+from ..system.resources import SuiteSource, open_suite
 from .gate import GateVerdict, gate, headline_results
 from .lifecycle import owner_here
 from .sharding import GroupCheck, gate_group, group_settings
@@ -180,7 +180,7 @@ class _Selected:
 def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     """One validating pass over the whole suite (streamed for JSONL), with the filters."""
     # A YAML suite is read from its compiled form in the cache folder when it has one
-    # (judge.resources.SuiteSource); reading creates nothing.
+    # (judge.system.resources.SuiteSource); reading creates nothing.
     s = workspace.settings
     code = code_digest() if s.cache_mode != "off" else None
     source = open_suite(workspace.path(request.suite),

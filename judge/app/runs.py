@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ..errors import UsageError
-from ..files import atomic_writer
-from ..models import CaseResult, RunInfo
+from ..core.errors import UsageError
+from ..core.models import CaseResult, RunInfo
+from ..system.atomic_files import atomic_writer
 from .exporting import ExportFormat, write_export
 from .store_access import StoreSource, reading
 
 if TYPE_CHECKING:
-    from ..store import RunStore
+    from ..store.runs import RunStore
 
 __all__ = [
     "ExportReport",

@@ -1,6 +1,6 @@
 """JSON Schemas of the suite and rubric files, and their reference page, from the models.
 
-The pydantic models (:class:`judge.suite.Case`, :class:`judge.rubric.Rubric`...) are the
+The pydantic models (:class:`judge.core.suite.Case`, :class:`judge.core.rubric.Rubric`...) are the
 one description of each file: their attribute docstrings become the schema's
 ``description``s and the reference's "meaning" column, so the page, the schema and the
 loader cannot drift apart. The docstrings are read from the models' source here, on
@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..evidence import EvidenceProfile, GroupSpec
-from ..rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
-from ..suite import Case, Check, HumanLabel, Suite
+from ..core.evidence import EvidenceProfile, GroupSpec
+from ..core.rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
+from ..core.suite import Case, Check, HumanLabel, Suite
 
 __all__ = ["SCHEMA_DIALECT", "SchemaKind", "json_schema", "reference_page", "schema_text"]
 
@@ -252,7 +252,7 @@ def reference_page() -> str:
         "",
         "<!-- Generated from the pydantic models by `judge schema reference > "
         "docs/reference.md`;",
-        "     tests/test_schemas.py fails when it is out of date. Do not edit by hand. -->",
+        "     tests/app/test_schemas.py fails when it is out of date. Do not edit by hand. -->",
         "",
         "Every key, its type, its default and what it means, for the two files people write.",
         "The same facts as JSON Schemas (draft 2020-12), for editors and CI:",

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import UsageError
-from ..validation_text import format_validation_error
+from ..core.errors import UsageError
+from ..core.validation_text import format_validation_error
 
 __all__ = [
     "DEFAULT_SUITE_GLOBS",

@@ -14,13 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..baseline import pick_primary
-from ..errors import UsageError
-from ..models import CaseResult, RunInfo
-from ..panel import headline_of
-from ..shards import Shard
-from ..store import RunStore
-from ..summary import Summary, SummaryBuilder
+from ..core.baseline import pick_primary
+from ..core.errors import UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.panel import headline_of
+from ..core.shards import Shard
+from ..core.summary import Summary, SummaryBuilder
+from ..store.runs import RunStore
 from .baselines import suite_id_of
 from .gate import GateVerdict, gate
 from .workspace import Workspace

@@ -4,9 +4,9 @@
 :class:`~judge.app.workspace.Workspace` (cache, judges, prompts) and SQLAlchemy would cost
 those commands more than their own work, so their doors open a :class:`StoreLocation`
 (the settings and the folder, nothing else) and the operations read through
-:func:`reading`: the driver-level :class:`~judge.store_reader.StoreReader` when the store
+:func:`reading`: the driver-level :class:`~judge.store.reader.StoreReader` when the store
 is there at the head revision and has no run of this host to mark abandoned, else the
-full :class:`~judge.store.RunStore` as the workspace opens it.
+full :class:`~judge.store.runs.RunStore` as the workspace opens it.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..store_reader import RunReader, StoreReader, open_reader
+from ..store.reader import RunReader, StoreReader, open_reader
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:
-    from ..store import RunStore
+    from ..store.runs import RunStore
 
 __all__ = ["StoreLocation", "StoreSource", "needs_reaping", "reading"]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..store import RunStore
+from ..store.runs import RunStore
 from .workspace import Workspace
 
 __all__ = ["StoreUpgrade", "upgrade_store"]

@@ -14,14 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..canonical import canonical_json
-from ..errors import ConfigError, UsageError
-from ..evidence import build_bundle
-from ..files import write_atomic
-from ..generate import MAX_COUNT, generate_cases, suite_to_yaml
-from ..resources import load_suite
-from ..rubric import Rubric
-from ..suite import Suite, lacks_output, no_output_warning, validate_against_rubric
+from ..core.canonical import canonical_json
+from ..core.errors import ConfigError, UsageError
+from ..core.evidence import build_bundle
+from ..core.generate import MAX_COUNT, generate_cases, suite_to_yaml
+from ..core.rubric import Rubric
+from ..core.suite import Suite, lacks_output, no_output_warning, validate_against_rubric
+from ..system.atomic_files import write_atomic
+from ..system.resources import load_suite
 from .workspace import Workspace
 
 __all__ = [

@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError, SuiteError, UnknownSuiteError, UsageError
-from ..resources import load_suite
+from ..core.errors import ConfigError, SuiteError, UnknownSuiteError, UsageError
+from ..system.resources import load_suite
 from .workspace import Workspace
 
 __all__ = ["SUITE_ID_PATTERN", "SuiteEntry", "SuiteIndex"]
@@ -42,7 +42,7 @@ class SuiteEntry:
 
 
 def _default_id(file: Path) -> str:
-    # As judge.resources names a suite without an ``id``: the stem, or the folder's name for
+    # As judge.system.resources names a suite without an ``id``: the stem, or the folder's name for
     # ``suite.yaml`` / ``cases.jsonl``.
     return file.stem if file.stem not in {"suite", "cases"} else file.parent.name or file.stem
 

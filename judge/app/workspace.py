@@ -3,7 +3,7 @@
 Every door opens a :class:`Workspace` and hands it to an operation; the operation asks the
 workspace for the store, the cache, a rubric, the prompt renderer and the judges. The judge
 factory is a constructor argument, so an in-process test swaps the model client for a fake
-that speaks the same protocol (:class:`judge.judging.Completer`) without patching anything.
+that speaks the same protocol (:class:`judge.engine.judging.Completer`) without patching anything.
 """
 
 from __future__ import annotations
@@ -15,18 +15,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..baselines_io import baseline_path
-from ..cache import JudgmentCache
-from ..cache_tiers import TieredCache
-from ..client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
-from ..errors import UsageError
-from ..judging import Completer, JudgeSettings
-from ..local import INSTALL_HINT, call_limits, default_model_notice, engine_info, ensure_server
-from ..prompts import PromptRenderer
-from ..redact import Redactor, secret_values
-from ..resources import load_rubric
-from ..rubric import Rubric
-from ..store import RunStore
+from ..cache.disk import JudgmentCache
+from ..cache.tiers import TieredCache
+from ..core.errors import UsageError
+from ..core.rubric import Rubric
+from ..core.secrets import Redactor, secret_values
+from ..engine.judging import Completer, JudgeSettings
+from ..llm.client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
+from ..llm.local import INSTALL_HINT, call_limits, default_model_notice, engine_info, ensure_server
+from ..render.prompts import PromptRenderer
+from ..store.runs import RunStore
+from ..system.baseline_files import baseline_path
+from ..system.resources import load_rubric
 from .lifecycle import open_reaped
 from .settings import CacheModeName, Settings, load_settings
 
@@ -193,7 +193,7 @@ class Workspace:
         """The judgment cache in its mode (None when the mode is ``off``).
 
         With ``cache_url`` set, the local cache with the shared tier behind it
-        (:class:`judge.cache_tiers.TieredCache`); ``notice`` hears once that the tier is
+        (:class:`judge.cache.tiers.TieredCache`); ``notice`` hears once that the tier is
         unreachable, and of each entry it rejected.
         """
         mode = mode or self.settings.cache_mode

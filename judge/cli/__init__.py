@@ -4,6 +4,9 @@ Process-wide tuning (environment defaults for LiteLLM, the collector's threshold
 here, once, at the entry point — never inside a library call. So does the one rule for a
 closed pipe (``judge run … | head``): stop quietly with 128 + SIGPIPE = 141, as a Unix tool
 killed by SIGPIPE would, instead of a traceback or click's silent 1.
+
+Layer: door. May import: the application and everything below it, and the server
+(``judge serve``); only ``judge.__main__`` imports the CLI.
 """
 
 from __future__ import annotations
@@ -11,9 +14,9 @@ from __future__ import annotations
 import os
 import sys
 
-from ..errors import ConfigError, JudgeError, StoreError
-from ..process import tune_process
-from ..redact import Redactor, secret_values
+from ..core.errors import ConfigError, JudgeError, StoreError
+from ..core.secrets import Redactor, secret_values
+from ..system.tuning import tune_process
 from .app import PipeClosed, build_app
 
 __all__ = ["PIPE_CLOSED", "main"]

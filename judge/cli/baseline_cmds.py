@@ -15,31 +15,16 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from ..app.baselines import (
-    check_run,
-    list_suite_baselines,
-    record_baseline,
-    show_baseline,
-)
+from ..app.baselines import check_run, list_suite_baselines, record_baseline, show_baseline
 from ..app.gate import GateVerdict
 from ..app.monitoring import monitor_file
 from ..app.sharding import check_group
 from ..app.workspace import Workspace
-from ..errors import UsageError
-from ..monitor import MonitorConfig
-from ..rubric import format_validation_error
+from ..core.errors import UsageError
+from ..core.monitor import MonitorConfig
+from ..core.rubric import format_validation_error
 from .options import JsonFlag, StoreOption
-from .output import (
-    Cell,
-    Column,
-    band_style,
-    console,
-    emit_json,
-    err_console,
-    plural,
-    styled,
-    table,
-)
+from .output import Cell, Column, band_style, console, emit_json, err_console, plural, styled, table
 from .run_cmd import group_json, print_group
 
 __all__ = ["register"]

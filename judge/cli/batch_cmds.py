@@ -22,7 +22,7 @@ from ..app.batching import (
 )
 from ..app.running import RunRequest
 from ..app.workspace import Workspace
-from ..batch_store import BatchJob
+from ..store.batch_jobs import BatchJob
 from .options import JsonFlag
 from .output import console, emit_json, err_console
 

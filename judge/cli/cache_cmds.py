@@ -31,7 +31,7 @@ from ..app.cache_ops import (
     verify_cache,
 )
 from ..app.workspace import Workspace
-from ..errors import UsageError
+from ..core.errors import UsageError
 from .options import CacheDirOption, JsonFlag
 from .output import Cell, console, emit_json, plural, table
 

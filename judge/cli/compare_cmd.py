@@ -1,7 +1,7 @@
 """``judge compare``: how far judges agree, for deciding on a judge, template or rubric swap.
 
 The work is :func:`judge.app.comparing.compare_runs_op` (the statistics are in
-:mod:`judge.agreement`); this module parses the flags and renders the comparison.
+:mod:`judge.core.agreement`); this module parses the flags and renders the comparison.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from ..agreement import Comparison, PairStats
 from ..app.comparing import compare_runs_op
 from ..app.workspace import Workspace
+from ..core.agreement import Comparison, PairStats
 from .options import StoreOption
 from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
 

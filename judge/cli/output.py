@@ -23,8 +23,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..canonical import stable_json
-from ..models import JudgeLedger
+from ..core.canonical import stable_json
+from ..core.models import JudgeLedger
 from .app import forced_plain
 
 __all__ = [

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from ..app.pairwise_run import DEFAULT_TEMPLATE, PairwiseReport, PairwiseRequest, run_pairwise
 from ..app.workspace import Workspace
-from ..pairwise import OrderVerdict
+from ..core.pairwise import OrderVerdict
 from .options import ApiBaseOption, CacheDirOption, CacheModeOption, ConcurrencyOption, SeedOption
 from .output import Cell, console, emit_json, err_console, styled, table
 

@@ -10,8 +10,8 @@ import typer
 
 from ..app.rendering import RenderRequest, render_case
 from ..app.workspace import Workspace
-from ..canonical import stable_json
-from ..visible import visible
+from ..core.canonical import stable_json
+from ..core.terminal_text import visible
 
 __all__ = ["register"]
 

@@ -14,8 +14,8 @@ import typer
 
 from ..app.reporting import ReportRequest, build_report
 from ..app.workspace import Workspace
-from ..errors import UsageError
-from ..report_html import render_report, write_report
+from ..core.errors import UsageError
+from ..report.html import render_report, write_report
 from .options import StoreOption
 from .output import console, emit_json
 

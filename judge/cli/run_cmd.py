@@ -18,14 +18,14 @@ from ..app.running import RunReport, RunRequest, run_suite
 from ..app.runs import iter_results
 from ..app.sharding import GroupCheck
 from ..app.workspace import Workspace
-from ..errors import UsageError
-from ..models import CaseResult, RunInfo
-from ..panel import headline_of
-from ..process import settle_heap, tuned
-from ..rubric import Rubric
-from ..runner import Progress
-from ..shards import Shard
-from ..summary import Summary
+from ..core.errors import UsageError
+from ..core.models import CaseResult, RunInfo
+from ..core.panel import headline_of
+from ..core.rubric import Rubric
+from ..core.shards import Shard
+from ..core.summary import Summary
+from ..engine.runner import Progress
+from ..system.tuning import settle_heap, tuned
 from .batch_cmds import submit as submit_batch
 from .options import (
     ApiBaseOption,

@@ -14,7 +14,7 @@ from typing import Annotated
 import typer
 
 from ..app.bind import TOKEN_ENV, server_token
-from ..errors import UsageError
+from ..core.errors import UsageError
 
 __all__ = ["INSTALL_HINT", "SERVER_MODULES", "register"]
 

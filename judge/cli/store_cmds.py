@@ -18,8 +18,8 @@ from rich.text import Text
 from ..app.exporting import ExportFormat
 from ..app.runs import RunView, export_run, run_history, show_run
 from ..app.store_access import StoreLocation
-from ..canonical import canonical_json
-from ..models import RunInfo
+from ..core.canonical import canonical_json
+from ..core.models import RunInfo
 from .options import JsonFlag, RunArg, StoreOption
 from .output import (
     Cell,

@@ -6,7 +6,7 @@ a line holding ``{"messages": [...]}`` gives each of its messages) and a plain l
 ``agentLogs:step-n``: the same file gives the same ids. Tool calls are written into the
 step's text as ``→ name(arguments)``. The first user message is the case's input and the
 last assistant message its output, unless a task file says otherwise. Credentials are
-scrubbed from every step by :func:`judge.collected.build_case`.
+scrubbed from every step by :func:`judge.collect.case.build_case`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..collected import Collected
-from ..errors import UsageError
-from .files import read_source
+from ..core.errors import UsageError
+from .case import Collected
+from .sources import read_source
 
 __all__ = ["ERROR_LEVELS", "WARNING_LEVELS", "collect_agent_log", "parse_agent_log"]
 

@@ -12,9 +12,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..collected import Collected
-from ..evidence import citable_id
-from .files import read_source
+from ..core.evidence import citable_id
+from .case import Collected
+from .sources import read_source
 
 __all__ = ["collect_documents", "document_item"]
 

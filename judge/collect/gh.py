@@ -20,10 +20,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..collected import Collected
-from ..errors import UsageError
-from ..evidence import citable_id
-from .files import read_source
+from ..core.errors import UsageError
+from ..core.evidence import citable_id
+from .case import Collected
+from .sources import read_source
 
 __all__ = ["FAILED", "collect_gh_pr", "collect_gh_run", "parse_gh_pr", "parse_gh_run"]
 

@@ -14,8 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from ..collected import Collected
-from ..errors import UsageError
+from ..core.errors import UsageError
+from .case import Collected
 
 __all__ = ["CONVENTIONAL", "MAX_COMMITS", "collect_git", "parse_git_log", "split_spec"]
 

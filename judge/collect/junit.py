@@ -16,10 +16,10 @@ from xml.etree import ElementTree
 
 from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestCase
 
-from ..collected import Collected
-from ..errors import UsageError
-from ..evidence import citable_id
-from .files import read_source
+from ..core.errors import UsageError
+from ..core.evidence import citable_id
+from .case import Collected
+from .sources import read_source
 
 __all__ = ["collect_junit", "parse_junit"]
 

@@ -4,7 +4,7 @@ Known keys: ``id``, ``title``, ``description``, ``input`` (what the agent was as
 default: the title and description), ``output`` (its final report; default: the agent log's
 last assistant message), ``tags`` and ``complexity``. Any other key (priority, labels,
 assignee, url...) is kept as a reference of the ``taskMetadata`` item. Loaded with a safe
-YAML loader that leaves times as the strings written: :func:`judge.safeyaml.load_yaml`, the
+YAML loader that leaves times as the strings written: :func:`judge.core.safeyaml.load_yaml`, the
 one loader for everything (alias bound, duplicate keys refused naming both lines, depth and
 size limits).
 """
@@ -16,12 +16,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..collected import Collected
-from ..errors import UsageError
-from ..evidence import citable_id
-from ..rubric import format_validation_error
-from ..safeyaml import load_yaml
-from .files import MAX_BYTES, read_source
+from ..core.errors import UsageError
+from ..core.evidence import citable_id
+from ..core.rubric import format_validation_error
+from ..core.safeyaml import load_yaml
+from .case import Collected
+from .sources import MAX_BYTES, read_source
 
 __all__ = ["TaskFile", "collect_task", "parse_task"]
 

@@ -9,6 +9,8 @@ it judges nothing itself::
         assert_passes(judge_eval({"id": "refund", "input": "...", "output": "..."}))
 
     test_agent = judge_suite("suites/agent.yaml")   # one item per case, plus [@baseline]
+
+Layer: door. May import: the application and everything below it.
 """
 
 from __future__ import annotations

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, cast
 import pytest
 
 from ..app.settings import CacheModeName
-from ..errors import JudgeError
-from ..models import CaseResult
-from ..rubric import Rubric
-from ..suite import Case
+from ..core.errors import JudgeError
+from ..core.models import CaseResult
+from ..core.rubric import Rubric
+from ..core.suite import Case
 from .places import quoted_command, session_folder
 from .report import (
     JudgeAssertionError,

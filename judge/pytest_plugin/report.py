@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..models import CaseResult
-from ..rubric import DEFAULT_BANDS, Rubric
+from ..core.models import CaseResult
+from ..core.rubric import DEFAULT_BANDS, Rubric
 
 __all__ = [
     "JudgeAssertionError",

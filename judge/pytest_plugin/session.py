@@ -31,9 +31,9 @@ from ..app.running import RunReport, RunRequest, run_suite
 from ..app.settings import CacheModeName
 from ..app.suites import load_checked
 from ..app.workspace import Workspace
-from ..models import CaseResult, RunTotals
-from ..rubric import Rubric
-from ..suite import Case
+from ..core.models import CaseResult, RunTotals
+from ..core.rubric import Rubric
+from ..core.suite import Case
 from .places import quoted_command, session_folder
 
 try:  # POSIX; elsewhere each process judges the suite itself (the cache still shares)

@@ -4,6 +4,8 @@ Routes translate a request into the typed inputs of :mod:`judge.app` operations,
 and render its result; every feature lives in the application layer, shared with the CLI.
 Needs the ``server`` extra (``pip install 'judgeflow[server]'``): only ``judge serve``
 imports this package.
+
+Layer: door. May import: the application and everything below it.
 """
 
 from __future__ import annotations

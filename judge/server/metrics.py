@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, gene
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from ..app.jobs import RunView
-from ..models import CaseResult, RunInfo
+from ..core.models import CaseResult, RunInfo
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 

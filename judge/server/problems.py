@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException
 
 from ..app.bind import TOKEN_ENV
 from ..app.jobs import StoppingError
-from ..errors import (
+from ..core.errors import (
     ConfigError,
     JudgeError,
     NoBaselineError,
@@ -34,8 +34,8 @@ from ..errors import (
     UnknownRunError,
     UnknownSuiteError,
 )
-from ..redact import Redactor as _Redactor
-from ..redact import secret_values
+from ..core.secrets import Redactor as _Redactor
+from ..core.secrets import secret_values
 
 __all__ = [
     "PROBLEM_JSON",
@@ -80,7 +80,7 @@ class ProblemError(Exception):
 
 
 class Redactor:
-    """Masks secrets in text about to leave the server (one :class:`judge.redact.Redactor`).
+    """Masks secrets in text about to leave the server (one :class:`judge.core.redact.Redactor`).
 
     Every credential of the environment: provider keys, the server token, URL passwords.
     """
@@ -90,7 +90,7 @@ class Redactor:
         self._redact = _Redactor(secret_values(env, extra=[env.get(TOKEN_ENV)]))
 
     def __call__(self, text: str) -> str:
-        """``text`` with every secret replaced by ``***``."""
+        """``text`` with every secret replaced by ``[REDACTED]``."""
         return self._redact(text)
 
     def response_class(self) -> type[JSONResponse]:

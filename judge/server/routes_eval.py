@@ -17,8 +17,8 @@ from ..app.jobs import RunView
 from ..app.pages import MAX_PAGE, Page, history_page
 from ..app.running import RunRequest
 from ..app.suites_index import SUITE_ID_PATTERN
-from ..baseline import Baseline
-from ..models import RunInfo
+from ..core.baseline import Baseline
+from ..core.models import RunInfo
 from .problems import ProblemError, problem_responses
 from .schemas import BaselineBody, BaselineItem, HarnessAccepted, HarnessBody, RecordedBaseline
 from .state import Served, require_writer

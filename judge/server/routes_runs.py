@@ -15,7 +15,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 
 from ..app.jobs import ActiveRun, RunView, stored_view
 from ..app.pages import MAX_PAGE, Page, results_page
-from ..models import CaseResult
+from ..core.models import CaseResult
 from .problems import ProblemError, problem_responses
 from .state import Served, require_writer
 

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Depends, Response
 from .. import __version__
 from ..app.evaluating import evaluate_case
 from ..app.live_monitor import IngestReport, MonitorView
-from ..models import CaseResult
+from ..core.models import CaseResult
 from .metrics import CONTENT_TYPE
 from .problems import problem_responses
 from .routes_eval import SuiteId

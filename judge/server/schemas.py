@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from ..app.settings import CacheModeName
-from ..baseline import Baseline
-from ..suite import Case
+from ..core.baseline import Baseline
+from ..core.suite import Case
 
 __all__ = [
     "BaselineBody",

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from ..redact import Redactor, secret_values
+from ..core.secrets import Redactor, secret_values
 from .gate import Gate
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ class _Server(uvicorn.Server):
         try:
             # Off the critical path to /healthz: FastAPI and the application layer are
             # imported here, after the socket listens, not at the top of this module.
-            from ..client import preload
+            from ..llm.client import preload
             from .app import open_app
 
             app = open_app(self.root, self.env, token=self.token)

@@ -1,0 +1,682 @@
+"""The judgment cache's storage: entries in a diskcache folder, read and written as the mode allows.
+
+The one module that imports diskcache (lazily: importing this module is cheap). What an
+entry is — its key, its digest, what makes it valid, the credential scan — is the pure
+:mod:`judge.cache.entry`; the fast read of an entry's turns from its bytes is
+:mod:`judge.cache.entry_bytes`; the replay index's own SQLite table is
+:mod:`judge.cache.replay_store`.
+
+Decisions:
+
+- Entries never expire and are never evicted: no expiry is ever set, the eviction policy is
+  ``none``. Several processes may share one directory (diskcache is SQLite in WAL mode).
+- Values are stored as the bytes of the entry's canonical JSON, never pickled, and a read
+  refuses anything else: a planted row must not run code when read.
+- Every read checks the entry's digest, the replay path's ``turns`` included (over the
+  bytes, see :mod:`judge.cache.entry_bytes`). A mismatch, or an entry without a digest, is a miss
+  counted as corrupt, never a score; ``judge cache verify`` names it.
+- An entry written before digests existed is given one only by an explicit act:
+  :meth:`JudgmentCache.import_jsonl` (after the full check) or :meth:`JudgmentCache.upgrade`.
+- An export is read in one SQLite read transaction: a consistent snapshot next to a
+  running writer, and only entries that fail their check in it (and still fail once it
+  ends) are reported corrupt. With a team secret each line is signed
+  (:mod:`judge.cache.signing`); an import checks every line's digest and signature.
+- A ``cache.db`` SQLite cannot read ("database disk image is malformed") is a UsageError
+  naming the file and the fix (exit 2) wherever it is met (:func:`damaged_cache`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TextIO, TypedDict, get_args
+
+from ..core.canonical import canonical_json
+from ..core.errors import UsageError
+from .entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
+from .entry_bytes import turns_alone
+from .replay_store import ReplayStore, is_damage
+from .signing import SIG_FIELD, sign, signature_ok
+
+__all__ = [
+    "CACHE_MODES",
+    "CacheMode",
+    "ExportResult",
+    "ImportReport",
+    "JudgmentCache",
+    "VerifyReport",
+    "damaged_cache",
+]
+
+CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
+CACHE_MODES: tuple[CacheMode, ...] = get_args(CacheMode)
+
+_READABLE = frozenset({"read-write", "read-only", "offline"})
+_WRITABLE = frozenset({"read-write", "refresh"})
+_DBNAME = "cache.db"  # diskcache's SQLite file inside the directory
+_INDEX_FILE = "replay-index.sqlite"  # the replay index (judge.engine.replay): derived, droppable
+_INDEXING = frozenset({"read-write", "refresh", "offline"})
+_BATCH = 500  # keys per SELECT ... IN (...): far below SQLite's bound on parameters
+
+
+class ImportReport(TypedDict):
+    """What :meth:`JudgmentCache.import_jsonl` did with each line."""
+
+    added: int
+    skipped: int
+    rejected: int
+    errors: list[str]
+
+
+class ExportResult(TypedDict):
+    """What :meth:`JudgmentCache.export_entries` wrote and left out."""
+
+    exported: int
+    corrupt: dict[str, str]
+    """Entries left out because they fail their check (key: why)."""
+    changed: int
+    """Entries a writer replaced while the snapshot was read: sound now, not in this export."""
+
+
+class VerifyReport(TypedDict):
+    """What :meth:`JudgmentCache.verify` found."""
+
+    checked: int
+    ok: int
+    corrupt: list[str]
+    reasons: dict[str, str]
+
+
+def _parse_time(text: str) -> datetime:
+    """Parse an ISO 8601 date or time; a naive one is taken as UTC."""
+    moment = datetime.fromisoformat(text)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+class _RefusedValue(Exception):
+    """A stored value that is not plain bytes: never decoded, reported as corrupt."""
+
+
+class _PickledKey:
+    """A key another program stored pickled: kept as bytes so it can be named and deleted."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __repr__(self) -> str:
+        return f"<pickled key {self.data[:12].hex()}…>"
+
+
+@functools.cache
+def _bytes_only_disk() -> type:
+    """Make a diskcache ``Disk`` that only ever stores and returns bytes.
+
+    diskcache pickles any value that is not bytes/str/number, and unpickles whatever a row's
+    mode says is a pickle. A cache directory is shared and imported from elsewhere, so a
+    planted row must not run code when read: pickled values and keys are refused, not loaded.
+    """
+    import diskcache
+    from diskcache.core import MODE_BINARY, MODE_PICKLE, MODE_RAW, UNKNOWN
+
+    class BytesOnlyDisk(diskcache.Disk):  # type: ignore[misc]
+        def put(self, key: Any) -> Any:
+            if isinstance(key, _PickledKey):
+                return sqlite3.Binary(key.data), False
+            return super().put(key)
+
+        def get(self, key: Any, raw: bool) -> Any:
+            return super().get(key, raw) if raw else _PickledKey(bytes(key))
+
+        def store(self, value: Any, read: bool, key: Any = UNKNOWN) -> Any:
+            if type(value) is not bytes:
+                raise TypeError("the judgment cache stores bytes only")
+            return super().store(value, read, key=key)
+
+        def fetch(self, mode: int, filename: str | None, value: Any, read: bool) -> Any:
+            if mode not in (MODE_RAW, MODE_BINARY) or read:
+                kind = "pickled" if mode == MODE_PICKLE else f"of mode {mode}"
+                raise _RefusedValue(f"stored value is {kind}, not bytes: refused")
+            return super().fetch(mode, filename, value, read)
+
+    return BytesOnlyDisk
+
+
+def damaged_cache(path: Path, exc: BaseException) -> UsageError:
+    """The error for a cache database SQLite cannot read: the file, and what to do."""
+    return UsageError(f"the cache database is damaged ({exc})", file=str(path),
+                      fix=f"move it aside (mv {path} {path}.damaged), then import an export "
+                          f"(judge cache import FILE) or re-judge; `sqlite3 {path}.damaged "
+                          f".recover | sqlite3 {path}` may salvage the sound entries")
+
+
+@contextlib.contextmanager
+def _guard(directory: Path) -> Iterator[None]:
+    """SQLite's "malformed"/"not a database" out of diskcache as :func:`damaged_cache`."""
+    try:
+        yield
+    except sqlite3.Error as exc:
+        if is_damage(exc):
+            raise damaged_cache(directory / _DBNAME, exc) from None
+        raise
+
+
+def _open_diskcache(directory: Path) -> Any:
+    import diskcache
+
+    try:
+        # Settings are stored in the database; passing them on every open pins them.
+        # No memory map of the database: a 100k-entry replay would otherwise count up to
+        # 64 MB of mapped file in the process's resident memory for no speed we can measure.
+        return diskcache.Cache(str(directory), disk=_bytes_only_disk(),
+                               eviction_policy="none", size_limit=2**40, statistics=False,
+                               sqlite_mmap_size=0)
+    except (OSError, sqlite3.Error) as exc:
+        if isinstance(exc, sqlite3.Error) and is_damage(exc):
+            raise damaged_cache(directory / _DBNAME, exc) from None
+        raise UsageError(f"cannot open the cache: {exc}", file=str(directory),
+                         fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
+
+
+class JudgmentCache:
+    """Cache entries in a directory, read and written as the mode allows.
+
+    ``off`` never touches the disk; the read-only modes never create the directory.
+    """
+
+    def __init__(self, directory: str | Path, mode: CacheMode = "read-write") -> None:
+        if mode not in CACHE_MODES:
+            raise UsageError(f"unknown cache mode {mode!r}", fix=f"one of {', '.join(CACHE_MODES)}")
+        self.directory = Path(directory)
+        self.mode: CacheMode = mode
+        self.readable: bool = mode in _READABLE
+        self.writable: bool = mode in _WRITABLE
+        self._counters = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0}
+        self._dc: Any = None
+        self._index: ReplayStore | None = None
+        self._store()
+
+    def __repr__(self) -> str:
+        return f"JudgmentCache({str(self.directory)!r}, mode={self.mode!r})"
+
+    def _store(self) -> Any:
+        """Return the diskcache, opened on first need; None while there is nothing to open."""
+        if self._dc is None and self.mode != "off" and (
+                self.writable or (self.directory / _DBNAME).is_file()):
+            self._dc = _open_diskcache(self.directory)
+        return self._dc
+
+    def _require_writable(self, what: str) -> Any:
+        if not self.writable:
+            raise UsageError(f"cannot {what}: the cache at {self.directory} is open "
+                             f"{self.mode!r}", fix="open it read-write")
+        return self._store()
+
+    # --- reading -------------------------------------------------------------------------
+
+    def _raw(self, key: Any) -> tuple[bytes | None, str | None]:
+        """(bytes, None) when stored, (None, reason) when unreadable, (None, None) when absent."""
+        store = self._store()
+        if store is None or not isinstance(key, str):
+            return None, None
+        missing = object()
+        try:  # plain try, not _guard: this is the replay's hot path
+            raw = store.get(key, default=missing, retry=True)
+            present = raw is not missing or key in store  # only looked up on a miss
+        except _RefusedValue as exc:
+            return None, str(exc)
+        except sqlite3.Error as exc:
+            if is_damage(exc):
+                raise damaged_cache(self.directory / _DBNAME, exc) from None
+            raise
+        if raw is missing:
+            # A row whose value file is gone reads as missing: tell it from a real miss.
+            return (None, "value file missing") if present else (None, None)
+        if type(raw) is not bytes:
+            return None, f"stored value is {type(raw).__name__}, not bytes"
+        return raw, None
+
+    def raw_many(self, keys: Iterable[str]) -> dict[str, bytes]:
+        """The stored bytes of each of ``keys`` present, in a few SELECTs (the replay's batch read).
+
+        What :meth:`_raw` reads, for many keys at once: values that are not plain bytes are
+        left out, as are keys whose value file is gone. Nothing is checked here; the caller
+        checks each entry's digest (:func:`judge.cache.entry_bytes.sound_digest`). Reads whatever
+        the mode (the index is written in ``refresh`` too).
+        """
+        store = self._store()
+        wanted = list(dict.fromkeys(keys))
+        found: dict[str, bytes] = {}
+        if store is None:
+            return found
+        for start in range(0, len(wanted), _BATCH):
+            chunk = wanted[start:start + _BATCH]
+            select = ("SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN "
+                      f"({','.join('?' * len(chunk))}) "
+                      "AND (expire_time IS NULL OR expire_time > ?)")
+            try:
+                rows = store._sql(select, (*chunk, time.time())).fetchall()
+            except sqlite3.Error as exc:
+                if is_damage(exc):
+                    raise damaged_cache(self.directory / _DBNAME, exc) from None
+                raise
+            for key, mode, filename, value in rows:
+                try:
+                    data = store._disk.fetch(mode, filename, value, False)
+                except (_RefusedValue, OSError):
+                    continue
+                if type(data) is bytes:
+                    found[key] = data
+        return found
+
+    def _load(self, key: Any, *, full: bool = True,
+              turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+        """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent.
+
+        ``full=False`` (the read path of a run) checks what a judgment needs — JSON, the
+        format, the key it is stored under, its turns, the digest — and leaves re-hashing
+        the request and the credential scan to ``put`` and ``judge cache verify``: they cost
+        more per hit than everything else a replay does. ``turns_only`` may return just the
+        format, key and turns of a sound entry, skipping the parse of its prompt.
+        """
+        raw, problem = self._raw(key)
+        if raw is None:
+            return None, problem
+        if turns_only:
+            turns = turns_alone(raw, key)
+            if isinstance(turns, list):
+                return {"format": CACHE_FORMAT, "key": key, "turns": turns}, None
+            if turns is not None:  # laid out as written here, but the digest does not match
+                return None, turns
+        try:
+            entry = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            return None, f"not JSON: {exc}"
+        problems = entry_problems(entry) if full else read_problems(entry)
+        if not problems and entry["key"] != key:
+            problems = [f"stored under {key[:16]}… but its key is {entry['key'][:16]}…"]
+        if problems:
+            return None, "; ".join(problems)
+        return entry, None
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """Return the entry for ``key``; None on a miss, when unreadable, or when corrupt.
+
+        Every None counts as a miss; a corrupt entry also counts as corrupt.
+        """
+        return self._counted(*self._read(key, turns_only=False), count=True)
+
+    def turns(self, key: str, *, count: bool = True) -> list[dict[str, Any]] | None:
+        """The turns of the entry for ``key`` (what a judgment needs), as :meth:`get` finds it.
+
+        ``count=False`` is a look that the counters do not see (the replay index's, which
+        falls back to a counted look when it finds nothing).
+        """
+        entry = self._counted(*self._read(key, turns_only=True), count=count)
+        return None if entry is None else list(entry["turns"])
+
+    def _read(self, key: str, *,
+              turns_only: bool) -> tuple[dict[str, Any] | None, str | None]:
+        return self._load(key, full=False, turns_only=turns_only) if self.readable \
+            else (None, None)
+
+    def _counted(self, entry: dict[str, Any] | None, problem: str | None, *,
+                 count: bool) -> dict[str, Any] | None:
+        if count:
+            if problem is not None:
+                self._counters["corrupt"] += 1
+            self._counters["hits" if entry is not None else "misses"] += 1
+        return entry
+
+    def count_hit(self) -> None:
+        """Count a hit that was read with ``count=False``."""
+        self._counters["hits"] += 1
+
+    # --- the replay index ----------------------------------------------------------------
+
+    @property
+    def replay_store(self) -> ReplayStore | None:
+        """The replay index's store (:mod:`judge.cache.replay_store`) in this directory, or None.
+
+        None when the mode keeps no index (``off``, ``read-only``) or there is no cache
+        here yet; in ``refresh`` it is written and never read, as the entries are.
+        """
+        if self._index is None and self.mode in _INDEXING and self._store() is not None:
+            self._index = ReplayStore(self.directory / _INDEX_FILE, readable=self.readable)
+        return self._index
+
+    @property
+    def index_path(self) -> Path:
+        """The replay index's file in this directory (which may not exist)."""
+        return self.directory / _INDEX_FILE
+
+    def __contains__(self, key: object) -> bool:
+        """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
+        store = self._store()
+        with _guard(self.directory):
+            return store is not None and isinstance(key, str) and key in store
+
+    def __len__(self) -> int:
+        store = self._store()
+        with _guard(self.directory):
+            return 0 if store is None else len(store)
+
+    def _keys(self) -> Iterator[Any]:
+        store = self._store()
+        if store is not None:
+            with _guard(self.directory):
+                yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
+
+    def _scan(self) -> Iterator[tuple[Any, dict[str, Any] | None, str | None]]:
+        for key in self._keys():
+            entry, problem = self._load(key) if isinstance(key, str) else (
+                None, "key is not text")
+            if entry is not None or problem is not None:  # else deleted under our feet
+                yield key, entry, problem
+
+    def iter_entries(self) -> Iterator[dict[str, Any]]:
+        """Every sound entry, sorted by key; corrupt ones are skipped (see :meth:`verify`)."""
+        for _, entry, _ in self._scan():
+            if entry is not None:
+                yield entry
+
+    def counters(self) -> dict[str, int]:
+        """Return this instance's hits, misses, writes and corrupt reads."""
+        return dict(self._counters)
+
+    def stats(self) -> dict[str, Any]:
+        """Summarise: entries, bytes on disk, per model, oldest/newest, this instance's counters."""
+        models: dict[str, int] = {}
+        entries = corrupt = 0
+        oldest: tuple[datetime, str] | None = None
+        newest: tuple[datetime, str] | None = None
+        for _, entry, _ in self._scan():
+            entries += 1
+            if entry is None:
+                corrupt += 1
+                continue
+            model = entry["request"]["model"]
+            models[model] = models.get(model, 0) + 1
+            created = entry["meta"]["createdAt"]
+            moment = (_parse_time(created), created)
+            oldest = moment if oldest is None or moment < oldest else oldest
+            newest = moment if newest is None or moment > newest else newest
+        size = 0
+        if self.directory.is_dir():
+            for root, _, files in os.walk(self.directory):
+                for name in files:
+                    try:
+                        size += (Path(root) / name).stat().st_size
+                    except OSError:  # a WAL or value file removed meanwhile
+                        pass
+        return {
+            "directory": str(self.directory),
+            "mode": self.mode,
+            "exists": (self.directory / _DBNAME).is_file(),
+            "entries": entries,
+            "corrupt": corrupt,
+            "bytes": size,
+            "models": dict(sorted(models.items())),
+            "oldest": oldest[1] if oldest else None,
+            "newest": newest[1] if newest else None,
+            "indexRecords": ReplayStore(self.directory / _INDEX_FILE).count(),
+            "indexCorrupt": self._index.corrupt if self._index is not None else 0,
+            "counters": self.counters(),
+        }
+
+    def verify(self) -> VerifyReport:
+        """Re-read and re-hash every entry; name the corrupt ones and why."""
+        report: VerifyReport = {"checked": 0, "ok": 0, "corrupt": [], "reasons": {}}
+        for key, entry, problem in self._scan():
+            report["checked"] += 1
+            if entry is not None:
+                report["ok"] += 1
+            else:
+                name = key if isinstance(key, str) else repr(key)
+                report["corrupt"].append(name)
+                report["reasons"][name] = problem or "unreadable"
+        return report
+
+    def export_jsonl(self, fp: TextIO, *, secret: bytes | None = None) -> int:
+        """Write one canonical entry per line, sorted by key; returns the count.
+
+        The same entries always give the same bytes, so an export diffs well in git.
+        """
+        return self.export_entries(fp, secret=secret)["exported"]
+
+    # --- consistent export (one read snapshot; signed with a team secret) ------------------
+
+    @contextlib.contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction on diskcache's connection: one committed state for every read.
+
+        SQLite in WAL mode: writers in other processes go on meanwhile.
+        """
+        store = self._store()
+        if store is None:
+            yield
+            return
+        connection = store._con  # diskcache's own (autocommit) connection of this thread
+        with _guard(self.directory):
+            connection.execute("BEGIN")
+        try:
+            yield
+        finally:
+            with contextlib.suppress(sqlite3.Error):
+                connection.execute("COMMIT")
+
+    def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportResult:
+        """Write every sound entry of one snapshot, sorted by key, signed when ``secret``.
+
+        An entry that fails its check in the snapshot is read again once the snapshot ends:
+        still failing, it is reported corrupt; sound by then, a writer was replacing it
+        (``changed``), never a false alarm.
+        """
+        result: ExportResult = {"exported": 0, "corrupt": {}, "changed": 0}
+        suspects: dict[Any, str] = {}
+        with self._snapshot():
+            for key, entry, problem in self._scan():
+                if entry is None:
+                    suspects[key] = problem or "unreadable"
+                    continue
+                line = canonical_json(entry)
+                if secret is not None:
+                    line = canonical_json({**entry, SIG_FIELD: sign(secret, line.encode())})
+                fp.write(line + "\n")
+                result["exported"] += 1
+        for key, problem in suspects.items():
+            again, still = self._load(key) if isinstance(key, str) else (None, problem)
+            if again is not None:
+                result["changed"] += 1
+            elif still is not None:
+                result["corrupt"][key if isinstance(key, str) else repr(key)] = still
+        return result
+
+    # --- writing -------------------------------------------------------------------------
+
+    def _validated(self, entry: Any, *, built: bool = False) -> bytes:
+        problems = entry_problems(entry, built=built)
+        if problems:
+            raise ValueError("invalid cache entry: " + "; ".join(problems))
+        # Raw bytes are stored as they are, never pickled: loading an entry parses JSON and
+        # can never execute code, whoever wrote the directory or the imported file.
+        return canonical_json(dict(entry)).encode("utf-8")
+
+    def put(self, entry: Mapping[str, Any], *, built: bool = False,
+            data: bytes | None = None, vouched: Collection[str] = ()) -> bool:
+        """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
+
+        Raises ``ValueError`` for an invalid entry: wrong key or digest, no turns, a
+        credential field. ``built``: the entry comes from
+        :func:`judge.cache.entry.build_entry` in this process, with the key and digest
+        hashed there; the check then skips re-hashing them and scanning the rendered
+        messages (they are role/content pairs), and checks the rest. ``data``: the entry's
+        canonical bytes from :func:`judge.cache.entry.seal_entry` (implies ``built``),
+        stored as they are. ``vouched`` (with ``data``): request fields built from a template
+        already scanned for credential names (see :func:`judge.cache.entry.entry_problems`).
+        """
+        if not self.writable:
+            return False
+        if data is None:
+            data = self._validated(entry, built=built)
+        else:
+            problems = entry_problems(entry, built=True, vouched=vouched)
+            if problems:
+                raise ValueError("invalid cache entry: " + "; ".join(problems))
+        with _guard(self.directory):
+            self._store().set(entry["key"], data, retry=True)
+        self._counters["writes"] += 1
+        return True
+
+    def import_jsonl(self, fp: TextIO, *, secret: bytes | None = None,
+                     require_signed: bool = False) -> ImportReport:
+        """Add the valid entries of a JSONL export; existing keys are kept, not replaced.
+
+        A line without a digest (an export from before digests) is given one once it has
+        passed the full check; a line with a digest that does not match is rejected. A
+        line's ``sig`` is checked when ``secret`` is given (a mismatch is rejected);
+        ``require_signed`` (which needs ``secret``) rejects every line not signed with it.
+        Each rejection names the line and the entry's key.
+        """
+        if require_signed and secret is None:
+            raise ValueError("require_signed needs the team secret")
+        store = self._require_writable("import")
+        report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": []}
+        for number, line in enumerate(fp, start=1):
+            if not line.strip():
+                continue
+            where = f"line {number}"
+            try:
+                entry = json.loads(line)
+                if isinstance(entry, dict):
+                    if isinstance(entry.get("key"), str):
+                        where += f": key {entry['key'][:16]}…"
+                    sig = entry.pop(SIG_FIELD, None)
+                    if require_signed and sig is None:
+                        raise ValueError("not signed (--require-signed)")
+                    if sig is not None and secret is not None and not signature_ok(
+                            secret, canonical_json(entry).encode("utf-8"), sig):
+                        raise ValueError("signature does not match: edited after it was "
+                                         "signed, or signed with another secret")
+                    if "digest" not in entry and sig is None:
+                        entry = with_digest(entry)
+                data = self._validated(entry)
+            except (ValueError, RecursionError) as exc:
+                report["rejected"] += 1
+                report["errors"].append(f"{where}: {exc}")
+                continue
+            with _guard(self.directory):
+                added = store.add(entry["key"], data, retry=True)
+            if added:
+                report["added"] += 1
+                self._counters["writes"] += 1
+            else:
+                report["skipped"] += 1
+        return report
+
+    def prunable(self, *, model: str | None = None, before: str | None = None,
+                 corrupt: bool = False, all_entries: bool = False) -> list[dict[str, Any]]:
+        """List what :meth:`prune` would remove: ``{"key", "model", "createdAt", "reason"}`` each.
+
+        Sound entries go when they match every filter given (``model``, created ``before``);
+        corrupt ones go when ``corrupt`` is set. Without any filter, ``all_entries`` is needed.
+        """
+        if model is None and before is None and not corrupt and not all_entries:
+            raise ValueError("prune needs a filter (model, before, corrupt) or all_entries")
+        cutoff = _parse_time(before) if before is not None else None
+        by_filter = all_entries or model is not None or before is not None
+        chosen: list[dict[str, Any]] = []
+        for key, entry, problem in self._scan():
+            if entry is None:
+                if corrupt or all_entries:
+                    chosen.append({"key": key, "model": None, "createdAt": None,
+                                   "reason": f"corrupt: {problem}"})
+                continue
+            created = entry["meta"]["createdAt"]
+            if by_filter and (model is None or entry["request"]["model"] == model) and (
+                    cutoff is None or _parse_time(created) < cutoff):
+                chosen.append({"key": key, "model": entry["request"]["model"],
+                               "createdAt": created, "reason": "matched"})
+        return chosen
+
+    def remove(self, keys: Iterable[Any]) -> int:
+        """Delete ``keys``; returns how many were there to delete.
+
+        Removing anything also clears the replay index (see :meth:`clear_index`).
+        """
+        store = self._require_writable("remove entries")
+        with _guard(self.directory):
+            removed = sum(1 for key in keys if store.delete(key, retry=True))
+        if removed:
+            self.clear_index()
+        return removed
+
+    def prune(self, *, model: str | None = None, before: str | None = None,
+              corrupt: bool = False, all_entries: bool = False, dry_run: bool = False) -> int:
+        """Remove the entries :meth:`prunable` selects; returns the count (to be) removed."""
+        if not dry_run:
+            self._require_writable("prune")
+        chosen = self.prunable(model=model, before=before, corrupt=corrupt,
+                               all_entries=all_entries)
+        if dry_run:
+            return len(chosen)
+        return self.remove(item["key"] for item in chosen)
+
+    def clear_index(self) -> None:
+        """Drop every replay record (derived data: later runs record what they find again).
+
+        Records of pruned entries are harmless (a replay falls back when an entry is gone),
+        but records of old code, rubric or template versions are never read again: pruning
+        is the moment to let them go.
+        """
+        store = self.replay_store
+        if store is not None:
+            store.clear()
+
+    def upgrade(self) -> int:
+        """Give a digest to each entry written before digests; returns how many were.
+
+        Each is fully checked first (its key re-hashed from its request, the credential
+        scan), as an import checks a line; one that fails stays as it is, corrupt.
+        """
+        store = self._require_writable("upgrade entries")
+        upgraded = 0
+        for key in list(self._keys()):  # listed first: the loop writes to the same table
+            raw, _ = self._raw(key)
+            try:
+                entry = json.loads(raw.decode("utf-8")) if raw is not None else None
+            except (UnicodeDecodeError, ValueError, RecursionError):
+                continue
+            if not isinstance(entry, dict) or "digest" in entry:
+                continue
+            sealed = with_digest(entry)
+            if not entry_problems(sealed) and sealed["key"] == key:
+                with _guard(self.directory):
+                    store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
+                upgraded += 1
+        if upgraded:
+            self._counters["writes"] += upgraded
+        return upgraded
+
+    # --- lifetime ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the SQLite connections."""
+        if self._dc is not None:
+            self._dc.close()
+        if self._index is not None:
+            self._index.close()
+        self._dc = None
+        self._index = None
+
+    def __enter__(self) -> JudgmentCache:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,271 @@
+"""The shared cache tier: a content-addressed table of cache entries on a team's database.
+
+One row per cache key: the entry's bytes exactly as the local cache holds them (its
+canonical JSON) and the entry's own digest (:func:`judge.cache.entry.entry_digest`, the
+``digest`` field the entry carries), so both tiers hold the same bytes under the same
+digests. Writers never conflict: a key already present is left as it is (``INSERT ... ON
+CONFLICT DO NOTHING``), so two workspaces writing the same entries at once make one row
+each and no error. A row is returned only when its bytes are a sealed entry of its own key
+whose digest matches its content and the row's digest column (:func:`sealed_digest`);
+otherwise ``get`` treats it as a miss and records the key in :attr:`SharedCache.rejected`
+for the caller to report.
+
+This module only stores and fetches bytes; :mod:`judge.cache.tiers` puts it behind the
+local cache. PostgreSQL by URL (``cache_url``); SQLite works too (tests, one machine).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+from sqlalchemy import (
+    Column,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    func,
+    select,
+    text,
+)
+from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import SQLAlchemyError
+
+from ..core.errors import StoreError
+from ..core.secrets import MASK, mask_url
+from .entry import CACHE_FORMAT, digest_ok
+
+__all__ = ["CONNECT_TIMEOUT", "MAX_KEY", "SharedCache", "sealed_digest"]
+
+CONNECT_TIMEOUT: Final = 5
+"""Seconds to wait for the server: an unreachable tier must not hold a run up for long."""
+
+MAX_KEY: Final = 255
+_CREATE_LOCK: Final = 0x6A756468  # the advisory lock the table's creation takes on PostgreSQL
+
+_metadata = MetaData()
+_entries = Table(
+    "judge_cache_entries",
+    _metadata,
+    Column("key", String(MAX_KEY).with_variant(String(MAX_KEY, collation="C"), "postgresql"),
+           primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("body", LargeBinary, nullable=False),
+)
+
+
+_HEAD: Final = b'{"digest":"'
+_BODY: Final = len(_HEAD) + 64 + 2  # the digest's hex and its closing '",'
+
+
+def sealed_digest(key: str, body: bytes) -> str | None:
+    """The digest the entry in ``body`` carries, when it is sound and stored under ``key``.
+
+    Sound: the entry's own digest matches its content and its ``key`` field is ``key`` (a
+    row holding another key's entry is as wrong as a flipped bit). Bytes laid out as the
+    local cache writes them (canonical JSON, ``digest`` first: see :mod:`judge.cache.entry_bytes`)
+    are checked by hashing them, without a parse; anything else is parsed and checked with
+    :func:`judge.cache.entry.digest_ok`. None when not sound.
+    """
+    head = b'"format":%d,"key":"%s",' % (CACHE_FORMAT, key.encode("ascii", "replace"))
+    if body.startswith(_HEAD) and body[_BODY - 2:_BODY] == b'",' \
+            and body.startswith(head, _BODY):
+        digest = hashlib.sha256(b"{")
+        digest.update(memoryview(body)[_BODY:])
+        stated = body[len(_HEAD):_BODY - 2]
+        if digest.hexdigest().encode("ascii") == stated:
+            return stated.decode("ascii")
+    try:
+        entry = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    if not isinstance(entry, dict) or entry.get("key") != key or not digest_ok(entry):
+        return None
+    return str(entry["digest"])
+
+
+def _resolved(url: str, workspace: Path | None) -> Any:
+    """Parse ``url``; a relative SQLite path is taken relative to ``workspace``."""
+    parsed = make_url(url)
+    database = parsed.database
+    if workspace is None or parsed.get_backend_name() != "sqlite" or not database \
+            or database == ":memory:" or database.startswith("file:"):
+        return parsed
+    path = Path(database).expanduser()
+    return parsed if path.is_absolute() else parsed.set(database=str(workspace / path))
+
+
+class SharedCache:
+    """Cache entries (bytes by key) in a shared database; safe for many writers at once."""
+
+    def __init__(self, url: str, *, batch: int = 500, workspace: Path | None = None) -> None:
+        """Open the tier at ``url``, creating its table if needed.
+
+        ``workspace``: what a relative SQLite path is relative to (else the current folder).
+        """
+        self.url = mask_url(url)
+        self.rejected: list[str] = []
+        """Keys whose stored bytes failed their digest (ignored, never used)."""
+        self._batch = batch
+        self._password: str | None = None
+        self._kept: Connection | None = None
+        try:
+            parsed = _resolved(url, workspace)
+            self.url = parsed.render_as_string(hide_password=True).replace(":***@", f":{MASK}@")
+            self._password = None if parsed.password is None else str(parsed.password)
+            server = parsed.get_backend_name() != "sqlite"
+            options: dict[str, Any] = {"pool_pre_ping": True} if server else {}
+            if parsed.get_backend_name() == "postgresql":
+                options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT}
+            self._engine = create_engine(parsed, **options)
+            self._dialect = parsed.get_backend_name()
+        except ImportError as exc:
+            raise StoreError(f"cannot open shared cache {self.url!r}: its database driver is "
+                             f"not installed (pip install 'judgeflow[postgres]'): {exc}") \
+                from None
+        except (SQLAlchemyError, ValueError) as exc:
+            raise StoreError(f"cannot open shared cache {self.url!r}: "
+                             f"{mask_url(str(exc))}") from None
+        for attempt in (1, 2):
+            try:
+                with self._engine.begin() as conn:
+                    if server:  # two workspaces creating the table at once: one waits
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
+                                     {"k": _CREATE_LOCK})
+                    _metadata.create_all(conn)
+                break
+            except SQLAlchemyError as exc:
+                # SQLite has no advisory lock: a second creator that lost the race sees
+                # "already exists"; the table is there now, so look again once.
+                if attempt == 1 and "already exists" in str(exc):
+                    continue
+                self._engine.dispose()
+                raise self._failed(exc) from None
+
+    def get(self, key: str) -> bytes | None:
+        """The entry's bytes, or None when absent or when they fail their digest.
+
+        Reads go through one connection kept open in autocommit (a hit is then one round
+        trip, not a checkout, a ping, the query and a rollback: ~5x fewer on PostgreSQL);
+        a connection the server dropped (a restart) is replaced once before giving up. One
+        instance is for one thread at a time.
+        """
+        query = select(_entries.c.digest, _entries.c.body).where(_entries.c.key == key)
+        row = None
+        for attempt in (1, 2):
+            try:
+                row = self._reader().execute(query).first()
+                break
+            except SQLAlchemyError as exc:
+                self._drop_reader()
+                if attempt == 2:
+                    raise self._failed(exc) from None
+        if row is None:
+            return None
+        body = bytes(row[1])
+        if sealed_digest(key, body) != row[0]:
+            self.rejected.append(key)
+            return None
+        return body
+
+    def put(self, key: str, body: bytes) -> bool:
+        """Store an entry; False when the key was already there (its row is kept)."""
+        return self.put_many([(key, body)]) == 1
+
+    def put_many(self, entries: list[tuple[str, bytes]]) -> int:
+        """Store entries in batches; returns how many were new.
+
+        Raises ``ValueError`` (before writing anything of its batch) for a key out of
+        1..MAX_KEY characters or bytes that are not a sealed entry of their key.
+        """
+        added = 0
+        for start in range(0, len(entries), self._batch):
+            rows: list[dict[str, Any]] = []
+            for k, b in entries[start:start + self._batch]:
+                if not k or len(k) > MAX_KEY:
+                    raise ValueError(f"a cache key is 1..{MAX_KEY} characters")
+                digest = sealed_digest(k, b)
+                if digest is None:
+                    raise ValueError(f"not a sound cache entry of key {k[:16]}…: its digest "
+                                     "does not match, or it is another key's")
+                rows.append({"key": k, "digest": digest, "body": b})
+            # RETURNING names only the rows inserted: a key already present returns nothing.
+            statement = self._insert_ignoring().values(rows).returning(_entries.c.key)
+            try:
+                with self._engine.begin() as conn:
+                    added += len(conn.execute(statement).all())
+            except SQLAlchemyError as exc:
+                raise self._failed(exc) from None
+        return added
+
+    def iter(self, *, batch: int = 1000) -> Iterator[tuple[str, bytes]]:
+        """Every entry that passes its digest, by key; failures go to :attr:`rejected`."""
+        query = select(_entries.c.key, _entries.c.digest, _entries.c.body).order_by(
+            _entries.c.key)
+        try:
+            with self._engine.connect() as conn:
+                for key, digest, body in conn.execution_options(yield_per=batch).execute(query):
+                    data = bytes(body)
+                    if sealed_digest(str(key), data) != digest:
+                        self.rejected.append(str(key))
+                        continue
+                    yield str(key), data
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+
+    def count(self) -> int:
+        """How many entries are stored (digests not checked)."""
+        try:
+            with self._engine.connect() as conn:
+                return int(conn.execute(select(func.count()).select_from(_entries)).scalar_one())
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from None
+
+    def _reader(self) -> Connection:
+        if self._kept is None:
+            self._kept = self._engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+        return self._kept
+
+    def _drop_reader(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            with contextlib.suppress(SQLAlchemyError):
+                kept.invalidate()
+                kept.close()
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._drop_reader()
+        self._engine.dispose()
+
+    def __enter__(self) -> SharedCache:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def _insert_ignoring(self) -> Any:
+        if self._dialect == "postgresql":
+            # SQLAlchemy's PostgreSQL dialect (~0.1 s to import) only for a PostgreSQL tier.
+            from sqlalchemy.dialects import postgresql
+
+            return postgresql.insert(_entries).on_conflict_do_nothing(index_elements=["key"])
+        if self._dialect == "sqlite":
+            return sqlite.insert(_entries).on_conflict_do_nothing(index_elements=["key"])
+        raise StoreError(f"shared cache {self.url}: only PostgreSQL and SQLite are supported")
+
+    def _failed(self, exc: SQLAlchemyError) -> StoreError:
+        cause = getattr(exc, "orig", None) or exc
+        message = mask_url(str(cause).strip())
+        if self._password:
+            message = message.replace(self._password, MASK)
+        return StoreError(f"shared cache {self.url}: {message}")

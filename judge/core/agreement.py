@@ -1,0 +1,599 @@
+"""Agreement statistics over aligned judgments, for deciding on a judge, template or rubric swap.
+
+How far two or more judges (or a judge and the humans) agree.
+
+What each statistic says (``a`` is the first judge or the humans, ``b`` the other):
+
+- ``weightedKappa``: quadratic-weighted Cohen's κ on band indices; do the two put cases in
+  the same band, with far-apart bands costing more than neighbours (1 = always the same band).
+- ``spearmanRho``: Spearman's ρ on scores; do the two *rank* the cases alike, whatever their
+  level (a judge that adds +15 to every score still has ρ near 1).
+- ``kendallTau``: Kendall's τ-b on scores; the share of case pairs both order the same way
+  minus the share they order differently; stricter than ρ and robust to a few outliers.
+- ``meanAbsDiff``: mean absolute difference in points (0..100); how far apart a typical
+  score is, in the unit a reader thinks in.
+- ``meanDiff``: mean of ``b − a`` in points; a systematic bias (``+15``: b scores higher).
+  Zero with a large ``meanAbsDiff`` means noise, not bias.
+- ``exactBandAgreement``: share of cases both put in the same band.
+- Krippendorff's α (three or more judges): agreement of the whole panel beyond chance, with
+  missing judgments allowed (1 = perfect, 0 = chance, below 0 = systematic disagreement).
+
+Tolerance guidance (rules of thumb, not laws). κ ≥ 0.80 reads as close agreement, 0.60-0.80
+substantial, 0.40-0.60 moderate, below 0.40 the judges do not agree enough to swap one for the
+other. Krippendorff suggests α ≥ 0.80 for conclusions and ≥ 0.667 for tentative ones. On the
+0..100 scale a ``|meanDiff|`` under about 3 points is within a judge's own noise; 5 or more is a
+bias worth knowing before a swap (it moves pass rates and trips the 5-point regression gate).
+ρ and τ above about 0.9 mean the new judge ranks cases like the old one, so a bias can be
+absorbed by re-recording the baseline. Final scores blend the AI score at the rubric's weight
+(0.3 by default), so a judge bias shows there at about that fraction.
+
+Statistics that are undefined for the data (fewer than two cases, a constant vector, every
+case in one band) come out as ``None`` with a note saying why: never NaN, never a crash.
+scipy, scikit-learn and krippendorff are imported inside the functions, so importing this
+module stays light. Nothing here touches files, the network or the clock.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Final, Literal
+
+from .frozen import Frozen
+from .models import CaseResult
+from .rubric import DEFAULT_BANDS, Band
+from .scoring import band_for
+from .suite import HumanLabel
+
+__all__ = [
+    "AlphaReport",
+    "BandFlip",
+    "CategoryAgreement",
+    "Comparison",
+    "HumanAgreement",
+    "JudgeCounts",
+    "PairComparison",
+    "PairStats",
+    "band_index",
+    "compare_runs",
+    "krippendorff_alpha",
+    "pairwise_agreement",
+    "verdict",
+]
+
+HUMAN: Final = "human"
+"""Name of the human side in human-agreement notes."""
+
+BIAS_POINTS: Final = 5.0
+"""A ``|meanDiff|`` at or above this many points is called a bias in the verdict."""
+
+KAPPA_WORDS: Final = ((0.80, "agree closely"), (0.60, "agree substantially"),
+                      (0.40, "agree moderately"))
+"""κ thresholds of the verdict; below the last one the judges "disagree"."""
+
+
+class PairStats(Frozen):
+    """Agreement of two aligned score vectors; ``None`` where a statistic is undefined."""
+
+    n: int
+    """Cases both sides scored."""
+    weightedKappa: float | None = None
+    """Quadratic-weighted Cohen's κ on band indices."""
+    spearmanRho: float | None = None
+    kendallTau: float | None = None
+    meanAbsDiff: float | None = None
+    """Mean |b − a| in points."""
+    meanDiff: float | None = None
+    """Mean b − a in points: positive when b scores higher."""
+    exactBandAgreement: float | None = None
+    """Share of cases in the same band on both sides."""
+    notes: tuple[str, ...] = ()
+    """Why a statistic is None, when one is."""
+
+
+class CategoryAgreement(Frozen):
+    """One category's agreement on the AI scores (what the judges said) and on the finals."""
+
+    category: str
+    ai: PairStats
+    final: PairStats
+
+
+class BandFlip(Frozen):
+    """A case whose overall band differs between two judges."""
+
+    caseId: str
+    bandA: str
+    bandB: str
+    overallA: int
+    overallB: int
+
+
+class PairComparison(Frozen):
+    """Everything about one pair of judges, ``judgeA`` first."""
+
+    judgeA: str
+    judgeB: str
+    aligned: int
+    """Cases both judges scored."""
+    skipped: dict[str, int]
+    """Cases left out, by reason: ``missing`` (one judge has no result), ``cache_miss``,
+    ``unscored``; each case counted once, under the first reason in that order."""
+    overall: PairStats
+    """On ``overallScore`` (final, authoritative)."""
+    aiAll: PairStats
+    """On the AI scores of every category pooled: the judges' own agreement in one line."""
+    categories: tuple[CategoryAgreement, ...]
+    bandFlips: tuple[BandFlip, ...]
+    """Cases whose overall band flipped, by case id."""
+    verdict: str
+
+
+class AlphaReport(Frozen):
+    """Krippendorff's α across all judges (three or more)."""
+
+    judges: tuple[str, ...]
+    level: Literal["interval", "ordinal"]
+    overall: float | None
+    aiAll: float | None
+    categories: dict[str, dict[str, float | None]]
+    """Per category: ``{"ai": α, "final": α}``."""
+    notes: tuple[str, ...] = ()
+
+
+class HumanAgreement(Frozen):
+    """One judge against the suite's human labels (``a`` = humans, ``b`` = the judge)."""
+
+    judge: str
+    labelled: int
+    """Labelled cases this judge scored."""
+    overall: PairStats
+    aiAll: PairStats
+    categories: tuple[CategoryAgreement, ...]
+    verdict: str
+
+
+class JudgeCounts(Frozen):
+    """What a judge's results held (first sample only)."""
+
+    name: str
+    cases: int
+    scored: int
+    unscored: int
+    cacheMiss: int
+    deterministic: int
+    """Deterministic cases: not judged by a model, so left out of every statistic."""
+    runId: str | None = None
+    """The run the judgments come from (set by ``judge compare``)."""
+    model: str | None = None
+    """The judge model (set by ``judge compare``)."""
+
+
+class Comparison(Frozen):
+    """Agreement of every pair of judges, the panel's α, and each judge against humans."""
+
+    judges: tuple[JudgeCounts, ...]
+    pairs: tuple[PairComparison, ...]
+    alpha: AlphaReport | None = None
+    """Present with three or more judges."""
+    humanLabelled: int = 0
+    """Suite cases with human labels."""
+    human: tuple[HumanAgreement, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+# -- statistics ----------------------------------------------------------------------------
+
+
+def _ordered(rubric_bands: Sequence[Band]) -> list[Band]:
+    return sorted(rubric_bands, key=lambda b: b.min)
+
+
+def band_index(band: str, rubric_bands: Sequence[Band] = DEFAULT_BANDS) -> int:
+    """Ordinal index of ``band`` on the scale (0 = the lowest band); ValueError if unknown."""
+    for index, candidate in enumerate(_ordered(rubric_bands)):
+        if candidate.name == band:
+            return index
+    names = ", ".join(b.name for b in _ordered(rubric_bands))
+    raise ValueError(f"band {band!r} is not on the scale ({names})")
+
+
+def _finite(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def _constant(values: Sequence[int]) -> bool:
+    return len(set(values)) <= 1
+
+
+def pairwise_agreement(a: Sequence[int], b: Sequence[int],
+                       bands_a: Sequence[str] | None = None,
+                       bands_b: Sequence[str] | None = None, *,
+                       rubric_bands: Sequence[Band] = DEFAULT_BANDS,
+                       rubric_bands_b: Sequence[Band] | None = None,
+                       label_a: str = "A", label_b: str = "B") -> PairStats:
+    """Agreement of scores ``a`` and ``b`` (aligned: item i is the same case on both sides).
+
+    ``bands_a``/``bands_b`` are the cases' band names (as stored); None derives them from the
+    scores. Bands are read on ``rubric_bands`` (``rubric_bands_b`` for side b when the two
+    sides used rubrics with different scales); κ's labels are every band index of the scale.
+    """
+    if len(a) != len(b):
+        raise ValueError(f"unaligned inputs: {len(a)} scores against {len(b)}")
+    scale_a = _ordered(rubric_bands)
+    scale_b = _ordered(rubric_bands_b) if rubric_bands_b is not None else scale_a
+    names_a = list(bands_a) if bands_a is not None else [band_for(s, scale_a) for s in a]
+    names_b = list(bands_b) if bands_b is not None else [band_for(s, scale_b) for s in b]
+    if len(names_a) != len(a) or len(names_b) != len(b):
+        raise ValueError("one band per score is needed")
+    idx_a = [band_index(name, scale_a) for name in names_a]
+    idx_b = [band_index(name, scale_b) for name in names_b]
+    n = len(a)
+    notes: list[str] = []
+    if n == 0:
+        return PairStats(n=0, notes=("no case scored on both sides: nothing to compare",))
+    diffs = [y - x for x, y in zip(a, b, strict=True)]
+    mean_diff = float(Fraction(sum(diffs), n))
+    mean_abs = float(Fraction(sum(abs(d) for d in diffs), n))
+    same_band = float(Fraction(sum(x == y for x, y in zip(idx_a, idx_b, strict=True)), n))
+    kappa = rho = tau = None
+    if n < 2:
+        notes.append(f"only {n} case: κ, ρ and τ need at least 2")
+    else:
+        kappa = _kappa(idx_a, idx_b, max(len(scale_a), len(scale_b)), notes,
+                       names_a[0], names_b[0])
+        constant = [f"{label} scores every case {v[0]}"
+                    for label, v in ((label_a, a), (label_b, b)) if _constant(v)]
+        if constant:
+            notes.append(f"{' and '.join(constant)}: ρ and τ are undefined for a constant "
+                         f"vector")
+        else:
+            rho, tau = _rank_correlations(a, b, notes)
+    return PairStats(n=n, weightedKappa=kappa, spearmanRho=rho, kendallTau=tau,
+                     meanAbsDiff=mean_abs, meanDiff=mean_diff, exactBandAgreement=same_band,
+                     notes=tuple(notes))
+
+
+def _kappa(idx_a: list[int], idx_b: list[int], count: int, notes: list[str],
+           first_a: str, first_b: str) -> float | None:
+    if _constant(idx_a) and _constant(idx_b) and idx_a[0] == idx_b[0]:
+        notes.append(f"every case is {first_a!r} on both sides: κ is undefined without "
+                     f"variation in bands")
+        return None
+    from sklearn.metrics import cohen_kappa_score
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value = _finite(cohen_kappa_score(idx_a, idx_b, labels=list(range(count)),
+                                          weights="quadratic"))
+    if value is None:
+        notes.append(f"κ is undefined for these bands ({first_a!r}, {first_b!r}, ...)")
+    return value
+
+
+def _rank_correlations(a: Sequence[int], b: Sequence[int],
+                       notes: list[str]) -> tuple[float | None, float | None]:
+    from scipy.stats import kendalltau, spearmanr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        rho = _finite(spearmanr(a, b).statistic)
+        tau = _finite(kendalltau(a, b).statistic)
+    if rho is None or tau is None:
+        notes.append("a rank correlation is undefined for these scores")
+    return rho, tau
+
+
+def _alpha(matrix: Sequence[Sequence[int | None]],
+           level: Literal["interval", "ordinal"]) -> tuple[float | None, str | None]:
+    """α and, when it is None, why."""
+    if len(matrix) < 2:
+        return None, "α needs at least two judges"
+    width = len(matrix[0])
+    if any(len(row) != width for row in matrix):
+        raise ValueError("every judge's row needs one cell per case")
+    pairable = [col for col in range(width)
+                if sum(row[col] is not None for row in matrix) >= 2]
+    if not pairable:
+        return None, "no case was scored by two judges"
+    values = {row[col] for row in matrix for col in pairable if row[col] is not None}
+    if len(values) < 2:
+        return None, f"every score is {values.pop()}: α is undefined without variation"
+    import krippendorff
+    import numpy as np
+
+    data = np.asarray([[math.nan if (v := row[c]) is None else float(v) for c in pairable]
+                       for row in matrix], dtype=np.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            value = _finite(krippendorff.alpha(reliability_data=data,
+                                               level_of_measurement=level))
+        except (ValueError, ZeroDivisionError) as exc:
+            return None, f"α is undefined here: {exc}"
+    return value, None if value is not None else "α is undefined for these scores"
+
+
+def krippendorff_alpha(matrix: Sequence[Sequence[int | None]],
+                       level: Literal["interval", "ordinal"] = "interval") -> float | None:
+    """Krippendorff's α; rows are judges, columns cases, ``None`` a missing judgment.
+
+    Meant for three or more judges (two work too); None when undefined (no case scored
+    by two judges, or no variation at all).
+    """
+    return _alpha(matrix, level)[0]
+
+
+# -- runs ----------------------------------------------------------------------------------
+
+
+def _usable(result: CaseResult) -> bool:
+    """A model judgment of the first sample (deterministic results have no judge)."""
+    return (result.judgedBy == "llm" and result.judge is not None
+            and result.judge.sample == 0)
+
+
+def _stored_band(stored: str | None, score: int, scale: Sequence[Band]) -> str:
+    """The band as stored when it is on the scale, else the scale's band for the score."""
+    if stored is not None and any(b.name == stored for b in scale):
+        return stored
+    return band_for(score, _ordered(scale))
+
+
+class _Vectors:
+    """Aligned score vectors for one statistic, with band names per side."""
+
+    def __init__(self) -> None:
+        self.a: list[int] = []
+        self.b: list[int] = []
+        self.bands_a: list[str] = []
+        self.bands_b: list[str] = []
+
+    def add(self, x: int, y: int, band_x: str, band_y: str) -> None:
+        self.a.append(x)
+        self.b.append(y)
+        self.bands_a.append(band_x)
+        self.bands_b.append(band_y)
+
+    def stats(self, scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str,
+              label_b: str) -> PairStats:
+        return pairwise_agreement(self.a, self.b, self.bands_a, self.bands_b,
+                                  rubric_bands=scale_a, rubric_bands_b=scale_b,
+                                  label_a=label_a, label_b=label_b)
+
+
+class _Side:
+    """One side's view of a case: overall and per-category AI and final scores, with bands."""
+
+    def __init__(self, overall: tuple[int, str] | None, ai: dict[str, int],
+                 final: dict[str, tuple[int, str]]) -> None:
+        self.overall = overall
+        self.ai = ai
+        self.final = final
+
+    @classmethod
+    def of_result(cls, r: CaseResult, scale: Sequence[Band]) -> _Side:
+        overall = None if r.overallScore is None else (
+            r.overallScore, _stored_band(r.band, r.overallScore, scale))
+        ai = {c.category: c.aiScore for c in r.categoryScores if c.aiScore is not None}
+        final = {c.category: (c.finalScore, _stored_band(c.band, c.finalScore, scale))
+                 for c in r.categoryScores if c.finalScore is not None}
+        return cls(overall, ai, final)
+
+    @classmethod
+    def of_human(cls, h: HumanLabel, scale: Sequence[Band]) -> _Side:
+        overall = None if h.overall is None else (h.overall,
+                                                  _stored_band(h.band, h.overall, scale))
+        cats = dict(h.categories)
+        return cls(overall, cats, {c: (s, band_for(s, _ordered(scale))) for c, s in cats.items()})
+
+
+def _agreement(pairs: Sequence[tuple[_Side, _Side]], categories: Sequence[str],
+               scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str, label_b: str,
+               ) -> tuple[PairStats, PairStats, tuple[CategoryAgreement, ...]]:
+    """Overall, pooled-AI and per-category statistics over aligned sides."""
+    overall, ai_all = _Vectors(), _Vectors()
+    ai = {c: _Vectors() for c in categories}
+    final = {c: _Vectors() for c in categories}
+    ordered_a, ordered_b = _ordered(scale_a), _ordered(scale_b)
+    for x, y in pairs:
+        if x.overall is not None and y.overall is not None:
+            overall.add(x.overall[0], y.overall[0], x.overall[1], y.overall[1])
+        for c in categories:
+            if c in x.ai and c in y.ai:
+                args = (x.ai[c], y.ai[c], band_for(x.ai[c], ordered_a),
+                        band_for(y.ai[c], ordered_b))
+                ai[c].add(*args)
+                ai_all.add(*args)
+            if c in x.final and c in y.final:
+                final[c].add(x.final[c][0], y.final[c][0], x.final[c][1], y.final[c][1])
+    stats = (scale_a, scale_b, label_a, label_b)
+    cats = tuple(CategoryAgreement(category=c, ai=ai[c].stats(*stats),
+                                   final=final[c].stats(*stats)) for c in categories)
+    return overall.stats(*stats), ai_all.stats(*stats), cats
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.1f}"
+
+
+def verdict(stats: PairStats, name_a: str, name_b: str, *, what: str = "AI scores") -> str:
+    """One line for a reader: how closely the two agree, and a bias when there is one."""
+    if stats.n == 0:
+        return f"no case scored by both {name_a} and {name_b}"
+    diff = stats.meanDiff if stats.meanDiff is not None else 0.0
+    kappa = stats.weightedKappa
+    words = "disagree"
+    if kappa is not None:
+        words = next((w for t, w in KAPPA_WORDS if kappa >= t), "disagree")
+    elif stats.meanAbsDiff is not None and stats.meanAbsDiff < 1:
+        words = "agree closely"
+    k = "κ undefined" if kappa is None else f"κ {kappa:.2f}"
+    rho = "" if stats.spearmanRho is None else f", ρ {stats.spearmanRho:.2f}"
+    detail = f"({what}, {k}{rho}, n {stats.n})"
+    if abs(diff) < BIAS_POINTS:
+        return f"{name_a} and {name_b} {words}, mean diff {_signed(diff)} {detail}"
+    bias = (f"{name_b} scores {abs(diff):.1f} points {'higher' if diff > 0 else 'lower'} "
+            f"than {name_a}")
+    if words in {"agree closely", "agree substantially"}:
+        return f"{bias} on average; otherwise they {words} {detail}"
+    return f"{name_a} and {name_b} {words}, and {bias} on average {detail}"
+
+
+def _collect(name: str, results: Iterable[CaseResult],
+             notes: list[str]) -> tuple[dict[str, CaseResult], JudgeCounts]:
+    by_id: dict[str, CaseResult] = {}
+    deterministic = 0
+    for r in results:
+        if r.judgedBy == "deterministic" or r.judge is None:
+            deterministic += 1
+            continue
+        if not _usable(r):
+            continue
+        if r.id in by_id:
+            first = by_id[r.id].judge
+            notes.append(f"{name}: case {r.id!r} has several first-sample results (models "
+                         f"{first.model if first else '?'} and {r.judge.model}); the first "
+                         f"is used")
+            continue
+        by_id[r.id] = r
+    statuses = [r.status for r in by_id.values()]
+    counts = JudgeCounts(name=name, cases=len(by_id), scored=statuses.count("scored"),
+                         unscored=statuses.count("unscored"),
+                         cacheMiss=statuses.count("cache_miss"), deterministic=deterministic)
+    return by_id, counts
+
+
+def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:
+    seen: list[str] = []
+    for by_id in judged:
+        for r in by_id.values():
+            for c in r.categoryScores:
+                if c.category not in seen:
+                    seen.append(c.category)
+    return seen
+
+
+def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
+          categories: Sequence[str], scale_a: Sequence[Band],
+          scale_b: Sequence[Band]) -> PairComparison:
+    skipped = {"missing": 0, "cache_miss": 0, "unscored": 0}
+    pairs: list[tuple[_Side, _Side]] = []
+    flips: list[BandFlip] = []
+    for case_id in sorted(set(a) | set(b)):
+        ra, rb = a.get(case_id), b.get(case_id)
+        if ra is None or rb is None:
+            skipped["missing"] += 1
+            continue
+        if "cache_miss" in (ra.status, rb.status):
+            skipped["cache_miss"] += 1
+            continue
+        if ra.status != "scored" or rb.status != "scored":
+            skipped["unscored"] += 1
+            continue
+        x, y = _Side.of_result(ra, scale_a), _Side.of_result(rb, scale_b)
+        pairs.append((x, y))
+        if x.overall is not None and y.overall is not None and (
+                band_index(x.overall[1], scale_a) != band_index(y.overall[1], scale_b)):
+            flips.append(BandFlip(caseId=case_id, bandA=x.overall[1], bandB=y.overall[1],
+                                  overallA=x.overall[0], overallB=y.overall[0]))
+    overall, ai_all, cats = _agreement(pairs, categories, scale_a, scale_b, name_a, name_b)
+    line = verdict(ai_all, name_a, name_b) if ai_all.n else verdict(
+        overall, name_a, name_b, what="overall scores")
+    return PairComparison(judgeA=name_a, judgeB=name_b, aligned=len(pairs), skipped=skipped,
+                          overall=overall, aiAll=ai_all, categories=cats,
+                          bandFlips=tuple(flips), verdict=line)
+
+
+def _panel_alpha(names: Sequence[str], judged: Sequence[Mapping[str, CaseResult]],
+                 categories: Sequence[str], level: Literal["interval", "ordinal"],
+                 ) -> AlphaReport:
+    ids = sorted({i for by_id in judged for i, r in by_id.items() if r.status == "scored"})
+    notes: list[str] = []
+
+    def row(by_id: Mapping[str, CaseResult], cell: Cell) -> list[int | None]:
+        cells: list[int | None] = []
+        for case_id in ids:
+            r = by_id.get(case_id)
+            cells += cell(r if r is not None and r.status == "scored" else None)
+        return cells
+
+    def alpha(label: str, cell: Cell) -> float | None:
+        value, why = _alpha([row(by_id, cell) for by_id in judged], level)
+        if why:
+            notes.append(f"{label}: {why}")
+        return value
+
+    def category_cell(category: str, part: Literal["ai", "final"]) -> Cell:
+        return lambda r: [_category_score(r, category, part)]
+
+    def pooled_ai(r: CaseResult | None) -> list[int | None]:
+        # One column per (case, category).
+        return [_category_score(r, c, "ai") for c in categories]
+
+    overall = alpha("overall", lambda r: [None if r is None else r.overallScore])
+    ai_all = alpha("AI scores, all categories", pooled_ai)
+    cats = {c: {"ai": alpha(f"{c} (AI)", category_cell(c, "ai")),
+                "final": alpha(f"{c} (final)", category_cell(c, "final"))}
+            for c in categories}
+    return AlphaReport(judges=tuple(names), level=level, overall=overall, aiAll=ai_all,
+                       categories=cats, notes=tuple(notes))
+
+
+Cell = Callable[[CaseResult | None], list[int | None]]
+"""The columns one case contributes to an α matrix row."""
+
+
+def _category_score(r: CaseResult | None, category: str,
+                    part: Literal["ai", "final"]) -> int | None:
+    if r is None:
+        return None
+    for c in r.categoryScores:
+        if c.category == category:
+            return c.aiScore if part == "ai" else c.finalScore
+    return None
+
+
+def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
+                 rubric_bands: Sequence[Band] = DEFAULT_BANDS, *,
+                 human: Mapping[str, HumanLabel] | None = None,
+                 judge_bands: Mapping[str, Sequence[Band]] | None = None,
+                 alpha_level: Literal["interval", "ordinal"] = "interval") -> Comparison:
+    """Compare judges: every pair, Krippendorff's α for three or more, each against humans.
+
+    ``named_results`` maps a judge's name to its case results; only model judgments of the
+    first sample count (deterministic cases are counted, never compared). Cases align by id;
+    a case unscored or missed by either judge of a pair is left out of that pair and
+    counted. ``judge_bands`` overrides ``rubric_bands`` per judge (runs under rubrics with
+    different band scales); human labels are read on ``rubric_bands``.
+    """
+    notes: list[str] = []
+    names = list(named_results)
+    collected = [_collect(name, named_results[name], notes) for name in names]
+    judged = [c[0] for c in collected]
+    categories = _categories(judged)
+    scales = {n: (judge_bands or {}).get(n, rubric_bands) for n in names}
+    pairs = tuple(
+        _pair(names[i], names[j], judged[i], judged[j], categories, scales[names[i]],
+              scales[names[j]])
+        for i in range(len(names)) for j in range(i + 1, len(names)))
+    if len(names) < 2:
+        notes.append("fewer than two judges: no pair to compare")
+    alpha = _panel_alpha(names, judged, categories, alpha_level) if len(names) >= 3 else None
+    labels = dict(human or {})
+    humans: list[HumanAgreement] = []
+    if labels:
+        for name, by_id in zip(names, judged, strict=True):
+            sides = [(_Side.of_human(labels[i], rubric_bands),
+                      _Side.of_result(r, scales[name]))
+                     for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
+            overall, ai_all, cats = _agreement(sides, categories, rubric_bands, scales[name],
+                                               HUMAN, name)
+            line = verdict(ai_all, "humans", name, what="AI scores vs human labels")
+            humans.append(HumanAgreement(judge=name, labelled=len(sides), overall=overall,
+                                         aiAll=ai_all, categories=cats, verdict=line))
+    return Comparison(judges=tuple(c[1] for c in collected), pairs=pairs, alpha=alpha,
+                      humanLabelled=len(labels), human=tuple(humans), notes=tuple(notes))

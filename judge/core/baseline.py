@@ -1,0 +1,348 @@
+"""Baselines and the regression gate (seed 001): record a run's scores, compare a later run.
+
+A baseline is a small JSON file committed beside the suite (``baselines/<suite>.json``) so a
+reviewer sees it change in a diff. Its ``baselineId`` hashes the per-case scores only, so the
+same scores give the same id whichever run they came from. Everything here is pure: the
+file I/O lives in :mod:`judge.system.baseline_files`.
+
+Arithmetic is exact (integers and :class:`~fractions.Fraction`); the threshold is read as
+the decimal a person wrote (``0.05`` is 5 points, not 5.000000000000000277), and means are
+rounded half up only for display, never before a comparison.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+from typing import Literal
+
+from pydantic import Field, ValidationError, model_validator
+
+from .canonical import sha256_hex, stable_json
+from .errors import ConfigError, RegressionBlocked
+from .exact import round_half_up
+from .frozen import Frozen
+from .models import CaseResult, CaseStatus, Score
+from .rubric import format_validation_error
+
+__all__ = [
+    "DEFAULT_THRESHOLD",
+    "Baseline",
+    "BaselineCase",
+    "Comparison",
+    "baseline_id",
+    "baseline_text",
+    "build_baseline",
+    "check",
+    "compare",
+    "parse_baseline",
+    "pick_primary",
+]
+
+DEFAULT_THRESHOLD = 0.05
+"""The largest allowed drop, as a fraction of the 0..100 scale: 5 points (seed 001)."""
+
+
+class BaselineCase(Frozen):
+    """One case as the baseline remembers it."""
+
+    status: CaseStatus
+    overallScore: Score | None
+    band: str | None
+    passed: bool | None
+    spread: int | None = Field(default=None, ge=0, le=100)
+    """Measured judge noise for this case, in points: a drop within threshold + spread is noise."""
+
+
+class Baseline(Frozen):
+    """A suite's recorded scores: the reference a later run is compared with."""
+
+    version: Literal[1] = 1
+    suite: str = Field(min_length=1)
+    baselineId: str
+    """``<suite>@<first 12 hex of sha256 of the canonical cases>``; the run id is not in it."""
+    rubric: str
+    rubricHash: str
+    models: tuple[str, ...]
+    threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0, le=1)
+    """Largest allowed drop as a fraction of 0..100 (0.05 is 5 points)."""
+    score: float
+    """Mean overallScore of the scored cases, rounded half up to 2 decimals."""
+    passRate: float = Field(ge=0, le=1)
+    """Passed cases over all cases (an unscored case has not passed), 4 decimals."""
+    cases: dict[str, BaselineCase]
+    recordedFrom: str | None = None
+    """The run the scores came from; informative only, not part of ``baselineId``."""
+
+    @model_validator(mode="after")
+    def _id_matches_cases(self) -> Baseline:
+        expected = baseline_id(self.suite, self.cases)
+        if self.baselineId != expected:
+            raise ValueError(f"baselineId {self.baselineId!r} does not match the cases "
+                             f"(expected {expected!r}): the cases were edited by hand")
+        return self
+
+
+class Comparison(Frozen):
+    """The regression gate's verdict: a current run against a baseline."""
+
+    hasRegression: bool
+    scoreDelta: float
+    """``currentScore - previousScore``, from the exact means, rounded half up to 2 decimals."""
+    previousScore: float
+    """Baseline mean over the cases scored in both (0.0 when there are none)."""
+    currentScore: float
+    """Current mean over the same cases, so added or removed cases do not move it."""
+    comparedCases: int
+    """How many cases were scored in both and make up the two means."""
+    baselineId: str
+    blockedReasons: tuple[str, ...]
+    """Human sentences; the mean's reason first, then by case id."""
+    threshold: float
+    regressedCases: tuple[str, ...]
+    newlyUnscored: tuple[str, ...]
+    improvedCases: tuple[str, ...]
+    """Rose by more than the threshold, or were unscored and are now scored."""
+    missingCases: tuple[str, ...]
+    """In the baseline, not in the current run (a filtered run): reported, not blocked."""
+    newCases: tuple[str, ...]
+    noise: tuple[str, ...]
+    """Dropped by more than the threshold but within threshold + their recorded spread."""
+    noiseReasons: tuple[str, ...] = ()
+    """One sentence per ``noise`` case, by case id: the drop and the judge's measured noise."""
+
+
+def _rounded(value: Fraction, places: int) -> float:
+    """``value`` rounded half up (toward +inf at exactly .5, like ``Math.round``) to ``places``."""
+    scale = 10**places
+    return float(Fraction(round_half_up(value * scale), scale))
+
+
+def _threshold_points(threshold: float) -> Fraction:
+    if not 0 <= threshold <= 1:
+        raise ValueError(f"threshold must be within 0..1 (a fraction of 100 points), "
+                         f"got {threshold!r}")
+    return Fraction(str(threshold)) * 100
+
+
+def _points(value: Fraction) -> str:
+    """Format points for a sentence: ``5``, ``2.5``, ``0.33``."""
+    if value.denominator == 1:
+        return str(value.numerator)
+    return f"{_rounded(value, 2):g}"
+
+
+def _by_id(results: Iterable[CaseResult]) -> dict[str, CaseResult]:
+    found: dict[str, CaseResult] = {}
+    for result in results:
+        if result.id in found:
+            raise ValueError(f"several results for case {result.id!r}: pass one per case "
+                             f"(see pick_primary)")
+        found[result.id] = result
+    return found
+
+
+def baseline_id(suite: str, cases: Mapping[str, BaselineCase]) -> str:
+    """``suite@`` and the first 12 hex digits of the sha256 of the canonical cases."""
+    payload = {case_id: case.model_dump(mode="json") for case_id, case in cases.items()}
+    return f"{suite}@{sha256_hex(payload)[:12]}"
+
+
+def pick_primary(results: Iterable[CaseResult], model: str | None) -> list[CaseResult]:
+    """One result per case, by case id: ``model``'s lowest sample.
+
+    A panel or ``--samples K`` run keeps several results per case; the baseline follows the
+    run's headline model (:func:`judge.core.panel.headline_of`: ``panel:<method>`` for a panel,
+    else ``run.models[0]``) and its lowest sample present, which for a ``--samples K`` run
+    is the median aggregate (sample -1). A case judged
+    without a model (deterministic) is taken as it is. A case judged only by other panel
+    members is left out, so it shows as missing rather than being compared across judges.
+    With ``model`` None every judge is eligible and the lowest (model, sample) wins.
+    """
+    best: dict[str, tuple[tuple[int, str, int], CaseResult]] = {}
+    for result in results:
+        judge = result.judge
+        if judge is None:
+            rank = (0, "", 0)
+        elif model is None or judge.model == model:
+            rank = (0, judge.model, judge.sample)
+        else:
+            continue
+        held = best.get(result.id)
+        if held is None or rank < held[0]:
+            best[result.id] = (rank, result)
+    return [best[case_id][1] for case_id in sorted(best)]
+
+
+def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[str],
+                   results: Iterable[CaseResult], *, run_id: str | None,
+                   threshold: float = DEFAULT_THRESHOLD,
+                   spreads: Mapping[str, int] | None = None) -> Baseline:
+    """Record ``results`` (one per case) as the baseline of ``suite``.
+
+    Raises ValueError on duplicate case ids, on no results, and when no case is scored: a
+    baseline with nothing scored could never detect a regression, so it is refused rather
+    than silently turning the gate off.
+    """
+    _threshold_points(threshold)
+    by_id = _by_id(results)
+    if not by_id:
+        raise ValueError(f"no case results to record a baseline of suite {suite!r} from")
+    spreads = spreads or {}
+    unknown = sorted(set(spreads) - set(by_id))
+    if unknown:
+        raise ValueError(f"spread given for cases not in the results: {', '.join(unknown)}")
+    cases = {
+        case_id: BaselineCase(status=r.status, overallScore=r.overallScore, band=r.band,
+                              passed=r.passed, spread=spreads.get(case_id))
+        for case_id, r in sorted(by_id.items())
+    }
+    scores = [c.overallScore for c in cases.values()
+              if c.status == "scored" and c.overallScore is not None]
+    if not scores:
+        raise ValueError(f"no case of suite {suite!r} is scored: a baseline needs scores "
+                         f"to compare against")
+    passed = sum(1 for c in cases.values() if c.passed is True)
+    return Baseline(
+        suite=suite,
+        baselineId=baseline_id(suite, cases),
+        rubric=rubric,
+        rubricHash=rubric_hash,
+        models=tuple(models),
+        threshold=threshold,
+        score=_rounded(Fraction(sum(scores), len(scores)), 2),
+        passRate=_rounded(Fraction(passed, len(cases)), 4),
+        cases=cases,
+        recordedFrom=run_id,
+    )
+
+
+def baseline_text(b: Baseline) -> str:
+    """Write the file text: stable JSON, sorted keys; a re-record of equal scores is no diff."""
+    return stable_json(b.model_dump(mode="json"))
+
+
+def parse_baseline(text: str, source: str) -> Baseline:
+    """Parse a baseline file's text; ConfigError naming ``source``, the field and the fix."""
+    fix_record = "re-record it with `judge baseline record SUITE`"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"invalid JSON: {exc.msg}", file=source,
+                          where=f"line {exc.lineno}, column {exc.colno}",
+                          fix=f"repair the JSON or {fix_record}") from None
+    if not isinstance(data, dict):
+        raise ConfigError("a baseline is a JSON object", file=source, fix=fix_record)
+    version = data.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > 1:
+        raise ConfigError(f"baseline format {version} is newer than this judgeflow reads (1)",
+                          file=source, where="version", fix="upgrade judgeflow")
+    try:
+        return Baseline.model_validate(data)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        fix = (f"restore the file from git or {fix_record}" if "baselineId" in msg
+               else f"correct the field or {fix_record}")
+        raise ConfigError(msg, file=source, where=where, fix=fix) from None
+
+
+def _unscored_sentence(case_id: str, before: int, result: CaseResult) -> str:
+    why = f" ({result.reason})" if result.reason else ""
+    return f"{case_id}: scored {before} → {result.status}{why}"
+
+
+def compare(baseline: Baseline, current: Iterable[CaseResult], *,
+            threshold: float | None = None) -> Comparison:
+    """Compare ``current`` (one result per case) with ``baseline``.
+
+    A case regressed when it was scored in the baseline and its overallScore fell by more
+    than ``threshold * 100`` points (beyond ``threshold * 100 + spread`` when a spread is
+    recorded; between the two it is noise), or when it is now unscored. The mean over the
+    cases scored in both falling by more than the threshold is a regression too.
+    """
+    limit_value = baseline.threshold if threshold is None else threshold
+    limit = _threshold_points(limit_value)
+    now = _by_id(current)
+    limit_text = _points(limit)
+    regressed: list[str] = []
+    unscored: list[str] = []
+    improved: list[str] = []
+    noise: list[str] = []
+    noise_reasons: list[str] = []
+    missing: list[str] = []
+    case_reasons: list[tuple[str, str]] = []
+    before_sum = after_sum = compared = 0
+    for case_id, was in sorted(baseline.cases.items()):
+        result = now.get(case_id)
+        if result is None:
+            missing.append(case_id)
+            continue
+        before = was.overallScore if was.status == "scored" else None
+        after = result.overallScore if result.status == "scored" else None
+        if before is None:
+            if after is not None:
+                improved.append(case_id)
+            continue
+        if after is None:
+            unscored.append(case_id)
+            case_reasons.append((case_id, _unscored_sentence(case_id, before, result)))
+            continue
+        before_sum += before
+        after_sum += after
+        compared += 1
+        drop = before - after
+        if drop > limit:
+            if was.spread is not None and drop <= limit + was.spread:
+                noise.append(case_id)
+                noise_reasons.append(
+                    f"{case_id}: {before} → {after} (-{drop} points) is noise, not a "
+                    f"regression: within the judge's measured noise of ±{was.spread} points "
+                    f"(threshold {limit_text} + spread {was.spread})")
+            else:
+                regressed.append(case_id)
+                case_reasons.append((case_id, f"{case_id}: {before} → {after} "
+                                              f"(-{drop} points, threshold {limit_text})"))
+        elif -drop > limit:
+            improved.append(case_id)
+    reasons = [sentence for _, sentence in sorted(case_reasons)]
+    if compared:
+        previous = Fraction(before_sum, compared)
+        present = Fraction(after_sum, compared)
+    else:
+        previous = present = Fraction(0)
+    if previous - present > limit:
+        reasons.insert(0, f"mean score fell by {_points(previous - present)} points "
+                          f"({_points(previous)} → {_points(present)}, threshold {limit_text})")
+    return Comparison(
+        hasRegression=bool(reasons),
+        scoreDelta=_rounded(present - previous, 2),
+        previousScore=_rounded(previous, 2),
+        currentScore=_rounded(present, 2),
+        comparedCases=compared,
+        baselineId=baseline.baselineId,
+        blockedReasons=tuple(reasons),
+        threshold=limit_value,
+        regressedCases=tuple(regressed),
+        newlyUnscored=tuple(unscored),
+        improvedCases=tuple(improved),
+        missingCases=tuple(missing),
+        newCases=tuple(sorted(set(now) - set(baseline.cases))),
+        noise=tuple(noise),
+        noiseReasons=tuple(noise_reasons),
+    )
+
+
+def check(baseline: Baseline, current: Iterable[CaseResult], *, threshold: float | None = None,
+          block: bool = True) -> Comparison:
+    """:func:`compare`, raising RegressionBlocked on a regression when ``block`` is on.
+
+    The promotion hook of seed 001: call it before a rollout; with ``block=False`` it only
+    reports. The raised error carries the comparison as ``.comparison``.
+    """
+    result = compare(baseline, current, threshold=threshold)
+    if block and result.hasRegression:
+        raise RegressionBlocked(
+            f"regression against baseline {result.baselineId}: "
+            + "; ".join(result.blockedReasons), comparison=result)
+    return result

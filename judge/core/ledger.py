@@ -1,0 +1,107 @@
+"""The call ledger: per judge, what a run asked of the model and what the cache spared.
+
+The counts come from two places that each know one half: the results (judgments, cache
+hits, tokens — of the prompt tokens, those the provider's prompt cache served or stored —
+and cost) and the model client (requests, repair turns, retries by reason, mode
+fallbacks — what went on the wire). :func:`build_ledger` joins them into
+:class:`~judge.core.models.JudgeLedger` values whose ``calls`` is the sum of its parts, so the
+summary's "model calls" is always explained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .models import CaseResult, JudgeLedger
+
+__all__ = ["RETRY_REASONS", "CallCounts", "JudgeTally", "build_ledger", "retry_reason",
+           "tally"]
+
+RETRY_REASONS = ("429", "5xx", "timeout", "connection", "other")
+"""Why a request was sent again, in the order a summary lists them."""
+
+
+@dataclass
+class CallCounts:
+    """What a model client sent: kept by the client, read once when the run ends."""
+
+    requests: int = 0
+    repairTurns: int = 0
+    fallbacks: int = 0
+    retries: dict[str, int] = field(default_factory=dict)
+
+    def retried(self, reason: str) -> None:
+        """Count one request sent again for ``reason`` (one of :data:`RETRY_REASONS`)."""
+        self.retries[reason] = self.retries.get(reason, 0) + 1
+
+
+@dataclass
+class JudgeTally:
+    """What one judge's results say, counted as they arrive."""
+
+    judgments: int = 0
+    cacheHits: int = 0
+    promptTokens: int = 0
+    completionTokens: int = 0
+    cachedTokens: int = 0
+    cacheWriteTokens: int = 0
+    cost: float = 0.0
+    costKnown: bool = True
+
+
+def retry_reason(status: int | None, error_name: str) -> str:
+    """The ledger's reason for a retried fault: its HTTP status, else the error's kind."""
+    lowered = error_name.lower()
+    if "timeout" in lowered or status == 408:
+        return "timeout"
+    if "connect" in lowered:  # litellm's APIConnectionError carries a made-up 500
+        return "connection"
+    if status == 429:
+        return "429"
+    if status is not None and status >= 500:
+        return "5xx"
+    return "other"
+
+
+def tally(tallies: dict[str, JudgeTally], result: CaseResult) -> None:
+    """Count one finished judgment under its judge; aggregates (panel, median) are not calls."""
+    meta = result.judge
+    if meta is None or meta.aggregate is not None or result.judgedBy != "llm":
+        return
+    t = tallies.setdefault(meta.model, JudgeTally())
+    t.judgments += 1
+    if meta.cached:
+        t.cacheHits += 1
+        return
+    t.promptTokens += meta.promptTokens or 0
+    t.completionTokens += meta.completionTokens or 0
+    t.cachedTokens += meta.cachedTokens or 0
+    t.cacheWriteTokens += meta.cacheWriteTokens or 0
+    if meta.costUsd is None:
+        if result.status != "cache_miss":
+            t.costKnown = False
+    else:
+        t.cost += meta.costUsd
+
+
+def build_ledger(tallies: Mapping[str, JudgeTally],
+                 clients: Mapping[str, Any] | None) -> dict[str, JudgeLedger]:
+    """One :class:`JudgeLedger` per judge that had a judgment or a client."""
+    ledger: dict[str, JudgeLedger] = {}
+    for model in sorted({*tallies, *(clients or {})}):
+        t = tallies.get(model, JudgeTally())
+        counts = getattr((clients or {}).get(model), "ledger", None)
+        if not isinstance(counts, CallCounts):
+            counts = CallCounts()
+        retries = {r: counts.retries[r] for r in RETRY_REASONS if counts.retries.get(r)}
+        calls = counts.requests + counts.repairTurns + sum(retries.values()) + counts.fallbacks
+        ledger[model] = JudgeLedger(
+            model=model, judgments=t.judgments, cacheHits=t.cacheHits,
+            requests=counts.requests, repairTurns=counts.repairTurns, retries=retries,
+            fallbacks=counts.fallbacks, calls=calls, promptTokens=t.promptTokens,
+            completionTokens=t.completionTokens, cachedTokens=t.cachedTokens,
+            cacheWriteTokens=t.cacheWriteTokens,
+            costUsd=None if calls and not t.costKnown else round(t.cost, 10))
+    return ledger

@@ -1,0 +1,315 @@
+"""Result values: the advisory score the judge gives and the authoritative scores the core computes.
+
+Field names of the persisted payload are the seed's (``deterministicScore``, ``finalScore``...),
+so stored rows and ``--json`` output read the same as the contract.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StrictInt
+
+from .frozen import Frozen
+
+__all__ = [
+    "AdvisoryScore",
+    "CaseResult",
+    "CaseScore",
+    "CaseStatus",
+    "CategoryScore",
+    "CheckResult",
+    "CitedEvidence",
+    "JudgeLedger",
+    "JudgeMeta",
+    "Rule",
+    "RunInfo",
+    "RunOwner",
+    "RunTotals",
+    "Score",
+    "cache_totals",
+    "turn_totals",
+]
+
+Score = Annotated[StrictInt, Field(ge=0, le=100)]
+"""An integer score 0..100; floats, bools and strings are rejected, not coerced."""
+
+Rule = Literal["blend", "ai_only", "deterministic_only", "unscored"]
+"""Which rule produced a category's final score."""
+
+
+class AdvisoryScore(Frozen):
+    """What the judge said about one category: advisory input to the core, never final."""
+
+    score: Score
+    """The judge's 0..100 score (for a levels rubric: the chosen level's value x 100)."""
+    level: str | None = None
+    """The level the judge named (levels rubrics only)."""
+    rationale: str = ""
+    """The judge's reasons, bounded."""
+    evidence: tuple[str, ...] = ()
+    """Evidence IDs the judge cited; each is in the case's bundle."""
+
+
+class CategoryScore(Frozen):
+    """The persisted per-category payload (seed 000), plus the rule that produced the final."""
+
+    category: str
+    deterministicScore: Score | None = None
+    aiScore: Score | None = None
+    finalScore: Score | None = None
+    """Authoritative: computed by the core from the two inputs above."""
+    weight: float = Field(gt=0, le=1)
+    band: str | None = None
+    rationale: str = ""
+    evidence: tuple[str, ...] = ()
+    """IDs of the evidence items the judge cited for this category."""
+    rule: Rule = "blend"
+    level: str | None = None
+    spread: int | None = Field(default=None, ge=0, le=100)
+    """On a sample aggregate: max - min of the K samples' AI scores (the judge's noise)."""
+    finalSpread: int | None = Field(default=None, ge=0, le=100)
+    """On a sample aggregate: max - min of the K samples' final scores."""
+
+
+class CaseScore(Frozen):
+    """The authoritative score of one case under one rubric."""
+
+    status: Literal["scored", "unscored"]
+    overallScore: Score | None = None
+    band: str | None = None
+    passed: bool | None = None
+    categoryScores: tuple[CategoryScore, ...] = ()
+    reason: str | None = None
+    """Why the case is unscored, when it is."""
+
+
+CaseStatus = Literal["scored", "unscored", "cache_miss"]
+"""``unscored``: the judge or the inputs could not give a score (reason kept);
+``cache_miss``: offline replay had no cached judgment for the case."""
+
+
+class CheckResult(Frozen):
+    """The outcome of one deterministic check."""
+
+    type: str
+    value: str | float
+    category: str | None
+    passed: bool
+    detail: str
+
+
+class CitedEvidence(Frozen):
+    """A cited evidence item as stored: its references and bounded excerpt, never a raw blob."""
+
+    id: str
+    group: str
+    title: str = ""
+    excerpt: str = ""
+    refs: dict[str, Any] = Field(default_factory=dict)
+
+
+class JudgeMeta(Frozen):
+    """How a case was judged: enough to reproduce the call and to price it.
+
+    Latency, tokens and cost are those of the original call, kept in the cache entry, so a
+    replay reports the same numbers; ``cached`` says whether this run paid for the call.
+    """
+
+    model: str
+    outputMode: str | None = None
+    """Structured-output mode used: ``json_schema``, ``json_object`` or ``prompt``."""
+    temperature: float
+    seed: int | None
+    sample: int = 0
+    """Which of ``--samples K`` this judgment is (0 for the first; -1 for their aggregate)."""
+    templateId: str
+    templateHash: str
+    rubricHash: str
+    cacheKey: str
+    cached: bool
+    repairTurns: int = 0
+    promptTokens: int | None = None
+    completionTokens: int | None = None
+    costUsd: float | None = None
+    """None when the price is unknown, never a made-up zero."""
+    latencyMs: float | None = None
+    finishReason: str | None = None
+    modelReported: str | None = None
+    systemFingerprint: str | None = None
+    """The provider's ``system_fingerprint`` of the last turn, when it gave one."""
+    cachedTokens: int | None = None
+    """Of ``promptTokens``, those the provider read from its prompt cache (billed at its
+    cached rate); None when any turn's provider did not say."""
+    cacheWriteTokens: int | None = None
+    """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
+    aggregate: str | None = None
+    """None for one judgment. On a result that combines others, how: ``median`` or ``mean``.
+    A sample aggregate has the judge's model and sample -1 (median of its K samples); a panel
+    has model ``panel:<method>`` and sample 0. Neither has a cache entry (``cacheKey`` "");
+    tokens and cost are the members' sums, ``cached`` is true when every member was."""
+    members: tuple[str, ...] = ()
+    """What an aggregate combined: ``model#sample`` of each member judgment."""
+
+
+class CaseResult(Frozen):
+    """Everything a run keeps about one case under one judge."""
+
+    id: str
+    status: CaseStatus
+    overallScore: Score | None = None
+    band: str | None = None
+    passed: bool | None = None
+    categoryScores: tuple[CategoryScore, ...] = ()
+    reason: str | None = None
+    judgedBy: Literal["llm", "deterministic"] = "llm"
+    judge: JudgeMeta | None = None
+    checks: tuple[CheckResult, ...] = ()
+    evidence: tuple[CitedEvidence, ...] = ()
+    """The cited items, with references and bounded excerpts."""
+    evidenceDropped: dict[str, int] = Field(default_factory=dict)
+    """Items each group's cap left out of the prompt."""
+    tags: tuple[str, ...] = ()
+    complexity: str | None = None
+    spread: int | None = Field(default=None, ge=0, le=100)
+    """Measured judge noise: on a sample aggregate, max - min of the K samples' overall
+    scores; on a panel, the largest of its members' spreads. None otherwise."""
+
+
+class JudgeLedger(Frozen):
+    """One judge's calls in a run, itemised so that they add up.
+
+    ``calls = requests + repairTurns + sum(retries.values()) + fallbacks``; a judgment
+    reused from the cache costs no call and is counted in ``cacheHits``.
+    """
+
+    model: str
+    judgments: int = 0
+    """Judgments of this judge the run needed (cases x samples)."""
+    cacheHits: int = 0
+    """Of those, reused from the cache: no call."""
+    requests: int = 0
+    """First requests of judgments asked of the model this run (one per judgment)."""
+    repairTurns: int = 0
+    """Follow-up requests showing the model its invalid reply (at most ``max_repairs`` each)."""
+    retries: dict[str, int] = {}
+    """Requests sent again after a transport fault, by reason: ``429``, ``5xx``, ``timeout``,
+    ``connection``, ``other``."""
+    fallbacks: int = 0
+    """Requests sent again in another structured-output mode after the server rejected one."""
+    calls: int = 0
+    """Requests on the wire: the sum of the four counts above."""
+    promptTokens: int = 0
+    completionTokens: int = 0
+    cachedTokens: int = 0
+    """Of ``promptTokens``, those read from the provider's prompt cache (its cached rate)."""
+    cacheWriteTokens: int = 0
+    """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
+    costUsd: float | None = None
+    """None when any paid call's price is unknown, never a made-up zero."""
+
+
+class RunTotals(Frozen):
+    """What a run did and spent."""
+
+    cases: int = 0
+    scored: int = 0
+    unscored: int = 0
+    cacheMisses: int = 0
+    cacheHits: int = 0
+    calls: int = 0
+    """Model calls this run paid for (repair turns and retries included)."""
+    promptTokens: int = 0
+    completionTokens: int = 0
+    cachedTokens: int = 0
+    """Of ``promptTokens``, those read from the provider's prompt cache (every judge's)."""
+    cacheWriteTokens: int = 0
+    """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
+    costUsd: float | None = None
+    """None when any paid call's price is unknown."""
+    wallSeconds: float = 0.0
+    judgments: int = 0
+    """Judgments the run needed (judged cases x judges x samples); aggregates not counted."""
+    judgedAnew: int = 0
+    """Judgments not found in the cache and asked of a model this run."""
+    savedCalls: int = 0
+    """Model calls the cache spared: one per reused judgment plus its stored repair turns."""
+    indexHits: int = 0
+    """Reused judgments found through the replay index, with no prompt rendered."""
+    batchCalls: int = 0
+    """Of the judgments asked anew, those answered by a provider batch job (billed at the
+    batch rate; their tokens and cost are in the totals above, not in ``calls``)."""
+    batchCostUsd: float | None = 0.0
+    """What the batch-answered judgments cost at the batch rate; None when unknown."""
+    ledger: dict[str, JudgeLedger] = {}
+    """Per judge model: its calls itemised (requests, repair turns, retries by reason, mode
+    fallbacks), cache hits, tokens and cost. Empty for a run stored before it existed."""
+
+
+class RunOwner(Frozen):
+    """The process that runs a run: a run left "running" by a dead owner is abandoned."""
+
+    host: str
+    pid: int
+
+
+class RunInfo(Frozen):
+    """A run's identity, settings and totals: one suite, one rubric, one or more judges."""
+
+    version: Literal[1] = 1
+    id: str
+    suite: str
+    suitePath: str | None = None
+    rubric: str
+    rubricHash: str
+    models: tuple[str, ...]
+    """Judge models; several make a panel."""
+    seed: int | None
+    temperature: float
+    samples: int = 1
+    panel: str | None = None
+    """With several judges: how their AI scores combine (``median``/``mean``) into the panel
+    result, model ``panel:<panel>``, which is the run's headline."""
+    templateId: str
+    templateHash: str
+    createdAt: str
+    """ISO 8601 UTC, passed in by the caller (the core has no clock)."""
+    status: Literal["running", "complete", "interrupted", "failed", "abandoned"] = "running"
+    settings: dict[str, Any] = Field(default_factory=dict)
+    """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
+    owner: RunOwner | None = None
+    """Host and pid of the process judging it, while it runs."""
+    totals: RunTotals = RunTotals()
+
+
+def cache_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
+    """Prompt-cache tokens over an exchange's turns (None when any turn did not report them)."""
+    out: dict[str, int | None] = {}
+    for name in ("cachedTokens", "cacheWriteTokens"):
+        values = [t.get(name) for t in turns]
+        known = [v for v in values if isinstance(v, int)]
+        out[name] = sum(known) if values and len(known) == len(values) else None
+    return out
+
+
+def turn_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Tokens, cost and latency over an exchange's turns (None when any turn lacks one)."""
+    def total(name: str, digits: int | None = None) -> Any:
+        values = [t.get(name) for t in turns]
+        if not values or any(v is None for v in values):
+            return None
+        summed = sum(v for v in values if v is not None)
+        return int(summed) if digits is None else round(float(summed), digits)
+
+    last = turns[-1] if turns else {}
+    return {
+        "repairTurns": max(0, len(turns) - 1),
+        "outputMode": last.get("outputMode"),
+        "promptTokens": total("promptTokens"),
+        "completionTokens": total("completionTokens"),
+        "costUsd": total("costUsd", 10),
+        "latencyMs": total("latencyMs", 3),
+        "finishReason": last.get("finishReason"),
+        "modelReported": last.get("modelReported"),
+    }

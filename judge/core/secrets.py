@@ -1,0 +1,215 @@
+"""Secrets out of text and data: the one table of secret shapes and the one masker.
+
+Every door that lets text out passes it here: collected artefacts before they become a case
+(commit messages, review comments, agent logs, test output), error texts before they are
+stored, logged or shown (a provider may echo anything back: a 401 body quoting the
+``Authorization`` header, a URL with a password), and cache entries before they are written.
+Two layers: the *values* of every credential the process holds are replaced wherever they
+appear, and *shapes* that are secrets whatever their value (known key formats, bearer tokens,
+a URL's password, ``api_key=…`` assignments) are masked by :data:`SHAPES`. Every mask is
+:data:`MASK`. Pure: the caller collects the values (from the environment, the client's own
+key) and passes them.
+
+The shapes are deliberately specific (known key formats, ``Authorization`` schemes, a
+password inside a URL, ``secret=value`` assignments): a false positive hides a word of
+evidence, a false negative leaks a credential, so the assignment rule is broad on the key
+name and leaves only bare numbers alone (``max_tokens=1024`` is not a secret).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = [
+    "MASK",
+    "SHAPES",
+    "Redactor",
+    "is_secret_key",
+    "mask_text",
+    "mask_url",
+    "mask_value",
+    "secret_paths",
+    "secret_values",
+]
+
+MASK = "[REDACTED]"
+
+# The user information of a URL: from "scheme://" to the last "@" before the host ends.
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s@]*)@")
+# A query parameter whose name says it holds a secret.
+_SECRET_QUERY = re.compile(
+    r"(?P<name>[?&][^=&#\s]*(?:key|token|secret|password|passwd|pwd|auth|sig)[^=&#\s]*)"
+    r"=[^&#\s]*", re.IGNORECASE)
+
+SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private key block", re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
+        re.S)),
+    ("authorization scheme", re.compile(
+        r"(?i)(?P<keep>\b(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=-]{8,}")),
+    ("OpenAI/Anthropic key", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
+    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
+    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
+    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    # api_key=..., "password": "...", SECRET_TOKEN: ... Numbers and JSON's literals are left
+    # alone ("promptTokens": 12, "token": null), and an unquoted value ends at a closing
+    # bracket, so a JSON text stays JSON.
+    ("secret assignment", re.compile(
+        r"(?i)(?P<keep>\b[A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|passwd|password|pwd|"
+        r"access[_-]?key|credential)s?[A-Za-z0-9_]*\"?'?\s*[:=]\s*\"?'?)"
+        r"(?!(?:\d+(?:\.\d+)?|null|true|false)(?:[\s\"',;}\])]|$))(?!\[REDACTED\])"
+        r"[^\s\"',;{}\[\]()]{4,}")),
+)
+"""(name, pattern) of every secret shape; a ``keep`` group is a label that stays readable."""
+
+# Environment variables whose value is a credential. ``PWD`` only with a prefix (``DB_PWD``):
+# the shell's own ``PWD``/``OLDPWD`` are the working directory, which every path contains.
+_SECRET_ENV = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)$|_PWD$",
+                         re.IGNORECASE)
+# Dict keys (compared lower-cased, without separators) that name credentials or endpoints.
+# Exact names, not substrings: "promptTokens" or a rubric category must not trip them.
+_SECRET_KEYS = frozenset({
+    "apikey", "xapikey", "apibase", "apiurl", "baseurl", "authorization",
+    "proxyauthorization", "accesstoken", "apitoken", "apisecret", "clientsecret",
+    "secretkey", "awssecretaccesskey", "password",
+})
+# A key whose *string* value is masked whole ({"api_key": "..."}): broader, by suffix, since a
+# false positive there only hides one value ("promptTokens": 12 is a number and stays).
+_MASKED_KEY = re.compile(r"(?i)(api[_-]?key|secret|token|passwd|password|pwd|access[_-]?key|"
+                         r"credential|authorization)s?$")
+_MIN_SECRET = 6
+"""Shorter values are not replaced by value (``"1"`` would mask every digit 1)."""
+
+
+def _masked(match: re.Match[str]) -> str:
+    keep = match.groupdict().get("keep") or ""
+    return keep + MASK
+
+
+def mask_url(text: str) -> str:
+    """``text`` with a URL's password (or a lone user token) and secret query values masked.
+
+    ``http://user:secret@host/v1`` → ``http://user:[REDACTED]@host/v1``;
+    ``https://TOKEN@host`` → ``https://[REDACTED]@host``; ``…?api_key=k`` →
+    ``…?api_key=[REDACTED]``. Everything else is kept byte for byte.
+    """
+    def userinfo(match: re.Match[str]) -> str:
+        user, colon, _secret = match["info"].partition(":")
+        return f"{match['scheme']}{user}:{MASK}@" if colon else f"{match['scheme']}{MASK}@"
+
+    masked = _USERINFO.sub(userinfo, text)
+    return _SECRET_QUERY.sub(lambda m: f"{m['name']}={MASK}", masked)
+
+
+def mask_text(text: str, values: re.Pattern[str] | None = None) -> tuple[str, int]:
+    """``text`` with known ``values`` and every secret shape masked, and how many were."""
+    count = 0
+    if values is not None:
+        text, count = values.subn(MASK, text)
+    for _name, pattern in SHAPES:
+        text, n = pattern.subn(_masked, text)
+        count += n
+    masked = mask_url(text)
+    return masked, count + (masked != text)
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether a mapping key is exactly a credential's or endpoint's name (``api_key``).
+
+    Exact names, so a structure holding one (a cache entry, a schema) can be refused.
+    """
+    return _normal_key(key) in _SECRET_KEYS
+
+
+@functools.lru_cache(maxsize=4096)
+def _normal_key(key: str) -> str:
+    return "".join(c for c in key.lower() if c.isalnum())
+
+
+def mask_value(value: Any) -> tuple[Any, int]:
+    """Mask every string (keys included) of a JSON-like value; the copy and the count.
+
+    A string under a credential-named key is the secret whole (``{"api_key": "…"}``), unless
+    it is a bare number.
+    """
+    if isinstance(value, str):
+        return mask_text(value)
+    if isinstance(value, Mapping):
+        out: dict[Any, Any] = {}
+        total = 0
+        for key, item in value.items():
+            clean_key, n = mask_text(key) if isinstance(key, str) else (key, 0)
+            if isinstance(key, str) and isinstance(item, str) and item \
+                    and (_MASKED_KEY.search(key) or is_secret_key(key)) and not item.isdigit():
+                clean, m = MASK, 1
+            else:
+                clean, m = mask_value(item)
+            out[clean_key] = clean
+            total += n + m
+        return out, total
+    if isinstance(value, list | tuple):
+        items = [mask_value(v) for v in value]
+        return [v for v, _ in items], sum(n for _, n in items)
+    return value, 0
+
+
+def _url_secrets(value: str) -> list[str]:
+    out = []
+    for match in _USERINFO.finditer(value):
+        _user, colon, secret = match["info"].partition(":")
+        out.append(secret if colon else match["info"])
+    return out
+
+
+def secret_values(env: Mapping[str, str], extra: Iterable[str | None] = ()) -> tuple[str, ...]:
+    """The credential values a process holds, longest first.
+
+    Key/token/secret variables, passwords inside URL-valued variables, and ``extra`` (a
+    client's own key).
+    """
+    found: set[str] = set()
+    for name, value in env.items():
+        if not value:
+            continue
+        if _SECRET_ENV.search(name):
+            found.add(value)
+        if "://" in value:
+            found.update(_url_secrets(value))
+    found.update(v for v in extra if v)
+    return tuple(sorted((v for v in found if len(v) >= _MIN_SECRET), key=len, reverse=True))
+
+
+def secret_paths(value: Any) -> list[str]:
+    """The sorted paths (``request.params.api_key``) of credential-like keys in ``value``."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, node = stack.pop()
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                where = f"{path}.{k}" if path else str(k)
+                if is_secret_key(str(k)):
+                    found.append(where)
+                if isinstance(v, Mapping | list | tuple):
+                    stack.append((where, v))
+        elif isinstance(node, list | tuple):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node)
+                         if isinstance(v, Mapping | list | tuple))
+    return sorted(found)
+
+
+class Redactor:
+    """Masks the secret values it was given and every secret shape in a text."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+        self._values = re.compile("|".join(map(re.escape, values))) if values else None
+
+    def __call__(self, text: str) -> str:
+        """``text`` with every secret masked."""
+        return mask_text(text, self._values)[0]

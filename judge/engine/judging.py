@@ -1,0 +1,423 @@
+"""Judging one case: prepare (pure, shared by every judge), then judge with one model.
+
+The flow for an LLM-judged case::
+
+    bundle + signals + prompt ──► request ──► cache key ──► hit? parse the cached turns
+                                                              │ miss
+                                                              ▼
+                                    call ──► parse ──► invalid? repair turn (bounded) ──► ...
+                                                              │ valid
+                                                              ▼
+                                          cache the turns ──► score (core) ──► CaseResult
+
+Only exchanges that ended in a valid verdict are cached: a transport failure or a reply
+still invalid after the repair turns leaves the case unscored *and uncached*, so a later
+run asks again. Parsing always happens after reading, so a parser fix needs no new calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from ..cache.disk import JudgmentCache
+from ..cache.entry import key_request, seal_entry
+from ..core.check_signals import deterministic_signals
+from ..core.errors import OutputError, ProviderError
+from ..core.evidence import EvidenceBundle, build_bundle
+from ..core.models import (
+    AdvisoryScore,
+    CaseResult,
+    CategoryScore,
+    CheckResult,
+    CitedEvidence,
+    JudgeMeta,
+    cache_totals,
+    turn_totals,
+)
+from ..core.output_schema import output_schema, output_schema_json, stable_schema
+from ..core.replies import parse_verdict
+from ..core.rubric import Rubric
+from ..core.scoring import score_case
+from ..core.suite import Case
+from ..llm.client import JudgeRequest, Turn
+from ..render.prompts import PromptRenderer, RenderedPrompt
+
+__all__ = [
+    "CaseFacts",
+    "Completer",
+    "Exchange",
+    "ForwardingCompleter",
+    "JudgeSettings",
+    "Prepared",
+    "build_request",
+    "exchange",
+    "judge_meta",
+    "judge_prepared",
+    "prepare",
+    "repair_message",
+    "scored_result",
+]
+
+VERSION = "0.1.0"
+T = TypeVar("T")
+
+
+class Completer(Protocol):
+    """What the judge and the runner use of a model client (the LiteLLM client, or a fake).
+
+    Read-only properties, so a plain attribute or a property both satisfy them (the
+    runner's :class:`judge.engine.runner.LimitedCompleter` forwards its inner client's).
+    """
+
+    @property
+    def engine(self) -> Mapping[str, Any] | None:
+        """What serves the model, when known: stored in the meta of every entry it writes."""
+        ...
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """Calls the server takes at once, when it has its own limit (a llama.cpp server: 1)."""
+        ...
+
+    @property
+    def attempts(self) -> int:
+        """Requests sent on the wire so far, retries and fallbacks included (a run's calls)."""
+        ...
+
+    @property
+    def retries(self) -> int:
+        """Of those, the ones sent again after a transport fault."""
+        ...
+
+    async def complete(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        """One completion for ``request`` (``messages`` overrides, for repair turns)."""
+        ...
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """Call settings that are part of every cache key (and recorded with every result)."""
+
+    temperature: float = 0.0
+    seed: int | None = 42
+    output_mode: str = "auto"
+    max_repairs: int = 1
+    params: Mapping[str, Any] = field(default_factory=lambda: {"max_tokens": 1024})
+    stable_schema: bool = False
+    """Send the rubric's schema without the case's citation enum (a prefix the provider's
+    prompt cache can reuse; :func:`judge.core.output_schema.stable_schema`). Off: keys as before."""
+
+    def seed_for(self, sample: int) -> int | None:
+        """The seed of sample ``sample`` (seed + sample), None without a seed."""
+        return None if self.seed is None else self.seed + sample
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """Everything about a case that does not depend on the judge model."""
+
+    case: Case
+    bundle: EvidenceBundle
+    signals: dict[str, int | None]
+    checks: tuple[CheckResult, ...]
+    prompt: RenderedPrompt | None
+    schema: dict[str, Any] | None
+    schema_json: tuple[dict[str, Any], str] | None = field(default=None, repr=False,
+                                                           compare=False)
+    """``schema`` and its canonical JSON (written once, for the cache key and the entry);
+    used only while ``schema`` is that very object (a ``replace`` of it drops the text)."""
+
+    @property
+    def case_id(self) -> str:
+        """The case's id."""
+        return self.case.id
+
+    @property
+    def judged_by(self) -> str:
+        """``llm`` or ``deterministic``."""
+        return self.case.judged_by
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        """The case's tags."""
+        return self.case.tags
+
+    @property
+    def complexity(self) -> str | None:
+        """The case's complexity, if it has one."""
+        return self.case.complexity
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """How many items each capped group left out (groups that dropped none omitted)."""
+        return {g.name: g.dropped for g in self.bundle.groups if g.dropped}
+
+    def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]:
+        """The cited items of the bundle, in the order given; unknown ids are left out."""
+        by_id = self.bundle.by_id()
+        return tuple(CitedEvidence(id=i, group=by_id[i].group, title=by_id[i].title,
+                                   excerpt=by_id[i].excerpt, refs=by_id[i].refs)
+                     for i in ids if i in by_id)
+
+
+class CaseFacts(Protocol):
+    """What a result needs of a case besides the verdict.
+
+    :class:`Prepared` has it from the bundle; a replay index record has it stored
+    (:mod:`judge.engine.replay`), so both paths build results with the same code.
+    """
+
+    @property
+    def case_id(self) -> str: ...  # noqa: D102
+    @property
+    def judged_by(self) -> str: ...  # noqa: D102
+    @property
+    def tags(self) -> tuple[str, ...]: ...  # noqa: D102
+    @property
+    def complexity(self) -> str | None: ...  # noqa: D102
+    @property
+    def signals(self) -> dict[str, int | None]: ...  # noqa: D102
+    @property
+    def checks(self) -> tuple[CheckResult, ...]: ...  # noqa: D102
+    @property
+    def dropped(self) -> dict[str, int]: ...  # noqa: D102
+    def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]: ...  # noqa: D102
+
+
+def prepare(case: Case, rubric: Rubric, renderer: PromptRenderer | None) -> Prepared:
+    """Build the bundle, run the checks and render the prompt, once per case."""
+    bundle = build_bundle(case.evidence, rubric.evidence)
+    signals, checks = deterministic_signals(case, rubric)
+    if case.judged_by == "deterministic" or renderer is None:
+        return Prepared(case, bundle, signals, tuple(checks), None, None)
+    prompt = renderer.render(rubric, case, bundle)
+    ids = bundle.ids()
+    schema = output_schema(rubric, ids)
+    text = output_schema_json(rubric, ids)
+    return Prepared(case, bundle, signals, tuple(checks), prompt, schema,
+                    (schema, text) if text is not None else None)
+
+
+def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
+    """The user turn that shows the model what was wrong with its reply."""
+    lines = ["Your reply was not a valid verdict:"]
+    if finish_reason == "length":
+        lines.append("- it was cut off by the length limit; keep rationales short")
+    lines += [f"- {e}" for e in errors[:20]]
+    lines.append("Reply again with only the corrected JSON object.")
+    return "\n".join(lines)
+
+
+def _base_result(facts: CaseFacts) -> dict[str, Any]:
+    return {
+        "id": facts.case_id,
+        "judgedBy": facts.judged_by,
+        "checks": facts.checks,
+        "evidenceDropped": facts.dropped,
+        "tags": facts.tags,
+        "complexity": facts.complexity,
+    }
+
+
+def scored_result(facts: CaseFacts, rubric: Rubric, advisory: Mapping[str, AdvisoryScore] | None,
+                  meta: JudgeMeta | None, reason: str | None) -> CaseResult:
+    """The result of a case from its facts and the judge's verdict (None: no judge)."""
+    score = score_case(rubric, facts.signals, advisory, reason=reason)
+    cited = dict.fromkeys(i for a in (advisory or {}).values() for i in a.evidence)
+    return CaseResult(
+        **_base_result(facts),
+        status=score.status,
+        overallScore=score.overallScore,
+        band=score.band,
+        passed=score.passed,
+        categoryScores=score.categoryScores,
+        reason=score.reason,
+        judge=meta,
+        evidence=facts.cite(cited),
+    )
+
+
+def judge_meta(model: str, settings: JudgeSettings, key: str,
+               turns: Sequence[Mapping[str, Any]], *, cached: bool, sample: int,
+               template_id: str, template_hash: str, rubric_hash: str) -> JudgeMeta:
+    """The judge metadata of one judgment."""
+    return JudgeMeta(model=model, temperature=settings.temperature,
+                     seed=settings.seed_for(sample), sample=sample, templateId=template_id,
+                     templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
+                     cached=cached, **turn_totals(turns), **cache_totals(turns),
+                     systemFingerprint=turns[-1].get("systemFingerprint") if turns else None)
+
+
+def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
+    """The logical request for one judge and one sample (seed + sample)."""
+    assert prep.prompt is not None
+    schema = prep.schema
+    if settings.stable_schema and schema is not None:
+        schema = stable_schema(schema)
+    return JudgeRequest(model=model, messages=prep.prompt.messages,
+                        temperature=settings.temperature, seed=settings.seed_for(sample),
+                        schema=schema,
+                        output_mode=settings.output_mode, params=settings.params)
+
+
+
+class ForwardingCompleter:
+    """A completer around another one: what it reports is the inner client's.
+
+    Subclasses change how ``complete`` reaches the inner client (a limit, a refusal);
+    the counters stay the inner client's, so a run's calls are those on the wire.
+    """
+
+    def __init__(self, inner: Completer) -> None:
+        self.inner = inner
+
+    @property
+    def engine(self) -> Mapping[str, Any] | None:
+        """The inner client's engine."""
+        return self.inner.engine
+
+    @property
+    def max_concurrency(self) -> int | None:
+        """The inner client's own limit."""
+        return self.inner.max_concurrency
+
+    @property
+    def attempts(self) -> int:
+        """The inner client's requests on the wire."""
+        return self.inner.attempts
+
+    @property
+    def retries(self) -> int:
+        """The inner client's retries."""
+        return self.inner.retries
+
+    async def complete(self, request: JudgeRequest,
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+        """The inner client's completion."""
+        return await self.inner.complete(request, messages)
+
+@dataclass(frozen=True)
+class Exchange(Generic[T]):
+    """How one logical judge request ended: a parsed value, or why there is none."""
+
+    key: str
+    turns: tuple[Mapping[str, Any], ...]
+    cached: bool
+    value: T | None
+    status: Literal["ok", "unscored", "cache_miss"]
+    reason: str | None = None
+
+
+def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
+                engine: Mapping[str, Any] | None) -> dict[str, Any]:
+    """An entry's meta with its provenance; value metadata, so the key never changes.
+
+    Who wrote it (judgeflow's version; ``createdAt`` is already in ``meta``) and what served
+    it (the model's reported id, the provider's system fingerprint, a local engine), where
+    known.
+    """
+    last = turns[-1]
+    known = {name: last.get(name) for name in ("modelReported", "systemFingerprint")}
+    return {**meta, "judgeflow": VERSION, **{k: v for k, v in known.items() if v is not None},
+            **({"engine": dict(engine)} if engine else {})}
+
+
+async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
+                   cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
+                   meta: Mapping[str, Any], schema_json: str | None = None) -> Exchange[T]:
+    """Cache hit, else call, parse, repair at most ``max_repairs`` times, cache when valid.
+
+    The one loop every kind of judgment (rubric verdicts, pairwise verdicts) goes through.
+    ``parse`` raises :class:`OutputError` for an invalid reply. ``client`` None is offline:
+    a miss is ``cache_miss``, never a call. ``meta`` is stored with a cached entry.
+    ``schema_json``: the canonical JSON of ``request.schema`` when the caller has it.
+    """
+    keyed = key_request(request.key_material(),
+                        {"responseFormat": schema_json} if schema_json is not None else None)
+    key = keyed.key
+    found = cache.turns(key) if cache is not None and cache.readable else None
+    if found is not None:
+        cached_turns = tuple(found)
+        try:
+            return Exchange(key, cached_turns, True, parse(str(cached_turns[-1]["text"])), "ok")
+        except OutputError as exc:
+            if client is None:
+                return Exchange(key, cached_turns, True, None, "unscored",
+                                f"cached reply no longer parses: {exc}")
+    if client is None:
+        return Exchange(key, (), False, None, "cache_miss", f"not in the cache (key {key[:16]})")
+    messages: list[Mapping[str, str]] = list(request.messages)
+    turns: list[dict[str, Any]] = []
+    error: OutputError | None = None
+    for _ in range(1 + max(0, max_repairs)):
+        try:
+            turn = await client.complete(request, messages)
+        except ProviderError as exc:
+            return Exchange(key, tuple(turns), False, None, "unscored", f"provider error: {exc}")
+        turns.append(turn.to_json())
+        try:
+            value = parse(turn.text)
+        except OutputError as exc:
+            error = exc
+            messages = [*messages, {"role": "assistant", "content": turn.text},
+                        {"role": "user", "content": repair_message(exc.errors,
+                                                                   turn.finish_reason)}]
+            continue
+        if cache is not None and cache.writable:
+            entry, data = seal_entry(keyed, turns, _provenance(meta, turns, client.engine))
+            cache.put(entry, data=data,
+                      vouched=("responseFormat",) if "responseFormat" in keyed.pieces else ())
+        return Exchange(key, tuple(turns), False, value, "ok")
+    reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
+        (error.errors if error else ["unknown"])[:5])
+    return Exchange(key, tuple(turns), False, None, "unscored", reason)
+
+
+async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model: str,
+                         settings: JudgeSettings, cache: JudgmentCache | None,
+                         client: Completer | None, *, now: str, sample: int = 0,
+                         remember: Callable[[Prepared, CaseResult], None] | None = None,
+                         ) -> CaseResult:
+    """Judge one prepared case with one model.
+
+    ``client`` None means offline: a miss becomes a ``cache_miss`` result, never a call.
+    ``remember`` is told of every result scored from a verdict that is in the cache.
+    """
+    if prep.prompt is None:
+        return scored_result(prep, rubric, None, None, None)
+    prompt = prep.prompt
+    request = build_request(prep, model, settings, sample)
+    ids = prep.bundle.ids()
+    known = prep.schema_json
+    done = await exchange(
+        request, lambda text: parse_verdict(text, rubric, ids), cache=cache, client=client,
+        max_repairs=settings.max_repairs,
+        meta={"templateId": prompt.template_id, "templateHash": prompt.template_hash,
+              "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now},
+        schema_json=known[1] if known is not None and known[0] is request.schema else None)
+    # Every judgment carries its judge, sample and key, even a miss or a failure before any
+    # reply: the store keeps one row per (case, judge, sample), and the key says what to warm.
+    meta = judge_meta(model, settings, done.key, done.turns, cached=done.cached, sample=sample,
+                      template_id=prompt.template_id, template_hash=prompt.template_hash,
+                      rubric_hash=rubric_hash)
+    if done.status == "cache_miss":
+        return CaseResult(**_base_result(prep), status="cache_miss", reason=done.reason,
+                          judge=meta)
+    if done.value is None:
+        return _unscored(prep, rubric, meta, done.reason or "no verdict")
+    result = scored_result(prep, rubric, done.value, meta, None)
+    if remember is not None and (done.cached or (cache is not None and cache.writable)):
+        remember(prep, result)  # the verdict is in the cache: a replay may find it directly
+    return result
+
+
+def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: str) -> CaseResult:
+    # The judge was asked and failed: the case is unscored, whatever the rubric's policy
+    # for a missing AI score (that policy is for cases never meant to reach a judge).
+    cats = tuple(CategoryScore(category=c.id, deterministicScore=prep.signals.get(c.id),
+                               weight=c.weight, rule="unscored") for c in rubric.categories)
+    return CaseResult(**_base_result(prep), status="unscored", categoryScores=cats,
+                      reason=reason, judge=meta)

@@ -1,0 +1,640 @@
+"""Judge prompts: Jinja templates rendered, sandboxed, into the chat messages sent to a judge.
+
+The one module that imports jinja2. A template id (``judge``) names ``prompts/<id>.md.j2``,
+looked up in the workspace's ``prompts/`` folder first, then in the shipped one; templates
+it includes, imports or extends are looked up the same way.
+
+**Two messages, one file.** A template defines two block-set variables,
+``{% set system %}...{% endset %}`` and ``{% set user %}...{% endset %}``, read through
+:meth:`jinja2.Template.make_module`; whatever it renders outside them is discarded, and each
+message is stripped of leading and trailing whitespace. Chosen over splitting one rendered
+text on a marker line: an in-band marker is a thing untrusted text could forge, a variable
+is not.
+
+**Context** a template receives (plain frozen values, built here, never pydantic models):
+
+- ``rubric``: ``id``, ``title``, ``description``, ``style`` (``scores``/``levels``),
+  ``levels`` (names, best first), ``categories`` (``id``, ``definition``, ``weight``,
+  ``anchors``: a ``(level, text)`` pair for every level, in level order, text empty when
+  the rubric gives none); trusted configuration.
+- ``task`` (the case input) and ``output`` (the judged output, as text); untrusted.
+- ``groups``: the bundle's groups in its canonical order, each with ``name``, ``notice``
+  (what the cap dropped, or none) and ``items`` (``id``, ``title``, ``excerpt``, ``refs``:
+  ``(key, value)`` pairs); every string of an item is untrusted.
+
+**Pairwise context** (:meth:`PromptRenderer.render_pair`, template ``pairwise``): ``task``,
+``response_1`` and ``response_2`` (the two responses in the order shown; untrusted),
+``criteria`` (lines of the suite's criteria; trusted configuration) and ``groups`` (as above,
+empty when the pair has no evidence).
+
+**Untrusted text.** Case data reaches a template only as context values, never as template
+source (no ``from_string`` on data), so it is never evaluated. It may still try to *read* as
+prompt structure: open a heading, close a fence, pose as instructions. Templates print it
+only through two filters: ``fence`` (multi-line text in a backtick fence longer than any
+backtick run inside, every line indented two spaces) and ``oneline`` (all whitespace,
+newlines included, collapsed to single spaces). Untrusted values reach a template as
+:class:`Untrusted`, which is *not* a ``str``: it has no string methods, no attributes, no
+items, no iteration, no arithmetic, comparison or conversion (``str``, ``repr``, ``format``,
+``int``...), so every path but the two filters (``|trim``, ``|e``, ``|safe``, ``~``,
+``|format``, ``|join``, ``|tojson``, ``.attr``, ``[i]``, ``{% for %}``...) fails at render
+time with the template's file and line. Only truth (``{% if task %}``) is allowed. A type,
+not a list of banned filters: a filter Jinja adds tomorrow meets the same wall. Both filters
+also replace control characters, which ``judge render`` would otherwise send to a terminal.
+
+**Hash.** ``template_hash`` is the sha256 of canonical JSON of the root id and the name and
+source of every template reachable from it; the sources are read once, at construction, and
+rendering uses exactly that snapshot, so the hash always describes what was rendered.
+"""
+
+from __future__ import annotations
+
+import json
+import operator
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from hashlib import sha256
+from pathlib import Path
+from types import TracebackType
+from typing import Any, final
+
+import jinja2
+from jinja2 import meta
+from jinja2.bccache import Bucket
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from ..core.canonical import sha256_hex
+from ..core.check_signals import output_text
+from ..core.errors import TemplateError
+from ..core.evidence import EvidenceBundle
+from ..core.rubric import Rubric
+from ..core.suite import Case
+from ..system.resources import shipped_dir
+
+__all__ = [
+    "EVIDENCE_PARTIAL",
+    "RENDERER_VERSION",
+    "TEMPLATE_SUFFIX",
+    "PromptRenderer",
+    "RenderedPrompt",
+    "Untrusted",
+    "fence",
+    "oneline",
+]
+
+TEMPLATE_SUFFIX = ".md.j2"
+RENDERER_VERSION = f"jinja2 {jinja2.__version__}"
+"""What renders prompts besides our code (part of a replay fingerprint: ``judge.engine.replay``)."""
+MESSAGE_ROLES = ("system", "user")
+_TEMPLATE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_BACKTICKS = re.compile(r"`+")
+# C0/C1 controls other than tab and the line breaks handled by splitting: an ESC in an
+# excerpt would otherwise drive the terminal that `judge render` prints to.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_RUBRIC_CACHE_SIZE = 32
+
+
+class _UntrustedUse(jinja2.TemplateRuntimeError):
+    """Untrusted text was used other than through ``|fence`` or ``|oneline``."""
+
+
+def _refuse(what: str) -> _UntrustedUse:
+    return _UntrustedUse(f"untrusted case text used {what}; only |fence and |oneline may "
+                         "turn it into text")
+
+
+@final
+class Untrusted:
+    """Text from a case (input, output, evidence): data to quote, never to print bare.
+
+    Deliberately not a ``str`` subclass: every conversion and operation raises, so the only
+    ways to text are :func:`fence` and :func:`oneline`. Truth is allowed (``{% if task %}``).
+    """
+
+    __slots__ = ("__text",)
+
+    def __init__(self, text: str) -> None:
+        self.__text = text
+
+    def __bool__(self) -> bool:
+        return bool(self.__text)
+
+    def __str__(self) -> str:
+        raise _refuse("as a string (printed bare, |string, |trim, |e, |safe, ~, join...)")
+
+    def __repr__(self) -> str:
+        raise _refuse("as a string (repr, |pprint, or printed inside a list or mapping)")
+
+    def __format__(self, spec: str) -> str:
+        raise _refuse("in a format string")
+
+    # Numbers: |int and |float would otherwise turn a TypeError into a silent 0.
+    def __int__(self) -> int:
+        raise _refuse("as a number")
+
+    def __float__(self) -> float:
+        raise _refuse("as a number")
+
+    def __index__(self) -> int:
+        raise _refuse("as a number")
+
+    # Comparisons: a template must not branch on what the case says.
+    def __eq__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __ne__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __lt__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __le__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __gt__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    def __ge__(self, other: object) -> bool:
+        raise _refuse("in a comparison")
+
+    __hash__ = object.__hash__
+
+
+_untrusted_text: Callable[[Untrusted], str] = operator.attrgetter("_Untrusted__text")
+
+
+def _text(value: object) -> str:
+    if type(value) is Untrusted:
+        return _untrusted_text(value)
+    return value if isinstance(value, str) else str(value)
+
+
+def oneline(value: object) -> str:
+    """``value`` on one line: every run of whitespace (newlines included) becomes one space."""
+    return _CONTROL.sub("\ufffd", " ".join(_text(value).split()))
+
+
+def fence(value: object) -> str:
+    r"""``value`` as a backtick fence no line of it can close or escape.
+
+    The fence is longer than the longest backtick run inside (at least 3), so no content
+    line can close it; every content line is indented two spaces, so none can start with
+    ``#`` or sit at the margin as prompt structure. Every Unicode line break (``\r``,
+    U+2028...) counts as one, since a model's tokenizer may read it as one.
+    """
+    text = _text(value)
+    longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+    bar = "`" * max(3, longest + 1)
+    body = "\n".join("  " + _CONTROL.sub("\ufffd", line) for line in text.splitlines())
+    return f"{bar}\n{body}\n{bar}" if body else f"{bar}\n{bar}"
+
+
+def _finalize(value: object) -> object:
+    # Runs on every {{ ... }} output, for the clearest message in the commonest case; the
+    # type itself refuses every other conversion.
+    if type(value) is Untrusted:
+        raise _UntrustedUse(
+            f"untrusted case text printed without |fence or |oneline: {oneline(value)[:40]!r}")
+    return value
+
+
+def _opaque_getattr(base: Callable[..., Any]) -> Callable[..., Any]:
+    def getattr(self: jinja2.Environment, obj: Any, attribute: str) -> Any:
+        if type(obj) is Untrusted:
+            raise _refuse(f"with an attribute ({attribute!r})")
+        return base(self, obj, attribute)
+    return getattr
+
+
+def _opaque_getitem(base: Callable[..., Any]) -> Callable[..., Any]:
+    def getitem(self: jinja2.Environment, obj: Any, argument: Any) -> Any:
+        if type(obj) is Untrusted:
+            raise _refuse("with an index or key")
+        return base(self, obj, argument)
+    return getitem
+
+
+# Jinja routes ``x.name``, ``x[key]``, ``|attr``, ``|map(attribute=)``, ``|sort(attribute=)``...
+# through ``getattr``/``getitem``, sandboxed or not: both refuse untrusted text. Each wraps
+# its base method directly (no super() per access: this is the render hot path).
+class _Environment(jinja2.Environment):
+    """The environment for shipped templates."""
+
+    getattr = _opaque_getattr(jinja2.Environment.getattr)
+    getitem = _opaque_getitem(jinja2.Environment.getitem)
+
+
+class _SandboxedEnvironment(ImmutableSandboxedEnvironment):
+    """The environment for a workspace's templates."""
+
+    getattr = _opaque_getattr(ImmutableSandboxedEnvironment.getattr)
+    getitem = _opaque_getitem(ImmutableSandboxedEnvironment.getitem)
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    """The messages for one case and the template they came from."""
+
+    messages: tuple[dict[str, str], ...]
+    """``({"role": "system", "content": ...}, {"role": "user", "content": ...})``."""
+    template_id: str
+    """Template id, e.g. ``judge``."""
+    template_hash: str
+    """sha256 over the sources of the template and everything it includes."""
+
+
+@dataclass(frozen=True, slots=True)
+class _CategoryView:
+    id: str
+    definition: str
+    weight: float
+    anchors: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _RubricView:
+    id: str
+    title: str
+    description: str
+    style: str
+    levels: tuple[str, ...]
+    categories: tuple[_CategoryView, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _ItemView:
+    id: Untrusted
+    title: Untrusted
+    excerpt: Untrusted
+    refs: tuple[tuple[Untrusted, Untrusted], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class _GroupView:
+    name: str
+    notice: str | None
+    items: tuple[_ItemView, ...]
+
+
+def _rubric_view(rubric: Rubric) -> _RubricView:
+    levels = tuple(lv.name for lv in rubric.levels)
+    cats = tuple(
+        _CategoryView(id=c.id, definition=c.definition, weight=c.weight,
+                      anchors=tuple((n, c.anchors.get(n, "")) for n in levels))
+        for c in rubric.categories)
+    return _RubricView(id=rubric.id, title=rubric.title or rubric.id,
+                       description=rubric.description, style=rubric.style, levels=levels,
+                       categories=cats)
+
+
+def _ref_text(value: object) -> str:
+    if value is None or isinstance(value, bool):
+        return json.dumps(value)
+    return _text(value)
+
+
+def _groups_view(bundle: EvidenceBundle) -> tuple[_GroupView, ...]:
+    return tuple(
+        _GroupView(name=g.name, notice=g.notice(), items=tuple(
+            _ItemView(id=Untrusted(it.id), title=Untrusted(it.title),
+                      excerpt=Untrusted(it.excerpt),
+                      refs=tuple((Untrusted(k), Untrusted(_ref_text(v)))
+                                 for k, v in it.refs.items()))
+            for it in g.items))
+        for g in bundle.groups)
+
+
+EVIDENCE_PARTIAL = "evidence.md.j2"
+_EVIDENCE_SOURCE_SHA256 = "ed07194038c4ae61c795754482f229ba0b0ec941a2257e8e57c8a83a52173da2"
+"""The shipped partial :func:`_evidence_text` renders byte for byte (tests compare the two)."""
+
+
+def _evidence_text(bundle: EvidenceBundle) -> str:
+    """What the shipped ``evidence.md.j2`` renders for ``bundle``, written in Python.
+
+    The same bytes as the template (tested over awkward bundles), at a fraction of the cost
+    of running it: the partial is most of a render. Used only while the partial's source
+    is the one this function was written from and every template rendered is shipped.
+    ``line`` is :func:`oneline` for a ``str``, inlined: this is the render's hot loop.
+    """
+    sub, join = _CONTROL.sub, " ".join
+
+    def line(text: str) -> str:
+        return sub("\ufffd", join(text.split()))
+
+    out: list[str] = []
+    last = len(bundle.groups) - 1
+    for index, group in enumerate(bundle.groups):
+        out.append(f"### {group.name}\n\n")
+        for item in group.items:
+            out.append(f"- [{line(item.id)}] {line(item.title)}\n" if item.title
+                       else f"- [{line(item.id)}]\n")
+            if item.refs:
+                out.append("  refs: " + "; ".join(
+                    f"{line(k)}={line(v if type(v) is str else _ref_text(v))}"
+                    for k, v in item.refs.items()) + "\n")
+            if item.excerpt:
+                out.append(fence(item.excerpt) + "\n")
+        if not group.items:
+            out.append("(none)\n")
+        if group.dropped:
+            out.append(f"({group.notice()})\n")
+        if index != last:
+            out.append("\n")
+    return "".join(out)
+
+
+def _input_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+class _SnapshotLoader(jinja2.BaseLoader):
+    """Serves the sources read at construction: rendering never touches the disk again."""
+
+    def __init__(self, sources: Mapping[str, tuple[str, str]]) -> None:
+        self._sources = dict(sources)
+
+    def get_source(self, environment: jinja2.Environment,
+                   template: str) -> tuple[str, str | None, Callable[[], bool] | None]:
+        if not isinstance(template, str):
+            raise _refuse("as a template name")
+        if template not in self._sources:
+            raise jinja2.TemplateNotFound(template)
+        source, filename = self._sources[template]
+        return source, filename, lambda: True
+
+    def list_templates(self) -> list[str]:
+        return sorted(self._sources)
+
+
+class _CompiledTemplates(jinja2.BytecodeCache):
+    """Compiled template code kept in memory, by template file and source checksum.
+
+    A process that opens many renderers (``judge serve``, the pytest plugin, repeated runs
+    in one process) compiles each template source once instead of once per renderer. One
+    per environment kind: the sandbox compiles operators differently.
+    """
+
+    def __init__(self, size: int = 128) -> None:
+        self._size = size
+        self._code: dict[tuple[str, str], Any] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self._code.get((bucket.key, bucket.checksum))
+        if code is not None:
+            bucket.code = code
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        if len(self._code) >= self._size:
+            del self._code[next(iter(self._code))]
+        self._code[(bucket.key, bucket.checksum)] = bucket.code
+
+
+_COMPILED = {True: _CompiledTemplates(), False: _CompiledTemplates()}
+
+
+@lru_cache(maxsize=128)
+def _parsed(source: str, name: str, filename: str) -> tuple[tuple[str | None, ...], bool]:
+    """What a template source refers to, parsed once per source.
+
+    The templates it loads (``None``: a name computed at render time) and whether it reads
+    ``groups``. Raises ``TemplateSyntaxError``.
+    """
+    ast = _PARSER.parse(source, name, filename)
+    return (tuple(meta.find_referenced_templates(ast)),
+            "groups" in meta.find_undeclared_variables(ast))
+
+
+def _environment(sandboxed: bool = True) -> jinja2.Environment:
+    # Immutable sandbox: the per-rubric context is cached and shared across renders, so a
+    # template must not be able to mutate it (list.append from a template is refused).
+    # The sandbox guards against a workspace's *templates*; data is never template code in
+    # either environment. Templates shipped with judgeflow are our own source code, so they
+    # render without it: half the cost of a render (0.48 -> 0.25 ms), the same bytes out.
+    kind = _SandboxedEnvironment if sandboxed else _Environment
+    env = kind(
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        auto_reload=False,
+        cache_size=-1,
+        finalize=_finalize,
+        bytecode_cache=_COMPILED[sandboxed],
+    )
+    env.filters["fence"] = fence
+    env.filters["oneline"] = oneline
+    return env
+
+
+_PARSER = _environment()
+
+
+def _message(exc: Exception) -> str:
+    # An exception's args may hold untrusted text (which refuses str): never crash on it.
+    try:
+        return str(exc)
+    except _UntrustedUse:
+        return "(an argument held untrusted case text)"
+
+
+def _template_file(template: str) -> str:
+    if template.endswith(".j2"):
+        return template
+    return template + TEMPLATE_SUFFIX
+
+
+class PromptRenderer:
+    """Loads a template once (with everything it includes) and renders it per case."""
+
+    def __init__(self, template: str = "judge", workspace: Path | None = None) -> None:
+        name = _template_file(template)
+        if not _TEMPLATE_ID.match(name):
+            raise TemplateError(f"invalid template id {template!r}",
+                                fix="use a file name from prompts/, e.g. judge")
+        self.template_id: str = name.removesuffix(TEMPLATE_SUFFIX)
+        dirs = ([workspace / "prompts"] if workspace is not None else []) + [shipped_dir("prompts")]
+        self._dirs = tuple(dirs)
+        self._env = _environment()
+        sources = self._read_closure(name, jinja2.FileSystemLoader(dirs, encoding="utf-8"))
+        shipped = shipped_dir("prompts").resolve()
+        self.sandboxed = not all(Path(filename).resolve().is_relative_to(shipped)
+                                 for _, filename in sources.values())
+        if not self.sandboxed:
+            self._env = _environment(sandboxed=False)
+        self.template_hash: str = sha256_hex(
+            {"root": name, "templates": {n: src for n, (src, _) in sources.items()}})
+        self._env.loader = _SnapshotLoader(sources)
+        self._by_file: dict[str, jinja2.Template] = {}
+        for tname, (_, filename) in sources.items():
+            try:
+                self._by_file[filename] = self._env.get_template(tname)
+            except jinja2.TemplateSyntaxError as exc:
+                raise self._syntax_error(exc) from None
+        self._root = self._env.get_template(name)
+        self._rubrics: dict[int, tuple[Rubric, _RubricView]] = {}
+        self._fast_evidence = self._use_fast_evidence(name, sources)
+
+    def _use_fast_evidence(self, root: str, sources: Mapping[str, tuple[str, str]]) -> bool:
+        """Render the shipped evidence partial in Python when nothing else reads ``groups``.
+
+        Only for shipped templates (not sandboxed) whose closure is the root and the
+        unchanged partial, and a root that does not itself read ``groups``: the Python
+        partial then reads the bundle straight from a private context value, and the
+        groups view is not built.
+        """
+        partial = sources.get(EVIDENCE_PARTIAL)
+        if self.sandboxed or partial is None or set(sources) != {root, EVIDENCE_PARTIAL} \
+                or sha256(partial[0].encode("utf-8")).hexdigest() != _EVIDENCE_SOURCE_SHA256:
+            return False
+        if _parsed(sources[root][0], root, sources[root][1])[1]:
+            return False
+
+        def render_partial(context: jinja2.runtime.Context) -> Iterator[str]:
+            yield _evidence_text(context["_evidence_bundle"])
+
+        self._env.get_template(EVIDENCE_PARTIAL).root_render_func = render_partial
+        return True
+
+    def _read_closure(self, root: str,
+                      disk: jinja2.FileSystemLoader) -> dict[str, tuple[str, str]]:
+        # The hash must cover every template a render can load. Names written literally are
+        # followed; a name computed at render time cannot be, so then every template in the
+        # search path is read (and hashed) instead.
+        sources: dict[str, tuple[str, str]] = {}
+        pending: list[tuple[str, str | None]] = [(root, None)]
+        everything = False
+        while pending:
+            name, parent = pending.pop()
+            if name in sources:
+                continue
+            sources[name] = self._read(disk, name, parent)
+            source, filename = sources[name]
+            try:
+                refs = _parsed(source, name, filename)[0]
+            except jinja2.TemplateSyntaxError as exc:
+                raise self._syntax_error(exc) from None
+            for ref in refs:
+                if ref is not None:
+                    pending.append((ref, filename))
+                elif not everything:
+                    everything = True
+                    pending.extend((n, filename) for n in disk.list_templates()
+                                   if n.endswith(".j2"))
+        return sources
+
+    def _read(self, disk: jinja2.FileSystemLoader, name: str,
+              parent: str | None) -> tuple[str, str]:
+        try:
+            source, filename, _ = disk.get_source(self._env, name)
+        except jinja2.TemplateNotFound:
+            looked = ", ".join(str(d) for d in self._dirs)
+            raise TemplateError(
+                f"template {name!r} not found (looked in {looked})", file=parent,
+                fix=f"create prompts/{name} in the workspace, or correct the name"
+                + ("" if parent is None else " in the include")) from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TemplateError(f"cannot read template {name!r}: {exc}",
+                                fix="check the file is readable UTF-8") from None
+        return source, filename or name
+
+    def _syntax_error(self, exc: jinja2.TemplateSyntaxError) -> TemplateError:
+        return TemplateError(
+            f"template syntax error: {exc.message}", file=exc.filename or exc.name,
+            where=f"line {exc.lineno}",
+            fix="check the Jinja tags near that line ({% ... %}, {{ ... }}, {# ... #})")
+
+    def _locate(self, tb: TracebackType | None) -> tuple[str | None, int | None]:
+        # make_module does not rewrite tracebacks to template lines, so the innermost frame
+        # of a compiled template is found here and mapped back through its debug info.
+        found: tuple[str | None, int | None] = (None, None)
+        while tb is not None:
+            template = self._by_file.get(tb.tb_frame.f_code.co_filename)
+            if template is not None:
+                found = (template.filename, template.get_corresponding_lineno(tb.tb_lineno))
+            tb = tb.tb_next
+        return found
+
+    def _render_error(self, exc: Exception) -> TemplateError:
+        file, line = self._locate(exc.__traceback__)
+        file = file or self._root.filename
+        where = f"line {line}" if line else None
+        if isinstance(exc, jinja2.exceptions.SecurityError):
+            return TemplateError(f"unsafe operation refused by the sandbox: {exc}", file=file,
+                                 where=where, fix="templates may not use _private attributes "
+                                 "or unsafe methods; use the context values documented in "
+                                 "judge/render/prompts.py")
+        if isinstance(exc, jinja2.UndefinedError):
+            return TemplateError(f"undefined variable: {exc.message}", file=file, where=where,
+                                 fix="use the context the renderer provides: rubric, task, "
+                                 "output, groups (see judge/render/prompts.py)")
+        if isinstance(exc, _UntrustedUse):
+            return TemplateError(str(exc), file=file, where=where,
+                                 fix="print case text as {{ value|fence }} or "
+                                 "{{ value|oneline }}")
+        return TemplateError(f"rendering failed: {type(exc).__name__}: {_message(exc)}",
+                             file=file, where=where, fix="correct the template near that line")
+
+    def _rubric_context(self, rubric: Rubric) -> _RubricView:
+        cached = self._rubrics.get(id(rubric))
+        if cached is None or cached[0] is not rubric:
+            if len(self._rubrics) >= _RUBRIC_CACHE_SIZE:
+                self._rubrics.clear()
+            cached = (rubric, _rubric_view(rubric))
+            self._rubrics[id(rubric)] = cached
+        return cached[1]
+
+    def render(self, rubric: Rubric, case: Case, bundle: EvidenceBundle) -> RenderedPrompt:
+        """Render the system and user messages for one case."""
+        context: dict[str, Any] = {
+            "rubric": self._rubric_context(rubric),
+            "task": Untrusted(_input_text(case.input)),
+            "output": Untrusted(output_text(case.output)),
+        }
+        if self._fast_evidence:
+            context["_evidence_bundle"] = bundle
+        else:
+            context["groups"] = _groups_view(bundle)
+        return self._render_context(context)
+
+    def render_pair(self, task: Any, first: Any, second: Any, *,
+                    bundle: EvidenceBundle | None = None,
+                    criteria: Sequence[str] = ()) -> RenderedPrompt:
+        """Render the messages that show two responses to one task (pairwise judging).
+
+        ``first`` is shown as Response 1 and ``second`` as Response 2: the caller swaps them
+        to judge the other order. Responses are read like a case output (text, or a
+        mapping's ``text``/``content``...), the task like a case input.
+        """
+        context = {
+            "task": Untrusted(_input_text(task)),
+            "response_1": Untrusted(output_text(first)),
+            "response_2": Untrusted(output_text(second)),
+            "criteria": tuple(_text(c) for c in criteria),
+            "groups": _groups_view(bundle) if bundle is not None else (),
+        }
+        return self._render_context(context)
+
+    def _render_context(self, context: Mapping[str, Any]) -> RenderedPrompt:
+        # Any failure inside a template is that template's error: a configuration error
+        # naming its file and line, never a crash of the run.
+        try:
+            module = self._root.make_module(dict(context))
+        except Exception as exc:
+            raise self._render_error(exc) from exc
+        messages = []
+        for role in MESSAGE_ROLES:
+            content = getattr(module, role, None)
+            if not isinstance(content, str):
+                raise TemplateError(
+                    f"the template defines no {role} message", file=self._root.filename,
+                    fix=f"wrap the {role} message in {{% set {role} %}}...{{% endset %}}")
+            messages.append({"role": role, "content": content.strip()})
+        return RenderedPrompt(messages=tuple(messages), template_id=self.template_id,
+                              template_hash=self.template_hash)

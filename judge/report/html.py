@@ -1,0 +1,203 @@
+"""Render a :class:`~judge.report.data.ReportData` as one self-contained HTML page.
+
+The Jinja template, the style, the page's script and plotly.js (vendored, MIT) ship as
+package data in ``judge/report_assets`` and are inlined, so the page asks nothing of the
+network when opened. Autoescape is on for every value; :func:`shown` also makes bidi and
+control characters visible (a U+202E in a rationale cannot reorder what a reader sees).
+Chart data travels as JSON in a ``<script type="application/json">`` block with ``<``, ``>``
+and ``&`` escaped, read by the page's static script with ``JSON.parse``. A Content Security
+Policy allows only the page's own two scripts, by hash: even markup that slipped past the
+escaping could not run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import statistics
+from collections.abc import Iterable, Mapping
+from functools import cache, lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, StrictUndefined
+from markupsafe import Markup, escape
+
+from .charts import figures
+from .data import CaseMove, ReportData
+
+__all__ = [
+    "ASSETS",
+    "CONTROL_CHARS",
+    "PLOTLY_FILE",
+    "render_report",
+    "script_json",
+    "shown",
+    "write_report",
+]
+
+ASSETS = "assets"
+"""The package folder of the template, style, script and plotly.js."""
+PLOTLY_FILE = "plotly-cartesian.min.js"
+"""plotly.js cartesian bundle (npm ``plotly.js-cartesian-dist-min``), see VENDORED.md."""
+CONTROL_CHARS = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
+                           "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
+"""Characters shown as a visible ``U+XXXX`` tag instead of being sent to the page: bidi
+embeddings, overrides and isolates, zero-width characters and C0/C1 controls."""
+
+_SCRIPT_END = re.compile(r"</script|<!--", re.IGNORECASE)
+
+
+def shown(value: object) -> Markup:
+    """``value`` HTML-escaped, with each control character replaced by a visible tag."""
+    escaped = str(escape("" if value is None else str(value)))
+    return Markup(CONTROL_CHARS.sub(
+        lambda m: f'<span class="ctl" title="control character">U+{ord(m.group()):04X}</span>',
+        escaped))
+
+
+def script_json(value: Any) -> Markup:
+    """``value`` as JSON safe inside a ``<script>`` element (no ``<``, ``>`` or ``&``)."""
+    text = json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return Markup(text)
+
+
+@cache
+def _asset(name: str) -> str:
+    return resources.files("judge.report").joinpath(ASSETS, name).read_text(encoding="utf-8")
+
+
+def _script(name: str) -> Markup:
+    """A package script to inline; refused if it could end its script element early."""
+    text = _asset(name)
+    if _SCRIPT_END.search(text):
+        raise RuntimeError(f"{ASSETS}/{name} holds '</script' or '<!--': it cannot be "
+                           f"inlined safely")
+    return Markup(text)  # our own package file, not a value of the run
+
+
+def _sha256(text: str) -> str:
+    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def _csp(scripts: Iterable[str]) -> str:
+    hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in scripts)
+    return ("default-src 'none'; " f"script-src {hashes}; " "style-src 'unsafe-inline'; "
+            "img-src data:; font-src data:; connect-src 'none'; form-action 'none'; "
+            "base-uri 'none'; frame-src 'none'; object-src 'none'")
+
+
+def _bare(value: object) -> str:
+    """``value`` as text without control characters (for sort and search attributes)."""
+    return CONTROL_CHARS.sub("", str(value))
+
+
+def _num(value: float | None, places: int = 0) -> str:
+    return "—" if value is None else f"{value:.{places}f}"
+
+
+def _signed(value: float | None, places: int = 0) -> str:
+    return "—" if value is None else f"{value:+.{places}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.0%}"
+
+
+def _usd(value: float | None) -> str:
+    return "unknown" if value is None else f"${value:.4f}"
+
+
+def _short(value: str | None) -> str:
+    return "—" if not value else value[:12]
+
+
+def _value(value: Any) -> str:
+    """A setting, list or mapping as one line of text (escaped later, like any value)."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+@lru_cache(maxsize=1)
+def _environment() -> Environment:
+    env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True,
+                      lstrip_blocks=True, keep_trailing_newline=True)
+    env.filters.update(shown=shown, num=_num, signed=_signed, pct=_pct, usd=_usd,
+                       short=_short, value=_value, bare=_bare)
+    return env
+
+
+def _category_rows(data: ReportData) -> list[dict[str, Any]]:
+    weights = {c.id: c.weight for c in data.rubric.categories}
+    rows = []
+    for d in data.categories:
+        for kind, values in (("deterministic", d.deterministic), ("AI", d.ai),
+                             ("final", d.final)):
+            present = [v for v in values if v is not None]
+            if not present:
+                continue
+            rows.append({"category": d.category, "weight": weights.get(d.category, "—"),
+                         "kind": kind, "n": len(present), "min": min(present),
+                         "median": f"{statistics.median(present):g}",
+                         "mean": f"{statistics.fmean(present):.1f}", "max": max(present)})
+    return rows
+
+
+def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[dict[str, Any]]:
+    out = []
+    for index, r in enumerate(data.cases):
+        anchor = f"case-{index}"
+        move = moves.get(r.id)
+        flagged = move is not None and (move.regression or move.bandFlip)
+        words = [r.id, *r.tags, r.band or "", r.status, r.complexity or ""]
+        out.append({
+            "index": index, "result": r, "anchor": anchor, "move": move, "flagged": flagged,
+            "search": _bare(" ".join(w for w in words if w).lower()),
+            "finals": {c.category: c.finalScore for c in r.categoryScores},
+            "evidence_anchor": {item.id: f"{anchor}-ev-{i}"
+                                for i, item in reversed(list(enumerate(r.evidence)))},
+        })
+    return out
+
+
+def render_report(data: ReportData) -> str:
+    """The report page as HTML text."""
+    plotly_js, app_js = _script(PLOTLY_FILE), _script("report.js")
+    moves = {m.caseId: m for m in data.against.moves} if data.against else {}
+    table_categories = list(dict.fromkeys(
+        [d.category for d in data.categories]
+        + [c.category for r in data.cases for c in r.categoryScores]))
+    human_by_judge = ({h.judge: h for h in data.agreement.comparison.human}
+                      if data.agreement else {})
+    cases = _cases(data, moves)
+    template = _environment().from_string(_asset("report.html.j2"))
+    return template.render(
+        d=data, csp=_csp([str(plotly_js), str(app_js)]), css=Markup(_asset("report.css")),
+        plotly_js=plotly_js, app_js=app_js, figures_json=script_json(figures(data)),
+        band_index={b.name: i for i, b in enumerate(data.rubric.bands)},
+        category_rows=_category_rows(data), cases=cases, table_categories=table_categories,
+        case_anchor={v["result"].id: v["anchor"] for v in cases},
+        human_by_judge=human_by_judge,
+        flips=sum(m.bandFlip for m in moves.values()))
+
+
+def write_report(path: Path, html: str) -> int:
+    """Write ``html`` to ``path`` atomically (nothing half-written); the bytes written."""
+    payload = html.encode("utf-8")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # created under the umask
+    try:
+        tmp.write_bytes(payload)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return len(payload)

@@ -1,0 +1,644 @@
+"""The run store: runs and their case results in a SQL database, through SQLAlchemy Core.
+
+The only module that imports SQLAlchemy. Each run row and each result row keeps the whole
+value as JSON (``info_json`` canonical, ``result_json`` as pydantic writes it: the same
+value, ~3x cheaper on the hot path of a replay), which is the source of truth; the
+other columns are copies for querying and are never read back into a value.
+
+SQLite is the default (``sqlite:///.judge/judge.db`` in the workspace). Several processes
+may write to one file: the journal is WAL, a busy timeout makes writers wait for each other,
+and write transactions start with ``BEGIN IMMEDIATE`` so a transaction that reads before it
+writes cannot fail on a lock upgrade. Nothing here reads the clock: ``createdAt`` comes in
+with the run.
+
+PostgreSQL (``postgresql+psycopg://user:password@host/db``, the ``postgres`` extra) is the
+team's store: pooled connections are pinged before use, and a write that meets a dropped
+connection (a server restart) waits for the server to come back and is retried once; every
+write is idempotent (a batch replaces its rows), so a retry never doubles a row. The schema
+is versioned by :mod:`judge.store.migrations` on both engines. A password in the URL appears
+nowhere: messages show ``user:[REDACTED]@``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final, Literal, TypeVar
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    Connection,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    Select,
+    String,
+    Table,
+    Text,
+    create_engine,
+    delete,
+    event,
+    func,
+    insert,
+    select,
+    text,
+    update,
+)
+from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
+from ..core.canonical import canonical_json
+from ..core.errors import StoreError
+from ..core.models import CaseResult, RunInfo, RunTotals
+from ..core.secrets import MASK, mask_url
+from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
+from .reader import ambiguous_prefix, parse_run, unknown_run
+from .revisions import STORE_FORMAT_VERSION
+
+__all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
+
+MigratePolicy = Literal["auto", "all", "none"]
+"""On open: apply additive revisions (``auto``), every revision (``all``), or none."""
+
+DEFAULT_STORE_URL: Final = "sqlite:///.judge/judge.db"
+"""Relative SQLite paths are resolved against the workspace, not the process's cwd."""
+
+_BUSY_TIMEOUT_MS: Final = 30_000
+"""How long a SQLite writer waits for another process's transaction before failing."""
+
+_IMMEDIATE: Final = "judge_sqlite_immediate"
+"""Execution option that makes the SQLite ``begin`` hook take the write lock up front."""
+
+_RECONNECT_SECONDS: Final = 30.0
+"""How long a write waits for a dropped PostgreSQL server to come back before failing."""
+
+_MIGRATION_LOCK: Final = 0x6A756467  # "judg": the advisory lock migrations take on PostgreSQL
+
+_T = TypeVar("_T")
+_S = TypeVar("_S")
+
+_metadata = MetaData()
+
+_runs = Table(
+    "runs",
+    _metadata,
+    Column("id", String(255), primary_key=True),
+    Column("suite", String(255), nullable=False),
+    Column("rubric", String(255), nullable=False),
+    Column("rubric_hash", String(128), nullable=False),
+    Column("models", Text, nullable=False),
+    Column("seed", Integer, nullable=True),
+    Column("template_id", String(255), nullable=False),
+    Column("template_hash", String(128), nullable=False),
+    Column("created_at", String(64), nullable=False),
+    Column("status", String(32), nullable=False),
+    Column("info_json", Text, nullable=False),
+    Column("format_version", Integer, nullable=False),
+    Column("run_group", String(255), nullable=True),
+    Column("shard_index", Integer, nullable=True),
+    Column("shard_count", Integer, nullable=True),
+    Index("ix_runs_suite_created_at", "suite", "created_at"),
+    Index("ix_runs_created_at", "created_at"),
+    Index("ix_runs_group", "run_group", "created_at"),
+)
+"""The schema itself is made by :mod:`judge.store.migrations`; these tables are for the queries."""
+
+# No separate index on run_id: it leads the primary key, whose index already serves
+# "WHERE run_id = ?" and the (case_id, model, sample) order; a second one would only
+# double the cost of every insert.
+_case_results = Table(
+    "case_results",
+    _metadata,
+    Column("run_id", String(255), ForeignKey("runs.id"), primary_key=True),
+    Column("case_id", String(255), primary_key=True),
+    Column("model", String(255), primary_key=True),
+    Column("sample", Integer, primary_key=True),
+    Column("status", String(32), nullable=False),
+    Column("overall_score", Integer, nullable=True),
+    Column("band", String(64), nullable=True),
+    Column("passed", Boolean, nullable=True),
+    Column("result_json", Text, nullable=False),
+    Column("format_version", Integer, nullable=False),
+)
+
+
+def _resolve_url(url: str, workspace: Path) -> URL:
+    """Parse ``url``; resolve a relative SQLite path against ``workspace`` and make its folder."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return parsed
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:") \
+            or parsed.query.get("uri"):
+        return parsed
+    path = Path(database).expanduser()
+    if not path.is_absolute():
+        path = (workspace / path).absolute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return parsed.set(database=str(path))
+
+
+def _enable_wal(cursor: Any) -> None:
+    """Switch a database file to WAL, waiting for other processes as the busy timeout would.
+
+    The switch needs an exclusive lock and SQLite does not call the busy handler for it: a
+    second process opening a fresh file at the same moment would fail at once with
+    "database is locked". So retry here, within the same time budget.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def _configure_sqlite(engine: Engine) -> None:
+    """Pragmas on every connection, and BEGIN emitted by us rather than by the sqlite3 module."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # sqlite3's legacy transaction control skips BEGIN before SELECT; take it over so
+        # reads are repeatable and writes can ask for the lock up front (see _on_begin).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            # The timeout first, so that reading the journal mode waits too.
+            cursor.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+            if str(cursor.execute("PRAGMA journal_mode").fetchone()[0]).lower() != "wal":
+                _enable_wal(cursor)
+            cursor.execute("PRAGMA foreign_keys = ON")
+            # WAL + NORMAL: a commit is safe from a crash of the process and the file cannot
+            # be corrupted; only a power cut may lose the last commits, and those results are
+            # judged again from the cache. FULL would fsync every batch of results.
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            # Checkpoint every 64 MB of log rather than 4 MB: a large run writes ~2.5 KB a
+            # result, and each checkpoint syncs the database file.
+            cursor.execute("PRAGMA wal_autocheckpoint = 16384")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        # A deferred transaction that reads and then writes cannot wait for the lock in WAL
+        # mode (SQLITE_BUSY_SNAPSHOT); IMMEDIATE takes it first, under the busy timeout.
+        immediate = conn.get_execution_options().get(_IMMEDIATE, False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _result_key(result: CaseResult) -> tuple[str, str, int]:
+    """(case id, model, sample): a case judged without a model has model ``""``, sample 0."""
+    if result.judge is None:
+        return result.id, "", 0
+    return result.id, result.judge.model, result.judge.sample
+
+
+class RunStore:
+    """Runs and case results in one database; safe to share between processes on SQLite."""
+
+    def __init__(self, url: str = DEFAULT_STORE_URL, *, workspace: Path | None = None,
+                 migrate: MigratePolicy = "auto") -> None:
+        """Open (and create, if needed) the store at ``url``; see :mod:`judge.store.migrations`."""
+        shown = mask_url(url)
+        self.url: str = shown
+        self._password: str | None = None
+        self._server = False
+        self._results_sql: tuple[str, str] | None = None
+        try:
+            resolved = _resolve_url(url, workspace if workspace is not None else Path.cwd())
+            self.url = resolved.render_as_string(hide_password=True).replace(":***@", f":{MASK}@")
+            self._password = None if resolved.password is None else str(resolved.password)
+            self._server = resolved.get_backend_name() != "sqlite"
+            options: dict[str, Any] = {"pool_pre_ping": True} if self._server else {}
+            self._engine = create_engine(resolved, **options)
+        except ImportError as exc:
+            extra = " (pip install 'judgeflow[postgres]')" if "psycopg" in str(exc) else ""
+            raise StoreError(f"cannot open run store {shown!r}: its database driver is "
+                             f"not installed{extra}: {exc}") from None
+        except (SQLAlchemyError, ValueError) as exc:
+            raise StoreError(f"cannot open run store {shown!r}: "
+                             f"{mask_url(str(exc))}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of run store {shown!r}: {exc}") from exc
+        if not self._server:
+            _configure_sqlite(self._engine)
+        try:
+            self.schema_before: SchemaState = self._open_schema(migrate)
+        except BaseException:
+            self._engine.dispose()  # a store that did not open holds no connection
+            raise
+
+    # -- schema ---------------------------------------------------------------------------
+
+    def _open_schema(self, migrate: MigratePolicy) -> SchemaState:
+        """Read the revision; bring the store to the head as ``migrate`` allows."""
+        with self._transaction() as conn:
+            state = schema_state(conn)
+        if state.current:
+            return state
+        self._refuse_unknown(state)
+        if migrate == "none":
+            return state
+        with self._transaction(write=True) as conn:
+            if self._server:
+                conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _MIGRATION_LOCK})
+            state = schema_state(conn)  # again, under the lock: another process may have won
+            self._refuse_unknown(state)
+            todo = pending(state)
+            if migrate == "auto" and not all(additive for _, additive in todo):
+                first = next(r for r, additive in todo if not additive)
+                raise StoreError(
+                    f"run store {self.url} is at schema revision {state.revision}; revision "
+                    f"{first} changes existing data and is not applied on open: back the "
+                    f"store up, then run `judge store upgrade`")
+            if state.revision is None and not self._server:
+                # An empty SQLite store (a first run): its tables at the head, stamped.
+                create_head(conn, _metadata)
+            elif todo:
+                upgrade(conn, state)
+        return state
+
+    def _refuse_unknown(self, state: SchemaState) -> None:
+        if not state.known:
+            raise StoreError(
+                f"run store {self.url} is at schema revision {state.revision}, newer than "
+                f"this judgeflow knows (head {HEAD}): it was written by a newer judgeflow; "
+                f"upgrade judgeflow (pip install -U judgeflow) to read it")
+
+    def schema_revision(self) -> str | None:
+        """The store's schema revision now (None: empty)."""
+        with self._transaction() as conn:
+            return schema_state(conn).revision
+
+    @property
+    def engine(self) -> Engine:
+        """The SQLAlchemy engine, for a module with a table of its own (judge.store.batch_jobs)."""
+        return self._engine
+
+    # -- runs -----------------------------------------------------------------------------
+
+    def create_run(self, run: RunInfo) -> None:
+        """Record a new run; a run with the same id is an error, never overwritten."""
+        row = self._run_row(run)
+        attempts = 0
+
+        def write() -> None:
+            nonlocal attempts
+            attempts += 1
+            with self._transaction(write=True) as conn:
+                if self._exists(conn, run.id):
+                    stored = conn.execute(select(_runs.c.info_json)
+                                          .where(_runs.c.id == run.id)).scalar()
+                    if attempts > 1 and stored == row["info_json"]:
+                        return  # the first attempt committed before its connection dropped
+                    raise StoreError(f"run {run.id!r} already exists in {self.url}")
+                conn.execute(insert(_runs).values(**row))
+
+        self._retrying(write)
+
+    def finish_run(self, run_id: str, *, totals: RunTotals, status: str) -> RunInfo:
+        """Set a run's totals and status; returns the run as now stored."""
+        def write() -> RunInfo:
+            with self._transaction(write=True) as conn:
+                current = self._load_run(conn, run_id)
+                finished = RunInfo.model_validate(
+                    {**current.model_dump(), "totals": totals, "status": status})
+                row = self._run_row(finished)
+                conn.execute(update(_runs).where(_runs.c.id == run_id).values(
+                    status=row["status"], info_json=row["info_json"]))
+            return finished
+
+        finished = self._retrying(write)
+        if status != "running":
+            self.checkpoint()
+        return finished
+
+    def runs_with_status(self, status: str) -> list[RunInfo]:
+        """Every run in ``status`` (e.g. the ones still ``running``), newest first."""
+        with self._transaction() as conn:
+            return [self._parse_run(text, version)
+                    for text, version in conn.execute(self._runs_query(None, status))]
+
+    def checkpoint(self) -> None:
+        """Fold SQLite's write-ahead log into the database file.
+
+        Then the file alone holds every finished run (a copy of ``judge.db`` without its
+        ``-wal`` loses nothing).
+
+        Best effort: with readers active the log is folded as far as it can be.
+        """
+        if self._engine.dialect.name != "sqlite":
+            return
+        try:
+            with self._engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        except SQLAlchemyError:
+            pass
+
+    def get_run(self, run_id: str) -> RunInfo:
+        """Return the run with id ``run_id``, or the one run whose id starts with it (like git)."""
+        with self._transaction() as conn:
+            return self._load_run(conn, self._resolve_id(conn, run_id))
+
+    def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
+        """Return runs newest first (``createdAt``, then id, descending), at most ``limit``."""
+        query = self._runs_query(suite, None)
+        if limit is not None:
+            query = query.limit(limit)
+        with self._transaction() as conn:
+            return [self._parse_run(text, version) for text, version in conn.execute(query)]
+
+    def latest_run(self, suite: str | None = None, *,
+                   status: str | None = "complete") -> RunInfo | None:
+        """Return the newest run of ``suite`` (any if None) with ``status`` (any if None)."""
+        with self._transaction() as conn:
+            row = conn.execute(self._runs_query(suite, status).limit(1)).first()
+        return None if row is None else self._parse_run(row[0], row[1])
+
+    def group_runs(self, group: str, suite: str | None = None) -> list[RunInfo]:
+        """Every run of a sharded group (``judge run --group``), oldest first."""
+        query = select(_runs.c.info_json, _runs.c.format_version).where(
+            _runs.c.run_group == group)
+        if suite is not None:
+            query = query.where(_runs.c.suite == suite)
+        query = query.order_by(_runs.c.created_at, _runs.c.id)
+        with self._transaction() as conn:
+            return [self._parse_run(text, version) for text, version in conn.execute(query)]
+
+    def delete_run(self, run_id: str) -> None:
+        """Delete a run and its results; takes the exact id, never a prefix."""
+        with self._transaction(write=True) as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            conn.execute(delete(_case_results).where(_case_results.c.run_id == run_id))
+            conn.execute(delete(_runs).where(_runs.c.id == run_id))
+
+    # -- results --------------------------------------------------------------------------
+
+    def add_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
+        """Write results in one transaction; a result for a key already stored replaces it.
+
+        The key is (case id, judge model, sample). Within one batch the last result for a
+        key wins, as a later re-judgment would.
+        """
+        rows: dict[tuple[str, str, int], tuple[Any, ...]] = {}
+        for result in results:
+            case_id, model, sample = key = _result_key(result)
+            rows[key] = (run_id, case_id, model, sample, result.status, result.overallScore,
+                         result.band, result.passed, result.model_dump_json(),
+                         STORE_FORMAT_VERSION)
+        remove, add = self._result_sql()
+        keys = [row[:4] for row in rows.values()]
+        values = list(rows.values())
+
+        def write() -> None:
+            with self._transaction(write=True) as conn:
+                if not self._exists(conn, run_id):
+                    raise self._unknown(run_id)
+                if values:
+                    conn.exec_driver_sql(remove, keys)
+                    conn.exec_driver_sql(add, values)
+
+        self._retrying(write)
+
+    def _result_sql(self) -> tuple[str, str]:
+        """The delete and insert of result rows, as the driver's own SQL (made once).
+
+        Plain positional rows through the driver's executemany: the hot path of a replay
+        writes every result, and SQLAlchemy's per-row parameter processing cost more than
+        SQLite's insert. Delete-then-insert rather than a dialect's ON CONFLICT: one path.
+        """
+        if self._results_sql is None:
+            style = self._engine.dialect.paramstyle
+            if style not in ("qmark", "format", "pyformat"):
+                raise StoreError(f"run store {self.url}: unsupported driver parameter style "
+                                 f"{style!r}")
+            mark = "?" if style == "qmark" else "%s"
+            names = [c.name for c in _case_results.columns]
+            table = _case_results.name
+            self._results_sql = (
+                f"DELETE FROM {table} WHERE run_id = {mark} AND case_id = {mark} "
+                f"AND model = {mark} AND sample = {mark}",
+                f"INSERT INTO {table} ({', '.join(names)}) "
+                f"VALUES ({', '.join([mark] * len(names))})")
+        return self._results_sql
+
+    def iter_results(self, run_id: str, *, batch: int = 1000, offset: int = 0,
+                     limit: int | None = None,
+                     failures_only: bool = False) -> Iterator[CaseResult]:
+        """Yield a run's results by case id, model, sample, fetching ``batch`` rows at a time.
+
+        From the ``offset``-th on, at most ``limit`` of them; with ``failures_only`` only
+        the cases that failed or were not scored. An unknown id fails here, not at the first
+        ``next()``. Close the iterator (or run it out) to release its connection.
+        """
+        if batch < 1:
+            raise ValueError("batch must be at least 1")
+        with self._transaction() as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+        c = _case_results.c
+        query = self._results_where(select(c.result_json), run_id, failures_only) \
+            .order_by(c.case_id, c.model, c.sample)
+        if offset:
+            query = query.offset(offset)
+        if limit is not None:
+            query = query.limit(limit)
+        return self._stream(query, batch)
+
+    def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
+        """How many results the run has (only the failing or unscored with ``failures_only``)."""
+        with self._transaction() as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            query = self._results_where(select(func.count()), run_id, failures_only)
+            return int(conn.execute(query).scalar_one())
+
+    def count_results(self, run_id: str) -> dict[str, int]:
+        """Count results by status; ``scored``, ``unscored`` and ``cache_miss`` always present."""
+        c = _case_results.c
+        query = select(c.status, func.count()).where(c.run_id == run_id).group_by(c.status)
+        counts = {"scored": 0, "unscored": 0, "cache_miss": 0}
+        with self._transaction() as conn:
+            if not self._exists(conn, run_id):
+                raise self._unknown(run_id)
+            for status, n in conn.execute(query):
+                counts[str(status)] = int(n)
+        return counts
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Release the connections."""
+        self._engine.dispose()
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _retrying(self, write: Callable[[], _T]) -> _T:
+        """``write()``; on a server whose connection dropped, wait for it and retry once."""
+        try:
+            return write()
+        except StoreError as exc:
+            cause = exc.__cause__
+            if not (self._server and isinstance(cause, DBAPIError)
+                    and (cause.connection_invalidated or _is_disconnect(cause))):
+                raise
+        self._engine.dispose()  # every pooled connection died with the server
+        self._await_server()
+        return write()
+
+    def _await_server(self) -> None:
+        """Block until the server answers again, at most ``_RECONNECT_SECONDS``."""
+        deadline = time.monotonic() + _RECONNECT_SECONDS
+        pause = 0.1
+        while True:
+            try:
+                with self._engine.connect() as conn:
+                    conn.execute(select(1))
+                return
+            except SQLAlchemyError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise StoreError(f"run store {self.url}: the server did not come back "
+                                     f"within {_RECONNECT_SECONDS:g}s: "
+                                     f"{self._scrub(exc)}") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 2.0)
+
+    @contextmanager
+    def _transaction(self, *, write: bool = False) -> Iterator[Connection]:
+        """One transaction; database failures come out as StoreError."""
+        try:
+            with self._engine.connect() as conn:
+                if write:
+                    conn.execution_options(**{_IMMEDIATE: True})
+                with conn.begin():
+                    yield conn
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from exc
+
+    def _stream(self, query: Select[str], batch: int) -> Iterator[CaseResult]:
+        try:
+            with self._engine.connect() as conn:
+                rows = conn.execution_options(yield_per=batch).execute(query)
+                for (text,) in rows:
+                    yield CaseResult.model_validate_json(text)
+        except SQLAlchemyError as exc:
+            raise self._failed(exc) from exc
+
+    @staticmethod
+    def _results_where(query: Select[_S], run_id: str, failures_only: bool) -> Select[_S]:
+        """``query`` over one run's results (what ``--failures`` keeps, if asked)."""
+        c = _case_results.c
+        query = query.where(c.run_id == run_id)
+        if failures_only:  # judge.app.runs.is_failure, in SQL
+            query = query.where((c.status != "scored") | (c.passed == False))  # noqa: E712
+        return query
+
+    @staticmethod
+    def _run_row(run: RunInfo) -> dict[str, Any]:
+        group = run.settings.get("group")
+        shard = run.settings.get("shard")
+        index = count = None
+        if isinstance(shard, str) and "/" in shard:
+            index, count = (int(part) for part in shard.split("/", 1))
+        return {
+            "run_group": group if isinstance(group, str) else None,
+            "shard_index": index,
+            "shard_count": count,
+            "id": run.id,
+            "suite": run.suite,
+            "rubric": run.rubric,
+            "rubric_hash": run.rubricHash,
+            "models": canonical_json(list(run.models)),
+            "seed": run.seed,
+            "template_id": run.templateId,
+            "template_hash": run.templateHash,
+            "created_at": run.createdAt,
+            "status": run.status,
+            "info_json": canonical_json(run.model_dump(mode="json")),
+            "format_version": STORE_FORMAT_VERSION,
+        }
+
+    def _parse_run(self, text: str, version: int) -> RunInfo:
+        return parse_run(self.url, text, version)
+
+    @staticmethod
+    def _runs_query(suite: str | None, status: str | None) -> Select[str, int]:
+        query = select(_runs.c.info_json, _runs.c.format_version)
+        if suite is not None:
+            query = query.where(_runs.c.suite == suite)
+        if status is not None:
+            query = query.where(_runs.c.status == status)
+        return query.order_by(_runs.c.created_at.desc(), _runs.c.id.desc())
+
+    @staticmethod
+    def _exists(conn: Connection, run_id: str) -> bool:
+        return conn.execute(select(_runs.c.id).where(_runs.c.id == run_id)).first() is not None
+
+    def _resolve_id(self, conn: Connection, run_id: str) -> str:
+        """Return the exact id if stored, else the single id starting with ``run_id``."""
+        if run_id and self._exists(conn, run_id):
+            return run_id
+        if not run_id:
+            raise self._unknown(run_id)
+        query = (select(_runs.c.id).where(_runs.c.id.startswith(run_id, autoescape=True))
+                 .order_by(_runs.c.id).limit(6))
+        found = [str(i) for (i,) in conn.execute(query)]
+        if not found:
+            raise self._unknown(run_id)
+        if len(found) > 1:
+            raise ambiguous_prefix(self.url, run_id, found)
+        return found[0]
+
+    def _load_run(self, conn: Connection, run_id: str) -> RunInfo:
+        query = select(_runs.c.info_json, _runs.c.format_version).where(_runs.c.id == run_id)
+        row = conn.execute(query).first()
+        if row is None:
+            raise self._unknown(run_id)
+        return self._parse_run(row[0], row[1])
+
+    def _unknown(self, run_id: str) -> StoreError:
+        return unknown_run(self.url, run_id)
+
+    def _failed(self, exc: SQLAlchemyError) -> StoreError:
+        message = self._scrub(exc)
+        database = self._engine.url.database if self._engine.url.get_backend_name() \
+            == "sqlite" else None
+        if database and ("malformed" in message or "not a database" in message):
+            # A damaged SQLite file: name it and say what to do, rather than a bare driver line.
+            return StoreError(
+                f"run store {database}: the file is damaged ({message})\n  fix: move it "
+                f"aside (mv {database} {database}.damaged): the next command creates a new "
+                f"store; `sqlite3 {database}.damaged .recover | sqlite3 {database}` may "
+                "salvage its runs; baselines are files and are not affected")
+        return StoreError(f"run store {self.url}: {message}")
+
+    def _scrub(self, exc: BaseException) -> str:
+        """The driver's message, never with the password in it."""
+        cause = getattr(exc, "orig", None) or exc
+        message = mask_url(str(cause).strip())
+        if self._password:
+            message = message.replace(str(self._password), MASK)
+        return message
+
+
+def _is_disconnect(exc: DBAPIError) -> bool:
+    """A server-side connection loss psycopg reports as an operational error."""
+    name = type(exc.orig).__name__ if exc.orig is not None else ""
+    return name in {"OperationalError", "AdminShutdown", "InterfaceError"}

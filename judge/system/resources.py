@@ -1,0 +1,310 @@
+"""Where shipped defaults and a workspace's own rubrics and prompts are found, and loading them.
+
+Lookup order for a rubric or template name: the workspace's folder first (so a team can
+override a shipped default), then the copy shipped with judgeflow. A value that names an
+existing file is used as a path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from ..core.canonical import canonical_json
+from ..core.errors import ConfigError, RubricError, SuiteError
+from ..core.limits import MAX_RUBRIC_CHARS, MAX_SUITE_CHARS
+from ..core.rubric import Rubric, parse_rubric
+from ..core.suite import (
+    Case,
+    Suite,
+    SuiteLine,
+    check_suite_id,
+    compile_suite,
+    iter_jsonl_cases,
+    parse_suite,
+)
+
+__all__ = [
+    "COMPILED_FORMAT",
+    "SuiteSource",
+    "find_rubric",
+    "list_rubrics",
+    "load_rubric",
+    "load_suite",
+    "open_suite",
+    "shipped_dir",
+]
+
+
+COMPILED_FORMAT = 1
+"""The layout of a compiled YAML suite (see :class:`SuiteSource`)."""
+
+
+def shipped_dir(kind: str) -> Path:
+    """The shipped ``rubrics`` or ``prompts`` folder (inside the wheel, or the source checkout)."""
+    here = Path(__file__).resolve().parents[1]
+    packaged = here / "_data" / kind
+    if packaged.is_dir():
+        return packaged
+    return here.parent / kind
+
+
+def _search_dirs(kind: str, workspace: Path | None) -> list[Path]:
+    dirs = []
+    if workspace is not None:
+        dirs.append(workspace / kind)
+    dirs.append(shipped_dir(kind))
+    return dirs
+
+
+def find_rubric(name: str, workspace: Path | None = None) -> Path:
+    """The file for a rubric id or path; a clear error listing what exists if there is none."""
+    as_path = Path(name)
+    if as_path.suffix in {".yaml", ".yml"} or "/" in name:
+        if as_path.is_file():
+            return as_path
+        raise RubricError(f"no rubric file at {name}", fix="check the path")
+    for folder in _search_dirs("rubrics", workspace):
+        for suffix in (".yaml", ".yml"):
+            candidate = folder / f"{name}{suffix}"
+            if candidate.is_file():
+                return candidate
+    known = ", ".join(sorted(list_rubrics(workspace))) or "(none)"
+    raise RubricError(f"unknown rubric {name!r}", fix=f"use one of: {known}, or a path to a .yaml")
+
+
+def list_rubrics(workspace: Path | None = None) -> dict[str, Path]:
+    """Every rubric id visible from the workspace, the workspace's copy winning."""
+    found: dict[str, Path] = {}
+    for folder in reversed(_search_dirs("rubrics", workspace)):
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.y*ml")):
+                found[path.stem] = path
+    return found
+
+
+def _check_size(file: Path, limit: int, error: type[ConfigError]) -> None:
+    # Before reading: a file far over the limit is refused without loading it into memory
+    # (characters never outnumber UTF-8 bytes; the parser checks characters exactly).
+    try:
+        size = file.stat().st_size
+    except OSError:
+        return  # the read that follows reports it
+    if size > 4 * limit:
+        raise error(f"file too large: {size:,} bytes, the limit is {limit:,} characters",
+                    file=str(file), fix="split it into smaller files")
+
+
+def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
+    """Load and validate a rubric by id or path."""
+    path = find_rubric(str(name), workspace)
+    _check_size(path, MAX_RUBRIC_CHARS, RubricError)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RubricError(f"cannot read: {exc}", file=str(path)) from None
+    return parse_rubric(text, str(path))
+
+
+def load_suite(path: str | Path) -> Suite:
+    """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem."""
+    file = Path(path)
+    if file.suffix != ".jsonl":
+        _check_size(file, MAX_SUITE_CHARS, SuiteError)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
+    return parse_suite(text, str(file), default_id=_default_id(file))
+
+
+def _default_id(file: Path) -> str:
+    return file.stem if file.stem not in {"suite", "cases"} else file.parent.name or file.stem
+
+
+@dataclass(frozen=True)
+class SuiteSource:
+    """A suite file that can be read more than once; a JSONL file streams, case by case.
+
+    ``judge run`` reads a large JSONL suite twice (validate everything, then judge) rather
+    than holding every case in memory: 10,000 cases of evidence are ~300 MB as objects.
+
+    A YAML suite cannot stream, and parsing 30 MB of it takes far longer than judging it
+    from the cache. So :func:`open_suite` can keep a *compiled form* of it beside the
+    cache: its cases as the JSON lines :func:`judge.core.suite.compile_suite` makes (each read
+    back by :class:`SuiteLine`, so a replay finds its judgments by the line's digest as
+    for a JSONL suite). A compiled form is named by a sha256 of the YAML file's bytes, the
+    code that compiled it (any change to judgeflow's source makes another name) and the
+    default suite id; its first line holds the sha256 of the rest, checked on every read
+    and read as absent when it does not match (the YAML is then parsed again and the form
+    rewritten). It is held in memory once read (bounded by the suite's size limit), so
+    the two passes of a run read the bytes that were checked. Like every cache file it is
+    checked against flipped bits, not signed: whoever can write the cache directory can
+    write a matching digest.
+    """
+
+    path: Path
+    id: str
+    rubric: str | None
+    loaded: Suite | None
+    """The whole suite for YAML files that have no compiled form; None otherwise."""
+    lines: tuple[str, ...] | None = None
+    """A YAML suite's cases as validated JSON lines (its compiled form)."""
+    unsaved: tuple[Path, bytes] | None = None
+    """A compiled form made by this read, to write with :meth:`save_compiled`."""
+
+    def items(self, kept: bytes | bytearray) -> Iterator[Case | SuiteLine]:
+        """The cases at the positions ``kept`` marks (non-zero), in file order.
+
+        A YAML suite gives its cases (or its compiled lines); a JSONL suite gives each case
+        as its line, unparsed (:class:`SuiteLine`), for a run whose first pass has
+        validated the file.
+        """
+        source = str(self.path)
+        if self.lines is not None:
+            yield from (SuiteLine(t, source) for t, k in zip(self.lines, kept, strict=False)
+                        if k)
+            return
+        if self.loaded is not None:
+            yield from (c for c, k in zip(self.loaded.cases, kept, strict=False) if k)
+            return
+        position = 0
+        with self.path.open(encoding="utf-8") as lines:
+            for line in lines:
+                text = line.strip()
+                if not text:
+                    continue  # as iter_jsonl: blank lines hold no case
+                if position < len(kept) and kept[position]:
+                    yield SuiteLine(text, source)
+                position += 1
+
+    def cases(self) -> Iterator[Case]:
+        """The validated cases, in file order."""
+        if self.lines is not None:
+            yield from iter_jsonl_cases(self.lines, str(self.path))
+            return
+        if self.loaded is not None:
+            yield from self.loaded.cases
+            return
+        with self.path.open(encoding="utf-8") as lines:
+            yield from iter_jsonl_cases(lines, str(self.path))
+
+    def save_compiled(self) -> bool:
+        """Write the compiled form this read made, atomically, into an existing cache folder.
+
+        Derived data: a folder that cannot take it just goes without (False).
+        """
+        if self.unsaved is None:
+            return False
+        target, data = self.unsaved
+        if not target.parent.parent.is_dir():
+            return False  # no cache folder: a compiled form alone is not worth creating one
+        try:
+            target.parent.mkdir(exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".compiling-")
+            try:
+                with os.fdopen(fd, "wb") as fp:
+                    fp.write(data)
+                os.replace(tmp, target)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
+        except OSError:
+            return False
+        return True
+
+
+def _compiled_name(data: bytes, salt: bytes, default_id: str) -> str:
+    digest = hashlib.sha256(b"judgeflow compiled suite %d\0" % COMPILED_FORMAT)
+    digest.update(salt + b"\0" + default_id.encode("utf-8") + b"\0")
+    digest.update(data)
+    return digest.hexdigest() + ".jsonl"
+
+
+def _compiled_bytes(suite: Suite, lines: tuple[str, ...]) -> bytes:
+    header = canonical_json({"cases": len(lines), "description": suite.description,
+                             "id": suite.id, "rubric": suite.rubric})
+    body = "".join([header, "\n", *(line + "\n" for line in lines)]).encode("utf-8")
+    head = canonical_json({"compiledSuite": COMPILED_FORMAT,
+                           "digest": hashlib.sha256(body).hexdigest()})
+    return head.encode("utf-8") + b"\n" + body
+
+
+def _read_compiled(target: Path) -> tuple[Suite, tuple[str, ...]] | None:
+    """The suite header and case lines of a compiled form; None when absent or unsound."""
+    try:
+        raw = target.read_bytes()
+    except OSError:
+        return None
+    first, _, body = raw.partition(b"\n")
+    try:
+        head = json.loads(first)
+        if not isinstance(head, dict) or head.get("compiledSuite") != COMPILED_FORMAT \
+                or head.get("digest") != hashlib.sha256(body).hexdigest():
+            return None
+        text = body.decode("utf-8")
+        del raw, body
+        header_line, _, rest = text.partition("\n")
+        header = json.loads(header_line)
+        lines = tuple(rest.split("\n"))
+        if lines[-1] != "" or len(lines) - 1 != header["cases"]:
+            return None
+        suite = Suite(id=header["id"], description=header["description"],
+                      rubric=header["rubric"], cases=())
+    except (ValueError, KeyError, TypeError, RecursionError, ValidationError):
+        return None
+    return suite, lines[:-1]
+
+
+def open_suite(path: str | Path, *, compiled_dir: Path | None = None,
+               salt: bytes | None = None) -> SuiteSource:
+    """A suite ready to iterate; YAML is loaded and validated here, JSONL when iterated.
+
+    With ``compiled_dir`` and ``salt`` (a digest of the code) a YAML suite is read from its
+    compiled form there when it has a sound one, and otherwise parsed and compiled
+    (:meth:`SuiteSource.save_compiled` writes it, once a run may create files).
+    """
+    file = Path(path)
+    if file.suffix != ".jsonl":
+        if compiled_dir is None or salt is None:
+            suite = load_suite(file)
+            return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
+        return _open_yaml(file, compiled_dir, salt)
+    if not file.is_file():
+        raise SuiteError("cannot read: no such file", file=str(file), fix="check the path")
+    return SuiteSource(path=file, id=check_suite_id(_default_id(file), str(file)), rubric=None,
+                       loaded=None)
+
+
+def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
+    _check_size(file, MAX_SUITE_CHARS, SuiteError)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
+    default_id = _default_id(file)
+    target = compiled_dir / _compiled_name(data, salt, default_id)
+    found = _read_compiled(target)
+    if found is not None:
+        header, lines = found
+        return SuiteSource(path=file, id=header.id, rubric=header.rubric, loaded=None,
+                           lines=lines)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
+    del data
+    suite, compiled = compile_suite(text, str(file), default_id)
+    if compiled is None:
+        return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
+    return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=None,
+                       lines=compiled, unsaved=(target, _compiled_bytes(suite, compiled)))

@@ -1,0 +1,183 @@
+"""The shared cache tier on a real PostgreSQL: two machines, one cache; tampering; offline
+replay from the shared tier alone; push/pull; the tier lost mid-run."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLE_SUITE
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import NullPool
+from test_cache_tiers import entry
+
+from judge.app.cache_ops import cache_stats, pull_cache, push_cache
+from judge.app.running import NullObserver, RunReport, RunRequest, run_suite
+from judge.app.workspace import JudgePool, Workspace
+from judge.cache.disk import JudgmentCache
+from judge.cache.tiers import TieredCache
+from judge.core.models import CaseResult
+from judge.core.secrets import MASK
+
+pytestmark = pytest.mark.postgres
+MODEL = "hosted_vllm/fake-judge"
+
+
+class Heard(NullObserver):
+    """Keeps the notices and counts the results of a run."""
+
+    def __init__(self, after: int | None = None, then: Any = None) -> None:
+        self.notices: list[str] = []
+        self.results = 0
+        self._after, self._then = after, then
+
+    def notice(self, text: str) -> None:
+        self.notices.append(text)
+
+    def result(self, result: CaseResult) -> None:
+        self.results += 1
+        if self.results == self._after:
+            self._then()
+
+
+class NoJudges:
+    """A judge factory that must never be asked (offline replay opens no client)."""
+
+    def open(self, workspace: Workspace, models: Sequence[str]) -> JudgePool:
+        raise AssertionError("offline replay asked for a model client")
+
+
+def machine(root: Path, fake_server: Any, cache_url: str | None, *, judges: Any = None,
+            **more: Any) -> Workspace:
+    root.mkdir(exist_ok=True)
+    return Workspace.open(root, {"model": MODEL, "api_base": fake_server.base_url + "/v1",
+                                 "cache_url": cache_url, **more}, env={}, judges=judges)
+
+
+def requests(fake_server: Any) -> int:
+    return int(fake_server.stats()["requests"])
+
+
+def run(ws: Workspace, observer: Heard | None = None) -> RunReport:
+    report = run_suite(ws, RunRequest(suite=EXAMPLE_SUITE, check=False), observer=observer)
+    assert report.run.status == "complete" and not report.missing
+    return report
+
+
+def local_keys(ws: Workspace) -> list[str]:
+    with JudgmentCache(ws.path(ws.settings.cache_dir), "read-only") as cache:
+        return [e["key"] for e in cache.iter_entries()]
+
+
+def test_two_machines_share_one_cache_and_the_second_run_calls_no_model(
+        fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    first = run(machine(tmp_path / "a", fake_server, pg_url))
+    called = requests(fake_server)
+    assert called > 0 and first.summary.cacheHits == 0
+    b = machine(tmp_path / "b", fake_server, pg_url)
+    heard = Heard()
+    second = run(b, heard)
+    assert requests(fake_server) == called  # zero model calls on the second machine
+    assert second.summary == first.summary.model_copy(
+        update={"cacheHits": second.summary.cacheHits})
+    assert second.summary.cacheHits == first.llm_cases > 0
+    assert second.run.totals.calls == 0
+    assert heard.notices == []
+    assert sorted(local_keys(b)) == sorted(local_keys(machine(tmp_path / "a", fake_server,
+                                                              pg_url)))
+    third = run(b)  # now local, through the replay index: still no call
+    assert requests(fake_server) == called and third.summary == second.summary
+
+
+def test_a_tampered_shared_entry_is_ignored_reported_and_judged_again(
+        fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    run(machine(tmp_path / "a", fake_server, pg_url))
+    called = requests(fake_server)
+    engine = create_engine(pg_url, poolclass=NullPool)
+    with engine.begin() as conn:
+        key = conn.execute(text("SELECT key FROM judge_cache_entries ORDER BY key LIMIT 1")
+                           ).scalar_one()
+        conn.execute(text("UPDATE judge_cache_entries SET body = overlay(body placing 'X' "
+                          "from length(body) - 20 for 1) WHERE key = :k"), {"k": key})
+    engine.dispose()
+    b = machine(tmp_path / "b", fake_server, pg_url)
+    heard = Heard()
+    report = run(b, heard)
+    assert requests(fake_server) == called + 1  # that one judgment, asked of the model again
+    assert report.summary.cacheHits == report.llm_cases - 1
+    assert len(heard.notices) == 1 and key[:16] in heard.notices[0]
+    stats = cache_stats(b)
+    assert stats.shared is not None and stats.shared.rejected == 1
+    assert stats.shared.rejected_keys == (key,)
+
+
+def test_offline_replay_from_the_shared_tier_alone(
+        fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    first = run(machine(tmp_path / "a", fake_server, pg_url))
+    called = requests(fake_server)
+    c = machine(tmp_path / "c", fake_server, pg_url, cache_mode="offline", judges=NoJudges())
+    assert local_keys(c) == []
+    report = run(c)
+    assert requests(fake_server) == called
+    assert report.offline and report.summary.cacheMisses == 0
+    assert report.summary.meanOverall == first.summary.meanOverall
+    assert not (tmp_path / "c" / "cache").exists()  # offline writes no tier
+
+
+def test_push_pull_round_trip(fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    run(machine(tmp_path / "a", fake_server, None))  # judged with no shared tier: local only
+    a = machine(tmp_path / "a", fake_server, pg_url)
+    keys = local_keys(a)
+    shared = cache_stats(a).shared
+    assert keys and shared is not None and shared.entries == 0
+    pushed = push_cache(a)
+    assert (pushed.added, pushed.kept, pushed.rejected) == (len(keys), 0, 0)
+    assert push_cache(a).kept == len(keys)
+    d = machine(tmp_path / "d", fake_server, pg_url)
+    pulled = pull_cache(d)
+    assert (pulled.added, pulled.kept, pulled.rejected) == (len(keys), 0, 0)
+    assert (pull_cache(d).added, pull_cache(d).kept) == (0, len(keys))
+    with JudgmentCache(a.path("cache"), "read-only") as one, \
+            JudgmentCache(d.path("cache"), "read-only") as other:
+        assert list(one.iter_entries()) == list(other.iter_entries())
+    assert MASK in pushed.url or make_url(pg_url).password is None
+
+
+def test_the_shared_tier_lost_mid_run_leaves_the_local_cache(
+        fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    database = make_url(pg_url).database
+    admin = make_url(pg_url).set(database="postgres")
+
+    def drop() -> None:
+        engine = create_engine(admin, isolation_level="AUTOCOMMIT", poolclass=NullPool)
+        with engine.connect() as conn:
+            conn.execute(text(f'DROP DATABASE "{database}" WITH (FORCE)'))
+        engine.dispose()
+
+    ws = machine(tmp_path / "a", fake_server, pg_url)
+    heard = Heard(after=3, then=drop)
+    report = run(ws, heard)
+    assert heard.results > 3 and report.summary.scored == report.summary.cases
+    lost = [n for n in heard.notices if "local cache only" in n]
+    assert len(lost) == 1 and heard.notices == lost
+    assert len(local_keys(ws)) == report.llm_cases  # every verdict kept locally
+    assert report.run.totals.judgedAnew == report.llm_cases
+
+
+def test_a_server_restart_is_weathered_without_losing_the_tier(
+        postgres_server: Any, pg_url: str, tmp_path: Path) -> None:
+    one, two = entry(1), entry(2)
+    heard: list[str] = []
+    with TieredCache(tmp_path / "a", shared_url=pg_url, notice=heard.append) as cache:
+        assert cache.put(one)
+        assert cache.turns(two["key"]) is None  # the kept reader connection is open
+        postgres_server.restart()  # every connection dropped
+        with TieredCache(tmp_path / "b", "read-only", shared_url=pg_url) as other:
+            assert other.turns(one["key"]) == one["turns"]
+        assert cache.put(two)  # a write after the restart: the pool pings and reconnects
+        cache.remove([two["key"]])
+        assert cache.turns(two["key"]) == two["turns"]  # a read: the reader reconnects
+        assert cache.down is None and heard == []

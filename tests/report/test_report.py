@@ -1,0 +1,185 @@
+"""`judge report`: the data gathered from the store, the HTML it renders, its size, the door.
+
+The browser checks (charts drawn, no request, hostile text inert) are in
+test_report_browser.py; here the page is checked as text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html as html_lib
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import judge_env, run_judge
+from pydantic import ValidationError
+from report_runs import (
+    BIDI,
+    END,
+    EVIL_MODEL,
+    HIGH,
+    HOSTILE,
+    PLAIN,
+    example_runs,
+    hostile_runs,
+    large_runs,
+)
+
+from judge.app.reporting import ReportRequest, build_report
+from judge.app.workspace import Workspace
+from judge.core.errors import StoreError, UsageError
+from judge.report.data import case_moves
+from judge.report.html import ASSETS, PLOTLY_FILE, render_report, script_json, shown
+
+ASSET_DIR = Path(__file__).resolve().parents[2] / "judge" / "report" / ASSETS
+BUDGET = 5_000_000
+
+
+def _ws(root: Path) -> Workspace:
+    return Workspace.open(root, env={})
+
+
+def test_report_against_a_run_marks_the_gates_regressions() -> None:
+    root, high, plain = example_runs()
+    data = build_report(_ws(root), ReportRequest(run=plain, against=high, compare=(high,)))
+    assert data.run.id == plain and data.rubric.id == "task-evaluation"
+    assert data.rubric.hash == data.rubric.currentHash == data.run.rubricHash
+    assert sum(b.count for b in data.bands) == len(data.cases) == 16
+    assert [c.category for c in data.categories] == [
+        "agentPerformance", "taskOutcomeQuality", "processCompliance"]
+    against = data.against
+    assert against is not None and against.kind == "run" and against.label == high
+    assert against.differs["models"] == ([HIGH], [PLAIN])
+    # The plain judge scores 40 lower than the +40 one: finals drop by about 12 points, past
+    # the 5-point threshold, on every case a model judged; the gate says the same.
+    regressed = {m.caseId for m in against.moves if m.mark == "regressed"}
+    assert regressed == set(against.comparison.regressedCases) and len(regressed) >= 10
+    assert against.comparison.hasRegression
+    for m in against.moves:
+        if m.before is not None and m.after is not None:
+            assert m.delta == m.after - m.before
+            assert m.bandFlip == (m.bandBefore != m.bandAfter)
+    assert any(m.bandFlip for m in against.moves)
+    # The two deterministic fixtures did not move.
+    assert sum(m.mark == "steady" and m.delta == 0 for m in against.moves) == 2
+    agreement = data.agreement
+    assert agreement is not None
+    (pair,) = agreement.comparison.pairs
+    assert (pair.judgeA, pair.judgeB) == (HIGH, PLAIN)  # the compared run first: old → new
+    assert pair.aiAll.meanDiff is not None and pair.aiAll.meanDiff < -20
+    (points,) = agreement.pairs
+    assert len(points.points) == pair.aligned == 14
+    assert {p.caseId for p in points.points if p.flip} == {f.caseId for f in pair.bandFlips}
+    # The example suite labels five cases: each judge against the humans.
+    assert agreement.comparison.humanLabelled == 5 and len(agreement.human) == 2
+    assert all(len(h.points) == 5 for h in agreement.human)
+
+
+def test_report_against_the_baseline(tmp_path: Path) -> None:
+    root, high, plain = example_runs()
+    data = build_report(_ws(root), ReportRequest(run=plain, baseline=True))
+    assert data.against is not None and data.against.kind == "baseline"
+    assert data.against.label.startswith("task-evaluation-example@")
+    assert data.against.comparison.hasRegression
+    assert data.agreement is None  # one judge, nothing compared
+    # The baseline was recorded from the high run: the moves are those of --against high.
+    by_run = build_report(_ws(root), ReportRequest(run=plain, against=high))
+    assert by_run.against is not None
+    assert [(m.caseId, m.before, m.after, m.mark) for m in data.against.moves] == [
+        (m.caseId, m.before, m.after, m.mark) for m in by_run.against.moves]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "judge.toml").write_text(f'store_url = "sqlite:///{root}/.judge/judge.db"\n')
+    with pytest.raises(UsageError, match="no baseline for suite"):
+        build_report(_ws(empty), ReportRequest(run=plain, baseline=True))
+
+
+def test_report_request_errors() -> None:
+    root, high, plain = example_runs()
+    with pytest.raises(ValidationError, match="not both"):
+        ReportRequest(run=plain, against=high, baseline=True)
+    with pytest.raises(StoreError):
+        build_report(_ws(root), ReportRequest(run="no-such-run"))
+    with pytest.raises(UsageError, match="itself"):
+        build_report(_ws(root), ReportRequest(run=plain, against=plain))
+    with pytest.raises(UsageError, match="given twice"):
+        build_report(_ws(root), ReportRequest(run=plain, compare=(high, high)))
+
+
+def test_case_moves_cover_both_sides() -> None:
+    root, high, plain = example_runs()
+    data = build_report(_ws(root), ReportRequest(run=plain, against=high))
+    assert data.against is not None
+    baseline_cases = {m.caseId for m in data.against.moves}
+    assert baseline_cases == {r.id for r in data.cases}
+    assert case_moves.__module__ == "judge.report.data"
+
+
+def test_script_json_and_shown_escape() -> None:
+    text = str(script_json({"a": END, "b": "x & y > z", "c": BIDI}))
+    assert "<" not in text and ">" not in text and "&" not in text
+    assert json.loads(text) == {"a": END, "b": "x & y > z", "c": BIDI}
+    out = str(shown(f"{END} {BIDI}"))
+    assert "<script>" not in out and "&lt;/script&gt;" in out
+    assert "\u202e" not in out and "U+202E" in out and "U+2066" in out
+
+
+def test_hostile_text_is_escaped_in_the_page(tmp_path: Path) -> None:
+    a, b = hostile_runs(tmp_path)
+    html = render_report(build_report(_ws(tmp_path), ReportRequest(run=b, against=a,
+                                                                   compare=(a,))))
+    scripts = re.findall(r"<script\b[^>]*>", html)
+    assert scripts == ['<script type="application/json" id="report-figures">', "<script>",
+                       "<script>"]
+    for hostile in HOSTILE:
+        if "<" in hostile or '"' in hostile:
+            assert hostile not in html, hostile  # as markup: never; escaped: as text
+    assert "javascript:" in html and 'href="javascript' not in html
+    assert "window.__pwned" in html  # present, as escaped text
+    assert "\u202e" not in html and "\u2066" not in html
+    page = re.sub(r"<script\b[^>]*>.*?</script>", "", html, flags=re.S)  # markup only
+    assert re.search(r"<(img|iframe|object|embed|form|base|style)\b", page.split("</head>")[1]) \
+        is None
+    assert not re.search(r"href=\"(?!#)", page)  # every link is an anchor in the page
+    assert EVIL_MODEL not in html
+    # The page's own scripts are the only ones its policy lets run.
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', html)
+    assert policy is not None
+    rules = html_lib.unescape(policy.group(1))
+    assert "default-src 'none'" in rules and "connect-src 'none'" in rules
+    script_src = next(d for d in rules.split(";") if d.strip().startswith("script-src"))
+    assert script_src.count("'sha256-") == 2 and "unsafe" not in script_src
+
+
+def test_vendored_plotly_is_the_one_documented() -> None:
+    data = (ASSET_DIR / PLOTLY_FILE).read_bytes()
+    notes = (ASSET_DIR / "VENDORED.md").read_text()
+    assert hashlib.sha256(data).hexdigest() in notes
+    assert f"{len(data):,}" in notes
+    assert b"</script" not in data.lower() and (ASSET_DIR / "LICENSE-plotly.js.txt").is_file()
+
+
+def test_a_200_case_report_stays_under_5_mb(tmp_path: Path) -> None:
+    a, b = large_runs(tmp_path, 200)
+    data = build_report(_ws(tmp_path), ReportRequest(run=b, against=a, compare=(a,)))
+    size = len(render_report(data).encode("utf-8"))
+    assert len(data.cases) == 200
+    assert size < BUDGET, f"{size:,} bytes"
+
+
+def test_judge_report_command(tmp_path: Path) -> None:
+    root, high, plain = example_runs()
+    out = tmp_path / "r" / "report.html"
+    proc = run_judge(["report", plain, "--against", high, "--compare", high, "-o", str(out),
+                      "--json"], root, env=judge_env())
+    assert proc.returncode == 0, proc.stderr
+    reply = json.loads(proc.stdout)
+    assert reply["path"] == str(out) and reply["bytes"] == out.stat().st_size
+    assert reply["hasRegression"] is True and reply["judges"] == [HIGH, PLAIN]
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    bad = run_judge(["report", plain, "--against", high, "--baseline", "-o",
+                     str(tmp_path / "no.html")], root, env=judge_env())
+    assert bad.returncode == 2 and "not both" in bad.stderr
+    assert not (tmp_path / "no.html").exists()
