@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from judge.llm.client import _litellm
+from judge.llm.client import load_litellm
 
 ROOT = Path(__file__).resolve().parent.parent
 # Tests mirror the packages (tests/core/, tests/cache/, ...) and a few share helpers across
@@ -124,7 +124,7 @@ def litellm_httpx(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
     Its HTTP clients are cached per process: flushed before, so they are made anew on that
     transport, and after, so later tests get aiohttp ones again.
     """
-    lit = _litellm()
+    lit = load_litellm()
     monkeypatch.setattr(lit, "disable_aiohttp_transport", True)
     lit.in_memory_llm_clients_cache.flush_cache()
     yield lit

@@ -35,9 +35,10 @@ from typing import Any
 from ..cache.disk import JudgmentCache
 from ..cache.entry import cache_key
 from ..core.errors import PermanentProviderError, UsageError
-from ..core.models import CaseResult, JudgeLedger, JudgeMeta, RunTotals
+from ..core.models import CaseResult, JudgeLedger, RunTotals
 from ..core.replies import parse_verdict
 from ..core.suite import Case
+from ..core.usage import ZERO, Usage, cost_fraction
 from ..engine.judging import (
     Completer,
     ForwardingCompleter,
@@ -442,9 +443,8 @@ async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchIte
     cache = ws.open_cache()
     assert cache is not None
     pool: JudgePool | None = None
-    ledger: dict[str, Any] = {"answered": 0, "failed": {}, "invalid": {}, "repairCalls": 0,
-                              "promptTokens": 0, "completionTokens": 0, "cachedTokens": 0,
-                              "cacheWriteTokens": 0, "costUsd": 0.0}
+    ledger: dict[str, Any] = {"failed": {}, "invalid": {}, "repairCalls": 0}
+    answered = ZERO  # what the batch's answers used, at the batch rate
     done: set[str] = set()
     try:
         for j in _judgments(setup):
@@ -472,21 +472,20 @@ async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchIte
                       "createdAt": now(), "batchJob": job.id})
             ledger["repairCalls"] += first.calls
             if done_ex.status == "ok":  # cached now, or by an earlier, interrupted collect
-                ledger["answered"] += 1
-                ledger["promptTokens"] += item.turn.prompt_tokens or 0
-                ledger["completionTokens"] += item.turn.completion_tokens or 0
-                ledger["cachedTokens"] += item.turn.cached_tokens or 0
-                ledger["cacheWriteTokens"] += item.turn.cache_write_tokens or 0
-                ledger["costUsd"] = None if ledger["costUsd"] is None or \
-                    item.turn.cost_usd is None else ledger["costUsd"] + item.turn.cost_usd
+                t = item.turn
+                answered += Usage(1, t.prompt_tokens or 0, t.completion_tokens or 0,
+                                  t.cached_tokens or 0, t.cache_write_tokens or 0,
+                                  None if t.cost_usd is None else cost_fraction(t.cost_usd))
             else:
                 ledger["invalid"][j.key] = done_ex.reason or "no verdict"
     finally:
         cache.close()
         if pool is not None:
             await pool.aclose()
-    if ledger["costUsd"] is not None:
-        ledger["costUsd"] = round(ledger["costUsd"], 10)
+    ledger.update(answered=answered.judgments, promptTokens=answered.prompt_tokens,
+                  completionTokens=answered.completion_tokens,
+                  cachedTokens=answered.cached_tokens,
+                  cacheWriteTokens=answered.cache_write_tokens, costUsd=answered.cost_usd())
     missing = mine - done
     for key in missing:  # rendered no more (the suite changed): said, never asked
         ledger["failed"][key] = "the judgment no longer renders from the suite"
@@ -533,63 +532,43 @@ def _ledger_totals(totals: RunTotals, results: Iterable[CaseResult], job: BatchJ
     ledger = job.ledger or BatchLedger()
     batch_keys = set(job.keys) - set(ledger.failed) - set(ledger.invalid)
     repairs = 0
-    every = _Paid()
-    paid: dict[str, _Paid] = {}  # per judge: what its batch-answered judgments cost
+    every = ZERO
+    paid: dict[str, Usage] = {}  # per judge: what its batch-answered judgments cost
     for r in results:
         m = r.judge
         if m is None or m.aggregate is not None or not m.cached or m.cacheKey not in batch_keys:
             continue
         repairs += m.repairTurns
-        every.add(m)
-        paid.setdefault(m.model, _Paid()).add(m)
+        used = Usage.of(m, cached=m.cachedTokens, written=m.cacheWriteTokens)
+        every += used
+        paid[m.model] = paid.get(m.model, ZERO) + used
     n = every.judgments
     judges = {model: _with_batch(entry, paid[model]) if model in paid else entry
               for model, entry in totals.ledger.items()}
     return totals.model_copy(update={
         "cacheHits": totals.cacheHits - n, "savedCalls": max(0, totals.savedCalls - n - repairs),
         "judgedAnew": totals.judgedAnew + n, "calls": totals.calls + ledger.repairCalls,
-        "promptTokens": totals.promptTokens + every.prompt,
-        "completionTokens": totals.completionTokens + every.completion,
-        "cachedTokens": totals.cachedTokens + every.cached,
-        "cacheWriteTokens": totals.cacheWriteTokens + every.written,
-        "costUsd": _plus(totals.costUsd, every.cost), "batchCalls": n,
+        "promptTokens": totals.promptTokens + every.prompt_tokens,
+        "completionTokens": totals.completionTokens + every.completion_tokens,
+        "cachedTokens": totals.cachedTokens + every.cached_tokens,
+        "cacheWriteTokens": totals.cacheWriteTokens + every.cache_write_tokens,
+        "costUsd": (Usage.from_cost(totals.costUsd) + every).cost_usd(), "batchCalls": n,
         "batchCostUsd": ledger.costUsd, "ledger": judges})
 
 
-@dataclass
-class _Paid:
-    """Judgments a batch answered: counted as paid (at the batch rate), not as cache hits."""
+def _with_batch(entry: JudgeLedger, p: Usage) -> JudgeLedger:
+    """A judge's ledger entry with its batch-answered judgments moved from hits to paid.
 
-    judgments: int = 0
-    prompt: int = 0
-    completion: int = 0
-    cached: int = 0
-    written: int = 0
-    cost: float | None = 0.0
-
-    def add(self, m: JudgeMeta) -> None:
-        self.judgments += 1
-        self.prompt += m.promptTokens or 0
-        self.completion += m.completionTokens or 0
-        self.cached += m.cachedTokens or 0
-        self.written += m.cacheWriteTokens or 0
-        self.cost = _plus(self.cost, m.costUsd)
-
-
-def _plus(a: float | None, b: float | None) -> float | None:
-    """A sum of costs: unknown when either is."""
-    return None if a is None or b is None else round(a + b, 10)
-
-
-def _with_batch(entry: JudgeLedger, p: _Paid) -> JudgeLedger:
-    """A judge's ledger entry with its batch-answered judgments moved from hits to paid."""
+    The batch's judgments were counted as cache hits when the run replayed them: they are
+    paid (at the batch rate), so they move from ``cacheHits`` to the usage.
+    """
     return entry.model_copy(update={
         "cacheHits": max(0, entry.cacheHits - p.judgments),
-        "promptTokens": entry.promptTokens + p.prompt,
-        "completionTokens": entry.completionTokens + p.completion,
-        "cachedTokens": entry.cachedTokens + p.cached,
-        "cacheWriteTokens": entry.cacheWriteTokens + p.written,
-        "costUsd": _plus(entry.costUsd, p.cost)})
+        "promptTokens": entry.promptTokens + p.prompt_tokens,
+        "completionTokens": entry.completionTokens + p.completion_tokens,
+        "cachedTokens": entry.cachedTokens + p.cached_tokens,
+        "cacheWriteTokens": entry.cacheWriteTokens + p.cache_write_tokens,
+        "costUsd": (Usage.from_cost(entry.costUsd) + p).cost_usd()})
 
 
 def collect_batch(ws: Workspace, job_id: str | None = None, *,

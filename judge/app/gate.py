@@ -72,7 +72,7 @@ class GateVerdict(BaseModel):
         return self.blocking and self.has_regression
 
     def public(self) -> dict[str, Any]:
-        """The one JSON shape every door prints: the seed's fields in camelCase, flat."""
+        """The one JSON shape every door prints: the wire's fields in camelCase, flat."""
         body: dict[str, Any] = {
             "hasRegression": self.has_regression, "scoreDelta": None, "previousScore": None,
             "currentScore": None, "baselineId": self.baselineId, "blockedReasons": [],

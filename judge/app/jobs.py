@@ -74,8 +74,8 @@ class ProgressView(BaseModel):
         """A snapshot of ``p`` (``elapsed``: the run's own wall time, once it ended)."""
         return cls(total=p.total, done=p.done, cacheHits=p.cache_hits, unscored=p.unscored,
                    cacheMisses=p.misses, judgments=p.judgments, judgedAnew=p.judged_anew,
-                   promptTokens=p.prompt_tokens, completionTokens=p.completion_tokens,
-                   costUsd=round(p.cost, 10) if p.cost_known else None,
+                   promptTokens=p.spent.prompt_tokens,
+                   completionTokens=p.spent.completion_tokens, costUsd=p.spent.cost_usd(),
                    elapsedSeconds=round(time.monotonic() - p.started if elapsed is None
                                         else elapsed, 3))
 

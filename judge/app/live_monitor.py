@@ -1,4 +1,4 @@
-"""The production monitor as a service (seed 003): live records in, sampled, judged, a verdict.
+"""The production monitor as a service: live records in, sampled, judged, a verdict.
 
 Records arrive in batches. Each is sampled by :func:`judge.core.monitor.is_sampled` at the
 ``monitor_rate`` setting with ``monitor_seed`` — the seeded, order-independent draw of

@@ -41,6 +41,7 @@ from ..core.pairwise import (
     turn_totals,
     verdict_schema,
 )
+from ..core.usage import ZERO, Usage
 from ..engine.judging import Completer, JudgeSettings, exchange
 from ..engine.runner import LimitedCompleter
 from ..llm.client import JudgeRequest
@@ -104,7 +105,7 @@ class PairwiseReport:
         """The document every door prints for ``--json``."""
         fresh = [v for r in self.results for v in r.verdicts
                  if v.status != "cache_miss" and not v.cached]
-        tokens = [(v.promptTokens, v.completionTokens, v.costUsd) for v in fresh]
+        used = sum((Usage.of(v) for v in fresh), ZERO)
         return {
             "suite": self.suite.id,
             "model": self.model,
@@ -117,10 +118,9 @@ class PairwiseReport:
             "totals": {
                 "calls": self.calls,
                 "cacheHits": self.cache_hits,
-                "promptTokens": sum(t[0] or 0 for t in tokens),
-                "completionTokens": sum(t[1] or 0 for t in tokens),
-                "costUsd": None if any(t[2] is None for t in tokens)
-                else round(sum(t[2] or 0.0 for t in tokens), 10),
+                "promptTokens": used.prompt_tokens,
+                "completionTokens": used.completion_tokens,
+                "costUsd": used.cost_usd(),
             },
         }
 

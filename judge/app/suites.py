@@ -1,4 +1,4 @@
-"""Suite files: generate (seed 001's seeded fixtures), validate and describe, with no model.
+"""Suite files: generate (seeded fixtures), validate and describe, with no model.
 
 ``generate`` gives the same bytes for the same suite id, count, rubric and seed. The file
 format follows the output's name: ``.jsonl`` gets one canonical JSON case a line (the

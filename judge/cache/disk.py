@@ -184,6 +184,44 @@ def _open_diskcache(directory: Path) -> Any:
                          fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
 
 
+class _Rows:
+    """SELECTs on diskcache's SQLite file through a connection of our own (it only reads).
+
+    diskcache has no public call that reads many raw values in one query, nor a read
+    transaction that lets writers go on (``Cache.transact`` takes the write lock); both are
+    plain SQL on its table ``Cache`` (key, raw, mode, filename, value, expire_time), and the
+    public ``Cache.disk.fetch`` turns a row into its value.
+    ``tests/cache/test_cache.py::test_diskcache_table_is_what_the_reader_selects`` fails
+    when that table changes under a new diskcache.
+    """
+
+    SELECT = ("SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN ({}) "
+              "AND (expire_time IS NULL OR expire_time > ?)")
+
+    def __init__(self, path: Path) -> None:
+        self._con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+
+    def select(self, keys: list[str]) -> list[tuple[str, int, str | None, Any]]:
+        """(key, mode, filename, value) of each of ``keys`` stored raw and not expired."""
+        query = self.SELECT.format(",".join("?" * len(keys)))
+        rows: list[tuple[str, int, str | None, Any]] = self._con.execute(
+            query, (*keys, time.time())).fetchall()
+        return rows
+
+    def begin(self) -> None:
+        """Start a read transaction: one committed state for every SELECT until :meth:`end`."""
+        self._con.execute("BEGIN")
+
+    def end(self) -> None:
+        """End the read transaction."""
+        with contextlib.suppress(sqlite3.Error):
+            self._con.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._con.close()
+
+
 class JudgmentCache:
     """Cache entries in a directory, read and written as the mode allows.
 
@@ -199,6 +237,8 @@ class JudgmentCache:
         self.writable: bool = mode in _WRITABLE
         self._counters = {"hits": 0, "misses": 0, "writes": 0, "corrupt": 0}
         self._dc: Any = None
+        self._rows: _Rows | None = None
+        self._snapshot_rows: _Rows | None = None
         self._index: ReplayStore | None = None
         self._store()
 
@@ -211,6 +251,17 @@ class JudgmentCache:
                 self.writable or (self.directory / _DBNAME).is_file()):
             self._dc = _open_diskcache(self.directory)
         return self._dc
+
+    def _reader(self) -> _Rows | None:
+        """Our read-only connection on the diskcache file, opened on first need."""
+        if self._rows is None and self._store() is not None:
+            self._rows = _Rows(self.directory / _DBNAME)
+        return self._rows
+
+    def _fetched(self, store: Any, row: tuple[str, int, str | None, Any]) -> bytes | None:
+        _key, mode, filename, value = row
+        data = store.disk.fetch(mode, filename, value, False)
+        return data if type(data) is bytes else None
 
     def _require_writable(self, what: str) -> Any:
         if not self.writable:
@@ -225,6 +276,8 @@ class JudgmentCache:
         store = self._store()
         if store is None or not isinstance(key, str):
             return None, None
+        if self._snapshot_rows is not None:  # inside _snapshot: read its committed state
+            return self._snapshot_raw(store, key)
         missing = object()
         try:  # plain try, not _guard: this is the replay's hot path
             raw = store.get(key, default=missing, retry=True)
@@ -242,6 +295,24 @@ class JudgmentCache:
             return None, f"stored value is {type(raw).__name__}, not bytes"
         return raw, None
 
+    def _snapshot_raw(self, store: Any, key: str) -> tuple[bytes | None, str | None]:
+        assert self._snapshot_rows is not None
+        try:
+            rows = self._snapshot_rows.select([key])
+        except sqlite3.Error as exc:
+            if is_damage(exc):
+                raise damaged_cache(self.directory / _DBNAME, exc) from None
+            raise
+        if not rows:
+            return None, None
+        try:
+            data = self._fetched(store, rows[0])
+        except _RefusedValue as exc:
+            return None, str(exc)
+        except OSError:
+            return None, "value file missing"
+        return (data, None) if data is not None else (None, "stored value is not bytes")
+
     def raw_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The stored bytes of each of ``keys`` present, in a few SELECTs (the replay's batch read).
 
@@ -251,28 +322,25 @@ class JudgmentCache:
         the mode (the index is written in ``refresh`` too).
         """
         store = self._store()
+        reader = self._reader()
         wanted = list(dict.fromkeys(keys))
         found: dict[str, bytes] = {}
-        if store is None:
+        if store is None or reader is None:
             return found
         for start in range(0, len(wanted), _BATCH):
-            chunk = wanted[start:start + _BATCH]
-            select = ("SELECT key, mode, filename, value FROM Cache WHERE raw = 1 AND key IN "
-                      f"({','.join('?' * len(chunk))}) "
-                      "AND (expire_time IS NULL OR expire_time > ?)")
             try:
-                rows = store._sql(select, (*chunk, time.time())).fetchall()
+                rows = reader.select(wanted[start:start + _BATCH])
             except sqlite3.Error as exc:
                 if is_damage(exc):
                     raise damaged_cache(self.directory / _DBNAME, exc) from None
                 raise
-            for key, mode, filename, value in rows:
+            for row in rows:
                 try:
-                    data = store._disk.fetch(mode, filename, value, False)
+                    data = self._fetched(store, row)
                 except (_RefusedValue, OSError):
                     continue
-                if type(data) is bytes:
-                    found[key] = data
+                if data is not None:
+                    found[row[0]] = data
         return found
 
     def _load(self, key: Any, *, full: bool = True,
@@ -454,22 +522,22 @@ class JudgmentCache:
 
     @contextlib.contextmanager
     def _snapshot(self) -> Iterator[None]:
-        """One read transaction on diskcache's connection: one committed state for every read.
+        """One read transaction on our own connection: one committed state for every read.
 
         SQLite in WAL mode: writers in other processes go on meanwhile.
         """
-        store = self._store()
-        if store is None:
+        reader = self._reader()
+        if reader is None:
             yield
             return
-        connection = store._con  # diskcache's own (autocommit) connection of this thread
         with _guard(self.directory):
-            connection.execute("BEGIN")
+            reader.begin()
+        self._snapshot_rows = reader
         try:
             yield
         finally:
-            with contextlib.suppress(sqlite3.Error):
-                connection.execute("COMMIT")
+            self._snapshot_rows = None
+            reader.end()
 
     def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportResult:
         """Write every sound entry of one snapshot, sorted by key, signed when ``secret``.
@@ -670,6 +738,9 @@ class JudgmentCache:
         """Release the SQLite connections."""
         if self._dc is not None:
             self._dc.close()
+        if self._rows is not None:
+            self._rows.close()
+        self._rows = None
         if self._index is not None:
             self._index.close()
         self._dc = None

@@ -13,7 +13,8 @@ from typing import Annotated, Any
 import typer
 
 # typer (0.29) carries its own click; the commands it builds are of that click, so the lazy
-# group derives from typer's group and takes its types from there.
+# group derives from typer's group and takes its types from there (typer exports no public
+# name for them; tests/cli/test_cli_help.py::test_typer_builds_commands_of_the_click_we_import).
 from typer._click.core import Command, Context, Parameter
 from typer._click.formatting import HelpFormatter
 from typer.core import TyperArgument, TyperGroup

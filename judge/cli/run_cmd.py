@@ -356,9 +356,9 @@ class _Display:
 
     def _info(self) -> str:
         p = self.progress
-        cost = cost_text(p.cost if p.cost_known else None, p.judged_anew)
-        return (f"hits {p.cache_hits} · unscored {p.unscored} · tokens "
-                f"{p.prompt_tokens + p.completion_tokens} · {cost}")
+        cost = cost_text(p.spent.cost_usd(), p.judged_anew)
+        return (f"hits {p.cache_hits} · unscored {p.unscored} · tokens {p.spent.tokens} · "
+                f"{cost}")
 
     def result(self, result: CaseResult) -> None:
         """Update after one result."""

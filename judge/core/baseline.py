@@ -1,4 +1,4 @@
-"""Baselines and the regression gate (seed 001): record a run's scores, compare a later run.
+"""Baselines and the regression gate: record a run's scores, compare a later run.
 
 A baseline is a small JSON file committed beside the suite (``baselines/<suite>.json``) so a
 reviewer sees it change in a diff. Its ``baselineId`` hashes the per-case scores only, so the
@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 DEFAULT_THRESHOLD = 0.05
-"""The largest allowed drop, as a fraction of the 0..100 scale: 5 points (seed 001)."""
+"""The largest allowed drop, as a fraction of the 0..100 scale: 5 points."""
 
 
 class BaselineCase(Frozen):
@@ -337,7 +337,7 @@ def check(baseline: Baseline, current: Iterable[CaseResult], *, threshold: float
           block: bool = True) -> Comparison:
     """:func:`compare`, raising RegressionBlocked on a regression when ``block`` is on.
 
-    The promotion hook of seed 001: call it before a rollout; with ``block=False`` it only
+    The promotion hook: call it before a rollout; with ``block=False`` it only
     reports. The raised error carries the comparison as ``.comparison``.
     """
     result = compare(baseline, current, threshold=threshold)

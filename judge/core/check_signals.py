@@ -1,4 +1,4 @@
-"""Deterministic checks (seed 001's fixtures) turned into per-category signals."""
+"""Deterministic checks (a suite's fixtures) turned into per-category signals."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Seeded fixture generator (seed 001): synthetic suites reproducible from the suite id.
+"""Seeded fixture generator: synthetic suites reproducible from the suite id.
 
 ``generate_cases("checkout-agent", 5, rubric=rubric)`` always gives the same cases, byte
 for byte, on every machine: every choice is drawn from :class:`_Prng`, which hashes
@@ -33,7 +33,7 @@ from .suite import Case, Suite
 __all__ = ["DEFAULT_COUNT", "MAX_COUNT", "generate_cases", "suite_to_yaml"]
 
 DEFAULT_COUNT = 5
-"""Fixtures per suite when no count is given (seed 001's default)."""
+"""Fixtures per suite when no count is given (the generator's default)."""
 MAX_COUNT = 10_000
 """Most cases one call generates."""
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .models import CaseResult, JudgeLedger
+from .usage import ZERO, Usage
 
 __all__ = ["RETRY_REASONS", "CallCounts", "JudgeTally", "build_ledger", "retry_reason",
            "tally"]
@@ -41,14 +42,9 @@ class CallCounts:
 class JudgeTally:
     """What one judge's results say, counted as they arrive."""
 
-    judgments: int = 0
     cacheHits: int = 0
-    promptTokens: int = 0
-    completionTokens: int = 0
-    cachedTokens: int = 0
-    cacheWriteTokens: int = 0
-    cost: float = 0.0
-    costKnown: bool = True
+    usage: Usage = ZERO
+    """The judgments and what the ones asked of a model used (cache hits add no usage)."""
 
 
 def retry_reason(status: int | None, error_name: str) -> str:
@@ -71,19 +67,13 @@ def tally(tallies: dict[str, JudgeTally], result: CaseResult) -> None:
     if meta is None or meta.aggregate is not None or result.judgedBy != "llm":
         return
     t = tallies.setdefault(meta.model, JudgeTally())
-    t.judgments += 1
     if meta.cached:
         t.cacheHits += 1
-        return
-    t.promptTokens += meta.promptTokens or 0
-    t.completionTokens += meta.completionTokens or 0
-    t.cachedTokens += meta.cachedTokens or 0
-    t.cacheWriteTokens += meta.cacheWriteTokens or 0
-    if meta.costUsd is None:
-        if result.status != "cache_miss":
-            t.costKnown = False
+        t.usage += Usage(judgments=1)
+    elif result.status == "cache_miss":  # nothing was asked: no usage, and no unknown cost
+        t.usage += Usage(judgments=1)
     else:
-        t.cost += meta.costUsd
+        t.usage += Usage.of(meta, cached=meta.cachedTokens, written=meta.cacheWriteTokens)
 
 
 def build_ledger(tallies: Mapping[str, JudgeTally],
@@ -97,11 +87,12 @@ def build_ledger(tallies: Mapping[str, JudgeTally],
             counts = CallCounts()
         retries = {r: counts.retries[r] for r in RETRY_REASONS if counts.retries.get(r)}
         calls = counts.requests + counts.repairTurns + sum(retries.values()) + counts.fallbacks
+        u = t.usage
+        cost = u.cost_usd() if u.cost is not None or calls else 0.0
         ledger[model] = JudgeLedger(
-            model=model, judgments=t.judgments, cacheHits=t.cacheHits,
+            model=model, judgments=u.judgments, cacheHits=t.cacheHits,
             requests=counts.requests, repairTurns=counts.repairTurns, retries=retries,
-            fallbacks=counts.fallbacks, calls=calls, promptTokens=t.promptTokens,
-            completionTokens=t.completionTokens, cachedTokens=t.cachedTokens,
-            cacheWriteTokens=t.cacheWriteTokens,
-            costUsd=None if calls and not t.costKnown else round(t.cost, 10))
+            fallbacks=counts.fallbacks, calls=calls, promptTokens=u.prompt_tokens,
+            completionTokens=u.completion_tokens, cachedTokens=u.cached_tokens,
+            cacheWriteTokens=u.cache_write_tokens, costUsd=cost)
     return ledger

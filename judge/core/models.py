@@ -1,6 +1,6 @@
 """Result values: the advisory score the judge gives and the authoritative scores the core computes.
 
-Field names of the persisted payload are the seed's (``deterministicScore``, ``finalScore``...),
+Field names of the persisted payload are the wire's (``deterministicScore``, ``finalScore``...),
 so stored rows and ``--json`` output read the same as the contract.
 """
 
@@ -53,7 +53,7 @@ class AdvisoryScore(Frozen):
 
 
 class CategoryScore(Frozen):
-    """The persisted per-category payload (seed 000), plus the rule that produced the final."""
+    """The persisted per-category payload, plus the rule that produced the final."""
 
     category: str
     deterministicScore: Score | None = None

@@ -1,4 +1,4 @@
-"""The production monitor (seed 003): sample live judgments, watch the pass rate.
+"""The production monitor: sample live judgments, watch the pass rate.
 
 Pure: records come in as mappings (one JSONL line each, read by the CLI), and the verdict
 comes out as a frozen value. Thresholds are compared exactly, as the decimals written

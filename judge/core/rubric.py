@@ -4,9 +4,9 @@ A rubric says what is judged (categories with weights and definitions), how the 
 AI score meets the deterministic one (the blend and the rules for a missing input), and how
 a number reads (bands, the pass mark). Two styles share one model:
 
-- ``scores``: the judge writes an integer 0..100 per category (seed 000's task rubric).
+- ``scores``: the judge writes an integer 0..100 per category (the task rubric).
 - ``levels``: the judge picks a level *by name* per category; the core maps it to its value
-  (seed 003's research rubric). The model never writes the number.
+  (the research-agent rubric). The model never writes the number.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ class Level(Frozen):
 
 
 class Category(Frozen):
-    """One scored category (a *dimension* in seed 003)."""
+    """One scored category (a *dimension* in a level rubric)."""
 
     id: str = Field(min_length=1, pattern=r"^[A-Za-z][A-Za-z0-9_]*$")
     """Stable identifier; the judge's output schema uses it as a key."""

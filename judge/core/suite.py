@@ -46,7 +46,7 @@ __all__ = [
 
 
 class Check(Frozen):
-    """A deterministic check on the output (seed 001's fixtures)."""
+    """A deterministic check on the output (a suite's fixtures)."""
 
     type: Literal["contains", "not_contains", "min_confidence", "expected_mode"]
     """``contains``/``not_contains`` a string, ``min_confidence`` a minimum, ``expected_mode``."""

@@ -1,4 +1,4 @@
-"""Run summaries (seed 003): pass rate, per-category averages, failures, distributions, spend.
+"""Run summaries: pass rate, per-category averages, failures, distributions, spend.
 
 Built incrementally so a 100,000-case run never holds its results in memory.
 """
@@ -10,7 +10,9 @@ from fractions import Fraction
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .exact import round_half_up
 from .models import CaseResult
+from .usage import ZERO, Usage
 
 __all__ = ["FAILURE_LIST_LIMIT", "Failure", "Summary", "SummaryBuilder"]
 
@@ -21,7 +23,7 @@ def _mean(total: Fraction | int, count: int, places: int) -> float | None:
     if count == 0:
         return None
     scaled = Fraction(total) / count * 10**places
-    return float(Fraction(int(scaled + Fraction(1, 2)), 10**places))
+    return float(Fraction(round_half_up(scaled), 10**places))
 
 
 class Failure(BaseModel):
@@ -80,10 +82,8 @@ class SummaryBuilder:
         self.failures: list[Failure] = []
         self.failures_total = 0
         self.cache_hits = 0
-        self.prompt_tokens = 0
-        self.completion_tokens = 0
-        self.cost = Fraction(0)
-        self.cost_known = True
+        self.usage = ZERO
+        """What the verdicts cost when they were made (a cached one: its original call's)."""
 
     def add(self, result: CaseResult) -> None:
         """Count one result."""
@@ -107,12 +107,7 @@ class SummaryBuilder:
         judge = result.judge
         if judge is not None:
             self.cache_hits += judge.cached
-            self.prompt_tokens += judge.promptTokens or 0
-            self.completion_tokens += judge.completionTokens or 0
-            if judge.costUsd is None:
-                self.cost_known = False
-            else:
-                self.cost += Fraction(repr(judge.costUsd))
+            self.usage += Usage.of(judge)
 
     def _failure(self, result: CaseResult) -> None:
         self.failures_total += 1
@@ -142,7 +137,7 @@ class SummaryBuilder:
             failures=tuple(sorted(self.failures, key=lambda f: f.id)[:FAILURE_LIST_LIMIT]),
             failuresTotal=self.failures_total,
             cacheHits=self.cache_hits,
-            promptTokens=self.prompt_tokens,
-            completionTokens=self.completion_tokens,
-            costUsd=float(self.cost) if self.cost_known else None,
+            promptTokens=self.usage.prompt_tokens,
+            completionTokens=self.usage.completion_tokens,
+            costUsd=self.usage.cost_usd(digits=None),
         )

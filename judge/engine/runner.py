@@ -36,6 +36,7 @@ from ..core.panel import case_aggregates, headline, member_sample
 from ..core.rubric import Rubric
 from ..core.suite import Case, SuiteLine
 from ..core.summary import Summary, SummaryBuilder
+from ..core.usage import ZERO, Usage
 from ..llm.client import JudgeRequest, Turn
 from ..render.prompts import PromptRenderer
 from .judging import (
@@ -73,10 +74,8 @@ class Progress:
     cache_hits: int = 0
     unscored: int = 0
     misses: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    cost_known: bool = True
+    spent: Usage = ZERO
+    """What the judgments asked of a model this run used (cache hits spend nothing)."""
     judgments: int = 0
     """Judgments of LLM-judged cases finished (each judge x sample; aggregates not counted)."""
     judged_anew: int = 0
@@ -102,12 +101,7 @@ class Progress:
         if result.judge is not None:
             self.cache_hits += result.judge.cached
             if not result.judge.cached:
-                self.prompt_tokens += result.judge.promptTokens or 0
-                self.completion_tokens += result.judge.completionTokens or 0
-                if result.judge.costUsd is None:
-                    self.cost_known = False
-                else:
-                    self.cost += result.judge.costUsd
+                self.spent += Usage.of(result.judge)
 
 
 @dataclass(frozen=True)
@@ -414,8 +408,8 @@ class _Run:
             cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
             cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
             calls=sum(c.attempts for c in (self.clients or {}).values()),
-            promptTokens=progress.prompt_tokens, completionTokens=progress.completion_tokens,
-            costUsd=round(progress.cost, 10) if progress.cost_known else None,
+            promptTokens=progress.spent.prompt_tokens,
+            completionTokens=progress.spent.completion_tokens, costUsd=progress.spent.cost_usd(),
             wallSeconds=round(time.monotonic() - self.started, 3),
             judgments=progress.judgments, judgedAnew=progress.judged_anew,
             savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,

@@ -1,7 +1,7 @@
 """Provider batch jobs through LiteLLM's file and batch APIs: upload, create, poll, download.
 
 An adapter beside :mod:`judge.llm.client`, which stays the one place that imports litellm
-(:func:`judge.llm.client._litellm`). A batch input line is the OpenAI ``/v1/chat/completions``
+(:func:`judge.llm.client.load_litellm`). A batch input line is the OpenAI ``/v1/chat/completions``
 body a live call of :class:`judge.llm.client.LiteLLMClient` would send (same messages,
 temperature, seed, ``response_format`` and sampling params), under ``custom_id`` = the
 judgment's cache key, so a result line lands under exactly the key a live call would use.
@@ -24,11 +24,11 @@ from .client import (
     ModelSpec,
     OutputMode,
     Turn,
-    _count,
-    _litellm,
     classify,
+    load_litellm,
     resolve_output_mode,
     response_format,
+    token_count,
 )
 
 __all__ = [
@@ -89,7 +89,7 @@ def provider_of(model: str) -> tuple[str, str]:
         provider, wire = "local", model
     else:
         try:
-            wire, provider, _, _ = _litellm().get_llm_provider(model=model)
+            wire, provider, _, _ = load_litellm().get_llm_provider(model=model)
         except Exception:  # litellm raises its own BadRequestError for an unknown provider
             provider, _, wire = model.partition("/") if "/" in model else ("?", "", model)
     if provider not in BATCH_PROVIDERS:
@@ -156,9 +156,9 @@ def _item(line: Mapping[str, Any], mode: OutputMode,
         system_fingerprint=fingerprint if isinstance(fingerprint, str) and fingerprint
         else None,
         # The live path's fields (:meth:`LiteLLMClient._turn`), from the same usage object.
-        cached_tokens=_count(details.get("cached_tokens"))
+        cached_tokens=token_count(details.get("cached_tokens"))
         if isinstance(details, Mapping) else None,
-        cache_write_tokens=_count(usage.get("cache_creation_input_tokens"))))
+        cache_write_tokens=token_count(usage.get("cache_creation_input_tokens"))))
 
 
 def parse_result_lines(lines: Iterable[bytes | str], mode: OutputMode,
@@ -223,7 +223,7 @@ class BatchClient:
         # The synchronous API: a few control calls per job, and no async SDK client left
         # bound to an event loop that a later command no longer has.
         try:
-            return getattr(_litellm(), name)(**kwargs, **self._kwargs())
+            return getattr(load_litellm(), name)(**kwargs, **self._kwargs())
         except ProviderError:
             raise
         except Exception as exc:  # classified: the door names it and says how to resume
@@ -271,7 +271,7 @@ class BatchClient:
         name = model or self.wire_model
         if name not in self._prices:
             try:
-                info = _litellm().get_model_info(model=name,
+                info = load_litellm().get_model_info(model=name,
                                                  custom_llm_provider=self.provider)
             except Exception:  # not in the map: unknown, never a made-up zero
                 info = {}

@@ -38,9 +38,11 @@ __all__ = [
     "Turn",
     "aclose_clients",
     "classify",
+    "load_litellm",
     "preload",
     "resolve_output_mode",
     "response_format",
+    "token_count",
     "wire_messages",
 ]
 
@@ -193,7 +195,8 @@ def wire_messages(messages: Sequence[Mapping[str, str]], *,
     return sent
 
 
-def _count(value: Any) -> int | None:
+def token_count(value: Any) -> int | None:
+    """A token count a provider reported: an int (never a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
@@ -205,7 +208,7 @@ _litellm_module: Any = None
 # no stray .env loaded into the process.
 
 
-def _litellm() -> Any:
+def load_litellm() -> Any:
     """Import litellm once, configured for us: no network at import, no .env, no banners.
 
     The only place that touches ``os.environ``, and only for the import: litellm reads these
@@ -232,7 +235,7 @@ def _litellm() -> Any:
 
 def preload() -> None:
     """Import litellm now: a long-lived server does it once, in a thread, not on its loop."""
-    _litellm()
+    load_litellm()
 
 
 def quiet_exit() -> None:
@@ -243,6 +246,8 @@ def quiet_exit() -> None:
     if _litellm_module is None:
         return
     lit = _litellm_module
+    # No public API lists every callback or owns the exit flush: litellm's own names, held by
+    # tests/llm/test_client_respx.py::test_litellm_still_has_what_quiet_exit_reads.
     callbacks = [*lit.callbacks, *lit.success_callback, *lit.failure_callback,
                  *lit._async_success_callback, *lit._async_failure_callback]
     if callbacks:
@@ -443,7 +448,7 @@ class LiteLLMClient:
 
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
                        mode: OutputMode) -> Turn:
-        lit = _litellm()
+        lit = load_litellm()
         fmt = response_format(mode, request.schema)
         kwargs: dict[str, Any] = {
             "model": self.spec.name,
@@ -501,8 +506,8 @@ class LiteLLMClient:
             latency_ms=round(latency_ms, 3),
             output_mode=mode,
             system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
-            cached_tokens=_count(getattr(details, "cached_tokens", None)),
-            cache_write_tokens=_count(getattr(usage, "cache_creation_input_tokens", None)),
+            cached_tokens=token_count(getattr(details, "cached_tokens", None)),
+            cache_write_tokens=token_count(getattr(usage, "cache_creation_input_tokens", None)),
         )
 
     def _wait(self, state: Any) -> float:

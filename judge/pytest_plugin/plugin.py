@@ -202,11 +202,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                       f"cached, {rep.rejected} rejected")
         for err in rep.errors[:5]:
             tr.write_line(f"  {err}")
-    cost = "unknown" if st.cost_usd is None else f"${st.cost_usd:.4f}"
+    spent = st.spent
+    cost = "unknown" if spent.cost is None else f"${spent.cost_usd():.4f}"
     tr.write_line(f"judgments {st.judgments} · cache hits {st.cache_hits} · cache misses "
                   f"{st.cache_misses} · model calls {st.model_calls} · tokens "
-                  f"{st.prompt_tokens + st.completion_tokens} (prompt {st.prompt_tokens}, "
-                  f"completion {st.completion_tokens}) · cost {cost} · time "
+                  f"{spent.tokens} (prompt {spent.prompt_tokens}, "
+                  f"completion {spent.completion_tokens}) · cost {cost} · time "
                   f"{st.seconds:.2f} s")
     for line in st.runs:
         tr.write_line(line)

@@ -34,6 +34,7 @@ from ..app.workspace import Workspace
 from ..core.models import CaseResult, RunTotals
 from ..core.rubric import Rubric
 from ..core.suite import Case
+from ..core.usage import ZERO, Usage
 from .places import quoted_command, session_folder
 
 try:  # POSIX; elsewhere each process judges the suite itself (the cache still shares)
@@ -64,10 +65,8 @@ class Stats:
     cache_hits: int = 0
     cache_misses: int = 0
     model_calls: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = 0.0
-    """None when any paid call's price is unknown."""
+    spent: Usage = ZERO
+    """What the calls this process made used (cost None when any paid call's is unknown)."""
     seconds: float = 0.0
     runs: list[str] = field(default_factory=list)
     """One line per suite run this process judged and stored."""
@@ -85,9 +84,7 @@ class Stats:
             self.cache_hits += 1
         else:
             self.model_calls += 1 + meta.repairTurns
-            self.prompt_tokens += meta.promptTokens or 0
-            self.completion_tokens += meta.completionTokens or 0
-            self._cost(meta.costUsd)
+            self.spent += Usage.of(meta)
 
     def add_run(self, totals: RunTotals, line: str) -> None:
         """Count one suite run."""
@@ -95,31 +92,28 @@ class Stats:
         self.cache_hits += totals.cacheHits
         self.cache_misses += totals.cacheMisses
         self.model_calls += totals.calls
-        self.prompt_tokens += totals.promptTokens
-        self.completion_tokens += totals.completionTokens
         self.seconds += totals.wallSeconds
-        if totals.calls:
-            self._cost(totals.costUsd)
+        self.spent += Usage(prompt_tokens=totals.promptTokens,
+                            completion_tokens=totals.completionTokens,
+                            cost=Usage.from_cost(totals.costUsd if totals.calls else 0.0).cost)
         self.runs.append(line)
-
-    def _cost(self, cost: float | None) -> None:
-        self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
     def merge(self, data: Mapping[str, Any]) -> None:
         """Add another process's counters (an xdist worker's ``workeroutput``)."""
-        other = Stats(**{**data, "runs": list(data.get("runs", ()))})
-        for name in ("judgments", "cache_hits", "cache_misses", "model_calls",
-                     "prompt_tokens", "completion_tokens", "seconds"):
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-        self._cost(other.cost_usd)
-        self.runs += other.runs
+        for name in ("judgments", "cache_hits", "cache_misses", "model_calls", "seconds"):
+            setattr(self, name, getattr(self, name) + data[name])
+        self.spent += Usage(prompt_tokens=data["prompt_tokens"],
+                            completion_tokens=data["completion_tokens"],
+                            cost=Usage.from_cost(data["cost_usd"]).cost)
+        self.runs += list(data.get("runs", ()))
 
     def as_dict(self) -> dict[str, Any]:
         """Plain JSON-able counters."""
         return {"judgments": self.judgments, "cache_hits": self.cache_hits,
                 "cache_misses": self.cache_misses, "model_calls": self.model_calls,
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "cost_usd": self.cost_usd,
+                "prompt_tokens": self.spent.prompt_tokens,
+                "completion_tokens": self.spent.completion_tokens,
+                "cost_usd": self.spent.cost_usd(digits=None),
                 "seconds": self.seconds, "runs": list(self.runs)}
 
 

@@ -1,4 +1,4 @@
-"""The seed's five endpoints, with suites in place of skills.
+"""The evaluation endpoints: judge a case, run a suite, read runs, feed the monitor.
 
 Run the harness, record and get a baseline, a suite's history, every baseline: each route
 calls one operation of :mod:`judge.app`.

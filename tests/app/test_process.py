@@ -18,7 +18,7 @@ ALLOWED: dict[tuple[str, str], frozenset[str] | None] = {
     ("tuning.py", "settle_heap"): None,  # the entry point's, once set-up is built
     ("tuning.py", "_quiet_shutdown"): None,  # registered by tune_process
     # litellm reads two variables during its import only: set for it, then restored.
-    ("client.py", "_litellm"): frozenset({"os.environ[...] =", "os.environ.pop"}),
+    ("client.py", "load_litellm"): frozenset({"os.environ[...] =", "os.environ.pop"}),
     # Called by a door after a run (skips litellm's exit flush), never by a library call.
     ("client.py", "quiet_exit"): frozenset({"atexit.unregister"}),
 }
@@ -95,8 +95,8 @@ def test_importing_litellm_through_the_client_changes_no_process_state() -> None
     seen = _child(
         "import gc, json, os\n"
         "before = dict(os.environ); threshold = gc.get_threshold()\n"
-        "from judge.llm.client import _litellm\n"
-        "lit = _litellm()\n"
+        "from judge.llm.client import load_litellm\n"
+        "lit = load_litellm()\n"
         "from litellm.litellm_core_utils.get_model_cost_map import _cost_map_source_info\n"
         "print(json.dumps({'env': dict(os.environ) == before, 'frozen': gc.get_freeze_count(),\n"
         "                  'gc': gc.isenabled(), 'threshold': gc.get_threshold() == threshold,\n"

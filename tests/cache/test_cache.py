@@ -684,3 +684,28 @@ def test_a_replay_record_with_a_flipped_byte_reads_as_absent(tmp_path: Path) -> 
     assert store.get(b"fp-2") is None  # nor does a record without its seal
     assert store.corrupt == 2
     store.close()
+
+
+def test_diskcache_table_is_what_the_reader_selects(tmp_path: Path) -> None:
+    # judge.cache.disk._Rows reads diskcache's table with SQL of its own (diskcache has no
+    # public batch read, nor a read transaction that lets writers go on): this fails when a
+    # diskcache release changes the columns it selects, or how a raw value is stored.
+    import sqlite3
+
+    from judge.cache.disk import _Rows
+
+    cache = JudgmentCache(tmp_path / "c")
+    entry = _entry()
+    cache.put(entry)
+    db = tmp_path / "c" / "cache.db"
+    with sqlite3.connect(db) as con:
+        columns = {row[1] for row in con.execute("PRAGMA table_info(Cache)")}
+    assert {"key", "raw", "mode", "filename", "value", "expire_time"} <= columns
+    rows = _Rows(db)
+    try:
+        (row,) = rows.select([entry["key"]])
+    finally:
+        rows.close()
+    assert row[0] == entry["key"]
+    assert cache.raw_many([entry["key"]]) == {entry["key"]: canonical_json(entry).encode()}
+    cache.close()

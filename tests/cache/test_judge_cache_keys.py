@@ -31,7 +31,7 @@ from judge.core.output_schema import output_schema
 from judge.core.rubric import Rubric, rubric_hash
 from judge.core.suite import Case
 from judge.engine.judging import JudgeSettings, Prepared, judge_prepared, prepare
-from judge.llm.client import JudgeRequest, LiteLLMClient, ModelSpec, Turn, _litellm
+from judge.llm.client import JudgeRequest, LiteLLMClient, ModelSpec, Turn, load_litellm
 from judge.render.prompts import PromptRenderer
 from judge.system.resources import load_rubric, load_suite, shipped_dir
 
@@ -209,7 +209,7 @@ async def test_max_repairs_and_float_spelling_do_not_change_the_key(
 
 @pytest.fixture
 def httpx_transport() -> Iterator[Any]:
-    lit = _litellm()
+    lit = load_litellm()
     before = lit.disable_aiohttp_transport
     lit.disable_aiohttp_transport = True
     lit.in_memory_llm_clients_cache.flush_cache()

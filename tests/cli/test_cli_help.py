@@ -53,3 +53,18 @@ def test_the_old_baselines_flag_still_works(tmp_path: Path) -> None:
         done = run_judge(["baseline", "list", flag, "elsewhere", "--json"], tmp_path)
         assert done.returncode == 0 and done.stdout.strip() == "[]", done.stderr
     assert "--dir" not in run_judge(["baseline", "list", "--help"], tmp_path).stdout
+
+
+def test_typer_builds_commands_of_the_click_we_import() -> None:
+    # judge.cli.app takes click's types from typer's private copy (typer exports none): this
+    # fails when a typer release stops building commands of that click.
+    import typer
+    from typer._click.core import Command
+
+    app = typer.Typer()
+
+    @app.command()
+    def one() -> None:
+        """A command."""
+
+    assert isinstance(typer.main.get_command(app), Command)

@@ -466,3 +466,17 @@ async def test_usage_recorded_and_unknown_cost_is_none(
     # The parser agrees with what was scored (no hidden second parse path).
     parsed = parse_verdict(entry["turns"][-1]["text"], rubric, prep.bundle.ids())
     assert {c: s.score for c, s in parsed.items()} == AI
+
+
+def test_litellm_still_has_what_quiet_exit_reads() -> None:
+    # judge.llm.client.quiet_exit reads litellm's callback lists and unregisters its logging
+    # worker's exit flush (no public API for either): this fails when a release moves them.
+    from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+    from judge.llm.client import load_litellm
+
+    lit = load_litellm()
+    for name in ("callbacks", "success_callback", "failure_callback",
+                 "_async_success_callback", "_async_failure_callback"):
+        assert isinstance(getattr(lit, name), list), name
+    assert callable(GLOBAL_LOGGING_WORKER._flush_on_exit)

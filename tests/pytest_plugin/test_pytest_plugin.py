@@ -69,9 +69,9 @@ def _litellm_outside() -> None:
     import jinja2  # noqa: F401
     import sqlalchemy  # noqa: F401
 
-    from judge.llm.client import _litellm
+    from judge.llm.client import load_litellm
 
-    _litellm()
+    load_litellm()
 
 
 @pytest.fixture(autouse=True)

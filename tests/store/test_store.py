@@ -466,3 +466,18 @@ def test_help_does_not_import_sqlalchemy() -> None:
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().endswith("False")
+
+
+def test_alembic_still_plans_upgrades_as_we_call_it() -> None:
+    # judge.store.migrations plans its upgrade with ScriptDirectory._upgrade_revs, as
+    # Alembic's own command.upgrade does (no public form): this fails when that changes.
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+    import judge.store.migrations as migrations
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(migrations.__file__).parent))
+    script = ScriptDirectory.from_config(config)
+    steps = script._upgrade_revs(script.get_current_head(), ())
+    assert steps and all(hasattr(step, "revision") for step in steps)

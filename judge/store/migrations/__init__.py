@@ -111,6 +111,8 @@ def upgrade(conn: Connection, state: SchemaState, target: str = HEAD) -> None:
 
     def steps(heads: Any, _context: Any) -> Any:
         # ``heads``: the revisions stamped now (after the legacy stamp below, if any).
+        # Alembic's own ``command.upgrade`` calls this method: it has no public form. Held by
+        # tests/store/test_store.py::test_alembic_still_plans_upgrades_as_we_call_it.
         return script._upgrade_revs(target, heads)
 
     with EnvironmentContext(config, script, fn=steps, destination_rev=target) as env:
