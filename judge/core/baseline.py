@@ -36,6 +36,7 @@ __all__ = [
     "build_baseline",
     "check",
     "compare",
+    "content_digest",
     "parse_baseline",
     "pick_primary",
 ]
@@ -74,6 +75,10 @@ class Baseline(Frozen):
     cases: dict[str, BaselineCase]
     recordedFrom: str | None = None
     """The run the scores came from; informative only, not part of ``baselineId``."""
+    digest: str | None = None
+    """``sha256:<hex>`` of the canonical JSON of every other field, written with the file: a
+    hand edit (a threshold, a score) is reported, and accepted only by ``judge baseline
+    seal``. A file recorded before digests has none and is read as it is."""
 
     @model_validator(mode="after")
     def _id_matches_cases(self) -> Baseline:
@@ -218,13 +223,37 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
     )
 
 
+def content_digest(b: Baseline) -> str:
+    """``sha256:`` and the hex sha256 of the canonical JSON of every field but ``digest``."""
+    return "sha256:" + sha256_hex(b.model_dump(mode="json", exclude={"digest"}))
+
+
 def baseline_text(b: Baseline) -> str:
-    """Write the file text: stable JSON, sorted keys; a re-record of equal scores is no diff."""
-    return stable_json(b.model_dump(mode="json"))
+    """Write the file text, sealed with its digest: stable JSON, sorted keys.
+
+    A re-record of equal scores is no diff.
+    """
+    return stable_json({**b.model_dump(mode="json"), "digest": content_digest(b)})
 
 
-def parse_baseline(text: str, source: str) -> Baseline:
-    """Parse a baseline file's text; ConfigError naming ``source``, the field and the fix."""
+def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Baseline:
+    """Parse a baseline file's text; ConfigError naming ``source``, the field and the fix.
+
+    With ``check_digest`` a file whose digest does not match its content (edited by hand)
+    is refused; ``judge baseline seal`` parses without it to accept an edit on purpose.
+    """
+    parsed = _parse_unchecked(text, source)
+    if check_digest and parsed.digest is not None and parsed.digest != content_digest(parsed):
+        raise ConfigError(
+            "the file was edited by hand after it was recorded (its digest does not match "
+            "its content)", file=source, where="digest",
+            fix=f"restore it from git, re-record it with `judge baseline record "
+                f"{parsed.suite}`, or accept the edit on purpose with `judge baseline seal "
+                f"{parsed.suite}`")
+    return parsed
+
+
+def _parse_unchecked(text: str, source: str) -> Baseline:
     fix_record = "re-record it with `judge baseline record SUITE`"
     try:
         data = json.loads(text)
