@@ -28,6 +28,7 @@ from .rubric import format_validation_error
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "DIGEST_FIELD",
     "Baseline",
     "BaselineCase",
     "Comparison",
@@ -75,10 +76,6 @@ class Baseline(Frozen):
     cases: dict[str, BaselineCase]
     recordedFrom: str | None = None
     """The run the scores came from; informative only, not part of ``baselineId``."""
-    digest: str | None = None
-    """``sha256:<hex>`` of the canonical JSON of every other field, written with the file: a
-    hand edit (a threshold, a score) is reported, and accepted only by ``judge baseline
-    seal``. A file recorded before digests has none and is read as it is."""
 
     @model_validator(mode="after")
     def _id_matches_cases(self) -> Baseline:
@@ -223,9 +220,18 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
     )
 
 
+DIGEST_FIELD = "digest"
+"""The file's seal: ``sha256:<hex>`` of the canonical JSON of the baseline (every other field).
+
+Written with the file, so a hand edit (a threshold, a score) is reported, and accepted only
+on purpose by ``judge baseline seal``. It is the file's, not the value's: parsing checks and
+drops it. A file recorded before digests has none and is read as it is.
+"""
+
+
 def content_digest(b: Baseline) -> str:
-    """``sha256:`` and the hex sha256 of the canonical JSON of every field but ``digest``."""
-    return "sha256:" + sha256_hex(b.model_dump(mode="json", exclude={"digest"}))
+    """``sha256:`` and the hex sha256 of the canonical JSON of the baseline's fields."""
+    return "sha256:" + sha256_hex(b.model_dump(mode="json"))
 
 
 def baseline_text(b: Baseline) -> str:
@@ -233,7 +239,7 @@ def baseline_text(b: Baseline) -> str:
 
     A re-record of equal scores is no diff.
     """
-    return stable_json({**b.model_dump(mode="json"), "digest": content_digest(b)})
+    return stable_json({**b.model_dump(mode="json"), DIGEST_FIELD: content_digest(b)})
 
 
 def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Baseline:
@@ -242,8 +248,8 @@ def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Base
     With ``check_digest`` a file whose digest does not match its content (edited by hand)
     is refused; ``judge baseline seal`` parses without it to accept an edit on purpose.
     """
-    parsed = _parse_unchecked(text, source)
-    if check_digest and parsed.digest is not None and parsed.digest != content_digest(parsed):
+    parsed, digest = _parse_unchecked(text, source)
+    if check_digest and digest is not None and digest != content_digest(parsed):
         raise ConfigError(
             "the file was edited by hand after it was recorded (its digest does not match "
             "its content)", file=source, where="digest",
@@ -253,7 +259,7 @@ def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Base
     return parsed
 
 
-def _parse_unchecked(text: str, source: str) -> Baseline:
+def _parse_unchecked(text: str, source: str) -> tuple[Baseline, object]:
     fix_record = "re-record it with `judge baseline record SUITE`"
     try:
         data = json.loads(text)
@@ -267,8 +273,9 @@ def _parse_unchecked(text: str, source: str) -> Baseline:
     if isinstance(version, int) and not isinstance(version, bool) and version > 1:
         raise ConfigError(f"baseline format {version} is newer than this judgeflow reads (1)",
                           file=source, where="version", fix="upgrade judgeflow")
+    digest = data.pop(DIGEST_FIELD, None)
     try:
-        return Baseline.model_validate(data)
+        return Baseline.model_validate(data), digest
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
         fix = (f"restore the file from git or {fix_record}" if "baselineId" in msg

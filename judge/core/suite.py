@@ -22,6 +22,7 @@ from .limits import MAX_DEPTH, MAX_JSONL_LINE_CHARS, MAX_SUITE_CHARS, MAX_SUITE_
 from .models import Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
+from .strict_json import JsonProblem, loads_strict
 
 __all__ = [
     "Case",
@@ -194,10 +195,13 @@ def _json_value(line: str, lineno: int, source: str) -> Any:
                          f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
                          fix="keep each case under the limit (trim large evidence)")
     try:
-        value = json.loads(line)
+        value = loads_strict(line)
     except json.JSONDecodeError as exc:
         raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
                          fix="one JSON object per line") from None
+    except JsonProblem as exc:
+        raise SuiteError(exc.problem, file=source, where=f"line {lineno}", fix=exc.fix) \
+            from None
     except RecursionError:
         raise _too_deep(source, lineno) from None
     # Cheap filter first: only a line with many brackets can nest too deeply.
@@ -209,24 +213,17 @@ def _json_value(line: str, lineno: int, source: str) -> Any:
 def iter_jsonl_cases(lines: Iterable[str], source: str) -> Iterator[Case]:
     """``iter_cases(iter_jsonl(lines))``, validating each line's JSON in one pass where it can.
 
-    A line that pydantic's JSON parser takes as a case is that case (the same data
-    ``json.loads`` reads: JSON has no other reading); any other line, or one that might nest
-    too deeply, goes through :func:`iter_jsonl` and :func:`iter_cases`, which decide what is
-    wrong and say so. Duplicate ids are refused either way.
+    Every line goes through the one grammar (:func:`judge.core.strict_json.loads_strict`):
+    pydantic's own JSON parser, once a fast path here, keeps the last of two duplicate keys
+    (``{"id":"a","id":"b"}`` became case ``b``), so it no longer reads suite lines.
+    Duplicate ids are refused.
     """
     seen: set[str] = set()
     index = 0
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        case = None
-        if len(line) <= MAX_JSONL_LINE_CHARS and line.count("[") + line.count("{") <= MAX_DEPTH:
-            try:
-                case = Case.model_validate_json(line)
-            except ValidationError:
-                case = None
-        if case is None:
-            case = _case_of(_json_value(line, lineno, source), index, source)
+        case = _case_of(_json_value(line, lineno, source), index, source)
         _check_unique(case, index, seen, source)
         index += 1
         yield case
