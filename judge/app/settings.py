@@ -40,7 +40,8 @@ DEFAULT_SUITE_GLOBS = ("suites/**/*.yaml", "suites/**/*.yml", "suites/**/*.jsonl
 CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
 
 
-_HTTP_URL: Final = re.compile(r"https?://[^\s/?#@]+(?::\d{1,5})?(?:[/?#]\S*)?")
+_HTTP_URL: Final = re.compile(
+    r"https?://(?:[^\s/?#@]+@)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]]+)(?::\d{1,5})?(?:[/?#]\S*)?")
 """A model server's base URL: http(s), a host, no whitespace (``file:///etc/passwd`` is none)."""
 
 _STORE_URL: Final = re.compile(r"(?:sqlite(?:\+pysqlite)?|postgresql(?:\+psycopg)?)://")

@@ -22,6 +22,7 @@ from .limits import MAX_DEPTH, MAX_JSONL_LINE_CHARS, MAX_SUITE_CHARS, MAX_SUITE_
 from .models import Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
+from .secrets import mask_value
 from .strict_json import JsonProblem, loads_strict
 
 __all__ = [
@@ -38,6 +39,7 @@ __all__ = [
     "iter_jsonl",
     "iter_jsonl_cases",
     "lacks_output",
+    "masked_case",
     "no_output_warning",
     "parse_suite",
     "read_suite_document",
@@ -96,6 +98,11 @@ class Case(Frozen):
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form context carried to results; never sent to the judge."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets_masked(cls, data: Any) -> Any:
+        return masked_case(data)
+
     @model_validator(mode="after")
     def _deterministic_needs_signal(self) -> Case:
         if self.judged_by == "deterministic" and not self.deterministic and not self.checks:
@@ -117,6 +124,31 @@ class Suite(Frozen):
 _SUITE_ID_FIX = (f"suite ids are letters, digits, . _ - (at most {MAX_SUITE_ID} characters, "
                  "starting with a letter or digit)")
 _SUITE_ID = re.compile(SUITE_ID_PATTERN)
+
+
+_CASE_TEXT = ("input", "output", "evidence", "metadata", "conversation")
+"""The fields of a case that hold untrusted text, masked at load (:func:`masked_case`)."""
+
+
+def masked_case(raw: Any) -> Any:
+    """A raw case with every secret in its text masked (judge.core.secrets, the one masker).
+
+    At load, so a key pasted into evidence or an output never reaches the prompt, the cache
+    key, the cache, a compiled suite, the store or an export. The cache key covers the
+    *masked* text: a case whose text holds no secret keeps its key; one that does is keyed
+    by its text as sent. Cases are mappings here; anything else is left to validation.
+    """
+    if not isinstance(raw, dict):
+        return raw
+    out = raw
+    for name in _CASE_TEXT:
+        if name in raw:
+            value, count = mask_value(raw[name])
+            if count:
+                if out is raw:
+                    out = dict(raw)
+                out[name] = value
+    return out
 
 
 def check_suite_id(suite_id: str, source: str) -> str:
@@ -302,7 +334,7 @@ def case_lines(raw_cases: Sequence[Any]) -> tuple[str, ...] | None:
     a suite is read from its YAML every time.
     """
     lines = []
-    for raw in raw_cases:
+    for raw in map(masked_case, raw_cases):
         if not _json_exact(raw):
             return None
         line = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
