@@ -133,6 +133,9 @@ _CASE_TEXT = ("input", "output", "evidence", "metadata", "conversation")
 def masked_case(raw: Any) -> Any:
     """A raw case with every secret in its text masked (judge.core.secrets, the one masker).
 
+    Key *formats* and credential-named fields only (``formats_only``): the prose shapes
+    would mask words of a suite about tokens ("Testing token: curl"), changing its keys.
+
     At load, so a key pasted into evidence or an output never reaches the prompt, the cache
     key, the cache, a compiled suite, the store or an export. The cache key covers the
     *masked* text: a case whose text holds no secret keeps its key; one that does is keyed
@@ -143,7 +146,7 @@ def masked_case(raw: Any) -> Any:
     out = raw
     for name in _CASE_TEXT:
         if name in raw:
-            value, count = mask_value(raw[name])
+            value, count = mask_value(raw[name], formats_only=True)
             if count:
                 if out is raw:
                     out = dict(raw)
