@@ -74,6 +74,9 @@ def find_rubric(name: str, workspace: Path | None = None) -> Path:
         if as_path.is_file():
             return as_path
         raise RubricError(f"no rubric file at {name}", fix="check the path")
+    if len(name) > 200:
+        raise RubricError(f"rubric id of {len(name):,} characters: no rubric file can have it",
+                          fix="give a rubric id (task-evaluation) or a path to a .yaml")
     for folder in _search_dirs("rubrics", workspace):
         for suffix in (".yaml", ".yml"):
             candidate = folder / f"{name}{suffix}"
