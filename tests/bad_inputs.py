@@ -37,25 +37,31 @@ def _run(suite: str, *extra: str) -> tuple[str, ...]:
 
 
 ROWS: tuple[BadInput, ...] = (
-    BadInput("JSONL line with a duplicate key", {"s.jsonl": '{"id":"a","id":"b","output":"x"}\n'},
+    BadInput("JSONL line with a duplicate key",
+             {"s.jsonl": '{"id":"a","id":"b","output":"x"}\n'},
              _run("s.jsonl"), ("line 1", "duplicate key 'id'")),
     BadInput("JSONL duplicate deterministic score",
              {"s.jsonl": '{"id":"a","output":"x","deterministic":{"agentPerformance":90,'
                          '"agentPerformance":10}}\n'},
              _run("s.jsonl"), ("line 1", "duplicate key 'agentPerformance'")),
-    BadInput("YAML base-60 integer 1:30", {"s.yaml": "cases:\n  - id: c1\n    output: x\n"
-                                                     "    deterministic: {agentPerformance: 1:30}\n"},
+    BadInput("YAML base-60 integer 1:30",
+             {"s.yaml": "cases:\n  - id: c1\n    output: x\n"
+                        "    deterministic: {agentPerformance: 1:30}\n"},
              _run("s.yaml"), ("agentPerformance",)),
-    BadInput("JSONL lone surrogate \\ud800", {"s.jsonl": OK_CASE + '{"id":"c2","output":"\\ud800"}\n'},
+    BadInput("JSONL lone surrogate \\ud800",
+             {"s.jsonl": OK_CASE + '{"id":"c2","output":"\\ud800"}\n'},
              _run("s.jsonl"), ("line 2", "surrogate")),
-    BadInput("JSONL line that is not UTF-8", {"s.jsonl": OK_CASE.encode() + b'{"id":"c2","output":"\xff"}\n'},
+    BadInput("JSONL line that is not UTF-8",
+             {"s.jsonl": OK_CASE.encode() + b'{"id":"c2","output":"\xff"}\n'},
              _run("s.jsonl"), ("line 2", "not UTF-8")),
-    BadInput("YAML 5,000-digit integer", {"s.yaml": YAML_CASE + "    metadata: {n: " + "9" * 5000 + "}\n"},
+    BadInput("YAML 5,000-digit integer",
+             {"s.yaml": YAML_CASE + "    metadata: {n: " + "9" * 5000 + "}\n"},
              _run("s.yaml"), ("line 4", "5,000 digits")),
     BadInput("JSONL 5,000-digit integer", {"s.jsonl": '{"id":"c1","output":"x","metadata":{"n":'
                                                       + "9" * 5000 + "}}\n"},
              _run("s.jsonl"), ("line 1", "5,000 digits")),
-    BadInput("YAML {1: a, '1': b} input mapping", {"s.yaml": YAML_CASE + "    input: {1: a, '1': b}\n"},
+    BadInput("YAML {1: a, '1': b} input mapping",
+             {"s.yaml": YAML_CASE + "    input: {1: a, '1': b}\n"},
              _run("s.yaml"), ("line 4", "duplicate key '1'")),
     BadInput("judge.toml with 3,000-deep arrays", {"judge.toml": DEEP_TOML, "s.jsonl": OK_CASE},
              _run("s.jsonl"), ("judge.toml",)),

@@ -1,4 +1,4 @@
-"""YAML text to data, refusing what a safe loader alone lets through: a pure function, no I/O.
+r"""YAML text to data, refusing what a safe loader alone lets through: a pure function, no I/O.
 
 ``yaml.SafeLoader`` builds no objects from tags, but it still accepts documents that are
 hostile or mistaken in other ways. This loader (a ``SafeLoader`` subclass) refuses, while the

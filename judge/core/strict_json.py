@@ -1,4 +1,4 @@
-"""One grammar for JSON text: what a JSONL suite line, a rubric and a YAML suite agree on.
+r"""One grammar for JSON text: what a JSONL suite line, a rubric and a YAML suite agree on.
 
 ``json.loads`` alone changes values silently or crashes where YAML refuses: a duplicate key
 keeps the last value (``{"id":"a","id":"b"}`` became case ``b``), ``NaN`` is a number, a

@@ -148,7 +148,9 @@ def _item(line: Mapping[str, Any], mode: OutputMode,
     fingerprint = body.get("system_fingerprint")
     details = usage.get("prompt_tokens_details")
     return BatchItem(custom_id, Turn(
-        text=mask_text(str(text))[0],  # a reply is data: secret shapes masked before storing finish_reason=choice.get("finish_reason"), model_reported=reported,
+        # A reply is data: secrets in it are masked before it is stored.
+        text=mask_text(str(text))[0], finish_reason=choice.get("finish_reason"),
+        model_reported=reported,
         prompt_tokens=prompt if isinstance(prompt, int) else None,
         completion_tokens=completion if isinstance(completion, int) else None,
         cost_usd=price(reported, prompt, completion),

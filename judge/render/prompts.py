@@ -1,4 +1,4 @@
-"""Judge prompts: Jinja templates rendered, sandboxed, into the chat messages sent to a judge.
+r"""Judge prompts: Jinja templates rendered, sandboxed, into the chat messages sent to a judge.
 
 The one module that imports jinja2. A template id (``judge``) names ``prompts/<id>.md.j2``,
 looked up in the workspace's ``prompts/`` folder first, then in the shipped one; templates
@@ -452,7 +452,7 @@ class _SandboxedEnvironment(ImmutableSandboxedEnvironment):
             _spend(len(left) + len(right))
         return super().call_binop(context, operator, left, right)
 
-    def call(__self, __context: jinja2.runtime.Context, __obj: Any,  # noqa: N805
+    def call(__self, __context: jinja2.runtime.Context, __obj: Any,
              *args: Any, **kwargs: Any) -> Any:
         """Every call a template makes: the clock is checked, and the size of the result."""
         _spend(0)
@@ -657,7 +657,7 @@ def _environment(sandboxed: bool = True) -> jinja2.Environment:
     )
     env.filters["fence"] = _fence_filter
     env.filters["oneline"] = _oneline_filter
-    env.concat = _concat  # type: ignore[method-assign]
+    env.concat = _concat  # type: ignore[method-assign,assignment]
     if sandboxed:
         env.filters = {name: _budgeted_filter(f) for name, f in env.filters.items()}
         env.globals["range"] = _budgeted_range
@@ -879,9 +879,9 @@ class PromptRenderer:
         try:
             module = self._root.make_module(dict(context))
         except _OverBudget as exc:
+            line = self._locate(exc.__traceback__)[1]
             raise TemplateError(str(exc), file=self._root.filename,
-                                where=self._locate(exc.__traceback__)[1] and
-                                f"line {self._locate(exc.__traceback__)[1]}",
+                                where=f"line {line}" if line else None,
                                 fix="bound the template's loops and the text it builds; a "
                                     "prompt renders in milliseconds") from None
         except RecursionError:

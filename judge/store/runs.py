@@ -58,7 +58,7 @@ from ..core.errors import StoreError
 from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.secrets import MASK, mask_url
 from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
-from .reader import ambiguous_prefix, checked_result, checked_run, parse_run, unknown_run
+from .reader import ambiguous_prefix, checked_result, checked_run, unknown_run
 from .revisions import STORE_FORMAT_VERSION
 from .seal import Damage, Sealer, check_copies, run_copies_ok
 
@@ -466,7 +466,7 @@ class RunStore:
             if not self._exists(conn, run_id):
                 raise self._unknown(run_id)
         c = _case_results.c
-        query = self._results_where(select(*_RESULT_READ), run_id, failures_only) \
+        query: Select[Any] = self._results_where(select(*_RESULT_READ), run_id, failures_only) \
             .order_by(c.case_id, c.model, c.sample)
         if offset:
             query = query.offset(offset)

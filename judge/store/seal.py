@@ -100,8 +100,8 @@ class Sealer:
         if seal is None:
             return None
         if seal.startswith(KEYED) and self._key is None:
-            return (f"it was sealed with the team secret; set JUDGE_CACHE_SECRET "
-                    f"to read it")
+            return ("it was sealed with the team secret; set JUDGE_CACHE_SECRET "
+                    "to read it")
         if seal.startswith(PLAIN) and self._key is not None:
             return ("its seal is not keyed with the team secret (written without "
                     "JUDGE_CACHE_SECRET, or edited)")
@@ -121,7 +121,7 @@ def check_copies(text: str, status: object, score: object, band: object,
         return "its stored value is not an object"
     passed_value = None if passed is None else bool(passed) if not isinstance(passed, str) \
         else passed in ("t", "true", "1")
-    score_value = None if score is None else int(score)
+    score_value = None if score is None else int(str(score))
     if (value.get("status"), value.get("overallScore"), value.get("band"),
             value.get("passed")) != (status, score_value, band, passed_value):
         return "its status, score, band or pass columns disagree with its stored value"

@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,7 +147,7 @@ def read_utf8(file: Path, error: type[ConfigError]) -> str:
         raise _not_utf8(file, data, exc, error) from None
 
 
-def utf8_lines(file: Path) -> Iterator[str]:
+def utf8_lines(file: Path) -> Generator[str]:
     """The lines of a JSONL suite, decoded one at a time; SuiteError naming a non-UTF-8 line."""
     with file.open("rb") as lines:
         for lineno, raw in enumerate(lines, start=1):
