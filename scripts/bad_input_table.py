@@ -5,7 +5,8 @@ workspace; the table says its exit code, whether stderr names a fix, and what it
 snapshot of the workspace before and after). The last lines count crashes (exit 70 or any
 traceback) and failures that wrote something: both must be 0.
 
-    PYTHONPATH=$PWD python scripts/bad_input_table.py          (about a second a row)
+    PYTHONPATH=$PWD python scripts/bad_input_table.py          (a few seconds a row)
+    BAD_INPUT_CODE=/path/to/older/checkout python scripts/bad_input_table.py   (before)
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ __all__ = ["main"]
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("JUDGE_", "OPENAI_", "ANTHROPIC_", "LITELLM_"))}
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # BAD_INPUT_CODE=<another checkout> runs the same table against that code (the "before").
+    code = os.environ.get("BAD_INPUT_CODE", str(ROOT))
+    env["PYTHONPATH"] = code + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
