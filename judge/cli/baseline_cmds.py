@@ -8,6 +8,7 @@ The store (SQLAlchemy) and the config loader are imported inside the commands, s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -26,6 +27,7 @@ from ..app.gate import GateVerdict
 from ..app.monitoring import monitor_file
 from ..app.sharding import check_group
 from ..app.workspace import Workspace
+from ..core.baseline import baseline_text
 from ..core.errors import UsageError
 from ..core.monitor import MonitorConfig
 from ..core.rubric import format_validation_error
@@ -111,7 +113,7 @@ def baseline_record(
     baseline = done.baseline
     if json_out:
         emit_json({"path": str(done.path), "changed": done.changed,
-                   "baseline": baseline.model_dump(mode="json")})
+                   "baseline": json.loads(baseline_text(baseline))})
         return
     note = "" if done.changed else " (unchanged)"
     console().print(
@@ -146,7 +148,7 @@ def baseline_show(
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
     path, baseline = show_baseline(_workspace(directory=directory or dir_alias), suite)
     if json_out:
-        emit_json(baseline.model_dump(mode="json"))
+        emit_json(json.loads(baseline_text(baseline)))  # as the file says, digest included
         return
     out = console()
     out.print(Text.assemble((baseline.baselineId, "bold"), f"  ({_shown(path)})"))
