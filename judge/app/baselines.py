@@ -21,6 +21,7 @@ __all__ = [
     "check_run",
     "list_suite_baselines",
     "record_baseline",
+    "seal_baseline",
     "show_baseline",
     "suite_id_of",
 ]
@@ -91,6 +92,25 @@ def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None)
     save_baseline(path, baseline)
     return Recorded(path=path, baseline=baseline, changed=old_text != baseline_text(baseline),
                     run=run.id, replaced_unreadable=unreadable)
+
+
+def seal_baseline(workspace: Workspace, suite: str) -> tuple[Path, Baseline, bool]:
+    """Accept a hand edit of the suite's baseline on purpose: write its digest anew.
+
+    Returns the path, the baseline and whether its digest had to change. The file must
+    still be a valid baseline (its cases match its ``baselineId``); only the digest moves.
+    """
+    suite_id = suite_id_of(suite)
+    path = workspace.baseline_path(suite_id)
+    if not path.exists():
+        raise NoBaselineError(f"no baseline for suite {suite_id!r} at {path}",
+                              fix=f"record one: `judge baseline record {suite_id}`")
+    old = path.read_text(encoding="utf-8")
+    baseline = load_baseline(path, check_digest=False)
+    new = baseline_text(baseline)
+    if new != old:
+        save_baseline(path, baseline)
+    return path, baseline, new != old
 
 
 def show_baseline(workspace: Workspace, suite: str) -> tuple[Path, Baseline]:

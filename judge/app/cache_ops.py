@@ -17,7 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, TextIO
 
-from ..cache.disk import ExportResult, JudgmentCache
+from ..cache.disk import ExportResult, JudgmentCache, import_line
+from ..cache.entry import entry_problems
 from ..cache.replay_store import ReplayStore
 from ..cache.shared import SharedCache
 from ..cache.signing import SECRET_ENV
@@ -94,6 +95,8 @@ class ImportReport(Frozen):
     errors: tuple[str, ...]
     signatures_checked: bool = False
     """The team secret was set: every signed line's signature was checked."""
+    unsigned: int = 0
+    """Lines taken without a signature although the secret was set (``--allow-unsigned``)."""
 
 
 class VerifyReport(Frozen):
@@ -214,33 +217,77 @@ def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
         return _exported(result, secret is not None)
 
 
-def import_cache(workspace: Workspace, fp: TextIO, *,
-                 require_signed: bool = False) -> ImportReport:
+def import_cache(workspace: Workspace, fp: TextIO, *, require_signed: bool = False,
+                 allow_unsigned: bool = False) -> ImportReport:
     """Add the valid entries of an export; existing keys are kept, not replaced.
 
     Every line's digest is checked, and its signature when ``JUDGE_CACHE_SECRET`` is set;
-    ``require_signed`` refuses every line not signed with that secret (UsageError without
-    it, before anything is read or created).
+    with the secret set an unsigned line is refused unless ``allow_unsigned`` (the report
+    counts those taken). ``require_signed`` refuses every line not signed with that secret
+    (UsageError without it, before anything is read or created). An import whose every
+    line is refused opens (and creates) no cache: a failure writes nothing.
     """
     secret = _secret(workspace)
     if require_signed and secret is None:
         raise UsageError(f"--require-signed needs the team secret in {SECRET_ENV}",
                          fix=f"set {SECRET_ENV} to the secret the export was signed with")
+    if require_signed and allow_unsigned:
+        raise UsageError("--require-signed and --allow-unsigned contradict each other",
+                         fix="give one of them")
+    lines = fp.read().splitlines(keepends=True)
+    allow = allow_unsigned and not require_signed
+    if not any(_importable(line, secret, allow) for line in lines):
+        refused = _refused_only(lines, secret, allow)
+        return ImportReport(added=0, skipped=0, rejected=len(refused), errors=tuple(refused),
+                            signatures_checked=secret is not None)
     with _open(workspace, "read-write") as cache:
-        report = cache.import_jsonl(fp, secret=secret, require_signed=require_signed)
+        report = cache.import_jsonl(io.StringIO("".join(lines)), secret=secret,
+                                    require_signed=require_signed, allow_unsigned=allow)
     return ImportReport(added=report["added"], skipped=report["skipped"],
                         rejected=report["rejected"], errors=tuple(report["errors"]),
-                        signatures_checked=secret is not None)
+                        signatures_checked=secret is not None, unsigned=report["unsigned"])
 
 
-def import_cache_file(workspace: Workspace, source: Path, *,
-                      require_signed: bool = False) -> ImportReport:
+def _importable(line: str, secret: bytes | None, allow_unsigned: bool) -> bool:
+    if not line.strip():
+        return False
+    try:
+        entry, _ = import_line(line, secret=secret, allow_unsigned=allow_unsigned)
+    except (ValueError, RecursionError):
+        return False
+    return not entry_problems(entry)
+
+
+def _refused_only(lines: list[str], secret: bytes | None, allow_unsigned: bool) -> list[str]:
+    """Why each line is refused, as the cache's import would say (no cache opened)."""
+    errors = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry, _ = import_line(line, secret=secret, allow_unsigned=allow_unsigned)
+        except (ValueError, RecursionError) as exc:
+            where = getattr(exc, "where", "")
+            errors.append(f"line {number}{where}: {exc}")
+            continue
+        errors.append(f"line {number}: invalid cache entry: "
+                      + "; ".join(entry_problems(entry)))
+    return errors
+
+
+def import_cache_file(workspace: Workspace, source: Path, *, require_signed: bool = False,
+                      allow_unsigned: bool = False) -> ImportReport:
     """:func:`import_cache` from a file; UsageError naming it when it cannot be read."""
     try:
         text = source.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read: {exc}", file=str(source)) from None
-    return import_cache(workspace, io.StringIO(text), require_signed=require_signed)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"not UTF-8 (byte {exc.start:,} cannot be read)", file=str(source),
+                         fix="import the file `judge cache export` wrote, unchanged") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read: {exc.strerror or exc}", file=str(source),
+                         fix="give the path of an export file") from None
+    return import_cache(workspace, io.StringIO(text), require_signed=require_signed,
+                        allow_unsigned=allow_unsigned)
 
 
 def verify_cache(workspace: Workspace, *, repair: bool = False) -> VerifyReport:

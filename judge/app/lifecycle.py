@@ -44,9 +44,12 @@ def reap_abandoned(store: RunStore) -> list[str]:
     return reaped
 
 
-def open_reaped(url: str, workspace: Path) -> RunStore:
-    """The run store at ``url``, opened, with this host's dead runs marked abandoned."""
-    store = RunStore(url, workspace=workspace)
+def open_reaped(url: str, workspace: Path, *, secret: str | None = None) -> RunStore:
+    """The run store at ``url``, opened, with this host's dead runs marked abandoned.
+
+    ``secret`` (``JUDGE_CACHE_SECRET``) keys the seals of its rows (judge.store.seal).
+    """
+    store = RunStore(url, workspace=workspace, secret=secret)
     try:
         reap_abandoned(store)
     except BaseException:

@@ -14,13 +14,10 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.monitor import MonitorConfig, MonitorStatus, evaluate, outcome
+from ..core.strict_json import loads_strict
 from .workspace import Workspace
 
 __all__ = ["monitor_file", "read_records"]
-
-
-def _reject(constant: str) -> Any:
-    raise ValueError(f"{constant} is not a JSON number")
 
 
 def read_records(path: Path, pass_score: int | None,
@@ -42,9 +39,10 @@ def read_records(path: Path, pass_score: int | None,
                 if not line.strip():
                     continue
                 try:
-                    record = json.loads(line, parse_constant=_reject)
-                except ValueError as exc:
-                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
+                    record = loads_strict(line)
+                except (ValueError, RecursionError) as exc:
+                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else \
+                        "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
                     raise ConfigError(f"invalid JSON: {msg}", file=name,
                                       where=f"line {lineno}",
                                       fix="one JSON object per line") from None

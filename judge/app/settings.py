@@ -9,10 +9,11 @@ environment variables, and a credential inside a URL is masked whenever settings
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -37,6 +38,14 @@ DEFAULT_SUITE_GLOBS = ("suites/**/*.yaml", "suites/**/*.yml", "suites/**/*.jsonl
 """Where a workspace's suites are unless the ``suites`` setting says otherwise."""
 
 CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
+
+
+_HTTP_URL: Final = re.compile(
+    r"https?://(?:[^\s/?#@]+@)?(?:\[[0-9A-Fa-f:.]+\]|[^\s/?#@:\[\]]+)(?::\d{1,5})?(?:[/?#]\S*)?")
+"""A model server's base URL: http(s), a host, no whitespace (``file:///etc/passwd`` is none)."""
+
+_STORE_URL: Final = re.compile(r"(?:sqlite(?:\+pysqlite)?|postgresql(?:\+psycopg)?)://")
+"""The run store engines judgeflow speaks (SQLite, PostgreSQL through psycopg)."""
 
 
 class Settings(BaseModel):
@@ -114,6 +123,42 @@ class Settings(BaseModel):
             return tuple(m.strip() for m in value.split(",") if m.strip())
         return value
 
+    @field_validator("model", mode="after")
+    @classmethod
+    def _named(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            if not name.strip() or name != name.strip():
+                raise ValueError(f"model name {name!r} is empty or has spaces around it; "
+                                 "fix: give a LiteLLM model name, e.g. openai/gpt-4o-mini")
+        return value
+
+    @field_validator("rubric", "template", mode="after")
+    @classmethod
+    def _not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("an empty name; fix: give an id (task-evaluation) or a path, "
+                             "or leave the setting out for the default")
+        return value
+
+    @field_validator("api_base", mode="after")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not _HTTP_URL.fullmatch(value):
+            shown = value if len(value) <= 80 else value[:80] + "… [cut]"
+            raise ValueError(f"{shown!r} is not an http(s) URL; fix: give the model "
+                             "server's base URL, e.g. http://127.0.0.1:8080/v1")
+        return value
+
+    @field_validator("store_url", mode="after")
+    @classmethod
+    def _store_scheme(cls, value: str) -> str:
+        if not _STORE_URL.match(value):
+            shown = value if len(value) <= 80 else value[:80] + "… [cut]"
+            raise ValueError(f"{shown!r} is not a run store URL; fix: "
+                             "sqlite:///.judge/judge.db (a file) or "
+                             "postgresql+psycopg://HOST/DB")
+        return value
+
     @field_validator("suites")
     @classmethod
     def _inside(cls, value: tuple[str, ...]) -> tuple[str, ...]:
@@ -133,13 +178,24 @@ def _file_values(workspace: Path) -> tuple[dict[str, Any], str | None]:
     judge_toml = workspace / "judge.toml"
     pyproject = workspace / "pyproject.toml"
     for path, section in ((judge_toml, None), (pyproject, ("tool", "judge"))):
+        if path.exists() and not path.is_file():
+            raise UsageError("is a folder, not a settings file", file=str(path),
+                             fix=f"remove or rename the folder; settings go in a {path.name} "
+                                 "file")
         if not path.is_file():
             continue
         try:
             data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as exc:
+        except (tomllib.TOMLDecodeError, OSError) as exc:
             raise UsageError(f"invalid TOML: {exc}", file=str(path),
                              fix="check the syntax near the place named") from None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"not UTF-8 (byte {exc.start:,} cannot be read)", file=str(path),
+                             fix="save the file as UTF-8") from None
+        except RecursionError:
+            raise UsageError("nested too deeply to read", file=str(path),
+                             fix="flatten the arrays and tables; settings nest a level or "
+                                 "two") from None
         if section is not None:
             for part in section:
                 data = data.get(part) if isinstance(data, dict) else None
@@ -150,10 +206,17 @@ def _file_values(workspace: Path) -> tuple[dict[str, Any], str | None]:
             Settings.model_validate(data)
         except ValidationError as exc:
             place, msg = format_validation_error(exc)
+            msg, fix = _split_fix(msg, "see `judge config` for the known settings")
             raise UsageError(msg, file=str(path), where=f"{where + '.' if where else ''}{place}",
-                             fix="see `judge config` for the known settings") from None
+                             fix=fix) from None
         return dict(data), path.name if section is None else "pyproject.toml [tool.judge]"
     return {}, None
+
+
+def _split_fix(message: str, default: str) -> tuple[str, str]:
+    """A validator's ``problem; fix: what to do`` as (problem, fix)."""
+    problem, marker, fix = message.partition("; fix: ")
+    return (problem, fix) if marker else (message, default)
 
 
 def _env_values(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
@@ -188,6 +251,7 @@ def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
         settings = Settings.model_validate(values)
     except ValidationError as exc:
         place, msg = format_validation_error(exc)
+        msg, fix = _split_fix(msg, "correct the value")
         raise UsageError(msg, where=f"setting {place} (from {sources.get(place, '?')})",
-                         fix="correct the value") from None
+                         fix=fix) from None
     return settings, sources

@@ -15,10 +15,11 @@ import os
 import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..cache.signing import SECRET_ENV
 from ..store.reader import RunReader, StoreReader, open_reader
 from .settings import Settings, load_settings
 
@@ -41,6 +42,11 @@ class StoreSource(Protocol):
         """The effective settings; ``store_url`` says where the store is."""
         ...
 
+    @property
+    def store_secret(self) -> str | None:
+        """``JUDGE_CACHE_SECRET``, the key of the store's seals (None: plain digests)."""
+        ...
+
     def open_store(self) -> RunStore:
         """The full store, opened (created or migrated as needed; abandoned runs marked)."""
         ...
@@ -52,21 +58,25 @@ class StoreLocation:
 
     root: Path
     settings: Settings
+    store_secret: str | None = field(default=None, repr=False)
+    """``JUDGE_CACHE_SECRET``: keys the seals of the store's rows."""
 
     @classmethod
     def open(cls, root: Path | str | None = None, overrides: Mapping[str, Any] | None = None,
              *, env: Mapping[str, str] | None = None) -> StoreLocation:
         """The settings of the workspace at ``root`` (default: the current folder)."""
         folder = Path.cwd() if root is None else Path(root)
-        settings, _ = load_settings(folder, overrides, dict(os.environ if env is None else env))
-        return cls(root=folder, settings=settings)
+        environment = dict(os.environ if env is None else env)
+        settings, _ = load_settings(folder, overrides, environment)
+        return cls(root=folder, settings=settings,
+                   store_secret=environment.get(SECRET_ENV) or None)
 
     def open_store(self) -> RunStore:
         """The full run store, as :meth:`Workspace.open_store` opens it."""
         # Imported here: SQLAlchemy and the lifecycle's imports are what a light read avoids.
         from .lifecycle import open_reaped
 
-        return open_reaped(self.settings.store_url, self.root)
+        return open_reaped(self.settings.store_url, self.root, secret=self.store_secret)
 
 
 def needs_reaping(reader: StoreReader) -> bool:
@@ -83,7 +93,7 @@ def needs_reaping(reader: StoreReader) -> bool:
 @contextmanager
 def reading(source: StoreSource) -> Iterator[RunReader]:
     """The store of ``source`` to read: light when it can be, else the full store."""
-    reader = open_reader(source.settings.store_url, source.root)
+    reader = open_reader(source.settings.store_url, source.root, secret=source.store_secret)
     if reader is not None:
         with reader:
             if not needs_reaping(reader):

@@ -1,13 +1,14 @@
-"""Store administration: bring a run store's schema to this judgeflow's head revision."""
+"""Store administration: bring a run store's schema to the head revision; verify its seals."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from ..store.runs import RunStore
+from ..store.seal import Damage
 from .workspace import Workspace
 
-__all__ = ["StoreUpgrade", "upgrade_store"]
+__all__ = ["StoreUpgrade", "StoreVerdict", "upgrade_store", "verify_store"]
 
 
 @dataclass(frozen=True)
@@ -31,10 +32,32 @@ class StoreUpgrade:
 def upgrade_store(workspace: Workspace) -> StoreUpgrade:
     """Apply every pending revision, additive or not; StoreError for a store newer than us."""
     with RunStore(workspace.settings.store_url, workspace=workspace.root,
-                  migrate="all") as store:
+                  migrate="all", secret=workspace.store_secret) as store:
         before = store.schema_before
         after = store.schema_revision()
     return StoreUpgrade(url=store.url, before=before.revision, after=after,
                         stamped_legacy=before.revision is not None and not before.stamped)
 
 
+
+
+@dataclass(frozen=True)
+class StoreVerdict:
+    """What ``judge store verify`` found: every row whose seal or copies do not match."""
+
+    url: str
+    damaged: tuple[Damage, ...]
+    checked: int
+    """Rows checked (runs and results)."""
+    unsealed: int
+    """Rows written before sealing (no seal to check; their copies were still compared)."""
+    keyed: bool
+    """Seals were checked under the team secret (``JUDGE_CACHE_SECRET``)."""
+
+
+def verify_store(workspace: Workspace) -> StoreVerdict:
+    """Check the seal of every run and result row of the workspace's store."""
+    with workspace.open_store() as store:
+        damaged, checked, unsealed = store.verify()
+    return StoreVerdict(url=store.url, damaged=tuple(damaged), checked=checked,
+                        unsealed=unsealed, keyed=workspace.store_secret is not None)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..cache.disk import JudgmentCache
+from ..cache.signing import SECRET_ENV
 from ..cache.tiers import TieredCache
 from ..core.errors import UsageError
 from ..core.rubric import Rubric
@@ -186,7 +187,12 @@ class Workspace:
 
         Opening it marks this host's runs whose process died ``abandoned``.
         """
-        return open_reaped(self.settings.store_url, self.root)
+        return open_reaped(self.settings.store_url, self.root, secret=self.store_secret)
+
+    @property
+    def store_secret(self) -> str | None:
+        """``JUDGE_CACHE_SECRET``, which keys the run store's seals (judge.store.seal)."""
+        return self.env.get(SECRET_ENV) or None
 
     def open_cache(self, mode: CacheModeName | None = None, *,
                    notice: Callable[[str], None] | None = None) -> JudgmentCache | None:

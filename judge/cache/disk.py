@@ -43,7 +43,7 @@ from ..core.errors import UsageError
 from .entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
 from .entry_bytes import turns_alone
 from .replay_store import ReplayStore, is_damage
-from .signing import SIG_FIELD, sign, signature_ok
+from .signing import SECRET_ENV, SIG_FIELD, sign, signature_ok
 
 __all__ = [
     "CACHE_MODES",
@@ -53,6 +53,7 @@ __all__ = [
     "JudgmentCache",
     "VerifyReport",
     "damaged_cache",
+    "import_line",
 ]
 
 CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
@@ -73,6 +74,8 @@ class ImportReport(TypedDict):
     skipped: int
     rejected: int
     errors: list[str]
+    unsigned: int
+    """Lines taken without a signature (only with the secret set and ``allow_unsigned``)."""
 
 
 class ExportResult(TypedDict):
@@ -146,6 +149,55 @@ def _bytes_only_disk() -> type:
             return super().fetch(mode, filename, value, read)
 
     return BytesOnlyDisk
+
+
+class _LineRefused(ValueError):
+    """An import line refused; ``where`` is ``: key <first 16 hex>…`` when it has a key."""
+
+    def __init__(self, message: str, where: str) -> None:
+        super().__init__(message)
+        self.where = where
+
+
+def _key_of(line: str) -> str:
+    try:
+        key = json.loads(line).get("key")
+    except (ValueError, AttributeError, RecursionError):
+        return ""
+    return f": key {key[:16]}…" if isinstance(key, str) else ""
+
+
+def import_line(line: str, *, secret: bytes | None,
+                allow_unsigned: bool = False) -> tuple[dict[str, Any], bool]:
+    """An export line's entry as it would be imported, and whether it came unsigned.
+
+    The decisions: a line's ``sig`` is checked when ``secret`` is given (a mismatch is
+    refused). With a secret, a line *without* ``sig`` is refused too unless
+    ``allow_unsigned``: an edited line whose signature was stripped and whose digest was
+    recomputed used to import as "added" and replay a forged score. Without a secret
+    nothing can be checked but the digest. A line without a digest (an export from before
+    digests) is given one, then passes the entry check like any other (by the caller).
+    """
+    try:
+        entry = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise _LineRefused(f"not a JSON object: {exc}", "") from None
+    if not isinstance(entry, dict):
+        raise _LineRefused("not a JSON object", "")
+    key = entry.get("key")
+    where = f": key {key[:16]}…" if isinstance(key, str) else ""
+    sig = entry.pop(SIG_FIELD, None)
+    if sig is None and secret is not None and not allow_unsigned:
+        raise _LineRefused(f"not signed, and {SECRET_ENV} is set: an unsigned line may have "
+                           "been edited and its signature stripped (--allow-unsigned takes "
+                           "it anyway)", where)
+    if sig is not None and secret is not None and not signature_ok(
+            secret, canonical_json(entry).encode("utf-8"), sig):
+        raise _LineRefused("signature does not match: edited after it was signed, or "
+                           "signed with another secret", where)
+    if "digest" not in entry and sig is None:
+        entry = with_digest(entry)
+    return entry, sig is None and secret is not None
 
 
 def damaged_cache(path: Path, exc: BaseException) -> UsageError:
@@ -603,42 +655,35 @@ class JudgmentCache:
         return True
 
     def import_jsonl(self, fp: TextIO, *, secret: bytes | None = None,
-                     require_signed: bool = False) -> ImportReport:
+                     require_signed: bool = False,
+                     allow_unsigned: bool = False) -> ImportReport:
         """Add the valid entries of a JSONL export; existing keys are kept, not replaced.
 
-        A line without a digest (an export from before digests) is given one once it has
-        passed the full check; a line with a digest that does not match is rejected. A
-        line's ``sig`` is checked when ``secret`` is given (a mismatch is rejected);
-        ``require_signed`` (which needs ``secret``) rejects every line not signed with it.
-        Each rejection names the line and the entry's key.
+        Each line is checked by :func:`import_line`; each rejection names the line and the
+        entry's key.
         """
         if require_signed and secret is None:
             raise ValueError("require_signed needs the team secret")
         store = self._require_writable("import")
-        report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": []}
+        report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": [],
+                                "unsigned": 0}
         for number, line in enumerate(fp, start=1):
             if not line.strip():
                 continue
-            where = f"line {number}"
             try:
-                entry = json.loads(line)
-                if isinstance(entry, dict):
-                    if isinstance(entry.get("key"), str):
-                        where += f": key {entry['key'][:16]}…"
-                    sig = entry.pop(SIG_FIELD, None)
-                    if require_signed and sig is None:
-                        raise ValueError("not signed (--require-signed)")
-                    if sig is not None and secret is not None and not signature_ok(
-                            secret, canonical_json(entry).encode("utf-8"), sig):
-                        raise ValueError("signature does not match: edited after it was "
-                                         "signed, or signed with another secret")
-                    if "digest" not in entry and sig is None:
-                        entry = with_digest(entry)
+                entry, unsigned = import_line(line, secret=secret,
+                                              allow_unsigned=allow_unsigned and
+                                              not require_signed)
                 data = self._validated(entry)
+            except _LineRefused as exc:
+                report["rejected"] += 1
+                report["errors"].append(f"line {number}{exc.where}: {exc}")
+                continue
             except (ValueError, RecursionError) as exc:
                 report["rejected"] += 1
-                report["errors"].append(f"{where}: {exc}")
+                report["errors"].append(f"line {number}{_key_of(line)}: {exc}")
                 continue
+            report["unsigned"] += unsigned
             with _guard(self.directory):
                 added = store.add(entry["key"], data, retry=True)
             if added:

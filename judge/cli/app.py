@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "history": ("store_cmds", "List stored runs, newest first."),
     "show": ("store_cmds", "Show a stored run: settings, hashes, totals and its cases."),
     "export": ("store_cmds", "Write a run's case results as JSON lines or CSV."),
-    "store": ("store_admin_cmd", "Upgrade the run store's schema (migrations)."),
+    "store": ("store_admin_cmd", "Upgrade the run store's schema; verify its seals."),
     "score": ("core_cmds", "Final and overall scores from a file of scores (no model)."),
     "rubric": ("core_cmds", "Validate, list and show rubrics."),
     "suite": ("suite_cmds", "Generate, validate and show suites."),

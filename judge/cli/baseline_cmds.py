@@ -8,6 +8,7 @@ The store (SQLAlchemy) and the config loader are imported inside the commands, s
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,11 +16,18 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from ..app.baselines import check_run, list_suite_baselines, record_baseline, show_baseline
+from ..app.baselines import (
+    check_run,
+    list_suite_baselines,
+    record_baseline,
+    seal_baseline,
+    show_baseline,
+)
 from ..app.gate import GateVerdict
 from ..app.monitoring import monitor_file
 from ..app.sharding import check_group
 from ..app.workspace import Workspace
+from ..core.baseline import baseline_text
 from ..core.errors import UsageError
 from ..core.monitor import MonitorConfig
 from ..core.rubric import format_validation_error
@@ -46,12 +54,13 @@ _STATUS_STYLES = {"healthy": "green", "warning": "yellow", "critical": "red",
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``baseline record|show|list``, ``check`` and ``monitor`` to ``app``."""
+    """Add ``baseline record|show|list|seal``, ``check`` and ``monitor`` to ``app``."""
     baseline_app = typer.Typer(help="Record, show and list baselines (baselines/<suite>.json).",
                                no_args_is_help=True)
     baseline_app.command("record")(baseline_record)
     baseline_app.command("show")(baseline_show)
     baseline_app.command("list")(baseline_list)
+    baseline_app.command("seal")(baseline_seal)
     app.add_typer(baseline_app, name="baseline")
     app.command("check")(check)
     app.command("monitor")(monitor)
@@ -104,7 +113,7 @@ def baseline_record(
     baseline = done.baseline
     if json_out:
         emit_json({"path": str(done.path), "changed": done.changed,
-                   "baseline": baseline.model_dump(mode="json")})
+                   "baseline": json.loads(baseline_text(baseline))})
         return
     note = "" if done.changed else " (unchanged)"
     console().print(
@@ -112,6 +121,22 @@ def baseline_record(
         f"{done.run} — {plural(len(baseline.cases), 'case')}, score {baseline.score:.2f}, "
         f"pass rate {baseline.passRate:.2%}, threshold {baseline.threshold * 100:g} points",
         markup=False)
+
+
+def baseline_seal(
+    suite: SuiteArg,
+    directory: DirOption = None,
+    dir_alias: DirAlias = None,
+) -> None:
+    """Accept a hand edit of a baseline on purpose: write the digest of its content anew.
+
+    `judge check` refuses a baseline whose digest does not match its content (edited by
+    hand after it was recorded); seal it only when the edit is yours.
+    """
+    path, baseline, changed = seal_baseline(_workspace(directory=directory or dir_alias), suite)
+    note = "sealed" if changed else "already sealed"
+    console().print(f"{_shown(path)}: {note} (baseline {baseline.baselineId}, threshold "
+                    f"{baseline.threshold * 100:g} points)", markup=False)
 
 
 def baseline_show(
@@ -123,7 +148,7 @@ def baseline_show(
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
     path, baseline = show_baseline(_workspace(directory=directory or dir_alias), suite)
     if json_out:
-        emit_json(baseline.model_dump(mode="json"))
+        emit_json(json.loads(baseline_text(baseline)))  # as the file says, digest included
         return
     out = console()
     out.print(Text.assemble((baseline.baselineId, "bold"), f"  ({_shown(path)})"))

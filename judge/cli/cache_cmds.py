@@ -164,11 +164,17 @@ def cache_import_cmd(
         "--require-signed",
         help="Refuse every line not signed with JUDGE_CACHE_SECRET (unsigned or edited).")
     ] = False,
+    allow_unsigned: Annotated[bool, typer.Option(
+        "--allow-unsigned",
+        help="With JUDGE_CACHE_SECRET set, take unsigned lines too (their digest is checked; "
+             "the summary counts them).")] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Add the entries of an export; existing keys are kept. Exit 2 if any line was rejected.
 
-    Every line's digest is checked, and its signature when JUDGE_CACHE_SECRET is set.
+    Every line's digest is checked, and its signature when JUDGE_CACHE_SECRET is set; with
+    the secret set an unsigned line is refused unless --allow-unsigned. An import whose
+    every line is refused creates no cache.
     """
     ws = _workspace(cache_dir, alias)
     if file == "-":
@@ -176,15 +182,25 @@ def cache_import_cmd(
             text = sys.stdin.buffer.read().decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise UsageError(f"cannot read: {exc}", file=file) from None
-        report = import_cache(ws, io.StringIO(text), require_signed=require_signed)
+        report = import_cache(ws, io.StringIO(text), require_signed=require_signed,
+                              allow_unsigned=allow_unsigned)
     else:
-        report = import_cache_file(ws, Path(file), require_signed=require_signed)
-    for error in report.errors:
+        report = import_cache_file(ws, Path(file), require_signed=require_signed,
+                                   allow_unsigned=allow_unsigned)
+    for error in report.errors[:50]:
         typer.echo(f"✗ {file}: {error}", err=True)
+    if len(report.errors) > 50:
+        typer.echo(f"✗ {file}: … and {len(report.errors) - 50} more lines rejected", err=True)
+    if report.rejected:
+        typer.echo("  fix: import the file exactly as `judge cache export` wrote it; with "
+                   "JUDGE_CACHE_SECRET set, export it with the same secret (or pass "
+                   "--allow-unsigned for an unsigned export you trust)", err=True)
     if json_out:
         emit_json(report.model_dump(mode="json"))
     else:
-        typer.echo(f"added {report.added}, skipped {report.skipped} already cached, "
+        unsigned = (f", {report.unsigned} of them unsigned (--allow-unsigned)"
+                    if report.unsigned else "")
+        typer.echo(f"added {report.added}{unsigned}, skipped {report.skipped} already cached, "
                    f"rejected {report.rejected}")
     if report.rejected:
         raise typer.Exit(2)

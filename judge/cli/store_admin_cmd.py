@@ -1,4 +1,4 @@
-"""``judge store upgrade``: migrate the run store's schema to this judgeflow's revision."""
+"""``judge store upgrade`` and ``verify``: migrate the run store's schema; check its seals."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from ..app.store_admin import upgrade_store
+from ..app.store_admin import upgrade_store, verify_store
 from ..app.workspace import Workspace
 from .output import console, emit_json
 
@@ -14,10 +14,11 @@ __all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``store upgrade`` to ``app``."""
-    store_app = typer.Typer(help="Administer the run store (schema migrations).",
+    """Add ``store upgrade`` and ``store verify`` to ``app``."""
+    store_app = typer.Typer(help="Administer the run store (schema migrations, seals).",
                             no_args_is_help=True)
     store_app.command("upgrade")(upgrade)
+    store_app.command("verify")(verify)
     app.add_typer(store_app, name="store")
 
 
@@ -44,3 +45,36 @@ def upgrade(
     before = "empty" if done.before is None else f"revision {done.before}"
     legacy = " (from before migrations)" if done.stamped_legacy else ""
     console().print(f"{done.url}: upgraded from {before}{legacy} to revision {done.after}")
+
+
+def verify(
+    store: Annotated[str | None, typer.Option(
+        "--store", metavar="URL",
+        help="Run store URL (default: setting store_url).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Check the seal of every stored run and result; list the rows that do not match.
+
+    Exit 0: every sealed row verifies. Exit 2: at least one row is damaged (each is named
+    with its run and case; its score is never shown by any command).
+    """
+    verdict = verify_store(Workspace.open(overrides={"store_url": store}))
+    if json_out:
+        emit_json({"store": verdict.url, "checked": verdict.checked,
+                   "unsealed": verdict.unsealed, "keyed": verdict.keyed,
+                   "damaged": [{"run": d.run, "case": d.case, "model": d.model,
+                                "sample": d.sample, "reason": d.reason}
+                               for d in verdict.damaged]})
+    else:
+        out = console()
+        for damage in verdict.damaged:
+            out.print(f"damaged: {damage.sentence()}", markup=False)
+        key = "keyed with JUDGE_CACHE_SECRET" if verdict.keyed else "plain sha256"
+        out.print(f"{verdict.url}: {verdict.checked} rows checked ({key}), "
+                  f"{len(verdict.damaged)} damaged, {verdict.unsealed} unsealed "
+                  f"(written before sealing)", markup=False)
+        if verdict.damaged:
+            out.print("  fix: re-run the damaged runs' suites (cached judgments replay at no "
+                      "cost) or restore the store from a backup", markup=False)
+    if verdict.damaged:
+        raise typer.Exit(2)

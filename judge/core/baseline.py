@@ -28,6 +28,7 @@ from .rubric import format_validation_error
 
 __all__ = [
     "DEFAULT_THRESHOLD",
+    "DIGEST_FIELD",
     "Baseline",
     "BaselineCase",
     "Comparison",
@@ -36,6 +37,7 @@ __all__ = [
     "build_baseline",
     "check",
     "compare",
+    "content_digest",
     "parse_baseline",
     "pick_primary",
 ]
@@ -218,13 +220,46 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
     )
 
 
+DIGEST_FIELD = "digest"
+"""The file's seal: ``sha256:<hex>`` of the canonical JSON of the baseline (every other field).
+
+Written with the file, so a hand edit (a threshold, a score) is reported, and accepted only
+on purpose by ``judge baseline seal``. It is the file's, not the value's: parsing checks and
+drops it. A file recorded before digests has none and is read as it is.
+"""
+
+
+def content_digest(b: Baseline) -> str:
+    """``sha256:`` and the hex sha256 of the canonical JSON of the baseline's fields."""
+    return "sha256:" + sha256_hex(b.model_dump(mode="json"))
+
+
 def baseline_text(b: Baseline) -> str:
-    """Write the file text: stable JSON, sorted keys; a re-record of equal scores is no diff."""
-    return stable_json(b.model_dump(mode="json"))
+    """Write the file text, sealed with its digest: stable JSON, sorted keys.
+
+    A re-record of equal scores is no diff.
+    """
+    return stable_json({**b.model_dump(mode="json"), DIGEST_FIELD: content_digest(b)})
 
 
-def parse_baseline(text: str, source: str) -> Baseline:
-    """Parse a baseline file's text; ConfigError naming ``source``, the field and the fix."""
+def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Baseline:
+    """Parse a baseline file's text; ConfigError naming ``source``, the field and the fix.
+
+    With ``check_digest`` a file whose digest does not match its content (edited by hand)
+    is refused; ``judge baseline seal`` parses without it to accept an edit on purpose.
+    """
+    parsed, digest = _parse_unchecked(text, source)
+    if check_digest and digest is not None and digest != content_digest(parsed):
+        raise ConfigError(
+            "the file was edited by hand after it was recorded (its digest does not match "
+            "its content)", file=source, where="digest",
+            fix=f"restore it from git, re-record it with `judge baseline record "
+                f"{parsed.suite}`, or accept the edit on purpose with `judge baseline seal "
+                f"{parsed.suite}`")
+    return parsed
+
+
+def _parse_unchecked(text: str, source: str) -> tuple[Baseline, object]:
     fix_record = "re-record it with `judge baseline record SUITE`"
     try:
         data = json.loads(text)
@@ -238,8 +273,9 @@ def parse_baseline(text: str, source: str) -> Baseline:
     if isinstance(version, int) and not isinstance(version, bool) and version > 1:
         raise ConfigError(f"baseline format {version} is newer than this judgeflow reads (1)",
                           file=source, where="version", fix="upgrade judgeflow")
+    digest = data.pop(DIGEST_FIELD, None)
     try:
-        return Baseline.model_validate(data)
+        return Baseline.model_validate(data), digest
     except ValidationError as exc:
         where, msg = format_validation_error(exc)
         fix = (f"restore the file from git or {fix_record}" if "baselineId" in msg

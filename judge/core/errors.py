@@ -62,19 +62,30 @@ class ConfigError(JudgeError):
         super().__init__(self.render())
 
     def render(self) -> str:
-        """One readable block: file and place, what is wrong, how to fix it."""
+        """One readable block: file and place, what is wrong, how to fix it.
+
+        A long value echoed back (a 1 MB case id) is cut, with a marker saying how much.
+        """
+        file, where = _cut(self.file, 500), _cut(self.where, 300)
         head = ""
-        if self.file:
-            head = f"{self.file}"
-            if self.where:
-                head += f": {self.where}"
+        if file:
+            head = f"{file}"
+            if where:
+                head += f": {where}"
             head += ": "
-        elif self.where:
-            head = f"{self.where}: "
-        text = head + self.message
+        elif where:
+            head = f"{where}: "
+        text = head + (_cut(self.message, 2000) or "")
         if self.fix:
             text += f"\n  fix: {self.fix}"
         return text
+
+
+def _cut(text: str | None, limit: int) -> str | None:
+    """``text`` at most ``limit`` characters, then ``… [N more characters]``."""
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit:,} more characters]"
 
 
 class RubricError(ConfigError):

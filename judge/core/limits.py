@@ -14,6 +14,10 @@ MAX_JSONL_LINE_CHARS   16 Mi chars     one case of a JSONL suite
 MAX_DEPTH              64 levels       nested lists/mappings in a YAML document or JSON line
 MAX_ALIAS_NODES        100,000 nodes   nodes reached through YAML aliases, every use counted
 MAX_SUITE_ID           128 chars       ``baselines/<id>.json`` must fit a file name (255)
+MAX_PROMPT_CHARS       33 Mi chars     what a workspace template may build for one case: two
+                                       JSONL lines' worth and 1 Mi of template text
+MAX_INT_DIGITS         19 digits       an integer in a suite or config fits 64 bits (a
+                                       5,000-digit one used to crash the int parser)
 =====================  ==============  ==================================================
 """
 
@@ -22,7 +26,9 @@ from __future__ import annotations
 __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_DEPTH",
+    "MAX_INT_DIGITS",
     "MAX_JSONL_LINE_CHARS",
+    "MAX_PROMPT_CHARS",
     "MAX_RUBRIC_CHARS",
     "MAX_SUITE_CHARS",
     "MAX_SUITE_ID",
@@ -35,6 +41,8 @@ MAX_RUBRIC_CHARS = 1024 * 1024
 """Characters in a rubric file."""
 MAX_JSONL_LINE_CHARS = 16 * 1024 * 1024
 """Characters in one line (one case) of a JSONL suite."""
+MAX_PROMPT_CHARS = 2 * MAX_JSONL_LINE_CHARS + 1024 * 1024
+"""Characters a workspace template may build while rendering one case (judge.render.prompts)."""
 MAX_DEPTH = 64
 """Nesting of lists and mappings in a YAML document or a JSON line (real cases: under 10)."""
 MAX_ALIAS_NODES = 100_000
@@ -44,6 +52,8 @@ Sharing an evidence block between a few hundred cases stays far below it; a 555-
 "billion laughs" document (nine levels of nine aliases) reaches 10^9 and is refused while it
 is read, before anything is built from it.
 """
+MAX_INT_DIGITS = 19
+"""Digits in an integer of a suite, rubric or JSON line (``2**63`` has 19): larger is refused."""
 MAX_SUITE_ID = 128
 """Characters in a suite id; it names ``baselines/<id>.json``, so it must fit a file name."""
 SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

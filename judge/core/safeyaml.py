@@ -1,4 +1,4 @@
-"""YAML text to data, refusing what a safe loader alone lets through: a pure function, no I/O.
+r"""YAML text to data, refusing what a safe loader alone lets through: a pure function, no I/O.
 
 ``yaml.SafeLoader`` builds no objects from tags, but it still accepts documents that are
 hostile or mistaken in other ways. This loader (a ``SafeLoader`` subclass) refuses, while the
@@ -12,7 +12,13 @@ document is being composed and before any value is built:
 - **duplicate keys** in one mapping, naming both lines: PyYAML keeps the last one silently,
   so a second ``deterministic:`` would quietly replace the first. Keys a merge (``<<``)
   brings in may still be overridden, as YAML intends;
-- text longer than the caller's limit.
+- text longer than the caller's limit;
+- **YAML 1.1 number surprises**: scalars resolve by YAML 1.2's core schema, not PyYAML's
+  1.1 rules, so ``1:30`` stays the string written (1.1 made it 90, base 60), ``017`` is
+  seventeen (1.1: octal 15), ``yes``/``no``/``on``/``off`` stay strings (1.1: booleans) and
+  ``0o17`` is octal as 1.2 says (1.1: a string). Integers are bounded
+  (:data:`~judge.core.limits.MAX_INT_DIGITS`), lone surrogates (``"\\ud800"``) refused, and
+  ``1`` and ``'1'`` in one mapping are the same key, as they are once written as JSON.
 
 The rules live in the composer (:class:`_Bounds`), so they hold whichever parser feeds it
 events: libyaml's (``yaml.cyaml.CParser``, when PyYAML was built with it: several times
@@ -25,6 +31,7 @@ Every refusal, and every YAML syntax error, is raised as the caller's
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -36,11 +43,26 @@ from yaml.resolver import Resolver
 
 from .errors import ConfigError
 from .limits import MAX_ALIAS_NODES, MAX_DEPTH
+from .strict_json import int_problem, string_problem
 
 __all__ = ["load_yaml"]
 
 _MERGE = "tag:yaml.org,2002:merge"
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+_BOOL = "tag:yaml.org,2002:bool"
+_INT = "tag:yaml.org,2002:int"
+_FLOAT = "tag:yaml.org,2002:float"
+_STR = "tag:yaml.org,2002:str"
+
+# YAML 1.2 core schema (https://yaml.org/spec/1.2.2/#1032-tag-resolution), first characters
+# and patterns: these replace PyYAML's 1.1 bool, int and float resolvers.
+_CORE_12: tuple[tuple[str, str, re.Pattern[str]], ...] = (
+    (_BOOL, "tTfF", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")),
+    (_INT, "-+0123456789", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")),
+    (_FLOAT, "-+.0123456789", re.compile(
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")),
+)
 
 
 class _Refused(yaml.YAMLError):
@@ -125,7 +147,10 @@ class _Bounds(Composer):
             if not isinstance(key, ScalarNode) or key.tag == _MERGE:
                 continue
             try:
-                ident: Any = (key.tag, self.construct_object(key))
+                built = self.construct_object(key)
+                # 1 and '1' are one key once written as JSON (and mixed types cannot sort).
+                ident: Any = str(built) if isinstance(built, (str, int, float)) or built \
+                    is None else (key.tag, built)
                 hash(ident)
             except (yaml.YAMLError, TypeError):
                 ident = (key.tag, key.value)
@@ -136,6 +161,53 @@ class _Bounds(Composer):
                     "keep one of them: YAML would silently use the last")
             seen[ident] = key.start_mark
         return node
+
+
+def _construct_int(loader: Any, node: ScalarNode) -> int:
+    """An int by YAML 1.2's core schema: decimal (leading zeros too), ``0o`` octal, ``0x`` hex."""
+    text = str(loader.construct_scalar(node))
+    why = int_problem(text[2:] if text[:2] in ("0o", "0x") else text)
+    if why is not None:
+        raise _Refused(why, node.start_mark, "write a smaller number, or quote it as a string")
+    if text.startswith("0o"):
+        return int(text[2:], 8)
+    if text.startswith("0x"):
+        return int(text[2:], 16)
+    return int(text, 10)
+
+
+def _construct_bool(loader: Any, node: ScalarNode) -> bool:
+    return str(loader.construct_scalar(node)).lower() == "true"
+
+
+def _construct_str(loader: Any, node: ScalarNode) -> str:
+    text = str(loader.construct_scalar(node))
+    why = string_problem(text)
+    if why is not None:
+        raise _Refused(why, node.start_mark,
+                       "write the character itself, or a valid surrogate pair")
+    return text
+
+
+def _core_resolvers(timestamps: bool) -> dict[Any, list[tuple[str, re.Pattern[str]]]]:
+    """PyYAML's implicit resolvers with bool/int/float by YAML 1.2 (and no timestamps if asked)."""
+    replaced = {tag for tag, _, _ in _CORE_12}
+    if not timestamps:
+        replaced.add(_TIMESTAMP)
+    table: dict[Any, list[tuple[str, re.Pattern[str]]]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag not in replaced]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
+    for tag, firsts, regexp in _CORE_12:
+        for first in firsts:
+            table.setdefault(first, []).append((tag, regexp))
+    return table
+
+
+def _use_core_schema(loader: Any, *, timestamps: bool) -> None:
+    loader.yaml_implicit_resolvers = _core_resolvers(timestamps)
+    loader.add_constructor(_INT, _construct_int)
+    loader.add_constructor(_BOOL, _construct_bool)
+    loader.add_constructor(_STR, _construct_str)
 
 
 class _BoundedLoader(_Bounds, yaml.SafeLoader):
@@ -166,11 +238,8 @@ class _BoundedTextLoader(_BoundedLoader):
     """:class:`_BoundedLoader` without the timestamp rule: times stay the strings written."""
 
 
-_TEXT_RESOLVERS = {
-    first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-_BoundedTextLoader.yaml_implicit_resolvers = _TEXT_RESOLVERS
+_use_core_schema(_BoundedLoader, timestamps=True)
+_use_core_schema(_BoundedTextLoader, timestamps=False)
 _Loader = type[_BoundedLoader] | type["_CBoundedLoader"]
 _LOADERS: tuple[_Loader, _Loader] = (_BoundedLoader, _BoundedTextLoader)
 
@@ -197,7 +266,8 @@ if getattr(yaml, "__with_libyaml__", False):
     class _CBoundedTextLoader(_CBoundedLoader):
         """:class:`_CBoundedLoader` without the timestamp rule."""
 
-    _CBoundedTextLoader.yaml_implicit_resolvers = _TEXT_RESOLVERS
+    _use_core_schema(_CBoundedLoader, timestamps=True)
+    _use_core_schema(_CBoundedTextLoader, timestamps=False)
     _LOADERS = (_CBoundedLoader, _CBoundedTextLoader)
 
 

@@ -10,6 +10,7 @@ from .errors import ConfigError
 from .models import AdvisoryScore, CaseScore, Score
 from .rubric import Rubric, format_validation_error
 from .scoring import level_score, score_case
+from .strict_json import JsonProblem, loads_strict
 
 __all__ = ["CategoryInput", "ScoreInput", "parse_score_input", "score_input"]
 
@@ -42,11 +43,17 @@ class ScoreInput(BaseModel):
 def parse_score_input(text: str, source: str) -> ScoreInput:
     """Parse a score file from JSON text; errors name the file and the field."""
     try:
-        data = json.loads(text)
+        data = loads_strict(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"invalid JSON: {exc.msg}", file=source,
                           where=f"line {exc.lineno}, column {exc.colno}",
                           fix="check the JSON syntax near that place") from None
+    except JsonProblem as exc:
+        raise ConfigError(exc.problem, file=source, fix=exc.fix) from None
+    except RecursionError:
+        raise ConfigError("nested too deeply to read", file=source,
+                          fix="a score file nests two levels: categories, then scores") \
+            from None
     try:
         return ScoreInput.model_validate(data)
     except ValidationError as exc:

@@ -22,6 +22,8 @@ from .limits import MAX_DEPTH, MAX_JSONL_LINE_CHARS, MAX_SUITE_CHARS, MAX_SUITE_
 from .models import Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
+from .secrets import mask_value
+from .strict_json import JsonProblem, loads_strict
 
 __all__ = [
     "Case",
@@ -37,6 +39,7 @@ __all__ = [
     "iter_jsonl",
     "iter_jsonl_cases",
     "lacks_output",
+    "masked_case",
     "no_output_warning",
     "parse_suite",
     "read_suite_document",
@@ -95,6 +98,11 @@ class Case(Frozen):
     metadata: dict[str, Any] = Field(default_factory=dict)
     """Free-form context carried to results; never sent to the judge."""
 
+    @model_validator(mode="before")
+    @classmethod
+    def _secrets_masked(cls, data: Any) -> Any:
+        return masked_case(data)
+
     @model_validator(mode="after")
     def _deterministic_needs_signal(self) -> Case:
         if self.judged_by == "deterministic" and not self.deterministic and not self.checks:
@@ -116,6 +124,34 @@ class Suite(Frozen):
 _SUITE_ID_FIX = (f"suite ids are letters, digits, . _ - (at most {MAX_SUITE_ID} characters, "
                  "starting with a letter or digit)")
 _SUITE_ID = re.compile(SUITE_ID_PATTERN)
+
+
+_CASE_TEXT = ("input", "output", "evidence", "metadata", "conversation")
+"""The fields of a case that hold untrusted text, masked at load (:func:`masked_case`)."""
+
+
+def masked_case(raw: Any) -> Any:
+    """A raw case with every secret in its text masked (judge.core.secrets, the one masker).
+
+    Key *formats* and credential-named fields only (``formats_only``): the prose shapes
+    would mask words of a suite about tokens ("Testing token: curl"), changing its keys.
+
+    At load, so a key pasted into evidence or an output never reaches the prompt, the cache
+    key, the cache, a compiled suite, the store or an export. The cache key covers the
+    *masked* text: a case whose text holds no secret keeps its key; one that does is keyed
+    by its text as sent. Cases are mappings here; anything else is left to validation.
+    """
+    if not isinstance(raw, dict):
+        return raw
+    out = raw
+    for name in _CASE_TEXT:
+        if name in raw:
+            value, count = mask_value(raw[name], formats_only=True)
+            if count:
+                if out is raw:
+                    out = dict(raw)
+                out[name] = value
+    return out
 
 
 def check_suite_id(suite_id: str, source: str) -> str:
@@ -194,10 +230,13 @@ def _json_value(line: str, lineno: int, source: str) -> Any:
                          f"{MAX_JSONL_LINE_CHARS:,}", file=source, where=f"line {lineno}",
                          fix="keep each case under the limit (trim large evidence)")
     try:
-        value = json.loads(line)
+        value = loads_strict(line)
     except json.JSONDecodeError as exc:
         raise SuiteError(f"invalid JSON: {exc.msg}", file=source, where=f"line {lineno}",
                          fix="one JSON object per line") from None
+    except JsonProblem as exc:
+        raise SuiteError(exc.problem, file=source, where=f"line {lineno}", fix=exc.fix) \
+            from None
     except RecursionError:
         raise _too_deep(source, lineno) from None
     # Cheap filter first: only a line with many brackets can nest too deeply.
@@ -209,24 +248,17 @@ def _json_value(line: str, lineno: int, source: str) -> Any:
 def iter_jsonl_cases(lines: Iterable[str], source: str) -> Iterator[Case]:
     """``iter_cases(iter_jsonl(lines))``, validating each line's JSON in one pass where it can.
 
-    A line that pydantic's JSON parser takes as a case is that case (the same data
-    ``json.loads`` reads: JSON has no other reading); any other line, or one that might nest
-    too deeply, goes through :func:`iter_jsonl` and :func:`iter_cases`, which decide what is
-    wrong and say so. Duplicate ids are refused either way.
+    Every line goes through the one grammar (:func:`judge.core.strict_json.loads_strict`):
+    pydantic's own JSON parser, once a fast path here, keeps the last of two duplicate keys
+    (``{"id":"a","id":"b"}`` became case ``b``), so it no longer reads suite lines.
+    Duplicate ids are refused.
     """
     seen: set[str] = set()
     index = 0
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
-        case = None
-        if len(line) <= MAX_JSONL_LINE_CHARS and line.count("[") + line.count("{") <= MAX_DEPTH:
-            try:
-                case = Case.model_validate_json(line)
-            except ValidationError:
-                case = None
-        if case is None:
-            case = _case_of(_json_value(line, lineno, source), index, source)
+        case = _case_of(_json_value(line, lineno, source), index, source)
         _check_unique(case, index, seen, source)
         index += 1
         yield case
@@ -305,7 +337,7 @@ def case_lines(raw_cases: Sequence[Any]) -> tuple[str, ...] | None:
     a suite is read from its YAML every time.
     """
     lines = []
-    for raw in raw_cases:
+    for raw in map(masked_case, raw_cases):
         if not _json_exact(raw):
             return None
         line = json.dumps(raw, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

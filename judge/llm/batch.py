@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ProviderError, UsageError
+from ..core.secrets import mask_text
 from .client import (
     JudgeRequest,
     ModelSpec,
@@ -147,7 +148,9 @@ def _item(line: Mapping[str, Any], mode: OutputMode,
     fingerprint = body.get("system_fingerprint")
     details = usage.get("prompt_tokens_details")
     return BatchItem(custom_id, Turn(
-        text=str(text), finish_reason=choice.get("finish_reason"), model_reported=reported,
+        # A reply is data: secrets in it are masked before it is stored.
+        text=mask_text(str(text))[0], finish_reason=choice.get("finish_reason"),
+        model_reported=reported,
         prompt_tokens=prompt if isinstance(prompt, int) else None,
         completion_tokens=completion if isinstance(completion, int) else None,
         cost_usd=price(reported, prompt, completion),

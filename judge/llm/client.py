@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import datetime
 import email.utils
 import hashlib
@@ -481,7 +482,10 @@ class LiteLLMClient:
         latency = (time.perf_counter() - started) * 1000
         self.answered += 1
         try:
-            return self._turn(response, latency, mode)
+            turn = self._turn(response, latency, mode)
+            # A reply is data: a key the judge repeats (its own, or one it read in the
+            # prompt) is masked before anything stores, parses or shows it.
+            return dataclasses.replace(turn, text=self._redact(turn.text))
         except (IndexError, AttributeError, TypeError) as exc:
             # A 200 whose body has no usable choice (``"choices": []``, e.g. a provider's
             # content filter): a failed attempt like any other, never a crash of the run.

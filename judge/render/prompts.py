@@ -1,4 +1,4 @@
-"""Judge prompts: Jinja templates rendered, sandboxed, into the chat messages sent to a judge.
+r"""Judge prompts: Jinja templates rendered, sandboxed, into the chat messages sent to a judge.
 
 The one module that imports jinja2. A template id (``judge``) names ``prompts/<id>.md.j2``,
 looked up in the workspace's ``prompts/`` folder first, then in the shipped one; templates
@@ -41,6 +41,20 @@ time with the template's file and line. Only truth (``{% if task %}``) is allowe
 not a list of banned filters: a filter Jinja adds tomorrow meets the same wall. Both filters
 also replace control characters, which ``judge render`` would otherwise send to a terminal.
 
+**Quoted text is final.** What ``|fence`` and ``|oneline`` return is :class:`Quoted`, not a
+``str``: it prints as it is and nothing else (``{{ task|fence|replace('\n  ', '\n') }}``
+used to put case text back at column 0, ``'x' in task|oneline`` to branch on it). A block,
+macro or filter block whose output holds quoted text is itself :class:`Quoted` (the
+environment's ``concat`` sees to it), so capturing the text first is no way around.
+
+**Where templates come from, and how long they may run.** A template resolves only inside
+the workspace's ``prompts/`` and the shipped folder: a symlink (or ``..``) that leads
+elsewhere, and a folder where a template file should be, are refused. A workspace's
+templates render under a budget (:data:`RENDER_SECONDS` of wall time, checked at every loop
+step of ``range``, call, filter and output; :data:`MAX_PROMPT_CHARS` of text, checked before
+a string is built by ``*``/``+`` or joined): nested ``range(100000)`` loops and a 400 MB
+string end as a TemplateError (exit 2) naming the template, not a hang.
+
 **Hash.** ``template_hash`` is the sha256 of canonical JSON of the root id and the name and
 source of every template reachable from it; the sources are read once, at construction, and
 rendering uses exactly that snapshot, so the hash always describes what was rendered.
@@ -48,10 +62,13 @@ rendering uses exactly that snapshot, so the hash always describes what was rend
 
 from __future__ import annotations
 
+import functools
 import json
 import operator
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from hashlib import sha256
@@ -62,12 +79,13 @@ from typing import Any, final
 import jinja2
 from jinja2 import meta
 from jinja2.bccache import Bucket
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 
 from ..core.canonical import sha256_hex
 from ..core.check_signals import output_text
 from ..core.errors import TemplateError
 from ..core.evidence import EvidenceBundle
+from ..core.limits import MAX_PROMPT_CHARS
 from ..core.rubric import Rubric
 from ..core.suite import Case
 from ..system.resources import shipped_dir
@@ -75,8 +93,10 @@ from ..system.resources import shipped_dir
 __all__ = [
     "EVIDENCE_PARTIAL",
     "RENDERER_VERSION",
+    "RENDER_SECONDS",
     "TEMPLATE_SUFFIX",
     "PromptRenderer",
+    "Quoted",
     "RenderedPrompt",
     "Untrusted",
     "fence",
@@ -93,6 +113,9 @@ _BACKTICKS = re.compile(r"`+")
 # excerpt would otherwise drive the terminal that `judge render` prints to.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _RUBRIC_CACHE_SIZE = 32
+
+RENDER_SECONDS = 10.0
+"""Wall time a workspace template may take to render one case (a render takes ~1 ms)."""
 
 
 class _UntrustedUse(jinja2.TemplateRuntimeError):
@@ -161,7 +184,90 @@ class Untrusted:
     __hash__ = object.__hash__
 
 
+def _refuse_quoted(what: str) -> _UntrustedUse:
+    return _UntrustedUse(f"quoted case text (the output of |fence or |oneline) used {what}; "
+                         "it may only be printed as it is")
+
+
+@final
+class Quoted:
+    """Text that :func:`fence` or :func:`oneline` made of case text, or a block holding it.
+
+    Printed as it is (``{{ task|fence }}``) and nothing else: like :class:`Untrusted`, every
+    conversion, comparison and operation raises, so no filter can undo the quoting.
+    """
+
+    __slots__ = ("__text",)
+
+    def __init__(self, text: str) -> None:
+        self.__text = text
+
+    def __bool__(self) -> bool:
+        return bool(self.__text)
+
+    def __str__(self) -> str:
+        raise _refuse_quoted("by a filter or an operator (|replace, |trim, ~, join...)")
+
+    def __repr__(self) -> str:
+        raise _refuse_quoted("as a string (repr, |pprint, or inside a list or mapping)")
+
+    def __format__(self, spec: str) -> str:
+        raise _refuse_quoted("in a format string")
+
+    def __int__(self) -> int:
+        raise _refuse_quoted("as a number")
+
+    def __float__(self) -> float:
+        raise _refuse_quoted("as a number")
+
+    def __index__(self) -> int:
+        raise _refuse_quoted("as a number")
+
+    def __len__(self) -> int:
+        raise _refuse_quoted("to measure it (|length, |count)")
+
+    def __iter__(self) -> Iterator[str]:
+        raise _refuse_quoted("as a sequence (in, |list, |first, for)")
+
+    def __contains__(self, item: object) -> bool:
+        raise _refuse_quoted("in a test ('x' in ...)")
+
+    def __eq__(self, other: object) -> bool:
+        raise _refuse_quoted("in a comparison")
+
+    def __ne__(self, other: object) -> bool:
+        raise _refuse_quoted("in a comparison")
+
+    def __lt__(self, other: object) -> bool:
+        raise _refuse_quoted("in a comparison")
+
+    def __le__(self, other: object) -> bool:
+        raise _refuse_quoted("in a comparison")
+
+    def __gt__(self, other: object) -> bool:
+        raise _refuse_quoted("in a comparison")
+
+    def __ge__(self, other: object) -> bool:
+        raise _refuse_quoted("in a comparison")
+
+    __hash__ = object.__hash__
+
+
+class _QuotedText(str):
+    """A :class:`Quoted` value as printed into a template's output buffer.
+
+    A ``str`` (the buffer is joined as text) that survives the generated code's ``str()``
+    unchanged, so :func:`_concat` can tell a buffer that holds quoted text.
+    """
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return self
+
+
 _untrusted_text: Callable[[Untrusted], str] = operator.attrgetter("_Untrusted__text")
+_quoted_text: Callable[[Quoted], str] = operator.attrgetter("_Quoted__text")
 
 
 def _text(value: object) -> str:
@@ -173,6 +279,16 @@ def _text(value: object) -> str:
 def oneline(value: object) -> str:
     """``value`` on one line: every run of whitespace (newlines included) becomes one space."""
     return _CONTROL.sub("\ufffd", " ".join(_text(value).split()))
+
+
+def _oneline_filter(value: object) -> Quoted:
+    """The ``|oneline`` filter: :func:`oneline`, as a final :class:`Quoted` value."""
+    return Quoted(oneline(value))
+
+
+def _fence_filter(value: object) -> Quoted:
+    """The ``|fence`` filter: :func:`fence`, as a final :class:`Quoted` value."""
+    return Quoted(fence(value))
 
 
 def fence(value: object) -> str:
@@ -193,24 +309,114 @@ def fence(value: object) -> str:
 def _finalize(value: object) -> object:
     # Runs on every {{ ... }} output, for the clearest message in the commonest case; the
     # type itself refuses every other conversion.
-    if type(value) is Untrusted:
+    kind = type(value)
+    if kind is Quoted:
+        text = _quoted_text(value)  # type: ignore[arg-type]
+        _spend(len(text))
+        return _QuotedText(text)
+    if kind is Untrusted:
         raise _UntrustedUse(
-            f"untrusted case text printed without |fence or |oneline: {oneline(value)[:40]!r}")
+            f"untrusted case text printed without |fence or |oneline: "
+            f"{oneline(value)[:40]!r}")
     return value
+
+
+def _concat(parts: Iterable[str]) -> str | Quoted:
+    """Join a block's output; a block that printed quoted text stays :class:`Quoted`."""
+    pieces = parts if isinstance(parts, list) else list(parts)
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.check_size(sum(map(len, pieces)))
+    text = "".join(pieces)
+    if any(type(p) is _QuotedText for p in pieces):
+        return Quoted(text)
+    return text
+
+
+class _Budget:
+    """What one render of a workspace template may still spend: a deadline and characters."""
+
+    __slots__ = ("deadline", "ticks")
+
+    def __init__(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        self.ticks = 0
+
+    def check_time(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise _OverBudget(f"rendering took longer than {RENDER_SECONDS:g} s (a loop that "
+                              "does not end, or one far too large?)")
+
+    def tick(self) -> None:
+        """One loop step: the clock is read every 1,024 of them."""
+        self.ticks += 1
+        if not self.ticks & 1023:
+            self.check_time()
+
+    @staticmethod
+    def check_size(chars: int) -> None:
+        if chars > MAX_PROMPT_CHARS:
+            raise _OverBudget(f"the template builds {chars:,} characters of text; the limit "
+                              f"is {MAX_PROMPT_CHARS:,}")
+
+
+class _OverBudget(jinja2.TemplateRuntimeError):
+    """A workspace template ran past its render budget (time or size)."""
+
+
+_BUDGET: ContextVar[_Budget | None] = ContextVar("judge_render_budget", default=None)
+
+
+def _spend(chars: int) -> None:
+    budget = _BUDGET.get()
+    if budget is not None:
+        budget.check_size(chars)
+        budget.check_time()
+
+
+def _budgeted_range(*args: int) -> Iterator[int]:
+    """The sandbox's ``range`` (at most 100,000 items), a loop step of the budget each."""
+    numbers = safe_range(*args)
+    budget = _BUDGET.get()
+    if budget is None:
+        yield from numbers
+        return
+    for number in numbers:
+        budget.tick()
+        yield number
+
+
+def _sized(value: Any) -> Any:
+    if isinstance(value, (str, list, tuple)):
+        _spend(len(value))
+    return value
+
+
+def _budgeted_filter(filter_func: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(filter_func)  # keeps jinja's pass_context / pass_environment marks
+    def checked(*args: Any, **kwargs: Any) -> Any:
+        return _sized(filter_func(*args, **kwargs))
+    return checked
 
 
 def _opaque_getattr(base: Callable[..., Any]) -> Callable[..., Any]:
     def getattr(self: jinja2.Environment, obj: Any, attribute: str) -> Any:
-        if type(obj) is Untrusted:
+        kind = type(obj)
+        if kind is Untrusted:
             raise _refuse(f"with an attribute ({attribute!r})")
+        if kind is Quoted:
+            raise _refuse_quoted(f"with an attribute ({attribute!r})")
         return base(self, obj, attribute)
     return getattr
 
 
 def _opaque_getitem(base: Callable[..., Any]) -> Callable[..., Any]:
     def getitem(self: jinja2.Environment, obj: Any, argument: Any) -> Any:
-        if type(obj) is Untrusted:
+        kind = type(obj)
+        if kind is Untrusted:
             raise _refuse("with an index or key")
+        if kind is Quoted:
+            raise _refuse_quoted("with an index or key")
         return base(self, obj, argument)
     return getitem
 
@@ -226,10 +432,31 @@ class _Environment(jinja2.Environment):
 
 
 class _SandboxedEnvironment(ImmutableSandboxedEnvironment):
-    """The environment for a workspace's templates."""
+    """The environment for a workspace's templates: opaque values, and a render budget."""
 
     getattr = _opaque_getattr(ImmutableSandboxedEnvironment.getattr)
     getitem = _opaque_getitem(ImmutableSandboxedEnvironment.getitem)
+    intercepted_binops = frozenset({"*", "**", "+"})
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any,
+                   right: Any) -> Any:
+        """``*``, ``**`` and ``+`` with the size of their result checked *before* it is built."""
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                if isinstance(seq, (str, list, tuple)) and isinstance(times, int):
+                    _spend(len(seq) * max(times, 0))
+        elif operator == "**" and isinstance(right, int) and abs(right) > 4096:
+            raise _OverBudget(f"exponent {right:,} is too large for a template")
+        elif operator == "+" and isinstance(left, (str, list, tuple)) \
+                and isinstance(right, (str, list, tuple)):
+            _spend(len(left) + len(right))
+        return super().call_binop(context, operator, left, right)
+
+    def call(__self, __context: jinja2.runtime.Context, __obj: Any,
+             *args: Any, **kwargs: Any) -> Any:
+        """Every call a template makes: the clock is checked, and the size of the result."""
+        _spend(0)
+        return _sized(super().call(__context, __obj, *args, **kwargs))
 
 
 @dataclass(frozen=True)
@@ -428,8 +655,12 @@ def _environment(sandboxed: bool = True) -> jinja2.Environment:
         finalize=_finalize,
         bytecode_cache=_COMPILED[sandboxed],
     )
-    env.filters["fence"] = fence
-    env.filters["oneline"] = oneline
+    env.filters["fence"] = _fence_filter
+    env.filters["oneline"] = _oneline_filter
+    env.concat = _concat  # type: ignore[method-assign,assignment]
+    if sandboxed:
+        env.filters = {name: _budgeted_filter(f) for name, f in env.filters.items()}
+        env.globals["range"] = _budgeted_range
     return env
 
 
@@ -531,6 +762,12 @@ class PromptRenderer:
 
     def _read(self, disk: jinja2.FileSystemLoader, name: str,
               parent: str | None) -> tuple[str, str]:
+        for folder in self._dirs:
+            candidate = folder / name
+            if candidate.is_dir():
+                raise TemplateError(f"{candidate} is a folder, not a template", file=parent,
+                                    fix=f"remove or rename the folder; a template is a file "
+                                        f"{name}")
         try:
             source, filename, _ = disk.get_source(self._env, name)
         except jinja2.TemplateNotFound:
@@ -542,7 +779,18 @@ class PromptRenderer:
         except (OSError, UnicodeDecodeError) as exc:
             raise TemplateError(f"cannot read template {name!r}: {exc}",
                                 fix="check the file is readable UTF-8") from None
+        self._inside_folders(name, filename or name, parent)
         return source, filename or name
+
+    def _inside_folders(self, name: str, filename: str, parent: str | None) -> None:
+        """Refuse a template whose file, links followed, is outside every template folder."""
+        real = Path(filename).resolve()
+        if not any(real.is_relative_to(folder.resolve()) for folder in self._dirs):
+            raise TemplateError(
+                f"template {name!r} resolves to {real}, outside the template folders "
+                "(a symlink or '..' leading out)", file=parent or filename,
+                fix="templates must be files inside the workspace's prompts/ folder (or "
+                    "the shipped ones); copy the file in instead of linking it")
 
     def _syntax_error(self, exc: jinja2.TemplateSyntaxError) -> TemplateError:
         return TemplateError(
@@ -575,8 +823,11 @@ class PromptRenderer:
                                  fix="use the context the renderer provides: rubric, task, "
                                  "output, groups (see judge/render/prompts.py)")
         if isinstance(exc, _UntrustedUse):
+            quoted = str(exc).startswith("quoted")
             return TemplateError(str(exc), file=file, where=where,
-                                 fix="print case text as {{ value|fence }} or "
+                                 fix="print {{ value|fence }} or {{ value|oneline }} as it is, "
+                                 "with no filter or operator after it" if quoted else
+                                 "print case text as {{ value|fence }} or "
                                  "{{ value|oneline }}")
         return TemplateError(f"rendering failed: {type(exc).__name__}: {_message(exc)}",
                              file=file, where=where, fix="correct the template near that line")
@@ -624,13 +875,28 @@ class PromptRenderer:
     def _render_context(self, context: Mapping[str, Any]) -> RenderedPrompt:
         # Any failure inside a template is that template's error: a configuration error
         # naming its file and line, never a crash of the run.
+        token = _BUDGET.set(_Budget(RENDER_SECONDS) if self.sandboxed else None)
         try:
             module = self._root.make_module(dict(context))
+        except _OverBudget as exc:
+            line = self._locate(exc.__traceback__)[1]
+            raise TemplateError(str(exc), file=self._root.filename,
+                                where=f"line {line}" if line else None,
+                                fix="bound the template's loops and the text it builds; a "
+                                    "prompt renders in milliseconds") from None
+        except RecursionError:
+            raise TemplateError("rendering recursed too deeply (a macro calling itself?)",
+                                file=self._root.filename,
+                                fix="bound the template's recursion") from None
         except Exception as exc:
             raise self._render_error(exc) from exc
+        finally:
+            _BUDGET.reset(token)
         messages = []
         for role in MESSAGE_ROLES:
             content = getattr(module, role, None)
+            if type(content) is Quoted:
+                content = _quoted_text(content)
             if not isinstance(content, str):
                 raise TemplateError(
                     f"the template defines no {role} message", file=self._root.filename,

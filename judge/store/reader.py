@@ -30,11 +30,14 @@ from ..core.models import CaseResult, RunInfo
 from ..core.secrets import MASK, mask_url
 from . import libpq
 from .revisions import HEAD, STORE_FORMAT_VERSION
+from .seal import Damage, DamagedRowError, Sealer, check_copies, run_copies_ok
 
 __all__ = [
     "RunReader",
     "StoreReader",
     "ambiguous_prefix",
+    "checked_result",
+    "checked_run",
     "open_reader",
     "parse_run",
     "unknown_run",
@@ -43,6 +46,9 @@ __all__ = [
 _SQLITE = re.compile(r"sqlite(\+pysqlite)?:///(?P<path>[^?#%]+)")
 _POSTGRES = re.compile(r"postgresql\+psycopg://(?P<rest>.+)")
 _PLACEHOLDER = re.compile(r"\?")
+_RUN_COLUMNS = "id, suite, status, info_json, format_version, seal"
+_RESULT_COLUMNS = ("case_id, model, sample, status, overall_score, band, passed, "
+                   "result_json, format_version, seal")
 _FAILURES = " AND (status <> 'scored' OR passed = ?)"
 """What ``--failures`` keeps: not scored, or scored and failed (judge.app.runs.is_failure)."""
 
@@ -81,9 +87,11 @@ class RunReader(Protocol):
 class StoreReader:
     """A read-only connection to a run store at the head revision (see :func:`open_reader`)."""
 
-    def __init__(self, conn: Any, url: str, *, postgres: bool, password: str | None) -> None:
+    def __init__(self, conn: Any, url: str, *, postgres: bool, password: str | None,
+                 secret: str | None = None) -> None:
         """Wrap an open DB-API connection; :func:`open_reader` makes one."""
         self._conn = conn
+        self._sealer = Sealer(secret)
         self._pg = postgres
         self._password = password
         self._seen: set[str] = set()  # run ids found: not looked up again (a round trip)
@@ -93,7 +101,7 @@ class StoreReader:
 
     def get_run(self, run_id: str) -> RunInfo:
         """The run with this id, or the one run whose id starts with it (like git)."""
-        exact = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?", run_id)
+        exact = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?", run_id)
         if exact:
             self._seen.add(run_id)
             return self._parse_run(*exact[0])
@@ -107,7 +115,7 @@ class StoreReader:
             raise self._unknown(run_id)
         if len(found) > 1:
             raise ambiguous_prefix(self.url, run_id, found)
-        (row,) = self._rows("SELECT info_json, format_version FROM runs WHERE id = ?",
+        (row,) = self._rows(f"SELECT {_RUN_COLUMNS} FROM runs WHERE id = ?",
                             found[0])
         self._seen.add(found[0])
         return self._parse_run(*row)
@@ -115,7 +123,7 @@ class StoreReader:
     def list_runs(self, suite: str | None = None, limit: int | None = 50) -> list[RunInfo]:
         """Runs newest first (``createdAt``, then id, descending), at most ``limit``."""
         where, params = self._where(suite=suite, status=None)
-        sql = f"SELECT info_json, format_version FROM runs{where} " \
+        sql = f"SELECT {_RUN_COLUMNS} FROM runs{where} " \
               "ORDER BY created_at DESC, id DESC"
         if limit is not None:
             sql += " LIMIT ?"
@@ -126,7 +134,7 @@ class StoreReader:
         """Every run in ``status``, newest first."""
         where, params = self._where(suite=None, status=status)
         return [self._parse_run(*row) for row in self._rows(
-            f"SELECT info_json, format_version FROM runs{where} "
+            f"SELECT {_RUN_COLUMNS} FROM runs{where} "
             "ORDER BY created_at DESC, id DESC", *params)]
 
     def iter_results(self, run_id: str, *, batch: int = 1000, offset: int = 0,
@@ -138,13 +146,13 @@ class StoreReader:
         """
         if batch < 1:
             raise ValueError("batch must be at least 1")
-        sql, params = self._results("result_json", run_id, failures_only)
+        sql, params = self._results(_RESULT_COLUMNS, run_id, failures_only)
         sql += " ORDER BY case_id, model, sample"
         if limit is not None or offset:
             sql += " LIMIT ? OFFSET ?"
             params += [-1 if limit is None and not self._pg else limit, offset]
         # A page that fits one batch is one query; else a cursor hands out ``batch`` rows.
-        return self._stream(sql, params, batch,
+        return self._stream(sql, params, batch, run_id,
                             whole=limit is not None and limit <= batch)
 
     def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
@@ -180,7 +188,7 @@ class StoreReader:
                 return list(self._conn.execute(self._sql(sql), params))
             return list(self._conn.execute(sql, params).fetchall())
 
-    def _stream(self, sql: str, params: list[Any], batch: int, *,
+    def _stream(self, sql: str, params: list[Any], batch: int, run_id: str, *,
                 whole: bool) -> Iterator[CaseResult]:
         if not self._pg:
             batches = self._sqlite_batches(sql, params, batch)
@@ -190,8 +198,8 @@ class StoreReader:
             batches = self._pg_batches(sql, params, batch)
         with self._reading(), closing(batches):
             for chunk in batches:
-                for (text,) in chunk:
-                    yield CaseResult.model_validate_json(text)
+                for row in chunk:
+                    yield checked_result(self.url, self._sealer, run_id, tuple(row))
 
     def _sqlite_batches(self, sql: str, params: list[Any],
                         batch: int) -> Generator[list[Any]]:
@@ -257,8 +265,8 @@ class StoreReader:
             raise self._unknown(run_id)
         self._seen.add(run_id)
 
-    def _parse_run(self, text: str, version: int) -> RunInfo:
-        return parse_run(self.url, text, version)
+    def _parse_run(self, *row: Any) -> RunInfo:
+        return checked_run(self.url, self._sealer, tuple(row))
 
     def _unknown(self, run_id: str) -> StoreError:
         return unknown_run(self.url, run_id)
@@ -278,6 +286,40 @@ def parse_run(url: str, text: str, version: int) -> RunInfo:
     return RunInfo.model_validate_json(text)
 
 
+def checked_run(url: str, sealer: Sealer, row: tuple[Any, ...]) -> RunInfo:
+    """A run row (id, suite, status, info, version, seal) as a value, once it verifies.
+
+    DamagedRowError (exit 2, naming the run) for a seal or copy that does not match, or a
+    value that no longer parses: a damaged run is never shown.
+    """
+    run_id, suite, status, text, version, seal = row
+    why = sealer.problem((run_id, text, int(version)), seal)
+    if why is None and not run_copies_ok(text, run_id, suite, status):
+        why = "its id, suite or status columns disagree with its stored value"
+    if why is None:
+        try:
+            return parse_run(url, text, int(version))
+        except ValueError:  # pydantic's ValidationError: bytes that no longer parse
+            why = "its stored value does not parse"
+    raise DamagedRowError(url, Damage(str(run_id), None, "", 0, why))
+
+
+def checked_result(url: str, sealer: Sealer, run_id: str, row: tuple[Any, ...]) -> CaseResult:
+    """A result row (case, model, sample, copies, text, version, seal) once it verifies."""
+    case_id, model, sample, status, score, band, passed, text, version, seal = row
+    if int(version) > STORE_FORMAT_VERSION:
+        raise StoreError(f"{url} holds results in store format {version}, newer than "
+                         f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
+    why = sealer.problem((run_id, case_id, model, int(sample), text, int(version)), seal) \
+        or check_copies(text, status, score, band, passed)
+    if why is None:
+        try:
+            return CaseResult.model_validate_json(text)
+        except ValueError:
+            why = "its stored value does not parse"
+    raise DamagedRowError(url, Damage(run_id, str(case_id), str(model), int(sample), why))
+
+
 def ambiguous_prefix(url: str, run_id: str, found: Sequence[str]) -> StoreError:
     """The error for a run id prefix that several stored runs start with (``found``)."""
     shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
@@ -290,7 +332,7 @@ def unknown_run(url: str, run_id: str) -> StoreError:
     return UnknownRunError(f"no run {run_id!r} in {url}; `judge history` lists the runs")
 
 
-def open_reader(url: str, workspace: Path) -> StoreReader | None:
+def open_reader(url: str, workspace: Path, *, secret: str | None = None) -> StoreReader | None:
     """A reader of the store at ``url`` when it can be read as it is; None otherwise.
 
     None means: open :class:`judge.store.runs.RunStore` instead (it creates, migrates, refuses
@@ -298,14 +340,14 @@ def open_reader(url: str, workspace: Path) -> StoreReader | None:
     """
     sqlite = _SQLITE.fullmatch(url)
     if sqlite is not None:
-        return _open_sqlite(Path(sqlite["path"]).expanduser(), workspace)
+        return _open_sqlite(Path(sqlite["path"]).expanduser(), workspace, secret)
     postgres = _POSTGRES.fullmatch(url)
     if postgres is not None:
-        return _open_postgres(url, "postgresql://" + postgres["rest"])
+        return _open_postgres(url, "postgresql://" + postgres["rest"], secret)
     return None
 
 
-def _open_sqlite(path: Path, workspace: Path) -> StoreReader | None:
+def _open_sqlite(path: Path, workspace: Path, secret: str | None) -> StoreReader | None:
     if not path.is_absolute():
         path = (workspace / path).absolute()
     if not path.is_file():
@@ -324,10 +366,11 @@ def _open_sqlite(path: Path, workspace: Path) -> StoreReader | None:
     if not at_head:
         conn.close()
         return None
-    return StoreReader(conn, f"sqlite:///{path}", postgres=False, password=None)
+    return StoreReader(conn, f"sqlite:///{path}", postgres=False, password=None,
+                       secret=secret)
 
 
-def _open_postgres(url: str, conninfo: str) -> StoreReader | None:
+def _open_postgres(url: str, conninfo: str, secret: str | None) -> StoreReader | None:
     # Without the postgres extra (psycopg, found not imported) RunStore gives the install
     # hint; without a libpq to load, RunStore reads through psycopg.
     if importlib.util.find_spec("psycopg") is None:
@@ -352,7 +395,7 @@ def _open_postgres(url: str, conninfo: str) -> StoreReader | None:
     if not at_head:
         conn.close()
         return None
-    return StoreReader(conn, shown, postgres=True, password=password)
+    return StoreReader(conn, shown, postgres=True, password=password, secret=secret)
 
 
 def _driver_error(exc: BaseException) -> bool:

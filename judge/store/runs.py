@@ -58,8 +58,9 @@ from ..core.errors import StoreError
 from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.secrets import MASK, mask_url
 from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
-from .reader import ambiguous_prefix, parse_run, unknown_run
+from .reader import ambiguous_prefix, checked_result, checked_run, unknown_run
 from .revisions import STORE_FORMAT_VERSION
+from .seal import Damage, Sealer, check_copies, run_copies_ok
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
 
@@ -103,6 +104,7 @@ _runs = Table(
     Column("run_group", String(255), nullable=True),
     Column("shard_index", Integer, nullable=True),
     Column("shard_count", Integer, nullable=True),
+    Column("seal", String(128), nullable=True),
     Index("ix_runs_suite_created_at", "suite", "created_at"),
     Index("ix_runs_created_at", "created_at"),
     Index("ix_runs_group", "run_group", "created_at"),
@@ -125,7 +127,20 @@ _case_results = Table(
     Column("passed", Boolean, nullable=True),
     Column("result_json", Text, nullable=False),
     Column("format_version", Integer, nullable=False),
+    Column("seal", String(128), nullable=True),
 )
+
+
+_RUN_READ: Final = (_runs.c.id, _runs.c.suite, _runs.c.status, _runs.c.info_json,
+                    _runs.c.format_version, _runs.c.seal)
+"""What a read of a run row takes: the value, the copies it is checked against, the seal."""
+
+_RESULT_READ: Final = (
+    _case_results.c.case_id, _case_results.c.model, _case_results.c.sample,
+    _case_results.c.status, _case_results.c.overall_score, _case_results.c.band,
+    _case_results.c.passed, _case_results.c.result_json, _case_results.c.format_version,
+    _case_results.c.seal)
+"""What a read of a result row takes (the run id is the query's own)."""
 
 
 def _resolve_url(url: str, workspace: Path) -> URL:
@@ -206,9 +221,13 @@ class RunStore:
     """Runs and case results in one database; safe to share between processes on SQLite."""
 
     def __init__(self, url: str = DEFAULT_STORE_URL, *, workspace: Path | None = None,
-                 migrate: MigratePolicy = "auto") -> None:
-        """Open (and create, if needed) the store at ``url``; see :mod:`judge.store.migrations`."""
+                 migrate: MigratePolicy = "auto", secret: str | None = None) -> None:
+        """Open (and create, if needed) the store at ``url``; see :mod:`judge.store.migrations`.
+
+        ``secret`` (``JUDGE_CACHE_SECRET``) keys the rows' seals (:mod:`judge.store.seal`).
+        """
         shown = mask_url(url)
+        self._sealer = Sealer(secret)
         self.url: str = shown
         self._password: str | None = None
         self._server = False
@@ -314,7 +333,7 @@ class RunStore:
                     {**current.model_dump(), "totals": totals, "status": status})
                 row = self._run_row(finished)
                 conn.execute(update(_runs).where(_runs.c.id == run_id).values(
-                    status=row["status"], info_json=row["info_json"]))
+                    status=row["status"], info_json=row["info_json"], seal=row["seal"]))
             return finished
 
         finished = self._retrying(write)
@@ -325,8 +344,7 @@ class RunStore:
     def runs_with_status(self, status: str) -> list[RunInfo]:
         """Every run in ``status`` (e.g. the ones still ``running``), newest first."""
         with self._transaction() as conn:
-            return [self._parse_run(text, version)
-                    for text, version in conn.execute(self._runs_query(None, status))]
+            return [self._parse_run(*row) for row in conn.execute(self._runs_query(None, status))]
 
     def checkpoint(self) -> None:
         """Fold SQLite's write-ahead log into the database file.
@@ -355,24 +373,23 @@ class RunStore:
         if limit is not None:
             query = query.limit(limit)
         with self._transaction() as conn:
-            return [self._parse_run(text, version) for text, version in conn.execute(query)]
+            return [self._parse_run(*row) for row in conn.execute(query)]
 
     def latest_run(self, suite: str | None = None, *,
                    status: str | None = "complete") -> RunInfo | None:
         """Return the newest run of ``suite`` (any if None) with ``status`` (any if None)."""
         with self._transaction() as conn:
             row = conn.execute(self._runs_query(suite, status).limit(1)).first()
-        return None if row is None else self._parse_run(row[0], row[1])
+        return None if row is None else self._parse_run(*row)
 
     def group_runs(self, group: str, suite: str | None = None) -> list[RunInfo]:
         """Every run of a sharded group (``judge run --group``), oldest first."""
-        query = select(_runs.c.info_json, _runs.c.format_version).where(
-            _runs.c.run_group == group)
+        query = select(*_RUN_READ).where(_runs.c.run_group == group)
         if suite is not None:
             query = query.where(_runs.c.suite == suite)
         query = query.order_by(_runs.c.created_at, _runs.c.id)
         with self._transaction() as conn:
-            return [self._parse_run(text, version) for text, version in conn.execute(query)]
+            return [self._parse_run(*row) for row in conn.execute(query)]
 
     def delete_run(self, run_id: str) -> None:
         """Delete a run and its results; takes the exact id, never a prefix."""
@@ -393,9 +410,11 @@ class RunStore:
         rows: dict[tuple[str, str, int], tuple[Any, ...]] = {}
         for result in results:
             case_id, model, sample = key = _result_key(result)
+            text = result.model_dump_json()
             rows[key] = (run_id, case_id, model, sample, result.status, result.overallScore,
-                         result.band, result.passed, result.model_dump_json(),
-                         STORE_FORMAT_VERSION)
+                         result.band, result.passed, text, STORE_FORMAT_VERSION,
+                         self._sealer.seal((run_id, case_id, model, sample, text,
+                                            STORE_FORMAT_VERSION)))
         remove, add = self._result_sql()
         keys = [row[:4] for row in rows.values()]
         values = list(rows.values())
@@ -447,13 +466,13 @@ class RunStore:
             if not self._exists(conn, run_id):
                 raise self._unknown(run_id)
         c = _case_results.c
-        query = self._results_where(select(c.result_json), run_id, failures_only) \
+        query: Select[Any] = self._results_where(select(*_RESULT_READ), run_id, failures_only) \
             .order_by(c.case_id, c.model, c.sample)
         if offset:
             query = query.offset(offset)
         if limit is not None:
             query = query.limit(limit)
-        return self._stream(query, batch)
+        return self._stream(query, batch, run_id)
 
     def result_count(self, run_id: str, *, failures_only: bool = False) -> int:
         """How many results the run has (only the failing or unscored with ``failures_only``)."""
@@ -474,6 +493,38 @@ class RunStore:
             for status, n in conn.execute(query):
                 counts[str(status)] = int(n)
         return counts
+
+    # -- integrity ------------------------------------------------------------------------
+
+    def verify(self) -> tuple[list[Damage], int, int]:
+        """Check every row's seal and copies: (damaged rows, rows checked, unsealed rows)."""
+        damaged: list[Damage] = []
+        checked = unsealed = 0
+        r, c = _runs.c, _case_results.c
+        with self._transaction() as conn:
+            for run_id, suite, status, info, version, seal in conn.execute(
+                    select(r.id, r.suite, r.status, r.info_json, r.format_version, r.seal)
+                    .order_by(r.id)):
+                checked += 1
+                unsealed += seal is None
+                why = self._sealer.problem((run_id, info, version), seal)
+                if why is None and not run_copies_ok(info, run_id, suite, status):
+                    why = "its id, suite or status columns disagree with its stored value"
+                if why is not None:
+                    damaged.append(Damage(str(run_id), None, "", 0, why))
+            for row in conn.execute(select(*_RESULT_READ, c.run_id).order_by(
+                    c.run_id, c.case_id, c.model, c.sample)):
+                case_id, model, sample, status, score, band, passed, text, version, seal, \
+                    run_id = row
+                checked += 1
+                unsealed += seal is None
+                why = self._sealer.problem((run_id, case_id, model, sample, text, version),
+                                           seal) or check_copies(text, status, score, band,
+                                                                 passed)
+                if why is not None:
+                    damaged.append(Damage(str(run_id), str(case_id), str(model), int(sample),
+                                          why))
+        return damaged, checked, unsealed
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -532,12 +583,12 @@ class RunStore:
         except SQLAlchemyError as exc:
             raise self._failed(exc) from exc
 
-    def _stream(self, query: Select[str], batch: int) -> Iterator[CaseResult]:
+    def _stream(self, query: Select[Any], batch: int, run_id: str) -> Iterator[CaseResult]:
         try:
             with self._engine.connect() as conn:
                 rows = conn.execution_options(yield_per=batch).execute(query)
-                for (text,) in rows:
-                    yield CaseResult.model_validate_json(text)
+                for row in rows:
+                    yield checked_result(self.url, self._sealer, run_id, tuple(row))
         except SQLAlchemyError as exc:
             raise self._failed(exc) from exc
 
@@ -550,8 +601,14 @@ class RunStore:
             query = query.where((c.status != "scored") | (c.passed == False))  # noqa: E712
         return query
 
+    def _run_row(self, run: RunInfo) -> dict[str, Any]:
+        row = self._unsealed_row(run)
+        row["seal"] = self._sealer.seal((run.id, row["info_json"], STORE_FORMAT_VERSION))
+        return row
+
     @staticmethod
-    def _run_row(run: RunInfo) -> dict[str, Any]:
+    def _unsealed_row(run: RunInfo) -> dict[str, Any]:
+        info = canonical_json(run.model_dump(mode="json"))
         group = run.settings.get("group")
         shard = run.settings.get("shard")
         index = count = None
@@ -571,16 +628,16 @@ class RunStore:
             "template_hash": run.templateHash,
             "created_at": run.createdAt,
             "status": run.status,
-            "info_json": canonical_json(run.model_dump(mode="json")),
+            "info_json": info,
             "format_version": STORE_FORMAT_VERSION,
         }
 
-    def _parse_run(self, text: str, version: int) -> RunInfo:
-        return parse_run(self.url, text, version)
+    def _parse_run(self, *row: Any) -> RunInfo:
+        return checked_run(self.url, self._sealer, tuple(row))
 
     @staticmethod
-    def _runs_query(suite: str | None, status: str | None) -> Select[str, int]:
-        query = select(_runs.c.info_json, _runs.c.format_version)
+    def _runs_query(suite: str | None, status: str | None) -> Select[Any]:
+        query = select(*_RUN_READ)
         if suite is not None:
             query = query.where(_runs.c.suite == suite)
         if status is not None:
@@ -607,11 +664,11 @@ class RunStore:
         return found[0]
 
     def _load_run(self, conn: Connection, run_id: str) -> RunInfo:
-        query = select(_runs.c.info_json, _runs.c.format_version).where(_runs.c.id == run_id)
+        query = select(*_RUN_READ).where(_runs.c.id == run_id)
         row = conn.execute(query).first()
         if row is None:
             raise self._unknown(run_id)
-        return self._parse_run(row[0], row[1])
+        return self._parse_run(*row)
 
     def _unknown(self, run_id: str) -> StoreError:
         return unknown_run(self.url, run_id)

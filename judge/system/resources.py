@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,7 +40,9 @@ __all__ = [
     "load_rubric",
     "load_suite",
     "open_suite",
+    "read_utf8",
     "shipped_dir",
+    "utf8_lines",
 ]
 
 
@@ -72,6 +74,9 @@ def find_rubric(name: str, workspace: Path | None = None) -> Path:
         if as_path.is_file():
             return as_path
         raise RubricError(f"no rubric file at {name}", fix="check the path")
+    if len(name) > 200:
+        raise RubricError(f"rubric id of {len(name):,} characters: no rubric file can have it",
+                          fix="give a rubric id (task-evaluation) or a path to a .yaml")
     for folder in _search_dirs("rubrics", workspace):
         for suffix in (".yaml", ".yml"):
             candidate = folder / f"{name}{suffix}"
@@ -107,11 +112,7 @@ def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
     """Load and validate a rubric by id or path."""
     path = find_rubric(str(name), workspace)
     _check_size(path, MAX_RUBRIC_CHARS, RubricError)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RubricError(f"cannot read: {exc}", file=str(path)) from None
-    return parse_rubric(text, str(path))
+    return parse_rubric(read_utf8(path, RubricError), str(path))
 
 
 def load_suite(path: str | Path) -> Suite:
@@ -119,11 +120,44 @@ def load_suite(path: str | Path) -> Suite:
     file = Path(path)
     if file.suffix != ".jsonl":
         _check_size(file, MAX_SUITE_CHARS, SuiteError)
+    return parse_suite(read_utf8(file, SuiteError), str(file), default_id=_default_id(file))
+
+
+def _not_utf8(file: Path, data: bytes, exc: UnicodeDecodeError,
+              error: type[ConfigError]) -> ConfigError:
+    line = data.count(b"\n", 0, exc.start) + 1
+    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+    return error(f"not UTF-8: byte 0x{data[exc.start]:02x} cannot start or continue a "
+                 f"character", file=str(file), where=f"line {line}, column {column}",
+                 fix="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8, or your editor's "
+                     "'save with encoding')")
+
+
+def read_utf8(file: Path, error: type[ConfigError]) -> str:
+    """The text of ``file``; ``error`` naming the file (and the line of a non-UTF-8 byte)."""
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
-    return parse_suite(text, str(file), default_id=_default_id(file))
+        data = file.read_bytes()
+    except OSError as exc:
+        what = "it is a folder, not a file" if file.is_dir() else exc.strerror or str(exc)
+        raise error(f"cannot read: {what}", file=str(file),
+                    fix="give the path of a readable file") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(file, data, exc, error) from None
+
+
+def utf8_lines(file: Path) -> Generator[str]:
+    """The lines of a JSONL suite, decoded one at a time; SuiteError naming a non-UTF-8 line."""
+    with file.open("rb") as lines:
+        for lineno, raw in enumerate(lines, start=1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                error = _not_utf8(file, raw, exc, SuiteError)
+                raise SuiteError(error.message, file=str(file),
+                                 where=f"line {lineno}, column {exc.start + 1}",
+                                 fix=error.fix) from None
 
 
 def _default_id(file: Path) -> str:
@@ -177,7 +211,7 @@ class SuiteSource:
             yield from (c for c, k in zip(self.loaded.cases, kept, strict=False) if k)
             return
         position = 0
-        with self.path.open(encoding="utf-8") as lines:
+        with contextlib.closing(utf8_lines(self.path)) as lines:
             for line in lines:
                 text = line.strip()
                 if not text:
@@ -194,7 +228,7 @@ class SuiteSource:
         if self.loaded is not None:
             yield from self.loaded.cases
             return
-        with self.path.open(encoding="utf-8") as lines:
+        with contextlib.closing(utf8_lines(self.path)) as lines:
             yield from iter_jsonl_cases(lines, str(self.path))
 
     def save_compiled(self) -> bool:
@@ -301,7 +335,7 @@ def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
+        raise _not_utf8(file, data, exc, SuiteError) from None
     del data
     suite, compiled = compile_suite(text, str(file), default_id)
     if compiled is None:

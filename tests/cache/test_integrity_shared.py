@@ -99,16 +99,74 @@ def test_import_refuses_tampered_and_unsigned_lines_naming_them(tmp_path: Path) 
     assert f"key {edited[:16]}" in proc.stderr and "signature does not match" in proc.stderr
     assert f"key {unsigned[:16]}" in proc.stderr and "not signed" in proc.stderr
     assert SECRET not in proc.stdout + proc.stderr
-    # With the secret set, a bad signature is refused even without --require-signed.
+    # With the secret set, a bad signature and a missing one are refused even without
+    # --require-signed (issue 34: a stripped signature used to import as "added").
     (tmp_path / "c").mkdir()
     loose = import_cache(_workspace(tmp_path / "c", JUDGE_CACHE_SECRET=SECRET),
                          io.StringIO(text))
-    assert loose.rejected == 1 and "signature does not match" in loose.errors[0]
+    assert loose.rejected == 2 and "signature does not match" in loose.errors[0]
+    assert "not signed" in loose.errors[1] and "--allow-unsigned" in loose.errors[1]
     # Another team's secret: every line is refused.
     (tmp_path / "d").mkdir()
     other = import_cache(_workspace(tmp_path / "d", JUDGE_CACHE_SECRET="another-secret-x"),
                          io.StringIO(out.getvalue()), require_signed=True)
     assert (other.added, other.rejected) == (0, len(entries))
+
+
+def _downgraded(text: str) -> tuple[str, str]:
+    """Line 1 edited (score 99), its ``sig`` stripped and its digest recomputed (issue 34)."""
+    lines = [json.loads(line) for line in text.splitlines()]
+    edited = lines[0]
+    del edited["sig"]
+    edited["turns"][0]["text"] = json.dumps({"score": 99})
+    lines[0] = with_digest(edited)
+    return "\n".join(json.dumps(line) for line in lines) + "\n", lines[0]["key"]
+
+
+def test_a_stripped_signature_is_never_added_with_the_secret_set(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    entries = _filled(tmp_path / "a")
+    out = io.StringIO()
+    export_cache(_workspace(tmp_path / "a", JUDGE_CACHE_SECRET=SECRET), out)
+    text, forged = _downgraded(out.getvalue())
+    (tmp_path / "b").mkdir()
+    (tmp_path / "forged.jsonl").write_text(text)
+    env = judge_env(JUDGE_CACHE_SECRET=SECRET)
+    proc = run_judge(["cache", "import", str(tmp_path / "forged.jsonl"), "--json"],
+                     tmp_path / "b", env=env)
+    assert proc.returncode == 2, proc.stderr
+    report = json.loads(proc.stdout)
+    assert (report["added"], report["rejected"], report["unsigned"]) == (len(entries) - 1, 1, 0)
+    assert f"key {forged[:16]}" in proc.stderr and "not signed" in proc.stderr
+    assert "fix:" in proc.stderr
+    with JudgmentCache(tmp_path / "b" / "cache", "read-only") as cache:
+        assert forged not in {e["key"] for e in cache.iter_entries()}
+    # Taken only on purpose, and the summary says so.
+    (tmp_path / "c").mkdir()
+    proc = run_judge(["cache", "import", str(tmp_path / "forged.jsonl"), "--allow-unsigned"],
+                     tmp_path / "c", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert f"added {len(entries)}, 1 of them unsigned (--allow-unsigned)" in proc.stdout
+    both = run_judge(["cache", "import", str(tmp_path / "forged.jsonl"), "--allow-unsigned",
+                      "--require-signed"], tmp_path / "c", env=env)
+    assert both.returncode == 2 and "contradict" in both.stderr
+
+
+def test_a_fully_rejected_import_creates_no_cache(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    _filled(tmp_path / "a", 2)
+    out = io.StringIO()
+    export_cache(_workspace(tmp_path / "a"), out)  # unsigned
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "x.jsonl").write_text(out.getvalue())
+    proc = run_judge(["cache", "import", "x.jsonl"], tmp_path / "b",
+                     env=judge_env(JUDGE_CACHE_SECRET=SECRET))
+    assert proc.returncode == 2 and proc.stderr.count("not signed") == 2, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["x.jsonl"]
+    (tmp_path / "b" / "x.jsonl").write_text("not json\n[1]\n")
+    proc = run_judge(["cache", "import", "x.jsonl"], tmp_path / "b")
+    assert proc.returncode == 2 and "line 1" in proc.stderr and "line 2" in proc.stderr
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["x.jsonl"]
 
 
 def test_edited_entry_without_secret_is_still_rejected_by_its_digest(tmp_path: Path) -> None:

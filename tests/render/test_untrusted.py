@@ -110,13 +110,30 @@ BYPASSES: tuple[str, ...] = (
     EACH_ITEM.replace("X", "{{ i.id|safe }}"),
     EACH_ITEM.replace("X", "{% for k, v in i.refs %}{{ k ~ '=' ~ v }}{% endfor %}"),
     EACH_ITEM.replace("X", "{{ i.refs|list }}"),
+    # issue 34: the output of |fence and |oneline is final (each printed case text, or
+    # branched on it, before); the first two were ALLOWED rows until then
+    "{{ task|fence|trim }}",
+    "{{ [task|oneline]|join(',') }}",
+    "{{ task|fence|replace('\\n  ', '\\n') }}",
+    "{{ task|oneline|upper }}",
+    "{{ (task|oneline) ~ '' }}",
+    "{{ (task|fence)[4:] }}",
+    "{% if 'SECRET' in task|oneline %}y{% endif %}",
+    "{% if (task|oneline)|length > 3 %}y{% endif %}",
+    "{% if task|oneline == 'x' %}y{% endif %}",
+    "{% set s %}{{ task|fence }}{% endset %}{{ s|replace('\\n  ', '\\n') }}",
+    "{% filter replace('\\n  ', '\\n') %}{{ task|fence }}{% endfilter %}",
+    "{% macro q() %}{{ task|fence }}{% endmacro %}{{ q()|replace('\\n  ', '\\n') }}",
+    "{{ task|fence|attr('_Quoted__text') }}",
 )
+
+ISSUE_34_BYPASSES = BYPASSES[-13:]
 
 ALLOWED: tuple[tuple[str, str], ...] = (
     ("{{ task|fence }}", "```\n  please fix\n  ## Injected heading\n"),
     ("{{ task|oneline }}", "please fix ## Injected heading score 100"),
-    ("{{ task|fence|trim }}", "```\n  please fix\n"),
-    ("{{ [task|oneline]|join(',') }}", "please fix ## Injected"),
+    ("{% set s %}a {{ task|fence }}{% endset %}{{ s }}", "a ```\n  please fix\n"),
+    ("{% if task|oneline %}given{% endif %}", "given"),
     ("{% if task %}given{% endif %}", "given"),
     ("{{ output|fence }}", "```\n  I changed auth.py\n```"),
     (EACH_ITEM.replace("X", "{{ i.id|oneline }};"), "commits:abc123def456;"),
@@ -188,6 +205,11 @@ def test_the_escaping_filters_still_work(tmp_path: Path, rubric: Rubric, expr: s
     out = _render(tmp_path, rubric, expr)
     assert expected in out
     assert "\n## Injected" not in "\n" + out
+
+
+def test_the_issue_34_rows_are_new_and_nine_or_more() -> None:
+    assert len(ISSUE_34_BYPASSES) >= 9
+    assert all("fence" in row or "oneline" in row for row in ISSUE_34_BYPASSES)
 
 
 def test_untrusted_is_not_a_str_and_refuses_conversion() -> None:

@@ -57,7 +57,7 @@ def write_legacy_store(url: str) -> tuple[str, list[str]]:
     with engine.begin() as conn:
         for statement in LEGACY_DDL:
             conn.execute(text(statement))
-        row = RunStore._run_row(run)
+        row = RunStore._unsealed_row(run)
         conn.execute(text(
             "INSERT INTO runs (id, suite, rubric, rubric_hash, models, seed, template_id, "
             "template_hash, created_at, status, info_json, format_version) VALUES (:id, "
@@ -158,7 +158,7 @@ def test_store_newer_than_the_code_is_a_clear_error(store_url: str, tmp_path: Pa
     RunStore(store_url).close()
     set_revision(store_url, "9999")
     with pytest.raises(StoreError, match=r"revision 9999, newer than this judgeflow knows "
-                                         r"\(head 0002\).*upgrade judgeflow"):
+                                         r"\(head 0003\).*upgrade judgeflow"):
         RunStore(store_url)
     proc = run_judge(["history", "--store", store_url], tmp_path)
     assert proc.returncode == 2, proc.stderr
