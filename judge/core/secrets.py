@@ -50,6 +50,10 @@ _SECRET_QUERY = re.compile(
 _TERMINAL = re.compile(r"(?:\x1b|\\u001[bB])(?:\[[0-9;?]*[ !#-&(-/]*[@-\[\]-~]"
                        r"|\][^\x07\x1b\"\\]*(?:\x07|\x1b\\|\\u0007)?|[@-Z\]^_])")
 
+# Where a key may start: not inside a word, or right after a JSON string escape ("\nsk-…" in
+# a JSON text is a newline before the key, and \b sees no boundary after the "n").
+_B = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtbf]))"
+
 # Every pattern matches only characters a JSON string holds unescaped and never a quote, so
 # masking a whole JSON text (the server redacts response bodies) leaves valid JSON: see the
 # "secret assignment" rule and tests/core/test_secret_shapes.py.
@@ -60,32 +64,35 @@ SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\"]*?"
         r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?=\")|\Z)")),
     ("authorization scheme", re.compile(
-        r"(?i)(?P<keep>\b(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=-]{8,}")),
-    ("OpenAI/Anthropic key", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
-    ("Stripe key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}")),
-    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("GitLab token", re.compile(r"\bgl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas)-[A-Za-z0-9_-]{20,}")),
-    ("Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    ("npm token", re.compile(r"\bnpm_[A-Za-z0-9]{36,}")),
-    ("Groq key", re.compile(r"\bgsk_[A-Za-z0-9]{20,}")),
-    ("SendGrid key", re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
-    ("DigitalOcean token", re.compile(r"\bdo[opr]_v1_[a-f0-9]{64}\b")),
-    ("Databricks token", re.compile(r"\bdapi[a-f0-9]{32}(?:-\d+)?\b")),
-    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("Slack token", re.compile(r"\bx(?:ox[abeoprs]|app)-[A-Za-z0-9-]{10,}")),
+        r"(?i)(?P<keep>" + _B + r"(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=-]{8,}")),
+    ("OpenAI/Anthropic key", re.compile(_B + r"(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
+    ("Stripe key", re.compile(_B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}")),
+    ("GitHub token", re.compile(
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
+    ("GitLab token", re.compile(
+        _B + r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas)-[A-Za-z0-9_-]{20,}")),
+    ("Hugging Face token", re.compile(_B + r"hf_[A-Za-z0-9]{30,}")),
+    ("npm token", re.compile(_B + r"npm_[A-Za-z0-9]{36,}")),
+    ("Groq key", re.compile(_B + r"gsk_[A-Za-z0-9]{20,}")),
+    ("SendGrid key", re.compile(_B + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("DigitalOcean token", re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}\b")),
+    ("Databricks token", re.compile(_B + r"dapi[a-f0-9]{32}(?:-\d+)?\b")),
+    ("AWS access key id", re.compile(_B + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Slack token", re.compile(_B + r"x(?:ox[abeoprs]|app)-[A-Za-z0-9-]{10,}")),
     ("Slack webhook", re.compile(
         r"(?P<keep>\bhooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]{8,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
-    ("Google OAuth", re.compile(r"\b(?:ya29\.[A-Za-z0-9_-]{20,}|GOCSPX-[A-Za-z0-9_-]{20,})")),
+    ("Google API key", re.compile(_B + r"AIza[0-9A-Za-z_-]{30,}")),
+    ("Google OAuth", re.compile(_B + r"(?:ya29\.[A-Za-z0-9_-]{20,}|GOCSPX-[A-Za-z0-9_-]{20,})")),
     # Azure: a SAS signature anywhere (not only in a query), a storage or bus key in a
     # connection string.
-    ("Azure signature", re.compile(r"(?P<keep>(?<![A-Za-z0-9_])sig=)[A-Za-z0-9%+/=_-]{10,}")),
+    ("Azure signature", re.compile(r"(?P<keep>" + _B + r"sig=)[A-Za-z0-9%+/=_-]{10,}")),
     ("Azure key", re.compile(
-        r"(?i)(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)[^;\s\"'\\]{8,}")),
-    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+        r"(?i)(?P<keep>" + _B + r"(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)"
+        r"[^;\s\"'\\]{8,}")),
+    ("JWT", re.compile(_B + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
     # api_key=..., "password": "...", SECRET_TOKEN: ... Numbers (negative and exponent ones
-    # too) and JSON's literals are left alone ("promptTokens": 12, "token": null), and an unquoted value ends at a closing
-    # bracket, so a JSON text stays JSON.
+    # too) and JSON's literals are left alone ("promptTokens": 12, "token": null), an
+    # unquoted value ends at a closing bracket or a backslash, so a JSON text stays JSON.
     ("secret assignment", re.compile(
         r"(?i)(?P<keep>\b[A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|passwd|password|pwd|"
         r"access[_-]?key|credential)s?[A-Za-z0-9_]*\"?'?\s*[:=]\s*\"?'?)"
@@ -137,11 +144,12 @@ def mask_url(text: str) -> str:
 def mask_text(text: str, values: re.Pattern[str] | None = None) -> tuple[str, int]:
     r"""``text`` with known ``values`` and every secret shape masked, and how many were.
 
-    Shapes are matched after terminal escapes are taken out (``\x1b[32msk-…``): when that
-    finds a secret the text is returned without them, otherwise unchanged.
+    Shapes are matched after terminal escapes are taken out (``\x1b[32msk-…``, each one
+    replaced by a space): when that finds a secret the text is returned so, otherwise
+    unchanged.
     """
     if "\x1b" in text or "\\u001" in text:
-        plain = _TERMINAL.sub("", text)
+        plain = _TERMINAL.sub(" ", text)  # a space: "ab\x1b[32msk-…" is two words
         if plain != text:
             masked, count = _mask(plain, values)
             if count:
