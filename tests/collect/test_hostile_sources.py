@@ -180,24 +180,25 @@ def test_junit_deep_nesting_is_exit_2_not_recursion(tmp_path: Path, depth: int) 
 def test_a_secret_anywhere_in_collected_text_never_reaches_the_case(tmp_path: Path) -> None:
     from hypothesis import given, settings
     from hypothesis import strategies as st
+    from secret_corpus import CORPUS, URLS
+    from secret_corpus import secret_core as _core
 
     from judge.collect.agent_log import parse_agent_log
     from judge.collect.case import Collected, build_case
     from judge.system.resources import load_rubric
-    from test_secret_shapes import CORPUS, URLS, _core
 
     rubric = load_rubric("task-evaluation")
     secrets = [s for _, s in CORPUS] + [u for u, _ in URLS]
     cores = [_core(s) for _, s in CORPUS] + [p for _, p in URLS]
     seps = st.sampled_from([" ", "\n", ": ", "=", "(", "'", '"', "\x1b[32m", "\t"])
     words = st.text(alphabet="abc xyz.-_/\n", max_size=20)
-    texts = st.builds(lambda a, l, s, r, b: a + l + s + r + b, words, seps,
+    texts = st.builds(lambda a, left, s, right, b: a + left + s + right + b, words, seps,
                       st.sampled_from(secrets), seps, words)
 
     @settings(max_examples=40, deadline=None)
     @given(message=texts, review=texts, log=texts, title=texts)
     def check(message: str, review: str, log: str, title: str) -> None:
-        steps, counts, first, last = parse_agent_log("\n".join(json.dumps(r) for r in [
+        steps, _counts, first, last = parse_agent_log("\n".join(json.dumps(r) for r in [
             {"role": "user", "content": title},
             {"role": "assistant", "content": log, "tool_calls": [
                 {"function": {"name": "sh", "arguments": json.dumps({"cmd": log})}}]}]))
