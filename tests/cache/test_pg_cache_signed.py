@@ -166,3 +166,24 @@ def test_cache_verify_checks_the_tiers_signatures(cache_url: str, tmp_path: Path
         verify_cache(_workspace(tmp_path / "ws2", cache_url, {}), require_signed=True)
     with pytest.raises(UsageError, match="needs the team secret"):
         _workspace(tmp_path / "ws3", cache_url, {}, cache_require_signed=True).open_cache()
+
+
+def test_cache_verify_command_names_the_tampered_row(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    from judge.cli import main
+
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    one = entry(1)
+    with TieredCache(tmp_path / "a", shared_url=url, secret=SECRET) as writer:
+        writer.put(one)
+    _tamper(url, one["key"])
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGE_CACHE_URL", url)
+    monkeypatch.setenv("JUDGE_CACHE_SECRET", SECRET.decode())
+    with pytest.raises(SystemExit) as done:
+        main(["cache", "verify"])
+    assert done.value.code == 1
+    out = capsys.readouterr()
+    assert f"✗ shared row {one['key']}: its signature does not match" in out.err
+    assert "0 sound, 1 rejected (digests and signatures checked)" in out.out
