@@ -47,7 +47,15 @@ from ..engine.judging import (
     exchange,
     prepare,
 )
-from ..llm.batch import BatchClient, BatchItem, BatchState, batch_line, parse_result_lines
+from ..llm.batch import (
+    BatchClient,
+    BatchItem,
+    BatchState,
+    batch_line,
+    bind_answers,
+    parse_result_lines,
+    request_digest,
+)
 from ..llm.client import JudgeRequest, ModelSpec, Turn
 from ..store.batch_jobs import BatchJob, BatchLedger, BatchStore, ProviderJob
 from ..system.clock import utc_now
@@ -413,37 +421,55 @@ class _BatchFirst:
         return await self.live.complete(request, messages)
 
 
-def _download(ws: Workspace, job: BatchJob) -> dict[str, BatchItem]:
+def _download(ws: Workspace, job: BatchJob) -> tuple[dict[str, BatchItem], dict[str, str]]:
+    """Each key's bound answer (or why it has none), and the refused answers by custom_id."""
     clients = _clients(ws, sorted({pj.model for pj in job.jobs}))
     items: dict[str, BatchItem] = {}
-    for pj in job.jobs:
+    refused: dict[str, str] = {}
+    for index, pj in enumerate(job.jobs):
         client = clients[pj.model]
         mode = client.mode(JudgeRequest(model=pj.model, messages=(), temperature=0, seed=None,
                                         schema=None, output_mode=ws.settings.output_mode))
-        # The error file first: a key in both (never seen) keeps its answer.
+        found: list[BatchItem] = []
         for file_id in (pj.errorFileId, pj.outputFileId):
             if file_id:
-                data = client.download(file_id)
-                for item in parse_result_lines(data.splitlines(), mode, client.price):
-                    if item.custom_id in pj.keys:
-                        items[item.custom_id] = item
+                found += parse_result_lines(client.download(file_id).splitlines(), mode,
+                                            client.price)
+        digests: dict[str, str] | None = None
+
+        def sent(cid: str, index: int = index) -> str | None:
+            nonlocal digests  # rendered again only when the provider echoes a request
+            if digests is None:
+                digests = {line["custom_id"]: request_digest(line["body"])
+                           for line in _lines_for(ws, job, index)}
+            return digests.get(cid)
+
+        bound, refused_here = bind_answers(found, set(pj.keys), client.wire_model, sent)
+        items.update(bound)
+        for cid, why in refused_here.items():
+            refused[cid] = why
+            if cid in pj.keys:  # asked live, or left unscored with the reason
+                items[cid] = BatchItem(cid, None, f"batch answer refused: {why}")
         if pj.status != "completed":
             reason = f"the provider's batch job ended {pj.status}" + (
                 f": {'; '.join(pj.errors)}" if pj.errors else "")
             for key in pj.keys:
                 items.setdefault(key, BatchItem(key, None, reason))
-    return items
+    return items, refused
 
 
-async def _fill_cache(ws: Workspace, job: BatchJob, items: Mapping[str, BatchItem],
+async def _fill_cache(ws: Workspace, job: BatchJob,
+                      answers: tuple[Mapping[str, BatchItem], Mapping[str, str]],
                       now: Callable[[], str]) -> BatchJob:
     """Put every batch answer through the live exchange loop into the cache (see module)."""
+    items, refused = answers
     setup = setup_run(ws, RunRequest.model_validate(job.request), now=now)
     mine = set(job.keys)
     cache = ws.open_cache()
     assert cache is not None
     pool: JudgePool | None = None
-    ledger: dict[str, Any] = {"failed": {}, "invalid": {}, "repairCalls": 0}
+    ledger: dict[str, Any] = {"failed": {}, "invalid": {}, "repairCalls": 0,
+                              "refused": dict(refused)}
     answered = ZERO  # what the batch's answers used, at the batch rate
     done: set[str] = set()
     try:

@@ -119,15 +119,20 @@ class VerifyReport(Frozen):
     """Corrupt entries removed by ``repair``."""
     index_removed: int = 0
     """Index records removed by ``repair`` (every record, when entries were removed)."""
+    shared: SharedTierStats | None = None
+    """The shared tier's rows, each digest (and with the team secret, each HMAC) checked."""
 
     @property
     def bad(self) -> bool:
         """Anything corrupt found (whether or not it was then removed)."""
-        return bool(self.corrupt or self.index_bad or self.index_damaged)
+        shared_bad = self.shared is not None and (self.shared.rejected or not self.shared.reachable)
+        return bool(self.corrupt or self.index_bad or self.index_damaged or shared_bad)
 
     @property
     def clean_now(self) -> bool:
         """Nothing bad is left: nothing was found, or a repair removed all of it."""
+        if self.shared is not None and (self.shared.rejected or not self.shared.reachable):
+            return False  # repair is local: a bad shared row is replaced by its next verdict
         return not self.bad or (self.removed == len(self.corrupt)
                                 and (self.index_damaged is not None
                                      or self.index_removed >= len(self.index_bad)))
@@ -290,8 +295,13 @@ def import_cache_file(workspace: Workspace, source: Path, *, require_signed: boo
                         allow_unsigned=allow_unsigned)
 
 
-def verify_cache(workspace: Workspace, *, repair: bool = False) -> VerifyReport:
+def verify_cache(workspace: Workspace, *, repair: bool = False,
+                 require_signed: bool | None = None) -> VerifyReport:
     """Re-read and re-hash every entry and index record; name the bad ones and why.
+
+    With ``cache_url`` set, every shared row too: its digest, and with ``JUDGE_CACHE_SECRET``
+    its HMAC (``require_signed``, default the ``cache_require_signed`` setting, also refuses
+    unsigned rows).
 
     ``repair`` removes them: corrupt entries (which clears the index, derived data), bad
     index records, and an index file SQLite cannot read. A damaged ``cache.db`` is a
@@ -322,10 +332,14 @@ def verify_cache(workspace: Workspace, *, repair: bool = False) -> VerifyReport:
                 left = ReplayStore(cache.index_path).count()
                 removed = cache.prune(corrupt=True)  # by the stored keys, pickled ones too
                 index_removed += left if removed else 0  # removing entries clears the index
+    shared = None
+    if workspace.settings.cache_url:
+        shared = shared_tier_stats(workspace, require_signed=require_signed)
     return VerifyReport(checked=report["checked"], ok=report["ok"],
                         corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]),
                         index_checked=checked, index_bad=tuple(bad), index_reasons=bad,
-                        index_damaged=damaged, removed=removed, index_removed=index_removed)
+                        index_damaged=damaged, removed=removed, index_removed=index_removed,
+                        shared=shared)
 
 
 def _name(key: object) -> str:
@@ -381,6 +395,10 @@ class SharedTierStats(Frozen):
     """Rows that fail their digest (ignored by every read, never used)."""
     rejected_keys: tuple[str, ...] = ()
     """The first of them, by key."""
+    rejected_reasons: dict[str, str] = {}
+    """Why each of those failed (digest, signature, unsigned)."""
+    signed: bool = False
+    """The team secret was set: every signed row's HMAC was checked."""
 
 
 class TierCopyReport(Frozen):
@@ -396,26 +414,40 @@ class TierCopyReport(Frozen):
     rejected_keys: tuple[str, ...] = ()
 
 
-def _open_shared(workspace: Workspace) -> SharedCache:
+def _open_shared(workspace: Workspace, require_signed: bool | None = None) -> SharedCache:
     url = workspace.settings.cache_url
     if not url:
         raise UsageError("no shared cache configured",
                          fix='set cache_url = "postgresql+psycopg://user@host/db" in '
                              "judge.toml, or JUDGE_CACHE_URL")
-    return SharedCache(url, workspace=workspace.root, batch=COPY_BATCH)
+    secret = _secret(workspace)
+    required = workspace.settings.cache_require_signed if require_signed is None \
+        else require_signed
+    if required and secret is None:
+        raise UsageError(f"requiring signed shared rows needs the team secret in {SECRET_ENV}",
+                         where="--require-signed / cache_require_signed",
+                         fix=f"set {SECRET_ENV}, or leave signatures optional")
+    return SharedCache(url, workspace=workspace.root, batch=COPY_BATCH, secret=secret,
+                       require_signed=required)
 
 
-def shared_tier_stats(workspace: Workspace, *, listed: int = 20) -> SharedTierStats:
-    """Scan the shared tier (every digest checked); an unreachable tier is said, not raised."""
+def shared_tier_stats(workspace: Workspace, *, listed: int = 20,
+                      require_signed: bool | None = None) -> SharedTierStats:
+    """Scan the shared tier (every digest, and signature with the secret, checked).
+
+    An unreachable tier is said, not raised.
+    """
     try:
-        with _open_shared(workspace) as tier:
+        with _open_shared(workspace, require_signed) as tier:
             entries = size = 0
             for _, body in tier.iter():
                 entries += 1
                 size += len(body)
+            shown = tuple(tier.rejected[:listed])
             return SharedTierStats(url=tier.url, reachable=True, entries=entries, bytes=size,
-                                   rejected=len(tier.rejected),
-                                   rejected_keys=tuple(tier.rejected[:listed]))
+                                   rejected=len(tier.rejected), rejected_keys=shown,
+                                   rejected_reasons={k: tier.reasons[k] for k in shown},
+                                   signed=_secret(workspace) is not None)
     except StoreError as exc:
         return SharedTierStats(url=_masked_url(workspace), reachable=False, error=str(exc))
 
@@ -473,3 +505,6 @@ def pull_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
         rejected = sorted([*rejected, *tier.rejected])
         return TierCopyReport(direction="pull", url=tier.url, added=added, kept=kept,
                               rejected=len(rejected), rejected_keys=tuple(rejected[:listed]))
+
+
+VerifyReport.model_rebuild()  # its ``shared`` field names a model defined below it

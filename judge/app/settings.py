@@ -69,6 +69,9 @@ class Settings(BaseModel):
     cache_url: str | None = None
     """Shared cache tier behind the local cache (``postgresql+psycopg://user@host/db``): a
     local miss asks it before the model, new verdicts go to both; unset: local only."""
+    cache_require_signed: bool = False
+    """Use only shared-tier rows signed with ``JUDGE_CACHE_SECRET`` (an unsigned row is then
+    rejected like a tampered one); needs the secret. Turn it on once every writer has it."""
     seed: int | None = Field(default=42, ge=0, le=MAX_SEED)
     """Judge seed (sample k uses seed + k); None sends none."""
     temperature: float = Field(default=0.0, ge=0, le=2)

@@ -207,8 +207,15 @@ class Workspace:
             return None
         directory = self.path(self.settings.cache_dir)
         if self.settings.cache_url:
+            secret = self.env.get(SECRET_ENV)
+            if self.settings.cache_require_signed and not secret:
+                raise UsageError(f"cache_require_signed needs the team secret in {SECRET_ENV}",
+                                 where="cache_require_signed",
+                                 fix=f"set {SECRET_ENV}, or turn cache_require_signed off")
             return TieredCache(directory, mode, shared_url=self.settings.cache_url,
-                               workspace=self.root, notice=notice)
+                               workspace=self.root, notice=notice,
+                               secret=secret.encode("utf-8") if secret else None,
+                               require_signed=self.settings.cache_require_signed)
         return JudgmentCache(directory, mode)
 
     def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:

@@ -3,12 +3,24 @@
 One row per cache key: the entry's bytes exactly as the local cache holds them (its
 canonical JSON) and the entry's own digest (:func:`judge.cache.entry.entry_digest`, the
 ``digest`` field the entry carries), so both tiers hold the same bytes under the same
-digests. Writers never conflict: a key already present is left as it is (``INSERT ... ON
-CONFLICT DO NOTHING``), so two workspaces writing the same entries at once make one row
-each and no error. A row is returned only when its bytes are a sealed entry of its own key
-whose digest matches its content and the row's digest column (:func:`sealed_digest`);
-otherwise ``get`` treats it as a miss and records the key in :attr:`SharedCache.rejected`
+digests. Writers never conflict: a key already present with a sound row is left as it is,
+so two workspaces writing the same entries at once make one row each and no error; a row
+that fails its checks is replaced by the next write of its key (an upsert), so a stale or
+tampered row is paid for once, not by every runner forever. A row is returned only when
+its bytes are a sealed entry of its own key whose digest matches its content and the row's
+digest column (:func:`sealed_digest`), and, with the team secret, when its ``sig`` (the
+HMAC of its bytes, as in signed exports: :mod:`judge.cache.signing`) matches; otherwise
+``get`` treats it as a miss and records the key and why in :attr:`SharedCache.reasons`
 for the caller to report.
+
+What the tier promises. Without a secret: integrity against accidents (a flipped bit, a
+truncated write, a row under the wrong key), not against someone who can write to the
+database — the digest is public arithmetic, so an edited score with its digest recomputed
+passes. With ``JUDGE_CACHE_SECRET`` every row written carries its HMAC and a row whose
+HMAC fails is never used; an unsigned row (written before the secret, or by a writer
+without it) is still used unless ``require_signed`` (``cache_require_signed``) is set,
+which every team should turn on once all its writers hold the secret: a writer without it
+could otherwise strip the ``sig`` and edit the row.
 
 This module only stores and fetches bytes; :mod:`judge.cache.tiers` puts it behind the
 local cache. PostgreSQL by URL (``cache_url``); SQLite works too (tests, one machine).
@@ -32,6 +44,7 @@ from sqlalchemy import (
     Table,
     create_engine,
     func,
+    inspect,
     select,
     text,
 )
@@ -42,8 +55,9 @@ from sqlalchemy.exc import SQLAlchemyError
 from ..core.errors import StoreError
 from ..core.secrets import MASK, mask_url
 from .entry import CACHE_FORMAT, digest_ok
+from .signing import SECRET_ENV, sign, signature_ok
 
-__all__ = ["CONNECT_TIMEOUT", "MAX_KEY", "SharedCache", "sealed_digest"]
+__all__ = ["CONNECT_TIMEOUT", "MAX_KEY", "SharedCache", "row_problem", "sealed_digest"]
 
 CONNECT_TIMEOUT: Final = 5
 """Seconds to wait for the server: an unreachable tier must not hold a run up for long."""
@@ -59,6 +73,7 @@ _entries = Table(
            primary_key=True),
     Column("digest", String(64), nullable=False),
     Column("body", LargeBinary, nullable=False),
+    Column("sig", String(80), nullable=True),
 )
 
 
@@ -92,6 +107,29 @@ def sealed_digest(key: str, body: bytes) -> str | None:
     return str(entry["digest"])
 
 
+def row_problem(key: str, digest: str, body: bytes, sig: str | None, secret: bytes | None,
+                *, require_signed: bool = False) -> str | None:
+    """Why a stored row must not be used, or None when it is sound (and signed, if asked)."""
+    if sealed_digest(key, body) != digest:
+        return "its digest does not match its content"
+    if secret is not None and sig is not None and not signature_ok(secret, body, sig):
+        return f"its signature does not match ({SECRET_ENV}): edited, or another secret"
+    if sig is None and require_signed:
+        return f"unsigned, and signed rows are required ({SECRET_ENV})"
+    return None
+
+
+def _add_sig_column(conn: Connection) -> None:
+    """Give a table made before rows were signed its ``sig`` column (once, in place)."""
+    if conn.dialect.name == "postgresql":
+        conn.execute(text("ALTER TABLE judge_cache_entries ADD COLUMN IF NOT EXISTS sig "
+                          "VARCHAR(80)"))
+        return
+    columns = {c["name"] for c in inspect(conn).get_columns("judge_cache_entries")}
+    if "sig" not in columns:
+        conn.execute(text("ALTER TABLE judge_cache_entries ADD COLUMN sig VARCHAR(80)"))
+
+
 def _resolved(url: str, workspace: Path | None) -> Any:
     """Parse ``url``; a relative SQLite path is taken relative to ``workspace``."""
     parsed = make_url(url)
@@ -106,14 +144,23 @@ def _resolved(url: str, workspace: Path | None) -> Any:
 class SharedCache:
     """Cache entries (bytes by key) in a shared database; safe for many writers at once."""
 
-    def __init__(self, url: str, *, batch: int = 500, workspace: Path | None = None) -> None:
+    def __init__(self, url: str, *, batch: int = 500, workspace: Path | None = None,
+                 secret: bytes | None = None, require_signed: bool = False) -> None:
         """Open the tier at ``url``, creating its table if needed.
 
         ``workspace``: what a relative SQLite path is relative to (else the current folder).
+        ``secret`` signs every row written and checks every signed row read;
+        ``require_signed`` (which needs it) also refuses unsigned rows.
         """
+        if require_signed and secret is None:
+            raise ValueError(f"require_signed needs the team secret ({SECRET_ENV})")
         self.url = mask_url(url)
         self.rejected: list[str] = []
-        """Keys whose stored bytes failed their digest (ignored, never used)."""
+        """Keys whose stored row failed its checks (ignored, never used), in order."""
+        self.reasons: dict[str, str] = {}
+        """Why each rejected row failed."""
+        self._secret = secret
+        self._require_signed = require_signed
         self._batch = batch
         self._password: str | None = None
         self._kept: Connection | None = None
@@ -141,6 +188,7 @@ class SharedCache:
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"),
                                      {"k": _CREATE_LOCK})
                     _metadata.create_all(conn)
+                    _add_sig_column(conn)
                 break
             except SQLAlchemyError as exc:
                 # SQLite has no advisory lock: a second creator that lost the race sees
@@ -158,7 +206,8 @@ class SharedCache:
         a connection the server dropped (a restart) is replaced once before giving up. One
         instance is for one thread at a time.
         """
-        query = select(_entries.c.digest, _entries.c.body).where(_entries.c.key == key)
+        query = select(_entries.c.digest, _entries.c.body, _entries.c.sig).where(
+            _entries.c.key == key)
         row = None
         for attempt in (1, 2):
             try:
@@ -171,17 +220,22 @@ class SharedCache:
         if row is None:
             return None
         body = bytes(row[1])
-        if sealed_digest(key, body) != row[0]:
+        return None if self._refused(key, row[0], body, row[2]) else body
+
+    def _refused(self, key: str, digest: str, body: bytes, sig: str | None) -> bool:
+        problem = row_problem(key, digest, body, sig, self._secret,
+                              require_signed=self._require_signed)
+        if problem is not None:
             self.rejected.append(key)
-            return None
-        return body
+            self.reasons[key] = problem
+        return problem is not None
 
     def put(self, key: str, body: bytes) -> bool:
-        """Store an entry; False when the key was already there (its row is kept)."""
+        """Store an entry; False when a sound row of the key was already there (kept)."""
         return self.put_many([(key, body)]) == 1
 
     def put_many(self, entries: list[tuple[str, bytes]]) -> int:
-        """Store entries in batches; returns how many were new.
+        """Store entries in batches; returns how many were new (or replaced a failing row).
 
         Raises ``ValueError`` (before writing anything of its batch) for a key out of
         1..MAX_KEY characters or bytes that are not a sealed entry of their key.
@@ -196,28 +250,38 @@ class SharedCache:
                 if digest is None:
                     raise ValueError(f"not a sound cache entry of key {k[:16]}…: its digest "
                                      "does not match, or it is another key's")
-                rows.append({"key": k, "digest": digest, "body": b})
-            # RETURNING names only the rows inserted: a key already present returns nothing.
-            statement = self._insert_ignoring().values(rows).returning(_entries.c.key)
+                rows.append({"key": k, "digest": digest, "body": b,
+                             "sig": sign(self._secret, b) if self._secret else None})
             try:
                 with self._engine.begin() as conn:
-                    added += len(conn.execute(statement).all())
+                    added += self._write(conn, rows)
             except SQLAlchemyError as exc:
                 raise self._failed(exc) from None
         return added
 
+    def _write(self, conn: Connection, rows: list[dict[str, Any]]) -> int:
+        """Insert ``rows``; a present row is replaced only when it fails its checks."""
+        keys = [r["key"] for r in rows]
+        present = conn.execute(select(_entries.c.key, _entries.c.digest, _entries.c.body,
+                                      _entries.c.sig).where(_entries.c.key.in_(keys))).all()
+        stale = [str(k) for k, d, b, s in present
+                 if row_problem(str(k), d, bytes(b), s, self._secret,
+                                require_signed=self._require_signed) is not None]
+        # RETURNING names the rows inserted or replaced: a sound row already there is kept.
+        statement = self._upsert(stale).values(rows).returning(_entries.c.key)
+        return len(conn.execute(statement).all())
+
     def iter(self, *, batch: int = 1000) -> Iterator[tuple[str, bytes]]:
         """Every entry that passes its digest, by key; failures go to :attr:`rejected`."""
-        query = select(_entries.c.key, _entries.c.digest, _entries.c.body).order_by(
-            _entries.c.key)
+        query = select(_entries.c.key, _entries.c.digest, _entries.c.body,
+                       _entries.c.sig).order_by(_entries.c.key)
         try:
             with self._engine.connect() as conn:
-                for key, digest, body in conn.execution_options(yield_per=batch).execute(query):
+                rows = conn.execution_options(yield_per=batch).execute(query)
+                for key, digest, body, sig in rows:
                     data = bytes(body)
-                    if sealed_digest(str(key), data) != digest:
-                        self.rejected.append(str(key))
-                        continue
-                    yield str(key), data
+                    if not self._refused(str(key), digest, data, sig):
+                        yield str(key), data
         except SQLAlchemyError as exc:
             raise self._failed(exc) from None
 
@@ -253,15 +317,24 @@ class SharedCache:
                  tb: TracebackType | None) -> None:
         self.close()
 
-    def _insert_ignoring(self) -> Any:
+    def _upsert(self, stale: list[str]) -> Any:
+        """INSERT ... ON CONFLICT: replace the ``stale`` keys' rows, keep every other."""
         if self._dialect == "postgresql":
             # SQLAlchemy's PostgreSQL dialect (~0.1 s to import) only for a PostgreSQL tier.
             from sqlalchemy.dialects import postgresql
 
-            return postgresql.insert(_entries).on_conflict_do_nothing(index_elements=["key"])
-        if self._dialect == "sqlite":
-            return sqlite.insert(_entries).on_conflict_do_nothing(index_elements=["key"])
-        raise StoreError(f"shared cache {self.url}: only PostgreSQL and SQLite are supported")
+            insert: Any = postgresql.insert(_entries)
+        elif self._dialect == "sqlite":
+            insert = sqlite.insert(_entries)
+        else:
+            raise StoreError(f"shared cache {self.url}: only PostgreSQL and SQLite are "
+                             "supported")
+        if not stale:
+            return insert.on_conflict_do_nothing(index_elements=["key"])
+        return insert.on_conflict_do_update(
+            index_elements=["key"], where=_entries.c.key.in_(stale),
+            set_={"digest": insert.excluded.digest, "body": insert.excluded.body,
+                  "sig": insert.excluded.sig})
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         cause = getattr(exc, "orig", None) or exc

@@ -15,8 +15,9 @@ with :class:`judge.cache.shared.SharedCache` consulted behind it:
 - the modes mean what they mean locally: ``read-only`` and ``offline`` read both tiers and
   write neither, ``refresh`` writes both and reads neither.
 
-Faults: an entry failing its check in the shared tier is ignored (a miss), counted and
-reported through ``notice``, never used. The shared tier unreachable (at the first use or
+Faults: an entry failing its check in the shared tier (its digest, or with the team secret
+its HMAC) is ignored (a miss), counted and reported through ``notice``, never used; the
+fresh verdict then replaces its row. The shared tier unreachable (at the first use or
 mid-run) is said once and the cache goes on with the local tier alone for the rest of its
 life, never an error. Every message carries the URL with its password masked.
 """
@@ -46,11 +47,13 @@ class TieredCache(JudgmentCache):
 
     def __init__(self, directory: str | Path, mode: CacheMode = "read-write", *,
                  shared_url: str, workspace: Path | None = None,
-                 notice: Callable[[str], None] | None = None) -> None:
+                 notice: Callable[[str], None] | None = None, secret: bytes | None = None,
+                 require_signed: bool = False) -> None:
         """``notice`` is told, once each, that the tier is down or that an entry was rejected.
 
         The shared tier is connected to on first need, never by opening: maintenance of the
-        local folder does not touch the network.
+        local folder does not touch the network. ``secret`` and ``require_signed``: see
+        :class:`judge.cache.shared.SharedCache` (rows signed, a row failing its HMAC unused).
         """
         super().__init__(directory, mode)
         self.shared_url = mask_url(shared_url)
@@ -65,6 +68,8 @@ class TieredCache(JudgmentCache):
         self._workspace = workspace
         self._notice = notice
         self._tier: SharedCache | None = None
+        self._secret = secret
+        self._require_signed = require_signed
         self._shared = {"sharedHits": 0, "sharedMisses": 0, "sharedWrites": 0,
                         "sharedRejected": 0, "copiedLocal": 0}
 
@@ -78,7 +83,9 @@ class TieredCache(JudgmentCache):
         """The shared tier, connected on first need; None once it has failed."""
         if self._tier is None and self.down is None:
             try:
-                self._tier = SharedCache(self._url, workspace=self._workspace)
+                self._tier = SharedCache(self._url, workspace=self._workspace,
+                                         secret=self._secret,
+                                         require_signed=self._require_signed)
             except StoreError as exc:
                 self._fail(exc)
         return self._tier
@@ -117,7 +124,7 @@ class TieredCache(JudgmentCache):
             self._fail(exc)
             return None
         if len(tier.rejected) > before:
-            self._reject(key, "its digest does not match its content")
+            self._reject(key, tier.reasons.get(key, "its digest does not match its content"))
             return None
         if body is None:
             self._shared["sharedMisses"] += 1

@@ -22,6 +22,7 @@ from ..app.batching import (
 )
 from ..app.running import RunRequest
 from ..app.workspace import Workspace
+from ..core.terminal_text import visible
 from ..store.batch_jobs import BatchJob
 from .options import JsonFlag
 from .output import console, emit_json, err_console
@@ -60,6 +61,7 @@ def _job_json(job: BatchJob) -> dict[str, Any]:
     if job.ledger is not None:
         ledger = job.ledger.model_dump(mode="json")
         ledger["failed"], ledger["invalid"] = len(job.ledger.failed), len(job.ledger.invalid)
+        ledger["refused"] = dict(job.ledger.refused)  # per item, with why
         data["ledger"] = ledger
     return data
 
@@ -81,7 +83,9 @@ def _print_job(job: BatchJob) -> None:
         cost = "unknown" if led.costUsd is None else f"${led.costUsd:.4f}"
         out.print(f"  collected: {led.answered} answered at the batch rate ({cost}), "
                   f"{len(led.failed)} unanswered, {len(led.invalid)} invalid after repair, "
-                  f"{led.repairCalls} live repair call(s)")
+                  f"{led.repairCalls} live repair call(s), {len(led.refused)} answer(s) refused")
+        for cid, why in sorted(led.refused.items()):
+            out.print(f"    refused {visible(cid)[:80]}: {why}", markup=False)
 
 
 def submit(workspace: Workspace, request: RunRequest, *, json_out: bool) -> int:

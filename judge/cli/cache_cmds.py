@@ -211,13 +211,19 @@ def cache_verify_cmd(
     alias: DirAlias = None,
     repair: Annotated[bool, typer.Option(
         "--repair", help="Remove the corrupt entries and bad index records found.")] = False,
+    require_signed: Annotated[bool, typer.Option(
+        "--require-signed",
+        help="Count shared-tier rows not signed with JUDGE_CACHE_SECRET as bad.")] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Re-read and re-hash every entry and replay index record. Exit 1 naming any bad one.
 
-    With --repair they are removed (exit 0 once nothing bad is left).
+    With cache_url set, every shared-tier row too (its digest, and its HMAC when
+    JUDGE_CACHE_SECRET is set). With --repair local ones are removed (exit 0 once nothing
+    bad is left); a bad shared row is replaced by the next verdict of its key.
     """
-    report = verify_cache(_workspace(cache_dir, alias), repair=repair)
+    report = verify_cache(_workspace(cache_dir, alias), repair=repair,
+                          require_signed=True if require_signed else None)
     if json_out:
         emit_json(report.model_dump(mode="json"))
     else:
@@ -231,12 +237,26 @@ def cache_verify_cmd(
         typer.echo(f"checked {report.checked}, ok {report.ok}, "
                    f"corrupt {len(report.corrupt)}; index records {report.index_checked}, "
                    f"bad {len(report.index_bad)}")
+        if report.shared is not None:
+            _say_shared(report.shared)
         if repair:
             typer.echo(f"removed {report.removed} corrupt entries and {report.index_removed} "
                        "index records" + (" (and the damaged index file)"
                                           if report.index_damaged else ""))
     if report.bad and not (repair and report.clean_now):
         raise typer.Exit(1)
+
+
+def _say_shared(shared: SharedTierStats) -> None:
+    if not shared.reachable:
+        typer.echo(f"✗ shared tier {shared.url}: {shared.error}", err=True)
+        return
+    for key in shared.rejected_keys:
+        typer.echo(f"✗ shared row {key}: {shared.rejected_reasons.get(key, 'rejected')}",
+                   err=True)
+    how = "digests and signatures" if shared.signed else "digests (no JUDGE_CACHE_SECRET)"
+    typer.echo(f"shared tier {shared.url}: {shared.entries} sound, {shared.rejected} "
+               f"rejected ({how} checked)")
 
 
 def cache_prune_cmd(

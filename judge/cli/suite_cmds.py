@@ -20,6 +20,7 @@ from ..app.suites import (
     validate_suites,
 )
 from ..app.workspace import Workspace
+from ..core.terminal_text import visible
 from .options import JsonFlag
 from .output import Cell, console, emit_json, plural, table
 
@@ -79,17 +80,20 @@ def suite_validate(
     checks = validate_suites(Workspace.open(), list(paths), rubric)
     for check in checks:
         if check.error is not None or check.suite is None or check.rubric is None:
-            typer.echo(f"✗ {check.error.render() if check.error else check.path}", err=True)
+            typer.echo(visible(f"✗ {check.error.render() if check.error else check.path}"),
+                       err=True)
             continue
         for warning in check.warnings:
-            typer.echo(warning, err=True)
+            typer.echo(visible(warning), err=True)
         judged, ranked = check.judged_by, check.tags
         shown = ", ".join(f"{tag}({n})" for tag, n in ranked[:SHOWN_TAGS])
         if len(ranked) > SHOWN_TAGS:
             shown += f", +{len(ranked) - SHOWN_TAGS} more"
-        typer.echo(f"✓ {check.path}: suite {check.suite.id!r}, rubric {check.rubric.id!r}, "
-                   f"{plural(len(check.suite.cases), 'case')} ({judged['llm']} llm, "
-                   f"{judged['deterministic']} deterministic); tags: {shown or '(none)'}")
+        # Tags, ids and error texts quote the file: escapes are shown, never obeyed.
+        typer.echo(visible(
+            f"✓ {check.path}: suite {check.suite.id!r}, rubric {check.rubric.id!r}, "
+            f"{plural(len(check.suite.cases), 'case')} ({judged['llm']} llm, "
+            f"{judged['deterministic']} deterministic); tags: {shown or '(none)'}"))
     if any(c.error is not None for c in checks):
         raise typer.Exit(2)
 

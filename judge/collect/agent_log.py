@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from .case import Collected
+from .shape import Fields, ShapeError, load_json
 from .sources import read_source
 
 __all__ = ["ERROR_LEVELS", "WARNING_LEVELS", "collect_agent_log", "parse_agent_log"]
@@ -26,88 +27,115 @@ ERROR_LEVELS = frozenset({"error", "err", "critical", "fatal"})
 WARNING_LEVELS = frozenset({"warn", "warning"})
 
 
-def _content(value: Any) -> str:
-    if isinstance(value, str):
-        return value
+def _content(record: Fields, key: str) -> str:
+    value = record.data.get(key)
     if isinstance(value, list):  # content parts: [{"type": "text", "text": ...}, ...]
-        return "\n".join(str(p.get("text")) for p in value
-                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return "" if value is None else json.dumps(value, sort_keys=True, ensure_ascii=False)
+        parts = record.objects(key)
+        return "\n".join(text for text in (p.text("text") for p in parts) if text is not None)
+    if isinstance(value, Mapping):  # a structured log message
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return record.text(key) or ""
 
 
-def _tool_calls(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+def _tool_calls(message: Fields) -> list[tuple[str, str]]:
     calls = []
-    for call in message.get("tool_calls") or []:
-        if not isinstance(call, Mapping):
-            continue
-        function = call.get("function") if isinstance(call.get("function"), Mapping) else call
-        assert isinstance(function, Mapping)
-        name = str(function.get("name") or "tool")
-        arguments = function.get("arguments")
-        calls.append((name, arguments if isinstance(arguments, str)
-                      else json.dumps(arguments, sort_keys=True, ensure_ascii=False)))
+    for call in message.objects("tool_calls"):
+        function = call.obj("function") or call
+        name = function.text("name") or "tool"
+        arguments = function.data.get("arguments")
+        if isinstance(arguments, Mapping | list):  # some logs keep the parsed object
+            arguments = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+        else:
+            arguments = function.text("arguments")
+        calls.append((name, arguments or ""))
     return calls
 
 
-def _records(text: str) -> Iterator[tuple[int, Mapping[str, Any]]]:
+def _records(text: str) -> Iterator[tuple[int, Fields]]:
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"line {lineno}: invalid JSON: {exc.msg}") from None
+            data = load_json(line)
+        except ShapeError as exc:
+            raise ValueError(f"line {lineno}: {exc}") from None
         if isinstance(data, Mapping) and isinstance(data.get("messages"), list):
-            for message in data["messages"]:
+            for n, message in enumerate(data["messages"]):
                 if not isinstance(message, Mapping):
-                    raise ValueError(f"line {lineno}: a message is a JSON object")
-                yield lineno, message
+                    raise ValueError(f"line {lineno}: messages[{n}]: a message is a JSON "
+                                     "object")
+                yield lineno, Fields(message, f"messages[{n}]")
         elif isinstance(data, Mapping) and ("role" in data or "message" in data):
-            yield lineno, data
+            yield lineno, Fields(data)
         else:
             raise ValueError(f"line {lineno}: neither a chat message (role, content) nor a "
                              "log record (ts, level, message)")
 
 
+def _timestamp(record: Fields) -> str | int | float | None:
+    for key in ("ts", "timestamp"):
+        value = record.data.get(key)
+        if value is None:
+            continue
+        if isinstance(value, str | int | float) and not isinstance(value, bool):
+            return value
+        raise ShapeError(record.where(key), "expected a string or a number (a time)")
+    return None
+
+
+def _step(n: int, lineno: int, record: Fields, counts: dict[str, int]) -> dict[str, Any]:
+    step: dict[str, Any] = {"id": f"step-{n}", "step": n, "line": lineno}
+    if record.has("role"):
+        role = record.text("role") or ""
+        body = _content(record, "content")
+        calls = _tool_calls(record)
+        counts["tool_calls"] += len(calls)
+        lines = [body] if body.strip() else []
+        lines += [f"→ {name}({args})" for name, args in calls]
+        step["role"] = role
+        if calls:
+            step["tools"] = [name for name, _ in calls]
+        call_id = record.ident("tool_call_id")
+        if role == "tool" and call_id:
+            step["toolCall"] = call_id
+        if record.flag("is_error") is True or record.text("status") == "error":
+            step["level"] = "error"
+            counts["errors"] += 1
+        step["text"] = "\n".join(lines)
+        step["body"] = body
+    else:
+        level = (record.text("level") or "info").lower()
+        step["level"] = level
+        counts["errors"] += level in ERROR_LEVELS
+        counts["warnings"] += level in WARNING_LEVELS
+        step["text"] = _content(record, "message")
+    at = _timestamp(record)
+    if at is not None:
+        step["at"] = at
+    return step
+
+
 def parse_agent_log(text: str) -> tuple[list[dict[str, Any]], dict[str, int], str | None,
                                          str | None]:
-    """Steps, counts (steps, errors, warnings, tool_calls), first user and last assistant text."""
+    """Steps, counts (steps, errors, warnings, tool_calls), first user and last assistant text.
+
+    ValueError names the line and the path of a value of the wrong type (``line 3:
+    tool_calls: expected a list, got a number (5)``).
+    """
     steps: list[dict[str, Any]] = []
     counts = {"steps": 0, "errors": 0, "warnings": 0, "tool_calls": 0}
     first_user: str | None = None
     last_assistant: str | None = None
     for n, (lineno, record) in enumerate(_records(text), start=1):
-        ts = record.get("ts") or record.get("timestamp")
-        step: dict[str, Any] = {"id": f"step-{n}", "step": n, "line": lineno}
-        if "role" in record:
-            role = str(record.get("role"))
-            body = _content(record.get("content"))
-            calls = _tool_calls(record)
-            counts["tool_calls"] += len(calls)
-            lines = [body] if body.strip() else []
-            lines += [f"→ {name}({args})" for name, args in calls]
-            step["role"] = role
-            if calls:
-                step["tools"] = [name for name, _ in calls]
-            if role == "tool" and record.get("tool_call_id"):
-                step["toolCall"] = str(record["tool_call_id"])
-            failed = record.get("is_error") is True or str(record.get("status")) == "error"
-            if failed:
-                step["level"] = "error"
-                counts["errors"] += 1
-            if role == "user" and first_user is None and body.strip():
-                first_user = body
-            if role == "assistant" and body.strip():
-                last_assistant = body
-            step["text"] = "\n".join(lines)
-        else:
-            level = str(record.get("level") or "info").lower()
-            step["level"] = level
-            counts["errors"] += level in ERROR_LEVELS
-            counts["warnings"] += level in WARNING_LEVELS
-            step["text"] = _content(record.get("message"))
-        if isinstance(ts, str | int | float) and not isinstance(ts, bool):
-            step["at"] = ts
+        try:
+            step = _step(n, lineno, record, counts)
+        except ShapeError as exc:
+            raise ValueError(f"line {lineno}: {exc}") from None
+        body = step.pop("body", "")
+        if step.get("role") == "user" and first_user is None and body.strip():
+            first_user = body
+        if step.get("role") == "assistant" and body.strip():
+            last_assistant = body
         steps.append(step)
     counts["steps"] = len(steps)
     return steps, counts, first_user, last_assistant

@@ -17,7 +17,8 @@ from typing import Any
 from ..core.errors import UsageError
 from .case import Collected
 
-__all__ = ["CONVENTIONAL", "MAX_COMMITS", "collect_git", "parse_git_log", "split_spec"]
+__all__ = ["CONVENTIONAL", "MAX_COMMITS", "collect_git", "parse_git_log", "parse_numstat",
+           "split_spec"]
 
 MAX_COMMITS = 1000
 """Commits read from a range; the facts then cover the newest this many (recorded)."""
@@ -26,7 +27,6 @@ CONVENTIONAL = re.compile(
     re.IGNORECASE)
 """A Conventional Commits subject with the config-conventional types (``feat(api)!: ...``)."""
 GIT_TIMEOUT = 120
-_FORMAT = "%x1e%H%x1f%an%x1f%aI%x1f%P%x1f%s%x1f%b%x1f"
 
 
 def split_spec(spec: str, base: Path) -> tuple[Path, str | None]:
@@ -48,26 +48,66 @@ def _number(text: str) -> int:
     return int(text) if text.isdigit() else 0  # "-" for a binary file
 
 
-def parse_git_log(text: str) -> list[dict[str, Any]]:
-    """Commit items from the output of ``git log --numstat`` in this module's format."""
+# Git's output is read as git wrote it, never as the commit says: every field of the log is
+# NUL-terminated (`-z`), and git stops a message at its first NUL, so no message content
+# (\x1e, \x1f, a line that looks like numstat, a newline) can add a field or a commit. The
+# numbers come from a second stream whose only free text is file paths, each NUL-terminated.
+_FIELDS = ("sha", "author", "at", "parents", "subject", "body")
+_FORMAT = "%x00".join(("%H", "%an", "%aI", "%P", "%s", "%b"))
+_SHA = re.compile(r"[0-9a-f]{40}(?:[0-9a-f]{24})?")
+_STAT = re.compile(r"\n?(\d+|-)\t(\d+|-)\t(.*)", re.S)
+
+
+def _malformed(what: str) -> UsageError:
+    return UsageError(f"git log printed {what}, not the fields judgeflow asked for",
+                      where="--git", fix="use a git release >= 2.30; report the repository")
+
+
+def parse_numstat(text: str) -> dict[str, tuple[int, int, list[str]]]:
+    """Additions, deletions and files by sha from ``git log -z --numstat --format=%H``."""
+    stats: dict[str, tuple[int, int, list[str]]] = {}
+    tokens = iter(text.split("\0"))
+    sha: str | None = None
+    for token in tokens:
+        stat = _STAT.fullmatch(token)
+        if stat is not None and sha is not None:
+            path = stat[3]
+            if not path:  # a rename: the old path, then the new one, each its own field
+                next(tokens, "")
+                path = next(tokens, "")
+            additions, deletions, files = stats[sha]
+            stats[sha] = (additions + _number(stat[1]), deletions + _number(stat[2]),
+                          [*files, path])
+        elif _SHA.fullmatch(token.lstrip("\n")):
+            sha = token.lstrip("\n")
+            stats[sha] = (0, 0, [])
+        elif token.strip():
+            raise _malformed(f"an unexpected numstat entry {token[:40]!r}")
+    return stats
+
+
+def parse_git_log(text: str, numstat: str = "") -> list[dict[str, Any]]:
+    """Commit items from ``git log -z`` in this module's format and its ``numstat`` stream."""
+    tokens = text.split("\0")
+    if tokens[-1] == "":
+        tokens.pop()
+    if len(tokens) % len(_FIELDS):
+        raise _malformed(f"{len(tokens)} fields ({len(_FIELDS)} a commit)")
+    stats = parse_numstat(numstat)
     commits = []
-    for chunk in text.split("\x1e")[1:]:
-        sha, author, at, parents, subject, body, stat = chunk.split("\x1f", 6)
-        additions = deletions = 0
-        files = []
-        for line in stat.strip("\n").splitlines():
-            parts = line.split("\t", 2)
-            if len(parts) == 3:
-                additions += _number(parts[0])
-                deletions += _number(parts[1])
-                files.append(parts[2])
-        item: dict[str, Any] = {"sha": sha, "subject": subject, "author": author, "at": at,
-                                "additions": additions, "deletions": deletions,
-                                "files": files}
-        if len(parents.split()) > 1:
+    for at in range(0, len(tokens), len(_FIELDS)):
+        raw = dict(zip(_FIELDS, tokens[at:at + len(_FIELDS)], strict=True))
+        sha = raw["sha"].lstrip("\n")
+        if not _SHA.fullmatch(sha) or not all(map(_SHA.fullmatch, raw["parents"].split())):
+            raise _malformed(f"a commit id {sha[:40]!r}")
+        additions, deletions, files = stats.get(sha, (0, 0, []))
+        item: dict[str, Any] = {"sha": sha, "subject": raw["subject"], "author": raw["author"],
+                                "at": raw["at"], "additions": additions,
+                                "deletions": deletions, "files": files}
+        if len(raw["parents"].split()) > 1:
             item["merge"] = True
-        if body.strip():
-            item["message"] = body.strip()
+        if raw["body"].strip():
+            item["message"] = raw["body"].strip()
         commits.append(item)
     return commits
 
@@ -98,10 +138,11 @@ def collect_git(spec: str, base: Path) -> Collected:
     if rev.startswith("-"):
         raise UsageError(f"range {rev!r} looks like an option", where="--git",
                          fix="name a range or branch (e.g. main..HEAD)")
-    out = _git(repo, "log", "--no-color", "--no-ext-diff", "--numstat",
-               f"--max-count={MAX_COMMITS + 1}", f"--format={_FORMAT}", "--end-of-options",
-               rev, "--")
-    commits = parse_git_log(out)
+    common = ("--no-color", "--no-ext-diff", "-z", f"--max-count={MAX_COMMITS + 1}")
+    out = _git(repo, "log", *common, f"--format={_FORMAT}", "--end-of-options", rev, "--")
+    numstat = _git(repo, "log", *common, "--numstat", "--format=%H", "--end-of-options",
+                   rev, "--")
+    commits = parse_git_log(out, numstat)
     source: dict[str, Any] = {"kind": "git", "repo": spec.removesuffix(f"@{rev}"),
                               "range": rev,
                               "commits": min(len(commits), MAX_COMMITS)}

@@ -9,7 +9,7 @@ parser (expat: no external entities, bounded entity expansion), never a network 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, cast
 from xml.etree import ElementTree
@@ -21,7 +21,10 @@ from ..core.evidence import citable_id
 from .case import Collected
 from .sources import read_source
 
-__all__ = ["collect_junit", "parse_junit"]
+__all__ = ["MAX_XML_DEPTH", "collect_junit", "parse_junit"]
+
+MAX_XML_DEPTH = 64
+"""Element nesting a JUnit report may have (real reports: four to eight levels)."""
 
 
 def _outcome(case: TestCase) -> str:
@@ -50,11 +53,38 @@ def _failure_text(case: TestCase) -> str:
     return "\n".join(p for p in parts if p)
 
 
+def _bounded_root(text: str) -> ElementTree.Element:
+    """The root element of ``text``, refused past MAX_XML_DEPTH before junitparser walks it.
+
+    junitparser and ElementTree's helpers recurse per level: a report nested 1,000 deep was a
+    RecursionError (exit 70). Real reports nest four levels (testsuites, testsuite, testcase,
+    failure), a few more with nested suites.
+    """
+    parser: ElementTree.XMLPullParser[ElementTree.Element] = ElementTree.XMLPullParser(
+        events=("start", "end"))
+    parser.feed(text)
+    parser.close()
+    depth = 0
+    root: ElementTree.Element | None = None
+    events = cast(Iterator[tuple[str, ElementTree.Element]], parser.read_events())
+    for event, element in events:
+        if event == "start":
+            root = element if root is None else root
+            depth += 1
+            if depth > MAX_XML_DEPTH:
+                raise ValueError(f"elements nested deeper than {MAX_XML_DEPTH} levels")
+        else:
+            depth -= 1
+    if root is None:
+        raise ValueError("not JUnit XML: no root element")
+    return root
+
+
 def parse_junit(text: str, name: str) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The ``workflow`` items and counts of one report's XML text (``name``: its file name)."""
     try:
         # junitparser reads the standard library's elements as its own (its types say otherwise).
-        xml = JUnitXml.fromroot(cast(Any, ElementTree.fromstring(text)))
+        xml = JUnitXml.fromroot(cast(Any, _bounded_root(text)))
     except (ElementTree.ParseError, JUnitXmlError) as exc:
         raise ValueError(f"not JUnit XML: {exc}") from None
     counts = {"passed": 0, "failed": 0, "error": 0, "skipped": 0}

@@ -23,6 +23,9 @@ MAX_INT_DIGITS         19 digits       an integer in a suite or config fits 64 b
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 __all__ = [
     "MAX_ALIAS_NODES",
     "MAX_DEPTH",
@@ -33,6 +36,7 @@ __all__ = [
     "MAX_SUITE_CHARS",
     "MAX_SUITE_ID",
     "SUITE_ID_PATTERN",
+    "nesting_depth",
 ]
 
 MAX_SUITE_CHARS = 64 * 1024 * 1024
@@ -58,3 +62,27 @@ MAX_SUITE_ID = 128
 """Characters in a suite id; it names ``baselines/<id>.json``, so it must fit a file name."""
 SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 """What a suite id may hold: safe in a file name on every platform, no path separator."""
+
+
+def nesting_depth(value: Any) -> int:
+    """Deepest nesting of lists and mappings in ``value``, walked without recursion.
+
+    The walk stops once it is past :data:`MAX_DEPTH`: the answer is then "too deep".
+    """
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children: Iterable[Any] = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        level += 1
+        if level > deepest:
+            deepest = level
+            if deepest > MAX_DEPTH:
+                break
+        stack.extend((child, level) for child in children)
+    return deepest

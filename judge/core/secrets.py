@@ -38,33 +38,68 @@ __all__ = [
 
 MASK = "[REDACTED]"
 
-# The user information of a URL: from "scheme://" to the last "@" before the host ends.
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s@]*)@")
+# The user information of a URL: from "scheme://" to the *last* "@" before the host (a
+# password may hold "@": "u:p@ss@host" masks "p@ss"). It never crosses a quote, a backslash
+# or a space, so a URL inside a JSON text stays inside its string.
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s\"'<>\\]*)@")
 # A query parameter whose name says it holds a secret.
 _SECRET_QUERY = re.compile(
     r"(?P<name>[?&][^=&#\s]*(?:key|token|secret|password|passwd|pwd|auth|sig)[^=&#\s]*)"
-    r"=[^&#\s]*", re.IGNORECASE)
+    r"=[^&#\s\"'\\]*", re.IGNORECASE)
+# Terminal escape sequences (CSI like colours, OSC like titles), raw or as JSON spells them
+# inside a string: a key wrapped in colour codes has no word boundary before it.
+_TERMINAL = re.compile(r"(?:\x1b|\\u001[bB])(?:\[[0-9;?]*[ !#-&(-/]*[@-\[\]-~]"
+                       r"|\][^\x07\x1b\"\\]*(?:\x07|\x1b\\|\\u0007)?|[@-Z\]^_])")
 
+# Where a key may start: not inside a word, or right after a JSON string escape ("\nsk-…" in
+# a JSON text is a newline before the key, and \b sees no boundary after the "n").
+_B = r"(?:(?<![A-Za-z0-9_])|(?<=\\[nrtbf]))"
+
+# Every pattern matches only characters a JSON string holds unescaped and never a quote, so
+# masking a whole JSON text (the server redacts response bodies) leaves valid JSON: see the
+# "secret assignment" rule and tests/core/test_secret_shapes.py.
 SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    # PEM (RSA, EC, OpenSSH, PKCS#8) and PGP armour. Unterminated, it ends at a quote (the end
+    # of a JSON string; base64 holds none) or at the end of the text.
     ("private key block", re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)",
-        re.S)),
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[^\"]*?"
+        r"(?:-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|(?=\")|\Z)")),
     ("authorization scheme", re.compile(
-        r"(?i)(?P<keep>\b(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=-]{8,}")),
-    ("OpenAI/Anthropic key", re.compile(r"\b(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
-    ("GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
-    ("AWS access key id", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
-    ("Google API key", re.compile(r"\bAIza[0-9A-Za-z_-]{30,}")),
-    ("JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    # api_key=..., "password": "...", SECRET_TOKEN: ... Numbers and JSON's literals are left
-    # alone ("promptTokens": 12, "token": null), and an unquoted value ends at a closing
-    # bracket, so a JSON text stays JSON.
+        r"(?i)(?P<keep>" + _B + r"(?:bearer|basic|token)\s+)[A-Za-z0-9._~+/=-]{8,}")),
+    ("OpenAI/Anthropic key", re.compile(_B + r"(?:sk|pk|rk)-(?:proj-|ant-)?[A-Za-z0-9_-]{16,}")),
+    ("Stripe key", re.compile(_B + r"(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}")),
+    ("GitHub token", re.compile(
+        _B + r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})")),
+    ("GitLab token", re.compile(
+        _B + r"gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas)-[A-Za-z0-9_-]{20,}")),
+    ("Hugging Face token", re.compile(_B + r"hf_[A-Za-z0-9]{30,}")),
+    ("npm token", re.compile(_B + r"npm_[A-Za-z0-9]{36,}")),
+    ("Groq key", re.compile(_B + r"gsk_[A-Za-z0-9]{20,}")),
+    ("SendGrid key", re.compile(_B + r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}")),
+    ("DigitalOcean token", re.compile(_B + r"do[opr]_v1_[a-f0-9]{64}\b")),
+    ("Databricks token", re.compile(_B + r"dapi[a-f0-9]{32}(?:-\d+)?\b")),
+    ("AWS access key id", re.compile(_B + r"(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("Slack token", re.compile(_B + r"x(?:ox[abeoprs]|app)-[A-Za-z0-9-]{10,}")),
+    ("Slack webhook", re.compile(
+        r"(?P<keep>\bhooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]{8,}")),
+    ("Google API key", re.compile(_B + r"AIza[0-9A-Za-z_-]{30,}")),
+    ("Google OAuth", re.compile(_B + r"(?:ya29\.[A-Za-z0-9_-]{20,}|GOCSPX-[A-Za-z0-9_-]{20,})")),
+    # Azure: a SAS signature anywhere (not only in a query), a storage or bus key in a
+    # connection string.
+    ("Azure signature", re.compile(r"(?P<keep>" + _B + r"sig=)[A-Za-z0-9%+/=_-]{10,}")),
+    ("Azure key", re.compile(
+        r"(?i)(?P<keep>" + _B + r"(?:AccountKey|SharedAccessKey|SharedAccessSignature)=)"
+        r"[^;\s\"'\\]{8,}")),
+    ("JWT", re.compile(_B + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    # api_key=..., "password": "...", SECRET_TOKEN: ... Numbers (negative and exponent ones
+    # too) and JSON's literals are left alone ("promptTokens": 12, "token": null), an
+    # unquoted value ends at a closing bracket or a backslash, so a JSON text stays JSON.
     ("secret assignment", re.compile(
         r"(?i)(?P<keep>\b[A-Za-z0-9_.-]*(?:api[_-]?key|secret|token|passwd|password|pwd|"
         r"access[_-]?key|credential)s?[A-Za-z0-9_]*\"?'?\s*[:=]\s*\"?'?)"
-        r"(?!(?:\d+(?:\.\d+)?|null|true|false)(?:[\s\"',;}\])]|$))(?!\[REDACTED\])"
-        r"[^\s\"',;{}\[\]()]{4,}")),
+        r"(?!(?:-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|null|true|false)(?:[\s\"',;}\])]|$))"
+        r"(?!\[REDACTED\])"
+        r"[^\s\"'\\,;{}\[\]()]{4,}")),
 )
 """(name, pattern) of every secret shape; a ``keep`` group is a label that stays readable."""
 
@@ -115,10 +150,22 @@ write about tokens; a key *format* pasted into it is still masked)."""
 
 def mask_text(text: str, values: re.Pattern[str] | None = None, *,
               formats_only: bool = False) -> tuple[str, int]:
-    """``text`` with known ``values`` and every secret shape masked, and how many were.
+    r"""``text`` with known ``values`` and every secret shape masked, and how many were.
 
-    ``formats_only`` leaves out :data:`PROSE_SHAPES`.
+    ``formats_only`` leaves out :data:`PROSE_SHAPES`. Shapes are matched after terminal
+    escapes are taken out (``\x1b[32msk-…``, each one replaced by a space): when that finds
+    a secret the text is returned so, otherwise unchanged.
     """
+    if "\x1b" in text or "\\u001" in text:
+        plain = _TERMINAL.sub(" ", text)  # a space: "ab\x1b[32msk-…" is two words
+        if plain != text:
+            masked, count = _mask(plain, values, formats_only)
+            if count:
+                return masked, count
+    return _mask(text, values, formats_only)
+
+
+def _mask(text: str, values: re.Pattern[str] | None, formats_only: bool) -> tuple[str, int]:
     count = 0
     if values is not None:
         text, count = values.subn(MASK, text)

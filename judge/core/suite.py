@@ -18,7 +18,14 @@ from pydantic import Field, ValidationError, model_validator
 from .errors import SuiteError
 from .evidence import EvidenceInputError, check_evidence
 from .frozen import Frozen
-from .limits import MAX_DEPTH, MAX_JSONL_LINE_CHARS, MAX_SUITE_CHARS, MAX_SUITE_ID, SUITE_ID_PATTERN
+from .limits import (
+    MAX_DEPTH,
+    MAX_JSONL_LINE_CHARS,
+    MAX_SUITE_CHARS,
+    MAX_SUITE_ID,
+    SUITE_ID_PATTERN,
+    nesting_depth,
+)
 from .models import Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
@@ -240,7 +247,7 @@ def _json_value(line: str, lineno: int, source: str) -> Any:
     except RecursionError:
         raise _too_deep(source, lineno) from None
     # Cheap filter first: only a line with many brackets can nest too deeply.
-    if line.count("[") + line.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+    if line.count("[") + line.count("{") > MAX_DEPTH and nesting_depth(value) > MAX_DEPTH:
         raise _too_deep(source, lineno)
     return value
 
@@ -268,27 +275,6 @@ def _too_deep(source: str, lineno: int) -> SuiteError:
     return SuiteError(f"nested deeper than {MAX_DEPTH} levels", file=source,
                      where=f"line {lineno}",
                      fix="flatten the data; real cases nest a few levels")
-
-
-def _depth(value: Any) -> int:
-    """Deepest nesting of lists and mappings in ``value``, walked without recursion."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
-    while stack:
-        item, level = stack.pop()
-        if isinstance(item, dict):
-            children: Iterable[Any] = item.values()
-        elif isinstance(item, list):
-            children = item
-        else:
-            continue
-        level += 1
-        if level > deepest:
-            deepest = level
-            if deepest > MAX_DEPTH:
-                break
-        stack.extend((child, level) for child in children)
-    return deepest
 
 
 def _parse_cases(raw_cases: Iterable[Any], source: str) -> tuple[Case, ...]:

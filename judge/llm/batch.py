@@ -6,6 +6,15 @@ body a live call of :class:`judge.llm.client.LiteLLMClient` would send (same mes
 temperature, seed, ``response_format`` and sampling params), under ``custom_id`` = the
 judgment's cache key, so a result line lands under exactly the key a live call would use.
 
+An answer is bound to the request it claims (:func:`bind_answers`): the ``custom_id`` must be
+one this job sent, carried by one answer only; the model that answered must be the one
+asked; and when the provider echoes the request (Vertex AI and Gemini output lines carry
+``request``), its digest must be the digest of the body sent under that id. Anything else
+is refused with its reason, per item, and never cached. An OpenAI output line echoes no
+request: two answers swapped between requests of one model are then beyond what the
+provider's file can prove (the verdict's citations are checked against the case's evidence
+as for any answer).
+
 The control calls (upload, create, retrieve, cancel, download) are not retried here: each
 one is safe to repeat from the stored job, and the door says how. LiteLLM's and the OpenAI
 SDK's own retries are off, as for live calls.
@@ -13,11 +22,15 @@ SDK's own retries are off, as for live calls.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.canonical import canonical_json
 from ..core.errors import ProviderError, UsageError
 from ..core.secrets import mask_text
 from .client import (
@@ -39,8 +52,10 @@ __all__ = [
     "BatchItem",
     "BatchState",
     "batch_line",
+    "bind_answers",
     "parse_result_lines",
     "provider_of",
+    "request_digest",
 ]
 
 BATCH_PROVIDERS: tuple[str, ...] = ("openai", "azure", "vertex_ai", "gemini")
@@ -79,6 +94,63 @@ class BatchItem:
     custom_id: str
     turn: Turn | None
     error: str | None = None
+    echo: str | None = None
+    """:func:`request_digest` of the request the line echoes, when the provider echoes one."""
+
+
+def request_digest(body: Mapping[str, Any]) -> str:
+    """sha256 of the canonical JSON of a batch line's request body."""
+    return hashlib.sha256(canonical_json(dict(body)).encode("utf-8")).hexdigest()
+
+
+def _echo(line: Mapping[str, Any]) -> str | None:
+    request = line.get("request")
+    if not isinstance(request, Mapping):
+        return None
+    body = request.get("body", request)
+    return request_digest(body) if isinstance(body, Mapping) else ""
+
+
+def _same_model(reported: str, wire: str) -> bool:
+    """Whether ``reported`` names ``wire`` or one of its dated snapshots (``gpt-4o-2024-08-06``)."""
+    reported, wire = reported.removeprefix("models/"), wire.removeprefix("models/")
+    wire = wire.rpartition("/")[2] if "/" in wire and "/" not in reported else wire
+    return reported == wire or reported.startswith((wire + "-", wire + "@"))
+
+
+def bind_answers(items: Iterable[BatchItem], keys: Collection[str], wire_model: str,
+                 sent: Callable[[str], str | None]) -> tuple[dict[str, BatchItem],
+                                                              dict[str, str]]:
+    """The items bound to this job's requests, and the refused ones by ``custom_id`` with why.
+
+    ``sent(custom_id)`` is the :func:`request_digest` of the body sent under it. An error
+    item gives way to an answer of its id (a provider may list an id in both files); two
+    answers of one id are both refused.
+    """
+    items = list(items)
+    answers = Counter(i.custom_id for i in items if i.turn is not None)
+    bound: dict[str, BatchItem] = {}
+    refused: dict[str, str] = {}
+    for item in items:
+        cid = item.custom_id
+        why = None
+        if cid not in keys:
+            why = "no request of this job has this custom_id"
+        elif item.turn is None:
+            if answers[cid] == 0:
+                bound[cid] = item
+            continue
+        elif answers[cid] > 1:
+            why = f"{answers[cid]} answers carry this custom_id"
+        elif item.turn.model_reported and not _same_model(item.turn.model_reported, wire_model):
+            why = f"answered by model {item.turn.model_reported!r}, asked of {wire_model!r}"
+        elif item.echo is not None and item.echo != sent(cid):
+            why = "the request it echoes is not the one sent under this custom_id"
+        if why is None:
+            bound[cid] = item
+        else:
+            refused[cid] = why
+    return bound, refused
 
 
 def provider_of(model: str) -> tuple[str, str]:
@@ -128,6 +200,13 @@ def _item(line: Mapping[str, Any], mode: OutputMode,
     custom_id = line.get("custom_id")
     if not isinstance(custom_id, str):
         return None
+    item = _answer(custom_id, line, mode, price)
+    echo = _echo(line)
+    return item if echo is None else dataclasses.replace(item, echo=echo)
+
+
+def _answer(custom_id: str, line: Mapping[str, Any], mode: OutputMode,
+            price: Any) -> BatchItem:
     response = line.get("response")
     if line.get("error") is not None:
         return BatchItem(custom_id, None, "batch item failed: " + _error_text(line["error"]))

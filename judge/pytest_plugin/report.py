@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..core.models import CaseResult
 from ..core.rubric import DEFAULT_BANDS, Rubric
+from ..core.terminal_text import visible
 
 __all__ = [
     "JudgeAssertionError",
@@ -123,7 +124,11 @@ def _judge_line(result: CaseResult) -> list[str]:
 
 
 def describe(result: CaseResult, headline: str, context: JudgedContext | None = None) -> str:
-    """The failure text of ``result`` under ``headline`` (plain text: CI logs show it as is)."""
+    """The failure text of ``result`` under ``headline`` (plain text: CI logs show it as is).
+
+    Evidence, rationales and reasons are untrusted text: control and direction characters are
+    written as visible escapes, so a terminal colour code or a cursor move is shown, not run.
+    """
     ctx = context if context is not None else context_of(result)
     rubric = ctx.rubric if ctx else None
     facts = [f"status {result.status}"]
@@ -141,7 +146,7 @@ def describe(result: CaseResult, headline: str, context: JudgedContext | None = 
             lines.append(f"  record it (calls the judge, writes the cache): {ctx.record}")
     if ctx and ctx.render and result.judgedBy == "llm":
         lines.append(f"  re-render the prompt: {ctx.render()}")
-    return "\n".join(lines)
+    return visible("\n".join(lines))
 
 
 def _fail(result: CaseResult, headline: str) -> JudgeAssertionError:

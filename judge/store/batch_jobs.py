@@ -66,6 +66,10 @@ class BatchLedger(Frozen):
     """Keys the provider did not answer (item error, expired, cancelled), with the reason."""
     invalid: dict[str, str] = Field(default_factory=dict)
     """Keys whose answer stayed invalid after the live repair turns, with the reason."""
+    refused: dict[str, str] = Field(default_factory=dict)
+    """Answers refused, by ``custom_id``, with why (a duplicated or unknown id, another model,
+    a request echo that does not match): never cached. A refused key of the job is also in
+    ``failed`` (asked live, or left unscored)."""
     repairCalls: int = 0
     """Live calls made for repair turns."""
     promptTokens: int = 0

@@ -109,9 +109,13 @@ def test_a_tampered_shared_entry_is_ignored_reported_and_judged_again(
     assert requests(fake_server) == called + 1  # that one judgment, asked of the model again
     assert report.summary.cacheHits == report.llm_cases - 1
     assert len(heard.notices) == 1 and key[:16] in heard.notices[0]
+    # The fresh verdict replaced the tampered row (an upsert, issue 30): nothing is left
+    # rejected, and the next runner pays for it no more.
     stats = cache_stats(b)
-    assert stats.shared is not None and stats.shared.rejected == 1
-    assert stats.shared.rejected_keys == (key,)
+    assert stats.shared is not None and stats.shared.rejected == 0
+    assert stats.shared.entries == report.llm_cases
+    run(machine(tmp_path / "c", fake_server, pg_url))
+    assert requests(fake_server) == called + 1
 
 
 def test_offline_replay_from_the_shared_tier_alone(
