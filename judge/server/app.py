@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -18,12 +19,12 @@ from ..app.bind import TOKEN_ENV
 from ..app.jobs import RunJobs
 from ..app.live_monitor import LiveMonitor
 from ..app.suites_index import SuiteIndex
-from ..app.workspace import Workspace
+from ..app.workspace import LiteLLMJudges, Workspace
 from . import routes_eval, routes_runs, routes_service
 from .metrics import Metrics
 from .problems import Redactor, install_handlers
 from .security import WriteGuard
-from .state import ServerState
+from .state import Evaluations, ServerState
 
 __all__ = ["DESCRIPTION", "create_app", "open_app"]
 
@@ -37,6 +38,9 @@ DESCRIPTION = (
 
 def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
     """The app serving ``workspace``; ``token`` (default: ``JUDGE_SERVER_TOKEN``) guards writes."""
+    if isinstance(workspace.judges, LiteLLMJudges) and not workspace.judges.process_owned:
+        # Many requests and runs at once share LiteLLM's sessions: none may close them.
+        workspace = replace(workspace, judges=LiteLLMJudges(process_owned=True))
     redact = Redactor(workspace.env)
     jobs_box: list[RunJobs] = []
     metrics = Metrics(lambda: len(jobs_box[0].active()) if jobs_box else 0)
@@ -47,12 +51,12 @@ def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
                         monitor=LiveMonitor(index), metrics=metrics,
                         guard=WriteGuard(token if token is not None
                                          else workspace.env.get(TOKEN_ENV)),
-                        redact=redact)
+                        redact=redact, evaluations=Evaluations(workspace))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
-        await jobs.stop()
+        await state.aclose()
 
     app = FastAPI(title="judgeflow", version=__version__, description=DESCRIPTION,
                   lifespan=lifespan, default_response_class=redact.response_class())

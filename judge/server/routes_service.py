@@ -37,7 +37,9 @@ def get_suites(state: Served) -> list[SuiteItem]:
 async def evaluate(body: EvaluateBody, state: Served) -> CaseResult:
     """Judge one case and return its full result (``judge.evaluate``); nothing is stored."""
     ws = state.workspace.with_overrides({"model": [body.model] if body.model else None})
-    result = await evaluate_case(ws, body.case, rubric=body.rubric)
+    shared = state.evaluations
+    result = await evaluate_case(ws, body.case, rubric=shared.rubric(body.rubric),
+                                 cache=shared.cache())
     state.metrics.evaluated(result)
     return result
 

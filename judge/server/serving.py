@@ -106,7 +106,7 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             server.close()  # stop accepting before the runs are stopped
         if self.judge is not None:
-            await self.judge.jobs.stop()
+            await self.judge.aclose()
         await super().shutdown(sockets)
 
 
