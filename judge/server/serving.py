@@ -57,7 +57,8 @@ class _Server(uvicorn.Server):
             return
         bound = self.servers[0].sockets[0].getsockname() if self.servers else None
         host, port = (bound[0], bound[1]) if bound else (self.config.host, self.config.port)
-        print(f"judge serve: http://{host}:{port} (workspace {self.root})", file=sys.stderr,
+        shown = f"[{host}]" if ":" in str(host) else host  # an IPv6 address, as in a URL
+        print(f"judge serve: http://{shown}:{port} (workspace {self.root})", file=sys.stderr,
               flush=True)
         loop = asyncio.get_running_loop()
         threading.Thread(target=self._open, args=(loop,), name="judge-serve-open",
@@ -75,7 +76,7 @@ class _Server(uvicorn.Server):
             from ..llm.client import preload
             from .app import open_app
 
-            app = open_app(self.root, self.env, token=self.token)
+            app = open_app(self.root, self.env, token=self.token, bind=self.config.host)
         except BaseException as exc:  # handed to the main thread, re-raised by serve()
             self._in_loop(loop, self._failed, exc)
             return

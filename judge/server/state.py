@@ -19,13 +19,13 @@ from ..app.suites_index import SuiteIndex
 from ..app.workspace import Workspace
 from ..cache.disk import JudgmentCache
 from ..core.rubric import Rubric
-from ..system.resources import find_rubric
 from ..llm.client import aclose_clients
+from ..system.resources import find_rubric
 from .metrics import Metrics
 from .problems import Redactor
 from .security import BEARER, WriteGuard
 
-__all__ = ["Evaluations", "Served", "ServerState", "require_writer", "served"]
+__all__ = ["Evaluations", "Served", "ServerState", "require_token", "served"]
 
 
 class Evaluations:
@@ -106,7 +106,7 @@ def served(request: Request) -> ServerState:
 Served = Annotated[ServerState, Depends(served)]
 
 
-def require_writer(request: Request, credentials: Annotated[
+def require_token(request: Request, credentials: Annotated[
         HTTPAuthorizationCredentials | None, Depends(BEARER)]) -> None:
-    """The write guard of the app serving ``request`` (a dependency of every write)."""
+    """The guard of the app serving ``request`` (a dependency of every guarded route)."""
     served(request).guard.check(request, credentials)
