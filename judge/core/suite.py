@@ -66,8 +66,8 @@ class HumanLabel(Frozen):
     categories: dict[str, Score] = Field(default_factory=dict)
     """The person's score per category, 0..100."""
     passed: StrictBool | None = None
-    """Whether the person would pass the case (true or false: ``0`` or ``"no"`` is refused,
-    never read as a verdict)."""
+    """Whether the person would pass the case: true or false (0 or "no" is refused, never
+    read as a verdict)."""
 
 
 class Case(Frozen):
