@@ -84,8 +84,9 @@ def test_the_live_api_holds_to_its_schema(live_url: str, tmp_path: Path) -> None
                "--header", f"Authorization: Bearer {TOKEN}", "--request-timeout", "30",
                "--max-time", str(MAX_SECONDS), "--report", "ndjson", "--report-dir",
                str(tmp_path), "--output-truncate", "true", "--no-color"]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=MAX_SECONDS + 120, check=False,
-                          env={**os.environ, "SCHEMATHESIS_HOOKS": ""}, cwd=tmp_path)
+    done = subprocess.run(command, capture_output=True, text=True, check=False,
+                          timeout=MAX_SECONDS + 120, cwd=tmp_path,
+                          env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
     lines = [line[:300] for line in done.stdout.splitlines() if not line.startswith("    curl")]
     assert done.returncode == 0, "\n".join(lines)[-12000:] + done.stderr[-2000:]
     assert re.search(r"Tested:\s+17\b", done.stdout) and "Skipped:" not in done.stdout, \
