@@ -24,7 +24,9 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, load_fake_server
 
-from judge.app.workspace import Workspace
+from judge.app.jobs import RunJobs
+from judge.app.running import RunRequest
+from judge.app.workspace import LiteLLMJudges, Workspace
 from judge.server.app import create_app
 from judge.server.problems import PROBLEM_JSON
 
@@ -110,3 +112,35 @@ async def test_two_hundred_evaluations_at_twenty_at_once_beside_two_runs(
             assert view["status"] == "complete" and stored.status == "complete", view
             results = [r for r in store.iter_results(view["id"]) if r.judgedBy == "llm"]
             assert results and all(r.status == "scored" for r in results), view["id"]
+
+
+class _BuggyPool:
+    """The real clients; closing them raises an error of ours (not a JudgeError)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.clients = inner.clients
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+        raise RuntimeError("a bug of ours, after every judgment was stored")
+
+
+class _BuggyJudges:
+    def open(self, workspace: Workspace, models: Any) -> _BuggyPool:
+        return _BuggyPool(LiteLLMJudges(process_owned=True).open(workspace, models))
+
+
+async def test_a_run_the_api_reports_failed_is_failed_in_the_store(
+        tmp_path: Path, fake_server: Any) -> None:
+    root = _workspace(tmp_path / "ws", fake_server.openai_base_url)
+    workspace = Workspace.open(root, env={}, judges=_BuggyJudges())
+    jobs = RunJobs()
+    job = await jobs.start(workspace, RunRequest(suite=root / "suites" / "load-a.yaml",
+                                                 check=False), "load-a")
+    assert job.task is not None
+    await asyncio.gather(job.task, return_exceptions=True)
+    view = job.view()
+    assert view.status == "failed" and "a bug of ours" in (view.reason or "")
+    with workspace.open_store() as store:
+        assert store.get_run(view.id).status == "failed"  # before: "running", forever
