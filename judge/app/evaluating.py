@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..cache.disk import JudgmentCache
+from ..core.errors import SuiteError
+from ..core.evidence import EvidenceInputError, check_evidence
 from ..core.models import CaseResult
 from ..core.rubric import Rubric, rubric_hash
 from ..core.suite import Case
@@ -32,6 +34,12 @@ async def evaluate_case(workspace: Workspace, case: Case | Mapping[str, Any], *,
     """
     case = case if isinstance(case, Case) else Case.model_validate(case)
     rub = rubric if isinstance(rubric, Rubric) else workspace.rubric(rubric)
+    try:
+        check_evidence(case.evidence, rub.evidence)
+    except EvidenceInputError as exc:  # bad input, as in a suite file: never a crash
+        raise SuiteError(str(exc).split(": ", 1)[-1], where=f"case {case.id!r}: {exc.where}",
+                         fix=f"groups for rubric {rub.id!r}: "
+                             f"{', '.join(rub.evidence.names())}") from None
     offline = workspace.settings.cache_mode == "offline"
     needs_judge = case.judged_by == "llm"
     if model is None:

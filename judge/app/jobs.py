@@ -226,6 +226,10 @@ class RunJobs:
             job.report = await run_suite_async(workspace, request, observer=observer)
         except BaseException as exc:
             job.error = exc
+            if job.run is not None and isinstance(exc, Exception):
+                # An error of ours after the run was stored: the store says failed too,
+                # never "running" while this process reports it failed.
+                await asyncio.to_thread(_mark_failed, workspace, job.run.id)
             if not job.started.done():
                 job.started.set_exception(
                     exc if isinstance(exc, Exception)
@@ -314,6 +318,17 @@ class _Observer:
 
     def finished(self) -> None:
         pass
+
+
+def _mark_failed(workspace: Workspace, run_id: str) -> None:
+    """Record a run that ended by an error of ours as ``failed``, unless it was recorded."""
+    try:
+        with workspace.open_store() as store:
+            run = store.get_run(run_id)
+            if run.status == "running":
+                store.finish_run(run_id, totals=run.totals, status="failed")
+    except JudgeError:
+        pass  # the store itself is what failed: nothing more can be recorded
 
 
 def stored_view(workspace: Workspace, run_id: str) -> RunView:

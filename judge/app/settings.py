@@ -116,8 +116,14 @@ class Settings(BaseModel):
     """Production monitor: scored samples needed before a verdict."""
     monitor_window: int = Field(default=1000, ge=1, le=1_000_000)
     """Production monitor: the last N records received per suite that the verdict covers."""
+    server_max_body: int = Field(default=16 * 1024 * 1024, ge=1024, le=1024 ** 3)
+    """``judge serve``: the largest request body in bytes (larger: 413, never read)."""
+    server_hosts: tuple[str, ...] = ()
+    """``judge serve``: the names the ``Host`` header may carry besides the bind address
+    (and, on loopback, ``localhost``); any other is refused (DNS rebinding). A
+    comma-separated string is accepted."""
 
-    @field_validator("model", "suites", mode="before")
+    @field_validator("model", "suites", "server_hosts", mode="before")
     @classmethod
     def _listed(cls, value: Any) -> Any:
         if value is None:

@@ -75,10 +75,13 @@ class JudgeFactory(Protocol):
 class _LiteLLMPool:
     clients: dict[str, Completer]
     stops: list[Any] = field(default_factory=list)
+    closes_sessions: bool = True
 
     async def aclose(self) -> None:
         for stop in self.stops:
             stop()
+        if not self.closes_sessions:
+            return
         try:
             await aclose_clients()
         finally:
@@ -86,12 +89,23 @@ class _LiteLLMPool:
 
 
 class LiteLLMJudges:
-    """The real judges: LiteLLM clients; ``local/NAME`` starts (or reuses) a llama.cpp server."""
+    """The real judges: LiteLLM clients; ``local/NAME`` starts (or reuses) a llama.cpp server.
+
+    LiteLLM's HTTP sessions are process-wide. A command owns its process, so its one
+    operation closes them at its end (``process_owned=False``, the default). A long-lived
+    process serving many operations at once (``judge serve``) must not let one of them close
+    what the others are using mid-call: with ``process_owned=True`` an operation only
+    releases what it started, and the process calls
+    :func:`judge.llm.client.aclose_clients` once, at shutdown.
+    """
+
+    def __init__(self, *, process_owned: bool = False) -> None:
+        self.process_owned = process_owned
 
     def open(self, workspace: Workspace, models: Sequence[str]) -> JudgePool:
         """One :class:`LiteLLMClient` per model; a local server is released at ``aclose``."""
         s = workspace.settings
-        pool = _LiteLLMPool(clients={})
+        pool = _LiteLLMPool(clients={}, closes_sessions=not self.process_owned)
         try:
             for name in models:
                 call_name, api_base, engine, own = name, s.api_base, None, None

@@ -19,7 +19,7 @@ from ..app.exporting import ExportFormat
 from ..app.runs import RunView, export_run, run_history, show_run
 from ..app.store_access import StoreLocation
 from ..core.canonical import canonical_json
-from ..core.models import RunInfo
+from ..core.models import RunInfo, RunTotals
 from .options import JsonFlag, RunArg, StoreOption
 from .output import (
     Cell,
@@ -73,7 +73,7 @@ def history(
         t = r.totals
         rows.append([r.id, r.createdAt[:16].replace("T", " "), r.suite, r.rubric,
                      ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cacheMisses})",
-                     cost_text(t.costUsd, t.calls), _status(r.status)])
+                     cost_text(t.costUsd, t.calls + t.batchCalls), _status(r.status)])
     # The id is shown whole: it is what `judge show` takes, and its time prefix is shared by
     # runs started in the same minute. The creation time is cut to the minute.
     table(["run", "created (UTC)", "suite", "rubric", "judges",
@@ -141,6 +141,14 @@ def _status(status: str) -> Text:
                            "interrupted": "red"}.get(status, "dim"))
 
 
+def _batch_text(t: RunTotals) -> str:
+    """`` + 14 batch calls ($0.0018)``: the judgments a provider batch answered, if any."""
+    if not t.batchCalls:
+        return ""
+    cost = "cost unknown" if t.batchCostUsd is None else f"${t.batchCostUsd:.4f}"
+    return f" + {t.batchCalls} batch calls ({cost})"
+
+
 def _print_header(info: RunInfo) -> None:
     out = console()
     t = info.totals
@@ -155,8 +163,9 @@ def _print_header(info: RunInfo) -> None:
         f"seed {info.seed}  samples {info.samples}",
         f"cases      {t.cases}: {t.scored} scored, {t.unscored} unscored, "
         f"{t.cacheMisses} cache misses",
-        f"calls      {t.calls} model calls, {t.cacheHits} cache hits; {tokens} tokens; "
-        f"{cost_text(t.costUsd, t.calls)}; {t.wallSeconds:.1f} s",
+        f"calls      {t.calls} model calls{_batch_text(t)}, {t.cacheHits} cache hits; "
+        f"{tokens} tokens; {cost_text(t.costUsd, t.calls + t.batchCalls)}; "
+        f"{t.wallSeconds:.1f} s",
         *(f"           {line}" for line in ledger_lines(t.ledger)),
     ]
     if info.settings:

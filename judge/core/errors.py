@@ -15,7 +15,8 @@
     ├── OutputError          the model answered, but not with a valid verdict: repair, then unscored
     ├── CacheMissError       offline replay met judgments that are not cached
     ├── StoreError           the run store could not find or write what was asked
-    │   └── UnknownRunError  no stored run has this id (or prefix)
+    │   ├── UnknownRunError  no stored run has this id (or prefix)
+    │   └── AmbiguousRunError   several stored runs start with this prefix
     ├── RunActiveError       a run of that suite is already going (``judge serve``)
     └── RegressionBlocked    the regression gate blocked a rollout
 """
@@ -25,6 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
+    "AmbiguousRunError",
     "CacheMissError",
     "ConfigError",
     "JudgeError",
@@ -149,10 +151,16 @@ class StoreError(JudgeError):
     """The run store has no such run, or could not be written."""
 
     exit_code = 2
+    store: str | None = None
+    """The store's URL as the message shows it (a door that must not show it replaces it)."""
 
 
 class UnknownRunError(StoreError):
     """No stored run has this id, nor is it the prefix of exactly one."""
+
+
+class AmbiguousRunError(StoreError):
+    """Several stored runs start with this id prefix: more characters are needed."""
 
 
 class RunActiveError(JudgeError):

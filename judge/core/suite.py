@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from .errors import SuiteError
 from .evidence import EvidenceInputError, check_evidence
@@ -75,8 +75,9 @@ class HumanLabel(Frozen):
     """The person's band (one of the rubric's band names)."""
     categories: dict[str, Score] = Field(default_factory=dict)
     """The person's score per category, 0..100."""
-    passed: bool | None = None
-    """Whether the person would pass the case."""
+    passed: StrictBool | None = None
+    """Whether the person would pass the case: true or false (0 or "no" is refused, never
+    read as a verdict)."""
 
 
 class Case(Frozen):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from fastapi import FastAPI
 
@@ -18,26 +20,38 @@ from ..app.bind import TOKEN_ENV
 from ..app.jobs import RunJobs
 from ..app.live_monitor import LiveMonitor
 from ..app.suites_index import SuiteIndex
-from ..app.workspace import Workspace
+from ..app.workspace import LiteLLMJudges, Workspace
 from . import routes_eval, routes_runs, routes_service
+from .door import DoorLimits, DoorPolicy, allowed_hosts
 from .metrics import Metrics
-from .problems import Redactor, install_handlers
+from .problems import Redactor, document_problems, install_handlers
 from .security import WriteGuard
-from .state import ServerState
+from .state import Evaluations, ServerState
 
 __all__ = ["DESCRIPTION", "create_app", "open_app"]
 
 DESCRIPTION = (
     "judgeflow's harness over HTTP: run a suite and get the regression result, record and "
     "read baselines, a suite's history; runs with progress, server-sent events and cancel; "
-    "one-case evaluation; the production monitor. Writes (POST, DELETE) need "
-    "`Authorization: Bearer $JUDGE_SERVER_TOKEN` when the server has a token. Errors are "
-    "`application/problem+json` (RFC 9457).")
+    "one-case evaluation; the production monitor. Every route but /healthz, /readyz and "
+    "the schema needs `Authorization: Bearer $JUDGE_SERVER_TOKEN` when the server has a "
+    "token. The Host header must name the server; bodies are limited (server_max_body, "
+    "413). Errors are `application/problem+json` (RFC 9457).")
 
 
-def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
-    """The app serving ``workspace``; ``token`` (default: ``JUDGE_SERVER_TOKEN``) guards writes."""
+def create_app(workspace: Workspace, *, token: str | None = None,
+               bind: str | None = None) -> FastAPI:
+    """The app serving ``workspace`` on ``bind`` (None: loopback, in process).
+
+    ``token`` (default: ``JUDGE_SERVER_TOKEN``) guards every route but the probes and the
+    schema; :class:`judge.server.door.DoorLimits` checks it, the ``Host`` and the body's
+    size before anything is parsed.
+    """
+    if isinstance(workspace.judges, LiteLLMJudges) and not workspace.judges.process_owned:
+        # Many requests and runs at once share LiteLLM's sessions: none may close them.
+        workspace = replace(workspace, judges=LiteLLMJudges(process_owned=True))
     redact = Redactor(workspace.env)
+    token = token if token is not None else workspace.env.get(TOKEN_ENV)
     jobs_box: list[RunJobs] = []
     metrics = Metrics(lambda: len(jobs_box[0].active()) if jobs_box else 0)
     jobs = RunJobs([metrics])
@@ -45,26 +59,39 @@ def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
     index = SuiteIndex(workspace)
     state = ServerState(workspace=workspace, index=index, jobs=jobs,
                         monitor=LiveMonitor(index), metrics=metrics,
-                        guard=WriteGuard(token if token is not None
-                                         else workspace.env.get(TOKEN_ENV)),
-                        redact=redact)
+                        guard=WriteGuard(token),
+                        redact=redact, evaluations=Evaluations(workspace))
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
-        await jobs.stop()
+        await state.aclose()
 
     app = FastAPI(title="judgeflow", version=__version__, description=DESCRIPTION,
                   lifespan=lifespan, default_response_class=redact.response_class())
     app.state.judge = state
+    policy = DoorPolicy(token=token or None,
+                        hosts=allowed_hosts(bind, workspace.settings.server_hosts),
+                        any_address=(bind or "").strip("[]") in {"0.0.0.0", "::"},
+                        max_body=workspace.settings.server_max_body)
+    app.add_middleware(DoorLimits, policy=policy, spec=lambda: app.openapi())
     install_handlers(app, workspace.root, redact)
     app.include_router(routes_eval.router)
     app.include_router(routes_runs.router)
     app.include_router(routes_service.router)
+    plain_openapi = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = document_problems(plain_openapi())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app
 
 
-def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None) -> FastAPI:
+def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None,
+             bind: str | None = None) -> FastAPI:
     """The app of the workspace at ``root``, ready: settings read, store opened once.
 
     What ``judge serve`` builds behind its gate; it raises what opening raises (a bad
@@ -73,4 +100,4 @@ def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None) ->
     workspace = Workspace.open(root, env=env)
     with workspace.open_store():
         pass  # created or migrated, and this host's dead runs marked, before any request
-    return create_app(workspace, token=token)
+    return create_app(workspace, token=token, bind=bind)

@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException
 from ..app.bind import TOKEN_ENV
 from ..app.jobs import StoppingError
 from ..core.errors import (
+    AmbiguousRunError,
     ConfigError,
     JudgeError,
     NoBaselineError,
@@ -42,6 +43,7 @@ __all__ = [
     "Problem",
     "ProblemError",
     "Redactor",
+    "document_problems",
     "install_handlers",
     "problem_responses",
 ]
@@ -123,8 +125,18 @@ def _shown(file: str | None, root: Path) -> str | None:
     return file
 
 
+def _no_store(exc: StoreError) -> str:
+    text = str(exc)
+    return text.replace(exc.store, "the run store") if exc.store else text
+
+
 def install_handlers(app: FastAPI, root: Path, redact: Redactor) -> None:
-    """Answer every error of ours, of FastAPI and of routing as problem+json."""
+    """Answer every error of ours, of FastAPI and of routing as problem+json.
+
+    No answer shows where the workspace is: its absolute path becomes ``<workspace>``, and
+    the store's URL "the run store".
+    """
+    resolved = root.resolve()
 
     def answer(request: Request, status: int, slug: str, title: str, detail: str | None,
                headers: Mapping[str, str] | None = None, **members: Any) -> Response:
@@ -132,6 +144,7 @@ def install_handlers(app: FastAPI, root: Path, redact: Redactor) -> None:
                 "instance": request.url.path,
                 **{k: v for k, v in members.items() if v is not None}}
         text = redact(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
+        text = text.replace(json.dumps(str(resolved))[1:-1], "<workspace>")
         return Response(text, status_code=status, media_type=PROBLEM_JSON,
                         headers=dict(headers or {}))
 
@@ -146,7 +159,10 @@ def install_handlers(app: FastAPI, root: Path, redact: Redactor) -> None:
         if isinstance(exc, NoBaselineError):
             return answer(request, 404, "no-baseline", "No baseline", exc.message, fix=exc.fix)
         if isinstance(exc, UnknownRunError):
-            return answer(request, 404, "unknown-run", "Unknown run", str(exc))
+            return answer(request, 404, "unknown-run", "Unknown run", _no_store(exc))
+        if isinstance(exc, AmbiguousRunError):
+            return answer(request, 422, "ambiguous-run", "Ambiguous run id prefix",
+                          _no_store(exc), fix="give more characters of the run id")
         if isinstance(exc, RunActiveError):
             return answer(request, 409, "run-active", "A run of this suite is active",
                           str(exc), run=exc.run, suite=exc.suite,
@@ -157,7 +173,7 @@ def install_handlers(app: FastAPI, root: Path, redact: Redactor) -> None:
             return answer(request, 422, "bad-input", "Bad input", exc.message,
                           file=_shown(exc.file, root), where=exc.where, fix=exc.fix)
         if isinstance(exc, StoreError):
-            return answer(request, 500, "store", "Run store error", str(exc))
+            return answer(request, 500, "store", "Run store error", _no_store(exc))
         return answer(request, 502, "judge", type(exc).__name__, str(exc))
 
     async def on_invalid(request: Request, exc: Exception) -> Response:
@@ -172,6 +188,8 @@ def install_handlers(app: FastAPI, root: Path, redact: Redactor) -> None:
 
     async def on_http(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, HTTPException)
+        if exc.status_code == 400:  # FastAPI could not read the body: invalid, as a 422
+            return answer(request, 422, "invalid-request", "Invalid request", str(exc.detail))
         slug = {401: "unauthorized", 403: "forbidden", 404: "not-found",
                 405: "method-not-allowed"}.get(exc.status_code, "http")
         return answer(request, exc.status_code, slug, str(exc.detail), None,
@@ -181,3 +199,52 @@ def install_handlers(app: FastAPI, root: Path, redact: Redactor) -> None:
     app.add_exception_handler(JudgeError, on_judge_error)
     app.add_exception_handler(RequestValidationError, on_invalid)
     app.add_exception_handler(HTTPException, on_http)
+
+
+_ALWAYS = {421: "The Host header does not name this server (DNS rebinding)."}
+_NAMED = {
+    401: "No token, or the wrong one (the server has JUDGE_SERVER_TOKEN).",
+    403: "A write from a web page (Origin) to a server without a token.",
+    404: "No such suite, run or baseline.",
+    409: "A conflict: a run of the suite is active, or the run is not.",
+    413: "The body is larger than the server_max_body setting; it was not read.",
+    421: _ALWAYS[421],
+    422: "The request is invalid (a parameter, the body, a suite, rubric or setting it "
+         "names; an ambiguous run id prefix).",
+    500: "The run store failed.",
+    502: "The judge failed.",
+    503: "The server is starting or shutting down.",
+}
+
+
+def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with every error answer documented as it is sent: problem+json.
+
+    FastAPI documents its 422 as ``application/json`` (``HTTPValidationError``); every
+    answer of this server at 400 or above is a :class:`Problem`. Every operation gains the
+    refusals of :class:`judge.server.door.DoorLimits`: 421, 413 with a body, 401 with
+    the bearer scheme; 422 wherever it takes parameters or a body.
+    """
+    ref = {"$ref": "#/components/schemas/Problem"}
+    schemas = spec.setdefault("components", {}).setdefault("schemas", {})
+    schemas["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    for operations in spec.get("paths", {}).values():
+        for operation in operations.values():
+            responses = operation.setdefault("responses", {})
+            codes = {int(c) for c in responses if c.isdigit() and int(c) >= 400}
+            codes |= set(_ALWAYS)
+            if "requestBody" in operation:
+                codes |= {413, 422}
+            if operation.get("parameters"):
+                codes.add(422)
+            if operation.get("security"):
+                codes.add(401)
+            for code in sorted(codes):
+                old = responses.get(str(code), {})
+                responses[str(code)] = {
+                    "description": _NAMED.get(code, old.get("description", "A problem.")),
+                    "content": {PROBLEM_JSON: {"schema": ref}}}
+            operation["responses"] = dict(sorted(responses.items()))
+    return spec

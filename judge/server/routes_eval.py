@@ -21,11 +21,11 @@ from ..core.baseline import Baseline
 from ..core.models import RunInfo
 from .problems import ProblemError, problem_responses
 from .schemas import BaselineBody, BaselineItem, HarnessAccepted, HarnessBody, RecordedBaseline
-from .state import Served, require_writer
+from .state import Served, require_token
 
 __all__ = ["SuiteId", "router", "shown"]
 
-router = APIRouter(tags=["eval"])
+router = APIRouter(tags=["eval"], dependencies=[Depends(require_token)])
 SuiteId = Annotated[str, Path(pattern=SUITE_ID_PATTERN,
                               description="A suite's id (GET /api/suites lists them).")]
 
@@ -40,7 +40,6 @@ def shown(path: FilePath, root: FilePath) -> str:
 
 @router.post(
     "/api/suites/{suite_id}/eval/harness", status_code=202, response_model=None,
-    dependencies=[Depends(require_writer)],
     responses={202: {"model": HarnessAccepted, "description": "The run started."},
                200: {"model": RunView, "description": "With ?wait=true: the run ended; "
                      "``regression`` is the gate's verdict (hasRegression, scoreDelta, ...)."},
@@ -73,8 +72,7 @@ async def run_harness(suite_id: SuiteId, state: Served, response: Response,
 
 
 @router.post("/api/suites/{suite_id}/eval/baseline", status_code=201,
-             dependencies=[Depends(require_writer)],
-             responses=problem_responses(401, 404, 422))
+                      responses=problem_responses(401, 404, 422))
 def record_suite_baseline(suite_id: SuiteId, state: Served, response: Response,
                           body: BaselineBody | None = None) -> RecordedBaseline:
     """Record a complete run (default: the suite's latest) as the suite's baseline."""

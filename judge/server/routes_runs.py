@@ -17,11 +17,11 @@ from ..app.jobs import ActiveRun, RunView, stored_view
 from ..app.pages import MAX_PAGE, Page, results_page
 from ..core.models import CaseResult
 from .problems import ProblemError, problem_responses
-from .state import Served, require_writer
+from .state import Served, require_token
 
 __all__ = ["RunId", "router"]
 
-router = APIRouter(tags=["runs"])
+router = APIRouter(tags=["runs"], dependencies=[Depends(require_token)])
 RunId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_-]{1,64}$",
                             description="A run id, or a unique prefix of one.")]
 
@@ -79,7 +79,7 @@ async def get_run_events(found: Found, state: Served) -> AsyncIterable[ServerSen
                                   raw_data=redact(view.model_dump_json()))
 
 
-@router.delete("/api/runs/{run_id}", dependencies=[Depends(require_writer)],
+@router.delete("/api/runs/{run_id}",
                responses=problem_responses(401, 404, 409))
 async def cancel_run(found: Found, state: Served) -> RunView:
     """Cancel an active run; answers once it is stored.

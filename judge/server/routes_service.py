@@ -16,14 +16,16 @@ from .metrics import CONTENT_TYPE
 from .problems import problem_responses
 from .routes_eval import SuiteId
 from .schemas import EvaluateBody, Health, RecordsBody, SuiteItem, Version
-from .state import Served, require_writer
+from .state import Served, require_token
 
 __all__ = ["router"]
 
 router = APIRouter()
+GUARDED = [Depends(require_token)]
+"""Every route here but the probes needs the token when one is set."""
 
 
-@router.get("/api/suites", tags=["suites"])
+@router.get("/api/suites", tags=["suites"], dependencies=GUARDED)
 def get_suites(state: Served) -> list[SuiteItem]:
     """The workspace's suites by id (the ``suites`` setting says where they are)."""
     ws = state.workspace
@@ -32,18 +34,20 @@ def get_suites(state: Served) -> list[SuiteItem]:
             for e in state.index.entries()]
 
 
-@router.post("/api/evaluate", tags=["evaluate"], dependencies=[Depends(require_writer)],
+@router.post("/api/evaluate", tags=["evaluate"], dependencies=GUARDED,
              responses=problem_responses(401, 422, 502))
 async def evaluate(body: EvaluateBody, state: Served) -> CaseResult:
     """Judge one case and return its full result (``judge.evaluate``); nothing is stored."""
     ws = state.workspace.with_overrides({"model": [body.model] if body.model else None})
-    result = await evaluate_case(ws, body.case, rubric=body.rubric)
+    shared = state.evaluations
+    result = await evaluate_case(ws, body.case, rubric=shared.rubric(body.rubric),
+                                 cache=shared.cache())
     state.metrics.evaluated(result)
     return result
 
 
 @router.post("/api/monitor/{suite_id}/records", tags=["monitor"],
-             dependencies=[Depends(require_writer)],
+             dependencies=GUARDED,
              responses=problem_responses(401, 404, 422, 502))
 async def post_monitor_records(suite_id: SuiteId, body: RecordsBody,
                                state: Served) -> IngestReport:
@@ -55,7 +59,8 @@ async def post_monitor_records(suite_id: SuiteId, body: RecordsBody,
     return report
 
 
-@router.get("/api/monitor/{suite_id}", tags=["monitor"], responses=problem_responses(404))
+@router.get("/api/monitor/{suite_id}", tags=["monitor"], dependencies=GUARDED,
+            responses=problem_responses(404))
 def get_monitor(suite_id: SuiteId, state: Served) -> MonitorView:
     """Healthy, warning below 0.85, critical below 0.70 — over the window it covers."""
     return state.monitor.status(suite_id)
@@ -73,13 +78,13 @@ async def readyz() -> Health:
     return Health()
 
 
-@router.get("/api/version", tags=["service"])
+@router.get("/api/version", tags=["service"], dependencies=GUARDED)
 async def version() -> Version:
     """The judgeflow version serving."""
     return Version(version=__version__)
 
 
-@router.get("/metrics", tags=["service"], response_class=Response,
+@router.get("/metrics", tags=["service"], dependencies=GUARDED, response_class=Response,
             responses={200: {"content": {CONTENT_TYPE: {}},
                              "description": "The Prometheus text format."}})
 def metrics(state: Served) -> Response:

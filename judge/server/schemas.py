@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
 
 from ..app.settings import CacheModeName
 from ..core.baseline import Baseline
@@ -67,7 +67,7 @@ class HarnessBody(_Body):
     complexity: list[Literal["simple", "medium", "complex"]] = Field(default_factory=list)
     cases: list[str] = Field(default_factory=list)
     """Only these case ids."""
-    check: bool = True
+    check: StrictBool = True
     """Compare with the suite's baseline (the first run records it)."""
 
     def overrides(self) -> dict[str, Any]:

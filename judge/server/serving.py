@@ -35,12 +35,18 @@ if TYPE_CHECKING:
 
     from .state import ServerState
 
-__all__ = ["GRACEFUL_SECONDS", "OPENING_SWITCH_INTERVAL", "serve"]
+__all__ = ["GRACEFUL_SECONDS", "OPENING_SWITCH_INTERVAL", "serve", "url_of"]
 
 GRACEFUL_SECONDS = 15
 """How long open requests may take to finish after the runs are stored."""
 OPENING_SWITCH_INTERVAL = 0.0005
 """The interpreter's thread switch interval (seconds; default 0.005) while the workspace opens."""
+
+
+def url_of(host: str, port: int) -> str:
+    """The URL of ``host:port``, an IPv6 address in brackets (``http://[::1]:8000``)."""
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
 
 
 class _Server(uvicorn.Server):
@@ -57,7 +63,8 @@ class _Server(uvicorn.Server):
             return
         bound = self.servers[0].sockets[0].getsockname() if self.servers else None
         host, port = (bound[0], bound[1]) if bound else (self.config.host, self.config.port)
-        print(f"judge serve: http://{host}:{port} (workspace {self.root})", file=sys.stderr,
+        host = str(host)
+        print(f"judge serve: {url_of(host, port)} (workspace {self.root})", file=sys.stderr,
               flush=True)
         loop = asyncio.get_running_loop()
         threading.Thread(target=self._open, args=(loop,), name="judge-serve-open",
@@ -75,7 +82,7 @@ class _Server(uvicorn.Server):
             from ..llm.client import preload
             from .app import open_app
 
-            app = open_app(self.root, self.env, token=self.token)
+            app = open_app(self.root, self.env, token=self.token, bind=self.config.host)
         except BaseException as exc:  # handed to the main thread, re-raised by serve()
             self._in_loop(loop, self._failed, exc)
             return
@@ -106,7 +113,7 @@ class _Server(uvicorn.Server):
         for server in self.servers:
             server.close()  # stop accepting before the runs are stopped
         if self.judge is not None:
-            await self.judge.jobs.stop()
+            await self.judge.aclose()
         await super().shutdown(sockets)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from ..core.errors import StoreError, UnknownRunError
+from ..core.errors import AmbiguousRunError, StoreError, UnknownRunError
 from ..core.models import CaseResult, RunInfo
 from ..core.secrets import MASK, mask_url
 from . import libpq
@@ -323,13 +323,17 @@ def checked_result(url: str, sealer: Sealer, run_id: str, row: tuple[Any, ...]) 
 def ambiguous_prefix(url: str, run_id: str, found: Sequence[str]) -> StoreError:
     """The error for a run id prefix that several stored runs start with (``found``)."""
     shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
-    return StoreError(f"run id prefix {run_id!r} is ambiguous in {url}: it starts "
-                      f"{shown}; give more characters")
+    exc = AmbiguousRunError(f"run id prefix {run_id!r} is ambiguous in {url}: it starts "
+                            f"{shown}; give more characters")
+    exc.store = url
+    return exc
 
 
 def unknown_run(url: str, run_id: str) -> StoreError:
     """The error for a run id the store at ``url`` does not hold."""
-    return UnknownRunError(f"no run {run_id!r} in {url}; `judge history` lists the runs")
+    exc = UnknownRunError(f"no run {run_id!r} in {url}; `judge history` lists the runs")
+    exc.store = url
+    return exc
 
 
 def open_reader(url: str, workspace: Path, *, secret: str | None = None) -> StoreReader | None:

@@ -33,6 +33,9 @@ from judge.core.monitor import MonitorConfig, evaluate
 TOKEN = "test-token-0123456789"
 SECRET = "sk-test-secret-key-that-must-never-leak"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+NO_AUTH = {"Authorization": ""}
+"""The server has a token, so every route but the probes needs it: the clients send it;
+a request meant to go without it overrides it with this."""
 SUITE = "task-evaluation-example"
 BROKEN = """\
 id: broken
@@ -146,7 +149,7 @@ def server(ws: Path) -> Iterator[Served]:
 
 @pytest.fixture
 def api(server: Served) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=60) as client:
+    with httpx.Client(base_url=server.url, timeout=60, headers=AUTH) as client:
         yield client
 
 
@@ -186,7 +189,8 @@ def test_seed_endpoints_end_to_end_and_the_cli_operations_agree(
     suites = {s["id"]: s for s in api.get("/api/suites").json()}
     assert suites[SUITE]["cases"] == 16 and suites[SUITE]["error"] is None
     assert "deterministic.agentPerformance" in suites["broken"]["error"]
-    assert api.post(f"/api/suites/{SUITE}/eval/harness").status_code == 401
+    assert api.post(f"/api/suites/{SUITE}/eval/harness", headers=NO_AUTH).status_code == 401
+    assert api.get("/api/suites", headers=NO_AUTH).status_code == 401
 
     first = _harness(api)
     assert first.status_code == 200, first.text
@@ -278,7 +282,7 @@ def test_conflict_cancel_and_resume(api: httpx.Client, slow_judge: Any) -> None:
     assert second.headers["content-type"] == "application/problem+json"
     assert second.json()["run"] == run and run in second.json()["detail"]
     _until(api, run, lambda v: v["progress"]["judgments"] >= 3)
-    assert api.delete(f"/api/runs/{run}").status_code == 401
+    assert api.delete(f"/api/runs/{run}", headers=NO_AUTH).status_code == 401
     cancelled = api.delete(f"/api/runs/{run}", headers=AUTH)
     assert cancelled.status_code == 200, cancelled.text
     assert cancelled.json()["status"] == "interrupted"
@@ -319,7 +323,7 @@ def test_evaluate_and_monitor(api: httpx.Client) -> None:
 
     cases = yaml.safe_load(EXAMPLE_SUITE.read_text(encoding="utf-8"))["cases"]
     llm = [c for c in cases if c.get("judged_by", "llm") == "llm"][:4]
-    assert api.post("/api/evaluate", json={"case": llm[0]}).status_code == 401
+    assert api.post("/api/evaluate", json={"case": llm[0]}, headers=NO_AUTH).status_code == 401
     one = api.post("/api/evaluate", json={"case": llm[0]}, headers=AUTH)
     assert one.status_code == 200 and one.json()["status"] == "scored", one.text
     records = [{**c, "id": f"live-{n}"} for n, c in enumerate(llm)]
@@ -344,7 +348,7 @@ async def test_fifty_concurrent_reads_while_a_run_writes(server: Served, api: ht
     run = _harness(api, {"seed": 303}, wait=False).json()["run"]
     paths = [f"/api/runs/{run}", f"/api/runs/{run}/cases", f"/api/suites/{SUITE}/eval/history",
              "/api/suites", "/healthz"] * 10
-    async with httpx.AsyncClient(base_url=server.url, timeout=30) as client:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30, headers=AUTH) as client:
         answers = await asyncio.wait_for(
             asyncio.gather(*(client.get(p) for p in paths)), timeout=60)
     assert [a.status_code for a in answers] == [200] * 50
@@ -366,7 +370,7 @@ def test_no_key_in_any_response(api: httpx.Client) -> None:
 
 def test_sigterm_mid_run_stores_what_was_judged_and_a_restart_serves_it(
         server: Served, slow_judge: Any) -> None:
-    with httpx.Client(base_url=server.url, timeout=30) as client:
+    with httpx.Client(base_url=server.url, timeout=30, headers=AUTH) as client:
         run = _harness(client, {"seed": 404}, wait=False).json()["run"]
         _until(client, run, lambda v: v["progress"]["judgments"] >= 3)
         seen = client.get(f"/api/runs/{run}").json()["progress"]["judgedAnew"]
@@ -375,7 +379,7 @@ def test_sigterm_mid_run_stores_what_was_judged_and_a_restart_serves_it(
     log = "".join(server.log)
     assert "Traceback" not in log, log
     server.restart()  # the module's later tests get the restarted server
-    with httpx.Client(base_url=server.url, timeout=30) as client:
+    with httpx.Client(base_url=server.url, timeout=30, headers=AUTH) as client:
         stored = client.get(f"/api/runs/{run}").json()
         assert stored["status"] == "interrupted" and stored["active"] is False
         page = client.get(f"/api/runs/{run}/cases", params={"limit": 500}).json()

@@ -34,7 +34,7 @@ def test_openapi_json_is_the_apps_schema() -> None:
 def _app(root: Path, **env: str) -> TestClient:
     (root / "suites").mkdir(parents=True, exist_ok=True)
     shutil.copy(EXAMPLE_SUITE, root / "suites" / "task.yaml")
-    return TestClient(create_app(Workspace.open(root, env=env)))
+    return TestClient(create_app(Workspace.open(root, env=env)), base_url="http://127.0.0.1")
 
 
 async def test_the_gate_answers_health_at_once_and_holds_the_rest_until_ready(
