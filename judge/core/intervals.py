@@ -235,7 +235,11 @@ def t_sf(x: float, df: float) -> float:
     """P(T > x) for Student's t with ``df`` degrees of freedom (``df`` inf: the normal)."""
     if math.isinf(df):
         return 1 - _NORMAL.cdf(x)
-    tail = 0.5 * _betainc(df / 2, 0.5, df / (df + x * x))
+    # Near 0, df/(df+x²) rounds to 1: take P(|T| < x) = I_{x²/(df+x²)}(1/2, df/2) instead.
+    if x * x < df:
+        tail = 0.5 * (1 - _betainc(0.5, df / 2, x * x / (df + x * x)))
+    else:
+        tail = 0.5 * _betainc(df / 2, 0.5, df / (df + x * x))
     return tail if x >= 0 else 1 - tail
 
 

@@ -24,20 +24,26 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Final
+from typing import Final, Literal
 
 from .baseline import Baseline, Comparison, compare
-from .intervals import Interval, benjamini_hochberg, mean_test, t_sf
+from .frozen import Frozen
+from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
 from .models import CaseResult
 from .noise import FDR, GateTest, Rule, SideNoise, case_variance, same_judgment
 
 __all__ = [
     "ALPHA",
+    "Movement",
+    "MovementNoise",
+    "classify_movements",
     "statistical_compare",
 ]
 
 ALPHA: Final = 0.05
 """One-sided level of the suite test."""
+
+MovementNoise = Literal["exact", "beyond", "within", "unknown"]
 
 
 def _drops(baseline: Baseline, now: Mapping[str, CaseResult]) -> dict[str, tuple[int, CaseResult]]:
@@ -138,3 +144,53 @@ def _reasons(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
                       f"{interval.low:.2f} to {interval.high:.2f}; threshold {limit:g}): "
                       f"beyond the judge's noise")
     return tuple(out)
+
+
+class Movement(Frozen):
+    """Whether one case's movement between two runs is beyond the judge's noise."""
+
+    delta: int
+    """B − A of the overall score."""
+    noise: MovementNoise
+    """``exact``: the same judgment on both sides (or no judge), the movement is all real;
+    ``beyond``: rejected as noise by Benjamini-Hochberg at :data:`FDR` over the moved cases;
+    ``within``: the judge's noise explains it; ``unknown``: no noise estimate."""
+    explained: float | None = None
+    """Half-width (points) of the 95 % interval of a movement the noise alone produces."""
+    pValue: float | None = None
+    """Two-sided p-value of "the movement is noise" (t, the noise model's df)."""
+
+
+def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
+                       a: SideNoise | None, b: SideNoise | None, *,
+                       fdr: float = FDR) -> dict[str, Movement]:
+    """Each scored pair's movement, marked beyond or within the judge's noise.
+
+    A side without a noise estimate borrows the other side's; with neither, every re-asked
+    movement is ``unknown``. Unmoved cases are in the BH family too (they are compared).
+    """
+    a = a or b
+    b = b or a
+    out: dict[str, Movement] = {}
+    p_values: dict[str, float] = {}
+    for cid, (ra, rb) in sorted(pairs.items()):
+        if ra.overallScore is None or rb.overallScore is None:
+            continue
+        delta = rb.overallScore - ra.overallScore
+        key_a = ra.judge.cacheKey if ra.judge is not None else None
+        if same_judgment(rb, key_a) and (ra.judge is None) == (rb.judge is None):
+            out[cid] = Movement(delta=delta, noise="exact", explained=0.0)
+            continue
+        if a is None or b is None:
+            out[cid] = Movement(delta=delta, noise="unknown")
+            continue
+        sd = math.sqrt(a.sd * a.sd + b.sd * b.sd)
+        df = min(a.df, b.df)
+        p = 1.0 if delta == 0 else (2 * t_sf(abs(delta) / sd, df) if sd > 0 else 0.0)
+        p_values[cid] = p
+        out[cid] = Movement(delta=delta, noise="within", pValue=p,
+                            explained=t_ppf(0.975, df) * sd)
+    for cid in benjamini_hochberg(p_values, fdr):
+        if out[cid].delta != 0:
+            out[cid] = out[cid].model_copy(update={"noise": "beyond"})
+    return out
