@@ -37,6 +37,7 @@ __all__ = [
     "SplitMix64",
     "benjamini_hochberg",
     "bootstrap",
+    "bootstrap_many",
     "mean_test",
     "paired_bootstrap",
     "t_cdf",
@@ -167,6 +168,37 @@ def bootstrap(cases: Sequence[T], statistic: Callable[[Sequence[T]], float | Non
     assert tails is not None
     return Interval(**base, low=_quantile(replicates, tails[0]),
                     high=_quantile(replicates, tails[1]), method=method)
+
+
+def bootstrap_many(cases: Sequence[T],
+                   statistics: Mapping[str, Callable[[Sequence[T]], float | None]], *,
+                   seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
+                   level: float = DEFAULT_LEVEL) -> dict[str, Interval | None]:
+    """Percentile intervals of several statistics over the *same* resamples of ``cases``
+    (one pass: what :func:`bootstrap` gives each, for the cost of one resampling)."""
+    estimates = {name: fn(cases) for name, fn in statistics.items()}
+    replicates: dict[str, list[float]] = {name: [] for name in statistics}
+    rng = SplitMix64(seed)
+    n = len(cases)
+    for _ in range(resamples if n else 0):
+        sample = [cases[i] for i in _resample(n, rng)]
+        for name, fn in statistics.items():
+            if estimates[name] is not None and (value := fn(sample)) is not None:
+                replicates[name].append(value)
+    out: dict[str, Interval | None] = {}
+    for name, estimate in estimates.items():
+        if estimate is None:
+            out[name] = None
+            continue
+        values = sorted(replicates[name])
+        base = {"estimate": estimate, "n": n, "level": level, "resamples": resamples,
+                "seed": seed, "undefined": resamples - len(values)}
+        if len(values) < max(20, resamples // 2):
+            out[name] = Interval(**base, low=None, high=None)
+        else:
+            out[name] = Interval(**base, low=_quantile(values, (1 - level) / 2),
+                                 high=_quantile(values, (1 + level) / 2))
+    return out
 
 
 def paired_bootstrap(cases: Sequence[T], first: Callable[[Sequence[T]], float | None],
