@@ -35,11 +35,11 @@ sys.path.insert(0, str(ROOT))
 
 from fake_server import noisy_integer  # noqa: E402
 
+from judge.app.gate import side_noise  # noqa: E402
 from judge.core.baseline import build_baseline, compare  # noqa: E402
 from judge.core.models import CaseResult, JudgeMeta  # noqa: E402
 from judge.core.noise import measure_noise  # noqa: E402
 from judge.core.significance import statistical_compare  # noqa: E402
-from judge.app.gate import side_noise  # noqa: E402
 
 __all__ = ["main"]
 
@@ -147,6 +147,11 @@ def _table(rows: Sequence[Row], spread: float, trials: int, seconds: float,
             f"{_pct(r.exact_blocked, r.trials)} | {_pct(r.strict_blocked, r.trials)} | "
             f"{r.listed / r.trials:.2f} | {_pct(r.false_listed, r.listed)} | "
             f"{r.exact_listed / r.trials:.2f} |")
+    for size in sorted({r.size for r in rows}):
+        same = [r for r in rows if r.size == size]
+        false, listed = sum(r.false_listed for r in same), sum(r.listed for r in same)
+        lines.append(f"\nFalsely listed over every row of {size} cases: {false} of {listed} "
+                     f"listed ({_pct(false, listed)}).")
     lines += ["", f"Pure replays (the same cached judgments both sides, 20 a row, drops exact): "
               f"the statistical gate's verdict differs from the exact rule's in "
               f"{len(mismatches)} of {20 * len(rows)}."]

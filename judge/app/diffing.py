@@ -169,7 +169,8 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
     da, db = side_a.model_dump(mode="json"), side_b.model_dump(mode="json")
     differs = {name: (da[name], db[name]) for name in RUN_FIELDS if da[name] != db[name]}
     shared = sorted(set(a_by) & set(b_by))
-    moves = classify_movements({i: (a_by[i], b_by[i]) for i in shared}, noise_a, noise_b)
+    moves = classify_movements({i: (a_by[i], b_by[i]) for i in shared}, noise_a, noise_b,
+                               rescored=_rescored(run_a, run_b))
     rows = [_case_diff(a_by[i], b_by[i]).model_copy(update={"movement": moves.get(i)})
             for i in shared]
     moved = [m for m in moves.values() if m.delta != 0]
@@ -186,6 +187,12 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
         categoryOnly=sum(not r.changed and any(c.changed for c in r.categories) for r in rows),
         onlyA=tuple(sorted(set(a_by) - set(b_by))), onlyB=tuple(sorted(set(b_by) - set(a_by))),
         cases=tuple(rows if everything else [r for r in rows if r.changed]))
+
+
+def _rescored(run_a: RunInfo, run_b: RunInfo) -> bool:
+    """One run is a ``judge rescore`` of the other: the same judgments, exact arithmetic."""
+    return (run_b.settings.get("rescoredFrom") == run_a.id
+            or run_a.settings.get("rescoredFrom") == run_b.id)
 
 
 def diff_runs(workspace: Workspace, run_a: str, run_b: str, *,

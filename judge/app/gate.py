@@ -131,8 +131,11 @@ def baseline_refusal(run: RunInfo, results: Sequence[CaseResult]) -> str | None:
 
 
 def noise_of_run(workspace: Workspace, run: RunInfo) -> NoiseModel | None:
-    """The judge's noise for ``run``'s headline judge, rubric and template: measured from the
-    run's own samples when it was judged with ``--samples K``, else the stored model."""
+    """The judge's noise for ``run``'s headline judge, rubric and template.
+
+    Measured from the run's own samples when it was judged with ``--samples K``, else the
+    stored model.
+    """
     model = headline_of(run)[0]
     if model is None or model.startswith("panel:"):
         return None

@@ -2,7 +2,8 @@
 
 The probe re-asks a seeded sample of N cases K times (seeds ``seed..seed+K-1``; the first
 is the seed a plain run uses, so on a warm cache it costs N * (K - 1) calls). The defaults,
-N = 10 and K = 3, give 20 degrees of freedom: the per-ask spread is known to about ±30 %
+N = 10 and K = 3, give 20 degrees of freedom: the per-ask spread is known to within
+−23 %/+44 %
 (95 %), and the gate's t tests carry that uncertainty (docs/statistics.md). On the bench
 (``bench/noise.py``) that probe meets every target at 60 cases.
 """
@@ -30,7 +31,8 @@ PROBE_SEED: Final = 28
 """Seed of the probe's choice of cases (not the judge's seed)."""
 
 
-def measure_run_noise(workspace: Workspace, run_id: str, *, source: str | None = None) -> NoiseModel:
+def measure_run_noise(workspace: Workspace, run_id: str, *,
+                      source: str | None = None) -> NoiseModel:
     """Measure and store the noise of a stored ``--samples K`` run's headline judge."""
     with workspace.open_store() as store:
         run = store.get_run(run_id)

@@ -70,8 +70,11 @@ def probe(
     store: StoreOption = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Re-ask N cases of SUITE K times and store the judge's noise (N x (K-1) extra calls on
-    a warm cache; defaults 10 x 3: 20 calls, 20 degrees of freedom)."""
+    """Re-ask N cases of SUITE K times and store the judge's noise.
+
+    N x (K-1) extra calls on a warm cache; the defaults 10 x 3 cost 20 calls and give 20
+    degrees of freedom.
+    """
     overrides: dict[str, Any] = {"rubric": rubric, "model": [model] if model else None,
                                  "template": template, "api_base": api_base, "seed": seed,
                                  "store_url": store}

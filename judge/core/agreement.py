@@ -790,8 +790,10 @@ def _intervals(rows: Sequence[Row], count: int) -> StatIntervals:
 
 def confusion_matrix(human: Sequence[str], judge: Sequence[str],
                      scale: Sequence[Band]) -> ConfusionMatrix:
-    """Counts of (people's band, judge's band), rows and columns the scale low to high
-    (sklearn's ``confusion_matrix(human, judge, labels=...)``)."""
+    """Counts of (people's band, judge's band), rows and columns the scale low to high.
+
+    The same as sklearn's ``confusion_matrix(human, judge, labels=...)``.
+    """
     labels = tuple(b.name for b in _ordered(scale))
     at = {name: i for i, name in enumerate(labels)}
     counts = [[0] * len(labels) for _ in labels]
@@ -840,8 +842,10 @@ def _human_detail(ids: Sequence[str], sides: Sequence[tuple[_Side, _Side]],
 def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
                           b: Mapping[str, CaseResult],
                           labels: Mapping[str, HumanLabel]) -> HumanPairComparison:
-    """Paired bootstrap over the cases both judges scored and people labelled (overall
-    scores): is A closer to the people than B, and how sure."""
+    """Is A closer to the people than B, and how sure.
+
+    A paired bootstrap over the cases both judges scored and people labelled (overall scores).
+    """
     rows: list[tuple[int, int, int]] = []
     for case_id in sorted(set(a) & set(b) & set(labels)):
         ra, rb, h = a[case_id], b[case_id], labels[case_id].overall

@@ -237,7 +237,8 @@ def baseline_text(b: Baseline) -> str:
     """Write the file text: stable JSON, sorted keys; a re-record of equal scores is no diff.
 
     ``judgments`` and ``noise`` are left out when absent, so a file without them is written
-    exactly as before they existed."""
+    exactly as before they existed.
+    """
     data = b.model_dump(mode="json")
     for optional in ("judgments", "noise"):
         if data.get(optional) is None:

@@ -174,8 +174,10 @@ def bootstrap_many(cases: Sequence[T],
                    statistics: Mapping[str, Callable[[Sequence[T]], float | None]], *,
                    seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
                    level: float = DEFAULT_LEVEL) -> dict[str, Interval | None]:
-    """Percentile intervals of several statistics over the *same* resamples of ``cases``
-    (one pass: what :func:`bootstrap` gives each, for the cost of one resampling)."""
+    """Percentile intervals of several statistics over the *same* resamples of ``cases``.
+
+    One pass: what :func:`bootstrap` gives each, for the cost of one resampling.
+    """
     estimates = {name: fn(cases) for name, fn in statistics.items()}
     replicates: dict[str, list[float]] = {name: [] for name in statistics}
     rng = SplitMix64(seed)
@@ -205,9 +207,11 @@ def paired_bootstrap(cases: Sequence[T], first: Callable[[Sequence[T]], float | 
                      second: Callable[[Sequence[T]], float | None], *,
                      seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
                      level: float = DEFAULT_LEVEL) -> tuple[Interval, float] | None:
-    """The interval of ``first - second`` over the same resampled cases, and the share of
-    resamples in which the difference is at or below zero (a one-sided bootstrap p-value for
-    "first exceeds second"). None when either statistic is undefined on ``cases``.
+    """The interval of ``first - second`` over the same resampled cases, and a p-value.
+
+    The second value is the share of resamples in which the difference is at or below zero
+    (a one-sided bootstrap p-value for "first exceeds second"). None when either statistic
+    is undefined on ``cases``.
     """
 
     def difference(sample: Sequence[T]) -> float | None:
@@ -299,7 +303,7 @@ def t_ppf(q: float, df: float) -> float:
 
 
 class MeanTest(Frozen):
-    """A one-sample t test of a mean (paired differences): is the mean above ``null``?"""
+    """A one-sample t test of a mean (paired differences): is the mean above ``null``."""
 
     mean: float
     sd: float

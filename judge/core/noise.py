@@ -115,8 +115,10 @@ def _estimate(groups: Iterable[Sequence[int]]) -> NoiseEstimate | None:
 def measure_noise(results: Iterable[CaseResult], *, model: str, rubric_hash: str,
                   template_id: str, template_hash: str, suite: str, source: str,
                   runs: Sequence[str]) -> NoiseModel | None:
-    """The noise model of ``model`` from its individual samples (``sample >= 0``) in
-    ``results``; None when no case was asked at least twice (nothing to measure)."""
+    """The noise model of ``model`` from its individual samples (``sample >= 0``).
+
+    None when no case was asked at least twice (nothing to measure).
+    """
     overall: dict[str, list[int]] = {}
     final: dict[str, dict[str, list[int]]] = {}
     ai: dict[str, dict[str, list[int]]] = {}
@@ -145,8 +147,10 @@ def measure_noise(results: Iterable[CaseResult], *, model: str, rubric_hash: str
 
 
 def same_judgment(result: CaseResult, recorded_key: str | None) -> bool:
-    """The result reuses, from the cache, the very judgment the baseline recorded (or was
-    judged without a model): its score cannot carry the judge's noise."""
+    """The result replays the very judgment the baseline recorded, or has no judge.
+
+    Such a score cannot carry the judge's noise.
+    """
     if result.judge is None:
         return True
     return (recorded_key is not None and result.judge.cached
@@ -155,9 +159,11 @@ def same_judgment(result: CaseResult, recorded_key: str | None) -> bool:
 
 def case_variance(result: CaseResult, recorded_key: str | None,
                   sds: Mapping[str, float]) -> float | None:
-    """Variance (points²) of ``before - after`` for one case explained by the judge's noise:
+    """Variance (points²) of ``before - after`` for one case explained by the judge's noise.
+
     0 for the same judgment, else one ask on each side. ``sds`` has the per-ask sd of the
-    overall score under keys ``"before"`` and ``"after"``; None when one is unknown."""
+    overall score under keys ``"before"`` and ``"after"``; None when one is unknown.
+    """
     if same_judgment(result, recorded_key):
         return 0.0
     before, after = sds.get("before"), sds.get("after")

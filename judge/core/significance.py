@@ -163,11 +163,13 @@ class Movement(Frozen):
 
 def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
                        a: SideNoise | None, b: SideNoise | None, *,
-                       fdr: float = FDR) -> dict[str, Movement]:
+                       fdr: float = FDR, rescored: bool = False) -> dict[str, Movement]:
     """Each scored pair's movement, marked beyond or within the judge's noise.
 
     A side without a noise estimate borrows the other side's; with neither, every re-asked
     movement is ``unknown``. Unmoved cases are in the BH family too (they are compared).
+    ``rescored``: one side is a ``judge rescore`` of the other (the same judgments re-scored
+    by exact arithmetic): every movement is exact.
     """
     a = a or b
     b = b or a
@@ -178,7 +180,7 @@ def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
             continue
         delta = rb.overallScore - ra.overallScore
         key_a = ra.judge.cacheKey if ra.judge is not None else None
-        if same_judgment(rb, key_a) and (ra.judge is None) == (rb.judge is None):
+        if rescored or (same_judgment(rb, key_a) and (ra.judge is None) == (rb.judge is None)):
             out[cid] = Movement(delta=delta, noise="exact", explained=0.0)
             continue
         if a is None or b is None:

@@ -17,7 +17,7 @@ from judge.core.noise import SideNoise, _chi2_ppf, measure_noise, noise_key
 from judge.core.significance import classify_movements, statistical_compare
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from fake_server import noisy_integer  # noqa: E402
+from fake_server import noisy_integer
 
 NOISE = SideNoise(sd=8.0, df=20, source="test: sd 8")
 
