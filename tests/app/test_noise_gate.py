@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
@@ -62,6 +65,30 @@ def _decided(body: dict[str, Any]) -> tuple[Any, ...]:
             test["noiseBefore"]["source"] if test["noiseBefore"] else None)
 
 
+def _plugin_gate(ws: Path, env: dict[str, str]) -> dict[str, Any]:
+    """The pytest plugin's gate item, replaying the seed-2 run offline (its junit properties)."""
+    (ws / "test_suite.py").write_text('from judge.pytest_plugin import judge_suite\n\n'
+                                      'test_task = judge_suite("suites/suite.yaml")\n')
+    (ws / "judge.toml").write_text(f'model = ["{NOISY}"]\nseed = 2\n')
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "judge.pytest_plugin", "--judge-mode",
+             "offline", "-q", "-p", "no:cacheprovider", "--junitxml", "gate.xml",
+             "test_suite.py", "-k", "baseline"],
+            cwd=ws, env=env, capture_output=True, text=True, timeout=300, check=False)
+    finally:
+        (ws / "judge.toml").unlink()
+        (ws / "test_suite.py").unlink()
+    assert (ws / "gate.xml").is_file(), proc.stdout + proc.stderr
+    tree = ElementTree.parse(ws / "gate.xml")
+    props = {p.get("name"): p.get("value") for p in tree.iter("property")}
+    assert "judge.gate.test" in props, proc.stdout + proc.stderr
+    return {"hasRegression": props["judge.gate.hasRegression"] == "true",
+            "regressedCases": [c for c in (props["judge.gate.regressedCases"] or "").split(",")
+                               if c],
+            "test": json.loads(props["judge.gate.test"] or "null")}
+
+
 def test_probe_stores_a_noise_model_with_its_uncertainty(noisy: dict[str, Any]) -> None:
     model = noisy["model"]
     assert model["cases"] == 10 and model["asks"] == 30 and model["overall"]["df"] == 20
@@ -87,7 +114,7 @@ def test_every_door_gives_the_same_statistical_verdict(noisy: dict[str, Any]) ->
         assert answer.status_code == 200, answer.text
         http = answer.json()["regression"]
     doors = [_decided(_json(check)), _decided(_json(replay)["baseline"]),
-             _decided(api.public()), _decided(http)]
+             _decided(api.public()), _decided(http), _decided(_plugin_gate(ws, env))]
     assert len(set(map(repr, doors))) == 1, doors
     body = _json(check)
     assert body["test"]["rule"] == "statistical"
