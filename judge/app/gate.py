@@ -45,6 +45,7 @@ from .workspace import Workspace
 __all__ = [
     "GateVerdict",
     "baseline_refusal",
+    "compare_with_noise",
     "gate",
     "headline_results",
     "make_baseline",
@@ -225,7 +226,7 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                            notices=(f"no baseline for suite {run.suite}: recorded {path} from "
                                     f"run {run.id}",))
     baseline = load_baseline(path)
-    comparison, noise_notes = _compare(workspace, baseline, run, results)
+    comparison, noise_notes = compare_with_noise(workspace, baseline, run, results)
     drift = fingerprint_notice(workspace, run, baseline)
     return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,
                        notices=_notices(baseline, run) + noise_notes
@@ -244,8 +245,8 @@ def _recorded_noise(workspace: Workspace, baseline: Baseline) -> NoiseModel | No
     return noise_of_run(workspace, recorded)
 
 
-def _compare(workspace: Workspace, baseline: Baseline, run: RunInfo,
-             results: Sequence[CaseResult]) -> tuple[Comparison, tuple[str, ...]]:
+def compare_with_noise(workspace: Workspace, baseline: Baseline, run: RunInfo,
+                       results: Sequence[CaseResult]) -> tuple[Comparison, tuple[str, ...]]:
     """The comparison by the statistical gate, and the notices saying what it assumed."""
     threshold = resolve_threshold(workspace, baseline)
     if baseline.judgments is None and baseline.noise is None:
