@@ -166,3 +166,22 @@ def test_a_baseline_without_noise_data_compares_as_before_with_a_notice(
         assert body["test"] is None
     finally:
         path.write_text(saved)
+
+
+def test_report_states_the_test_and_marks_within_noise(noisy: dict[str, Any]) -> None:
+    ws = noisy["ws"]
+    proc = run_judge(["report", noisy["run"], "--baseline", "-o", "r.html"], ws)
+    assert proc.returncode == 0, proc.stderr
+    page = (ws / "r.html").read_text(encoding="utf-8")
+    assert "paired one-sided t test" in page and "95 % interval" in page
+    assert "within noise" in page and "probe run" in page
+
+
+def test_rescore_says_it_is_exact(noisy: dict[str, Any]) -> None:
+    ws = noisy["ws"]
+    proc = run_judge(["rescore", noisy["first"], "--rubric", "task-evaluation", "--json"], ws)
+    assert proc.returncode == 0, proc.stderr
+    body = _json(proc)
+    assert body["exact"] is True and body["modelCalls"] == 0 and "no judge noise" in body["noise"]
+    diff = _json(run_judge(["diff", noisy["first"], body["run"]["id"], "--json"], ws))
+    assert diff["beyondNoise"] == diff["withinNoise"] == diff["unknownNoise"] == 0
