@@ -20,6 +20,7 @@ from ..app.gate import GateVerdict
 from ..app.monitoring import monitor_file
 from ..app.sharding import check_group
 from ..app.workspace import Workspace
+from ..core.baseline import baseline_data
 from ..core.errors import UsageError
 from ..core.monitor import MonitorConfig
 from ..core.rubric import format_validation_error
@@ -104,7 +105,7 @@ def baseline_record(
     baseline = done.baseline
     if json_out:
         emit_json({"path": str(done.path), "changed": done.changed,
-                   "baseline": baseline.model_dump(mode="json")})
+                   "baseline": baseline_data(baseline)})
         return
     note = "" if done.changed else " (unchanged)"
     console().print(
@@ -123,7 +124,7 @@ def baseline_show(
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
     path, baseline = show_baseline(_workspace(directory=directory or dir_alias), suite)
     if json_out:
-        emit_json(baseline.model_dump(mode="json"))
+        emit_json(baseline_data(baseline))
         return
     out = console()
     out.print(Text.assemble((baseline.baselineId, "bold"), f"  ({_shown(path)})"))

@@ -32,6 +32,7 @@ __all__ = [
     "Baseline",
     "BaselineCase",
     "Comparison",
+    "baseline_data",
     "baseline_id",
     "baseline_text",
     "build_baseline",
@@ -239,11 +240,16 @@ def baseline_text(b: Baseline) -> str:
     ``judgments`` and ``noise`` are left out when absent, so a file without them is written
     exactly as before they existed.
     """
+    return stable_json(baseline_data(b))
+
+
+def baseline_data(b: Baseline) -> dict[str, object]:
+    """The file's JSON value: ``judgments`` and ``noise`` left out when absent."""
     data = b.model_dump(mode="json")
     for optional in ("judgments", "noise"):
         if data.get(optional) is None:
             data.pop(optional, None)
-    return stable_json(data)
+    return data
 
 
 def parse_baseline(text: str, source: str) -> Baseline:
