@@ -24,7 +24,7 @@ from .errors import ConfigError, RegressionBlocked
 from .exact import round_half_up
 from .frozen import Frozen
 from .models import CaseResult, CaseStatus, Score
-from .noise import GateTest, NoiseModel
+from .noise import GateTest, NoiseModel, judgment_key
 from .rubric import format_validation_error
 
 __all__ = [
@@ -228,8 +228,8 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
         passRate=_rounded(Fraction(passed, len(cases)), 4),
         cases=cases,
         recordedFrom=run_id,
-        judgments={case_id: r.judge.cacheKey for case_id, r in sorted(by_id.items())
-                   if r.judge is not None and r.judge.cacheKey} or None,
+        judgments={case_id: key for case_id, r in sorted(by_id.items())
+                   if (key := judgment_key(r)) is not None} or None,
         noise=noise,
     )
 

@@ -37,6 +37,7 @@ __all__ = [
     "Rule",
     "SideNoise",
     "case_variance",
+    "judgment_key",
     "measure_noise",
     "noise_key",
     "same_judgment",
@@ -146,6 +147,24 @@ def measure_noise(results: Iterable[CaseResult], *, model: str, rubric_hash: str
                       source=source, suite=suite, runs=tuple(runs))
 
 
+def judgment_key(result: CaseResult) -> str | None:
+    """What identifies the judgment behind ``result``; None without a judge.
+
+    Its cache key; for an aggregate (a ``--samples K`` median, no cache entry of its own)
+    the model, template, seed and members it combined.
+    """
+    judge = result.judge
+    if judge is None:
+        return None
+    if judge.cacheKey:
+        return judge.cacheKey
+    if not judge.members:
+        return None
+    return "aggregate:" + sha256_hex({"model": judge.model, "templateHash": judge.templateHash,
+                                      "seed": judge.seed, "members": list(judge.members),
+                                      "aggregate": judge.aggregate})[:32]
+
+
 def same_judgment(result: CaseResult, recorded_key: str | None) -> bool:
     """The result replays the very judgment the baseline recorded, or has no judge.
 
@@ -154,7 +173,7 @@ def same_judgment(result: CaseResult, recorded_key: str | None) -> bool:
     if result.judge is None:
         return True
     return (recorded_key is not None and result.judge.cached
-            and result.judge.cacheKey == recorded_key and result.judge.cacheKey != "")
+            and judgment_key(result) == recorded_key)
 
 
 def case_variance(result: CaseResult, recorded_key: str | None,

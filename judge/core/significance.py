@@ -30,7 +30,15 @@ from .baseline import Baseline, Comparison, compare
 from .frozen import Frozen
 from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
 from .models import CaseResult
-from .noise import FDR, GateTest, Rule, SideNoise, case_variance, same_judgment
+from .noise import (
+    FDR,
+    GateTest,
+    Rule,
+    SideNoise,
+    case_variance,
+    judgment_key,
+    same_judgment,
+)
 
 __all__ = [
     "ALPHA",
@@ -117,13 +125,21 @@ def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
               f"at FDR {FDR:g} against the judge's noise ({sources})"),
         noiseBefore=before, noiseAfter=after, exactCases=len(same),
         noisyCases=len(drops) - len(same), withinNoise=within)
-    noise_reasons = tuple(f"{cid}: -{drops[cid][0]} points is within the judge's noise "
-                          f"(sd {before.sd:.1f}/{after.sd:.1f} a side, FDR {FDR:g})"
+    noise_reasons = tuple(_within_sentence(cid, drops[cid][0], baseline, before, after)
                           for cid in within)
     return exact.model_copy(update={
         "hasRegression": bool(reasons), "blockedReasons": reasons, "regressedCases": listed,
         "noise": tuple(sorted(set(exact.noise) | set(within))),
         "noiseReasons": noise_reasons, "test": test})
+
+
+def _within_sentence(cid: str, drop: int, baseline: Baseline, before: SideNoise,
+                     after: SideNoise) -> str:
+    spread = baseline.cases[cid].spread
+    recorded = (f"; within the judge's measured noise of ±{spread} points"
+                if spread is not None else "")
+    return (f"{cid}: -{drop} points is within the judge's noise (sd {before.sd:.1f}/"
+            f"{after.sd:.1f} a side, FDR {FDR:g}{recorded})")
 
 
 def _reasons(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
@@ -179,7 +195,7 @@ def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
         if ra.overallScore is None or rb.overallScore is None:
             continue
         delta = rb.overallScore - ra.overallScore
-        key_a = ra.judge.cacheKey if ra.judge is not None else None
+        key_a = judgment_key(ra)
         if rescored or (same_judgment(rb, key_a) and (ra.judge is None) == (rb.judge is None)):
             out[cid] = Movement(delta=delta, noise="exact", explained=0.0)
             continue
