@@ -19,6 +19,12 @@ so different requests get different scores. Model-name knobs, for judge-agreemen
 - ``fake-judge+15``: add 15 to every integer, clamped to the schema's bounds. The suffix is
   left out of the seed, so ``fake-judge+15`` is exactly ``fake-judge`` shifted by 15.
 - any name containing ``random``: a request counter joins the seed, so answers vary.
+- ``fake-judge~8``: a judge of known noise. Each integer is a latent verdict (drawn from
+  the prompt alone, as without the knob) plus Gaussian noise of standard deviation 8,
+  rounded and clamped, drawn from the *request's* ``seed`` and the prompt: the same
+  request gives the same bytes, another seed another draw (:func:`noisy_integer`). The
+  knob is left out of the latent seed, so ``fake-judge~8+-10`` is its shifted twin: the
+  same latent verdicts 10 points lower (a real drop), with noise of the same spread.
 
 Faults. Each attempt draws from (seed, request hash, attempt number for that request hash):
 with probability ``fault_rate`` it gets one of the enabled kinds, uniformly, so a retry of
@@ -123,6 +129,7 @@ __all__ = [
     "generate_instance",
     "inject_bogus_citation",
     "main",
+    "noisy_integer",
     "start_in_thread",
     "violate_schema",
 ]
@@ -161,6 +168,7 @@ _FORMATS = {
     "uuid": "00000000-0000-4000-8000-000000000000",
 }
 _BIAS_RE = re.compile(r"\+(-?\d+)")
+_NOISE_RE = re.compile(r"~(\d+(?:\.\d+)?)")
 _MAX_DEPTH = 32
 _FULL_OBJECT_DEPTH = 8
 _DROP_GRACE_S = 5.0
@@ -289,6 +297,15 @@ def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int =
     return _Instantiator(schema, rng, bias).value(schema, 0)
 
 
+def noisy_integer(latent: int, low: int, high: int, noise: random.Random, sd: float) -> int:
+    """``latent`` plus one Gaussian draw of ``sd`` from ``noise``, rounded, within bounds.
+
+    The one definition of the noisy judge: the server answers with it and ``bench/noise.py``
+    draws its in-process trials with it.
+    """
+    return min(max(round(latent + noise.gauss(0.0, sd)), low), high)
+
+
 def violate_schema(schema: dict[str, Any], instance: Any) -> Any:
     """A copy of the valid ``instance`` that ``schema`` rejects, when one can be made.
 
@@ -316,10 +333,12 @@ def inject_bogus_citation(schema: dict[str, Any], instance: Any) -> tuple[bool, 
 class _Instantiator:
     """Walks one root schema: generation, violation and citation tampering."""
 
-    def __init__(self, root: dict[str, Any], rng: random.Random, bias: int) -> None:
+    def __init__(self, root: dict[str, Any], rng: random.Random, bias: int,
+                 noise: tuple[random.Random, float] | None = None) -> None:
         self.root = root
         self.rng = rng
         self.bias = bias
+        self.noise = noise
 
     # -- resolution
 
@@ -437,6 +456,8 @@ class _Instantiator:
     def _integer(self, schema: dict[str, Any]) -> int:
         low, high = _integer_bounds(schema)
         drawn = self.rng.randint(low, high)
+        if self.noise is not None:
+            return noisy_integer(drawn + self.bias, low, high, *self.noise)
         return min(max(drawn + self.bias, low), high)
 
     def _number(self, schema: dict[str, Any]) -> float:
@@ -592,6 +613,9 @@ class _Call:
     bias: int
     randomised: bool
     prompt_chars: int
+    noise_sd: float = 0.0
+    """The ``~S`` knob: per-ask standard deviation of every integer (0: none)."""
+    request_seed: Any = None
 
 
 def _parse_call(body: Any) -> _Call:
@@ -606,7 +630,8 @@ def _parse_call(body: Any) -> _Call:
         raise _BadRequest("stream=true is not supported by the fake server")
     response_format = body.get("response_format")
     match = _BIAS_RE.search(model)
-    base_model = _BIAS_RE.sub("", model)
+    noise = _NOISE_RE.search(model)
+    base_model = _NOISE_RE.sub("", _BIAS_RE.sub("", model))
     return _Call(
         model=model,
         schema=_schema_of(response_format),
@@ -615,6 +640,8 @@ def _parse_call(body: Any) -> _Call:
         bias=int(match.group(1)) if match else 0,
         randomised="random" in model,
         prompt_chars=sum(len(_message_text(m)) for m in messages),
+        noise_sd=float(noise.group(1)) if noise else 0.0,
+        request_seed=body.get("seed"),
     )
 
 
@@ -901,6 +928,10 @@ class FakeModelServer:
         if call.randomised:
             self._random_counter += 1
             parts.append(self._random_counter)
+        if call.noise_sd:
+            noise = (_rng("noise", call.request_seed, call.content_key), call.noise_sd)
+            return _Instantiator(call.schema, _rng(*parts), call.bias + options.bias,
+                                 noise).value(call.schema, 0)
         return generate_instance(call.schema, _rng(*parts), bias=call.bias + options.bias)
 
     @staticmethod

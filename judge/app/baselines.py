@@ -10,7 +10,14 @@ from ..core.errors import ConfigError, NoBaselineError
 from ..core.suite import check_suite_id
 from ..system.baseline_files import list_baselines, load_baseline, save_baseline
 from ..system.resources import load_suite
-from .gate import GateVerdict, gate, headline_results, make_baseline, measured_spreads
+from .gate import (
+    GateVerdict,
+    gate,
+    headline_results,
+    make_baseline,
+    measured_spreads,
+    noise_of_run,
+)
 from .gate import resolve_threshold as _threshold
 from .runs import pick_complete_run
 from .workspace import Workspace
@@ -88,7 +95,8 @@ def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None)
         case_id: case.spread for case_id, case in previous.cases.items()
         if case.spread is not None and case_id in present}
     spreads.update(measured_spreads(results))
-    baseline = make_baseline(run, results, _threshold(workspace, previous), spreads)
+    baseline = make_baseline(run, results, _threshold(workspace, previous), spreads,
+                             noise_of_run(workspace, run))
     save_baseline(path, baseline)
     return Recorded(path=path, baseline=baseline, changed=old_text != baseline_text(baseline),
                     run=run.id, replaced_unreadable=unreadable)

@@ -51,7 +51,7 @@ def compare_runs_op(workspace: Workspace, run_ids: Sequence[str],
              for name, (info, model) in zip(names, judges, strict=True)}
     human = _human_labels(infos, suite_file, workspace, notes)
     comparison = compare_runs(
-        named, scales[infos[0].id], human=human,
+        named, scales[infos[0].id], human=human, intervals=True,
         judge_bands={name: scales[info.id] for name, (info, _) in zip(names, judges,
                                                                         strict=True)})
     counts = tuple(c.model_copy(update={"runId": info.id, "model": model})

@@ -4,6 +4,11 @@ Both read stored runs only: no model call, no cache. Each run contributes one re
 case, its headline (:func:`judge.app.gate.headline_results`): the panel with several judges,
 a judge's median over its samples with ``--samples K``, else the judge's judgment. Whether a
 case *changed* is :mod:`judge.core.result_changes`' rule, the one ``judge rescore`` counts by too.
+
+Each movement of an overall score is marked beyond or within the judge's noise
+(:func:`judge.core.significance.classify_movements`, Benjamini-Hochberg at 5 % over the
+compared cases), from each run's noise model (:func:`judge.app.gate.noise_of_run`); the
+same cached judgment on both sides is ``exact``.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.frozen import Frozen
 from ..core.models import CaseResult, CaseStatus, RunInfo
+from ..core.noise import SideNoise
 from ..core.panel import StabilityReport
 from ..core.panel import stability as measure_stability
 from ..core.result_changes import case_change
-from .gate import headline_results
+from ..core.significance import Movement, classify_movements
+from .gate import headline_results, noise_of_run, side_noise
 from .workspace import Workspace
 
 __all__ = [
@@ -83,6 +90,9 @@ class CaseDiff(Frozen):
     """B − A of the overall score, when both have one."""
     rationaleChanged: bool
     categories: tuple[CategoryDiff, ...]
+    movement: Movement | None = None
+    """The overall score's movement, beyond or within the judge's noise (with the interval
+    the noise explains); None when a side has no score."""
 
 
 class RunDiff(Frozen):
@@ -103,6 +113,16 @@ class RunDiff(Frozen):
     onlyB: tuple[str, ...]
     cases: tuple[CaseDiff, ...]
     """The changed cases (every shared case when asked for all), by case id."""
+    beyondNoise: int = 0
+    """Overall scores that moved beyond the judge's noise (BH at 5 % over the cases)."""
+    withinNoise: int = 0
+    """Overall scores that moved within what the judge's noise explains."""
+    exactMoves: int = 0
+    """Moved with the same judgment on both sides: exact, all of it real."""
+    unknownNoise: int = 0
+    """Moved, re-asked, with no noise estimate on either side."""
+    noiseSources: tuple[str | None, str | None] = (None, None)
+    """The noise assumed for A and for B, and where it came from."""
 
 
 class RunStability(Frozen):
@@ -140,7 +160,8 @@ def _case_diff(a: CaseResult, b: CaseResult) -> CaseDiff:
 
 
 def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
-               results_b: Iterable[CaseResult], *, everything: bool = False) -> RunDiff:
+               results_b: Iterable[CaseResult], *, everything: bool = False,
+               noise_a: SideNoise | None = None, noise_b: SideNoise | None = None) -> RunDiff:
     """What moved from run A to run B, case by case (one result per case on each side)."""
     a_by = {r.id: r for r in results_a}
     b_by = {r.id: r for r in results_b}
@@ -148,8 +169,17 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
     da, db = side_a.model_dump(mode="json"), side_b.model_dump(mode="json")
     differs = {name: (da[name], db[name]) for name in RUN_FIELDS if da[name] != db[name]}
     shared = sorted(set(a_by) & set(b_by))
-    rows = [_case_diff(a_by[i], b_by[i]) for i in shared]
+    moves = classify_movements({i: (a_by[i], b_by[i]) for i in shared}, noise_a, noise_b,
+                               rescored=_rescored(run_a, run_b))
+    rows = [_case_diff(a_by[i], b_by[i]).model_copy(update={"movement": moves.get(i)})
+            for i in shared]
+    moved = [m for m in moves.values() if m.delta != 0]
     return RunDiff(
+        beyondNoise=sum(m.noise == "beyond" for m in moved),
+        withinNoise=sum(m.noise == "within" for m in moved),
+        exactMoves=sum(m.noise == "exact" for m in moved),
+        unknownNoise=sum(m.noise == "unknown" for m in moved),
+        noiseSources=(noise_a.source if noise_a else None, noise_b.source if noise_b else None),
         a=side_a, b=side_b, differs=differs, compared=len(shared),
         changed=sum(r.changed for r in rows),
         bandChanged=sum(r.band[0] != r.band[1] for r in rows),
@@ -159,13 +189,21 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
         cases=tuple(rows if everything else [r for r in rows if r.changed]))
 
 
+def _rescored(run_a: RunInfo, run_b: RunInfo) -> bool:
+    """One run is a ``judge rescore`` of the other: the same judgments, exact arithmetic."""
+    return (run_b.settings.get("rescoredFrom") == run_a.id
+            or run_a.settings.get("rescoredFrom") == run_b.id)
+
+
 def diff_runs(workspace: Workspace, run_a: str, run_b: str, *,
               everything: bool = False) -> RunDiff:
     """Diff two stored runs (ids or unique prefixes); StoreError when one is unknown."""
     with workspace.open_store() as store:
         info_a, info_b = store.get_run(run_a), store.get_run(run_b)
-        return build_diff(info_a, headline_results(store, info_a),
-                          info_b, headline_results(store, info_b), everything=everything)
+        results_a, results_b = headline_results(store, info_a), headline_results(store, info_b)
+    return build_diff(info_a, results_a, info_b, results_b, everything=everything,
+                      noise_a=side_noise(noise_of_run(workspace, info_a)),
+                      noise_b=side_noise(noise_of_run(workspace, info_b)))
 
 
 def run_stability(workspace: Workspace, run_id: str, *, keep_all: bool = False) -> RunStability:

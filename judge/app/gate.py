@@ -9,6 +9,14 @@ file's own ``threshold`` > the default 0.05. A baseline records the threshold it
 with so that a suite can carry its own tolerance; anything the user set explicitly wins.
 Block-on-regression: flag > environment > config file > default on.
 
+Statistics (issue 28, docs/statistics.md): the verdict comes from
+:func:`judge.core.significance.statistical_compare`, given the judge's noise on each side:
+the baseline's embedded noise model (or the stored one of the run it was recorded from) and
+the current run's stored model (``<baselines>/noise/<key>.json``), measured from the run
+itself when it was judged with ``--samples K``. A pure replay compares exactly; re-asked
+cases with no noise estimate fall back to the exact rule with a loud notice; a baseline file
+from before judgments were recorded compares as it always did, with a notice.
+
 What may become a baseline: only a *complete* run in which every case was scored. A run
 with unscored, missing (cache-miss) or interrupted cases would hide those cases from the
 gate forever, so it is refused with the reason.
@@ -23,22 +31,28 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core.baseline import Baseline, Comparison, build_baseline, compare, pick_primary
-from ..core.errors import ConfigError, UsageError
+from ..core.errors import ConfigError, JudgeError, UsageError
 from ..core.models import CaseResult, RunInfo
+from ..core.noise import NoiseModel, SideNoise, measure_noise, noise_key
 from ..core.panel import headline_of
+from ..core.significance import statistical_compare
 from ..store.runs import RunStore
 from ..system.baseline_files import load_baseline, save_baseline
+from ..system.noise_files import load_noise
 from .fingerprints import fingerprint_notice
 from .workspace import Workspace
 
 __all__ = [
     "GateVerdict",
     "baseline_refusal",
+    "compare_with_noise",
     "gate",
     "headline_results",
     "make_baseline",
     "measured_spreads",
+    "noise_of_run",
     "resolve_threshold",
+    "side_noise",
 ]
 
 
@@ -117,8 +131,40 @@ def baseline_refusal(run: RunInfo, results: Sequence[CaseResult]) -> str | None:
     return None
 
 
+def noise_of_run(workspace: Workspace, run: RunInfo) -> NoiseModel | None:
+    """The judge's noise for ``run``'s headline judge, rubric and template.
+
+    Measured from the run's own samples when it was judged with ``--samples K``, else the
+    stored model.
+    """
+    model = headline_of(run)[0]
+    if model is None or model.startswith("panel:"):
+        return None
+    if run.samples > 1:
+        with workspace.open_store() as store:
+            measured = measure_noise(store.iter_results(run.id), model=model,
+                                     rubric_hash=run.rubricHash, template_id=run.templateId,
+                                     template_hash=run.templateHash, suite=run.suite,
+                                     source=f"samples of run {run.id}", runs=(run.id,))
+        if measured is not None:
+            return measured
+    return load_noise(workspace.baselines_dir, noise_key(model, run.rubricHash,
+                                                         run.templateHash))
+
+
+def side_noise(model: NoiseModel | None) -> SideNoise | None:
+    """The per-ask spread of the overall score a comparison assumes, with its source."""
+    if model is None:
+        return None
+    source = (f"{model.model}, {model.source}: sd {model.overall.sd:.2f} points "
+              f"(95 % {model.overall.low:.2f}-{model.overall.high:.2f}) over {model.cases} "
+              f"cases, {model.asks} asks")
+    return SideNoise(sd=model.overall.sd, df=model.overall.df, source=source)
+
+
 def make_baseline(run: RunInfo, results: Sequence[CaseResult], threshold: float,
-                  spreads: dict[str, int] | None = None) -> Baseline:
+                  spreads: dict[str, int] | None = None,
+                  noise: NoiseModel | None = None) -> Baseline:
     """The baseline of ``run``; UsageError naming the reason when the run may not be one."""
     refusal = baseline_refusal(run, results)
     if refusal is not None:
@@ -127,7 +173,8 @@ def make_baseline(run: RunInfo, results: Sequence[CaseResult], threshold: float,
                              "(`judge history` lists runs)")
     try:
         return build_baseline(run.suite, run.rubric, run.rubricHash, run.models, results,
-                              run_id=run.id, threshold=threshold, spreads=spreads)
+                              run_id=run.id, threshold=threshold, spreads=spreads,
+                              noise=noise)
     except ValueError as exc:
         raise UsageError(f"cannot record a baseline from run {run.id}: {exc}",
                          fix="record from a run with scored cases (`judge history`)") from None
@@ -171,7 +218,7 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                                skipped=f"no baseline recorded: {refusal}" if refusal else
                                f"no baseline at {path}")
         baseline = make_baseline(run, results, workspace.settings.threshold,
-                                 measured_spreads(results))
+                                 measured_spreads(results), noise_of_run(workspace, run))
         save_baseline(path, baseline)
         # Compared with itself: no regression, and every door shows the same fields.
         return GateVerdict(**base, comparison=compare(baseline, results),
@@ -179,7 +226,43 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                            notices=(f"no baseline for suite {run.suite}: recorded {path} from "
                                     f"run {run.id}",))
     baseline = load_baseline(path)
-    comparison = compare(baseline, results, threshold=resolve_threshold(workspace, baseline))
+    comparison, noise_notes = compare_with_noise(workspace, baseline, run, results)
     drift = fingerprint_notice(workspace, run, baseline)
     return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,
-                       notices=_notices(baseline, run) + ((drift,) if drift else ()))
+                       notices=_notices(baseline, run) + noise_notes
+                       + ((drift,) if drift else ()))
+
+
+def _recorded_noise(workspace: Workspace, baseline: Baseline) -> NoiseModel | None:
+    """The baseline side's noise: embedded in the file, else that of the run it came from."""
+    if baseline.noise is not None or baseline.recordedFrom is None:
+        return baseline.noise
+    try:
+        with workspace.open_store() as store:
+            recorded = store.get_run(baseline.recordedFrom)
+    except JudgeError:
+        return None
+    return noise_of_run(workspace, recorded)
+
+
+def compare_with_noise(workspace: Workspace, baseline: Baseline, run: RunInfo,
+                       results: Sequence[CaseResult]) -> tuple[Comparison, tuple[str, ...]]:
+    """The comparison by the statistical gate, and the notices saying what it assumed."""
+    threshold = resolve_threshold(workspace, baseline)
+    if baseline.judgments is None and baseline.noise is None:
+        return compare(baseline, results, threshold=threshold), (
+            "the baseline file records no judgments and no noise model (recorded before "
+            "judgeflow compared with the judge's noise): compared by the exact rule, so a "
+            "re-asked judge's noise can show as regression; re-record it with `judge "
+            "baseline record` to compare with the judge's noise",)
+    before = side_noise(_recorded_noise(workspace, baseline))
+    after = side_noise(noise_of_run(workspace, run))
+    comparison = statistical_compare(baseline, results, threshold=threshold, before=before,
+                                     after=after)
+    notes: list[str] = []
+    test = comparison.test
+    if test is not None and test.warning:
+        notes.append(f"WARNING: {test.warning}")
+    if test is not None and test.rule == "statistical" and (before is None) != (after is None):
+        notes.append("the judge's noise is known on one side only: assumed the same on both")
+    return comparison, tuple(notes)

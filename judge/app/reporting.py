@@ -15,11 +15,12 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from .. import __version__
 from ..core.agreement import compare_runs
-from ..core.baseline import Baseline, build_baseline, compare
+from ..core.baseline import Baseline, build_baseline
 from ..core.errors import ConfigError, UsageError
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..core.significance import statistical_compare
 from ..core.suite import HumanLabel
 from ..report.data import (
     AgainstView,
@@ -37,7 +38,13 @@ from ..store.runs import RunStore
 from ..system.baseline_files import load_baseline
 from ..system.clock import utc_now
 from ..system.resources import open_suite
-from .gate import headline_results, resolve_threshold
+from .gate import (
+    compare_with_noise,
+    headline_results,
+    noise_of_run,
+    resolve_threshold,
+    side_noise,
+)
 from .workspace import Workspace
 
 __all__ = ["DIFF_FIELDS", "ReportData", "ReportRequest", "build_report"]
@@ -167,7 +174,9 @@ def _against_run(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
     except ValueError as exc:
         raise UsageError(f"run {other.id} cannot be compared with: {exc}",
                          fix="name a run with scored cases (`judge history`)") from None
-    comparison = compare(reference, results, threshold=threshold)
+    comparison = statistical_compare(reference, results, threshold=threshold,
+                                     before=side_noise(noise_of_run(workspace, other)),
+                                     after=side_noise(noise_of_run(workspace, run)))
     return AgainstView(kind="run", label=other.id, run=other, comparison=comparison,
                        moves=case_moves(reference, results, comparison),
                        differs=_differs(other, run))
@@ -181,7 +190,7 @@ def _against_baseline(workspace: Workspace, run: RunInfo,
                          fix=f"record one (`judge baseline record {run.suite}`), or use "
                              f"--against RUN")
     baseline: Baseline = load_baseline(path)
-    comparison = compare(baseline, results, threshold=resolve_threshold(workspace, baseline))
+    comparison, _ = compare_with_noise(workspace, baseline, run, results)
     differs: dict[str, tuple[object, object]] = {}
     if baseline.rubricHash != run.rubricHash:
         differs["rubricHash"] = (baseline.rubricHash, run.rubricHash)

@@ -23,7 +23,10 @@ from ..core.summary import Summary, SummaryBuilder
 from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
 
-__all__ = ["BATCH", "RescoreReport", "rescore_run"]
+__all__ = ["BATCH", "EXACT_NOTE", "RescoreReport", "rescore_run"]
+
+EXACT_NOTE = ("exact arithmetic over the stored judgments: no model call, so no judge noise; "
+              "every movement is the rubric's")
 
 BATCH = 500
 """Results written per store transaction."""
@@ -42,7 +45,8 @@ class RescoreReport:
     def public(self) -> dict[str, Any]:
         """The JSON ``judge rescore --json`` prints."""
         return {"run": self.run.model_dump(mode="json"), "rescoredFrom": self.source.id,
-                "modelCalls": 0, "casesMoved": self.cases_moved,
+                "modelCalls": 0, "casesMoved": self.cases_moved, "exact": True,
+                "noise": EXACT_NOTE,
                 "summary": self.summary.model_dump(mode="json")}
 
 

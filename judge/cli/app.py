@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "diff": ("diff_cmds", "What moved between two runs, case by case."),
     "report": ("report_cmd", "Write a self-contained HTML report of a run, a diff, a judge swap."),
     "stability": ("diff_cmds", "Cases whose band differs between the samples of a run."),
+    "noise": ("noise_cmds", "Measure a judge's noise (a --samples run or a probe) for the gate."),
     "pairwise": ("pairwise_cmd", "Judge pairs of outputs in both orders; flip rate."),
     "render": ("render_cmd", "Print the exact prompt a case is judged with."),
     "monitor": ("baseline_cmds", "Production monitor: sample judged records, check pass rate."),

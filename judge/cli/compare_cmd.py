@@ -16,7 +16,8 @@ from rich.text import Text
 
 from ..app.comparing import compare_runs_op
 from ..app.workspace import Workspace
-from ..core.agreement import Comparison, PairStats
+from ..core.agreement import Comparison, ConfusionMatrix, PairStats, StatIntervals
+from ..core.intervals import Interval
 from .options import StoreOption
 from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
 
@@ -60,6 +61,12 @@ def compare(
 # -- human output --------------------------------------------------------------------------
 
 
+def _confusion(title: str, matrix: ConfusionMatrix) -> None:
+    cells: list[list[Cell]] = [[label, *(str(n) for n in row)]
+                               for label, row in zip(matrix.labels, matrix.counts, strict=True)]
+    table(["people", *(Column(label, "right") for label in matrix.labels)], cells, title=title)
+
+
 def _num(value: float | None, places: int = 2) -> str:
     return "—" if value is None else f"{value:.{places}f}"
 
@@ -72,12 +79,22 @@ def _share(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
+def _ci(value: str, interval: Interval | None, places: int = 2) -> str:
+    """``value [low, high]``: the statistic with its bootstrap 95 % interval when known."""
+    if interval is None or interval.low is None or interval.high is None:
+        return value
+    return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
+
+
 def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
     cells: list[list[Cell]] = []
     for label, s in rows:
-        cells.append([label, str(s.n), _num(s.weightedKappa), _num(s.spearmanRho),
-                      _num(s.kendallTau), _num(s.meanAbsDiff, 1), _signed(s.meanDiff),
-                      _share(s.exactBandAgreement)])
+        ci = s.intervals or StatIntervals()
+        cells.append([label, str(s.n), _ci(_num(s.weightedKappa), ci.weightedKappa),
+                      _ci(_num(s.spearmanRho), ci.spearmanRho),
+                      _ci(_num(s.kendallTau), ci.kendallTau),
+                      _ci(_num(s.meanAbsDiff, 1), ci.meanAbsDiff, 1), _signed(s.meanDiff),
+                      _ci(_share(s.exactBandAgreement), ci.exactBandAgreement)])
     table(["scores", *(Column(n, "right") for n in ("n", "κ", "ρ", "τ", "MAD", "mean diff",
                                                     "same band"))], cells, title=title)
 
@@ -132,7 +149,7 @@ def _print(comparison: Comparison) -> None:
     if comparison.alpha is not None:
         a = comparison.alpha
         out.print()
-        cells: list[list[Cell]] = [["overall (final)", _num(a.overall)],
+        cells: list[list[Cell]] = [["overall (final)", _ci(_num(a.overall), a.overallInterval)],
                                    ["all categories (AI)", _num(a.aiAll)]]
         for cat, values in a.categories.items():
             cells.append([f"{cat} (AI)", _num(values.get("ai"))])
@@ -149,6 +166,16 @@ def _print(comparison: Comparison) -> None:
             rows = _rows(h.overall, h.aiAll, h.categories)
             _stats_table(f"humans → {h.judge}: {plural(h.labelled, 'case')}", rows)
             _print_notes(out, rows)
+            if h.confusion is not None:
+                _confusion(f"bands, people (rows) → {h.judge} (columns), overall", h.confusion)
+            for cat, matrix in h.categoryConfusion.items():
+                _confusion(f"bands, people → {h.judge}, {cat} (AI)", matrix)
+            if h.disagreements:
+                out.print("largest disagreements: " + ", ".join(
+                    f"{d.caseId} {d.category} {d.human}→{d.judge}"
+                    for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
             out.print(f"[bold]{escape(h.verdict)}[/]")
+        for p in comparison.humanPairs:
+            out.print(p.verdict, markup=False)
     for note in comparison.notes:
         out.print(f"[yellow]note:[/] {escape(note)}")

@@ -141,7 +141,7 @@ def _print_diff(report: RunDiff) -> None:
         rows: list[list[Cell] | None] = []
         for case in report.cases:
             band, verdict = _outcome(case)
-            head: list[Cell] = [case.id, _arrow(case.overall), band, verdict]
+            head: list[Cell] = [case.id, _moved(case), band, verdict]
             for cat in case.categories or [None]:
                 cells: list[Cell] = ["", "", "", "", ""] if cat is None else [
                     cat.category, _arrow(cat.ai), _arrow(cat.final),
@@ -164,6 +164,34 @@ def _print_diff(report: RunDiff) -> None:
     out.print(f"{report.changed} of {plural(report.compared, 'case')} changed "
               f"({report.bandChanged} changed band, {report.rationaleChanged} changed "
               f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
+    out.print(_noise_summary(report), markup=False)
+
+
+def _moved(case: CaseDiff) -> Cell:
+    """The overall arrow, marked with whether the judge's noise explains the movement."""
+    arrow = _arrow(case.overall)
+    move = case.movement
+    if move is None or move.delta == 0:
+        return arrow
+    mark = {"exact": "exact", "unknown": "noise ?"}.get(move.noise)
+    if mark is None:
+        mark = f"{move.noise} noise ±{move.explained:.0f}" if move.explained is not None \
+            else move.noise
+    return Text.assemble(arrow, f" ({mark})")
+
+
+def _noise_summary(report: RunDiff) -> str:
+    """The count of moved scores beyond and within the judge's noise, and the noise assumed."""
+    parts = [f"{report.beyondNoise} moved beyond the judge's noise",
+             f"{report.withinNoise} within it"]
+    if report.exactMoves:
+        parts.append(f"{report.exactMoves} exact (same judgment both sides)")
+    if report.unknownNoise:
+        parts.append(f"{report.unknownNoise} re-asked with no noise estimate (measure one: "
+                     f"`judge noise probe SUITE`)")
+    sources = {s for s in report.noiseSources if s}
+    tail = f" (BH at 5 %; noise: {'; '.join(sorted(sources))})" if sources else ""
+    return "overall scores: " + ", ".join(parts) + tail
 
 
 def _print_stability(measured: RunStability, show_all: bool) -> None:

@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from ..app.configview import config_view
-from ..app.rescoring import rescore_run
+from ..app.rescoring import EXACT_NOTE, rescore_run
 from ..app.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table
@@ -50,6 +50,7 @@ def rescore(
               "pass")
     rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
     out.print(f"pass rate {rate}, mean overall {summary.meanOverall}")
+    out.print(EXACT_NOTE, markup=False)
 
 
 def config(json_out: JsonFlag = False) -> None:

@@ -42,6 +42,7 @@ from fractions import Fraction
 from typing import Final, Literal
 
 from .frozen import Frozen
+from .intervals import DEFAULT_SEED, Interval, bootstrap, bootstrap_many, paired_bootstrap
 from .models import CaseResult
 from .rubric import DEFAULT_BANDS, Band
 from .scoring import band_for
@@ -52,14 +53,23 @@ __all__ = [
     "BandFlip",
     "CategoryAgreement",
     "Comparison",
+    "ConfusionMatrix",
+    "Disagreement",
     "HumanAgreement",
+    "HumanPairComparison",
     "JudgeCounts",
     "PairComparison",
     "PairStats",
+    "StatIntervals",
     "band_index",
     "compare_runs",
+    "confusion_matrix",
+    "human_pair_comparison",
+    "kendall_tau_b",
     "krippendorff_alpha",
     "pairwise_agreement",
+    "quadratic_kappa",
+    "spearman_rho",
     "verdict",
 ]
 
@@ -74,10 +84,28 @@ KAPPA_WORDS: Final = ((0.80, "agree closely"), (0.60, "agree substantially"),
 """κ thresholds of the verdict; below the last one the judges "disagree"."""
 
 
+AGREEMENT_RESAMPLES: Final = 1000
+"""Bootstrap resamples of an agreement interval (seeded: :data:`DEFAULT_SEED`)."""
+DISAGREEMENTS_KEPT: Final = 50
+"""Disagreements with the people listed per judge, the largest first."""
+
+
+class StatIntervals(Frozen):
+    """Seeded percentile-bootstrap 95 % intervals over cases of a :class:`PairStats`."""
+
+    weightedKappa: Interval | None = None
+    spearmanRho: Interval | None = None
+    kendallTau: Interval | None = None
+    meanAbsDiff: Interval | None = None
+    exactBandAgreement: Interval | None = None
+
+
 class PairStats(Frozen):
     """Agreement of two aligned score vectors; ``None`` where a statistic is undefined."""
 
     n: int
+    intervals: StatIntervals | None = None
+    """Bootstrap intervals (when asked for: ``judge compare`` does)."""
     """Cases both sides scored."""
     weightedKappa: float | None = None
     """Quadratic-weighted Cohen's κ on band indices."""
@@ -139,8 +167,46 @@ class AlphaReport(Frozen):
     overall: float | None
     aiAll: float | None
     categories: dict[str, dict[str, float | None]]
+    overallInterval: Interval | None = None
+    """Bootstrap interval over cases of ``overall`` (when asked for)."""
     """Per category: ``{"ai": α, "final": α}``."""
     notes: tuple[str, ...] = ()
+
+
+class ConfusionMatrix(Frozen):
+    """Bands of the people (rows) against a judge's (columns), lowest band first."""
+
+    labels: tuple[str, ...]
+    counts: tuple[tuple[int, ...], ...]
+
+
+class Disagreement(Frozen):
+    """One case where a judge and the people part, by how far (points)."""
+
+    caseId: str
+    category: str
+    """A category's AI score, or ``overall``."""
+    human: int
+    judge: int
+    humanBand: str
+    judgeBand: str
+    size: int
+
+
+class HumanPairComparison(Frozen):
+    """Is judge A closer to the people than judge B? Paired over the cases both scored."""
+
+    judgeA: str
+    judgeB: str
+    n: int
+    madDifference: Interval | None
+    """MAD(A, people) − MAD(B, people), points; below 0: A is closer."""
+    shareAFarther: float | None
+    """Share of bootstrap resamples in which A is not closer (a one-sided p-value of "A is
+    closer")."""
+    kappaDifference: Interval | None
+    """κ(A, people) − κ(B, people)."""
+    verdict: str
 
 
 class HumanAgreement(Frozen):
@@ -153,6 +219,12 @@ class HumanAgreement(Frozen):
     aiAll: PairStats
     categories: tuple[CategoryAgreement, ...]
     verdict: str
+    confusion: ConfusionMatrix | None = None
+    """People's overall bands against the judge's."""
+    categoryConfusion: dict[str, ConfusionMatrix] = {}
+    """Per category, bands of the people's score against the judge's AI score."""
+    disagreements: tuple[Disagreement, ...] = ()
+    """The largest (by points) first, then by case id; at most :data:`DISAGREEMENTS_KEPT`."""
 
 
 class JudgeCounts(Frozen):
@@ -181,6 +253,8 @@ class Comparison(Frozen):
     humanLabelled: int = 0
     """Suite cases with human labels."""
     human: tuple[HumanAgreement, ...] = ()
+    humanPairs: tuple[HumanPairComparison, ...] = ()
+    """Every pair of judges, on their agreement with the people."""
     notes: tuple[str, ...] = ()
 
 
@@ -214,7 +288,8 @@ def pairwise_agreement(a: Sequence[int], b: Sequence[int],
                        bands_b: Sequence[str] | None = None, *,
                        rubric_bands: Sequence[Band] = DEFAULT_BANDS,
                        rubric_bands_b: Sequence[Band] | None = None,
-                       label_a: str = "A", label_b: str = "B") -> PairStats:
+                       label_a: str = "A", label_b: str = "B",
+                       intervals: bool = False) -> PairStats:
     """Agreement of scores ``a`` and ``b`` (aligned: item i is the same case on both sides).
 
     ``bands_a``/``bands_b`` are the cases' band names (as stored); None derives them from the
@@ -252,9 +327,13 @@ def pairwise_agreement(a: Sequence[int], b: Sequence[int],
                          f"vector")
         else:
             rho, tau = _rank_correlations(a, b, notes)
+    found = None
+    if intervals:
+        found = _intervals(list(zip(a, b, idx_a, idx_b, strict=True)),
+                           max(len(scale_a), len(scale_b)))
     return PairStats(n=n, weightedKappa=kappa, spearmanRho=rho, kendallTau=tau,
                      meanAbsDiff=mean_abs, meanDiff=mean_diff, exactBandAgreement=same_band,
-                     notes=tuple(notes))
+                     notes=tuple(notes), intervals=found)
 
 
 def _kappa(idx_a: list[int], idx_b: list[int], count: int, notes: list[str],
@@ -288,7 +367,7 @@ def _rank_correlations(a: Sequence[int], b: Sequence[int],
 
 
 def _alpha(matrix: Sequence[Sequence[int | None]],
-           level: Literal["interval", "ordinal"]) -> tuple[float | None, str | None]:
+           level: Literal["nominal", "interval", "ordinal"]) -> tuple[float | None, str | None]:
     """α and, when it is None, why."""
     if len(matrix) < 2:
         return None, "α needs at least two judges"
@@ -318,7 +397,8 @@ def _alpha(matrix: Sequence[Sequence[int | None]],
 
 
 def krippendorff_alpha(matrix: Sequence[Sequence[int | None]],
-                       level: Literal["interval", "ordinal"] = "interval") -> float | None:
+                       level: Literal["nominal", "interval", "ordinal"] = "interval",
+                       ) -> float | None:
     """Krippendorff's α; rows are judges, columns cases, ``None`` a missing judgment.
 
     Meant for three or more judges (two work too); None when undefined (no case scored
@@ -359,10 +439,10 @@ class _Vectors:
         self.bands_b.append(band_y)
 
     def stats(self, scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str,
-              label_b: str) -> PairStats:
+              label_b: str, intervals: bool = False) -> PairStats:
         return pairwise_agreement(self.a, self.b, self.bands_a, self.bands_b,
                                   rubric_bands=scale_a, rubric_bands_b=scale_b,
-                                  label_a=label_a, label_b=label_b)
+                                  label_a=label_a, label_b=label_b, intervals=intervals)
 
 
 class _Side:
@@ -393,6 +473,7 @@ class _Side:
 
 def _agreement(pairs: Sequence[tuple[_Side, _Side]], categories: Sequence[str],
                scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str, label_b: str,
+               intervals: bool = False,
                ) -> tuple[PairStats, PairStats, tuple[CategoryAgreement, ...]]:
     """Overall, pooled-AI and per-category statistics over aligned sides."""
     overall, ai_all = _Vectors(), _Vectors()
@@ -410,7 +491,7 @@ def _agreement(pairs: Sequence[tuple[_Side, _Side]], categories: Sequence[str],
                 ai_all.add(*args)
             if c in x.final and c in y.final:
                 final[c].add(x.final[c][0], y.final[c][0], x.final[c][1], y.final[c][1])
-    stats = (scale_a, scale_b, label_a, label_b)
+    stats = (scale_a, scale_b, label_a, label_b, intervals)
     cats = tuple(CategoryAgreement(category=c, ai=ai[c].stats(*stats),
                                    final=final[c].stats(*stats)) for c in categories)
     return overall.stats(*stats), ai_all.stats(*stats), cats
@@ -479,7 +560,7 @@ def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:
 
 def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
           categories: Sequence[str], scale_a: Sequence[Band],
-          scale_b: Sequence[Band]) -> PairComparison:
+          scale_b: Sequence[Band], intervals: bool = False) -> PairComparison:
     skipped = {"missing": 0, "cache_miss": 0, "unscored": 0}
     pairs: list[tuple[_Side, _Side]] = []
     flips: list[BandFlip] = []
@@ -500,7 +581,8 @@ def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str,
                 band_index(x.overall[1], scale_a) != band_index(y.overall[1], scale_b)):
             flips.append(BandFlip(caseId=case_id, bandA=x.overall[1], bandB=y.overall[1],
                                   overallA=x.overall[0], overallB=y.overall[0]))
-    overall, ai_all, cats = _agreement(pairs, categories, scale_a, scale_b, name_a, name_b)
+    overall, ai_all, cats = _agreement(pairs, categories, scale_a, scale_b, name_a, name_b,
+                                       intervals)
     line = verdict(ai_all, name_a, name_b) if ai_all.n else verdict(
         overall, name_a, name_b, what="overall scores")
     return PairComparison(judgeA=name_a, judgeB=name_b, aligned=len(pairs), skipped=skipped,
@@ -510,7 +592,7 @@ def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str,
 
 def _panel_alpha(names: Sequence[str], judged: Sequence[Mapping[str, CaseResult]],
                  categories: Sequence[str], level: Literal["interval", "ordinal"],
-                 ) -> AlphaReport:
+                 intervals: bool = False) -> AlphaReport:
     ids = sorted({i for by_id in judged for i, r in by_id.items() if r.status == "scored"})
     notes: list[str] = []
 
@@ -539,8 +621,17 @@ def _panel_alpha(names: Sequence[str], judged: Sequence[Mapping[str, CaseResult]
     cats = {c: {"ai": alpha(f"{c} (AI)", category_cell(c, "ai")),
                 "final": alpha(f"{c} (final)", category_cell(c, "final"))}
             for c in categories}
+    overall_interval = None
+    if intervals and overall is not None:
+        columns = [[None if (r := by_id.get(i)) is None or r.status != "scored"
+                    else r.overallScore for by_id in judged] for i in ids]
+
+        def resampled(cols: Sequence[list[int | None]]) -> float | None:
+            return _alpha([[col[j] for col in cols] for j in range(len(judged))], level)[0]
+
+        overall_interval = bootstrap(columns, resampled, resamples=AGREEMENT_RESAMPLES)
     return AlphaReport(judges=tuple(names), level=level, overall=overall, aiAll=ai_all,
-                       categories=cats, notes=tuple(notes))
+                       categories=cats, notes=tuple(notes), overallInterval=overall_interval)
 
 
 Cell = Callable[[CaseResult | None], list[int | None]]
@@ -561,14 +652,17 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                  rubric_bands: Sequence[Band] = DEFAULT_BANDS, *,
                  human: Mapping[str, HumanLabel] | None = None,
                  judge_bands: Mapping[str, Sequence[Band]] | None = None,
-                 alpha_level: Literal["interval", "ordinal"] = "interval") -> Comparison:
+                 alpha_level: Literal["interval", "ordinal"] = "interval",
+                 intervals: bool = False) -> Comparison:
     """Compare judges: every pair, Krippendorff's α for three or more, each against humans.
 
     ``named_results`` maps a judge's name to its case results; only model judgments of the
     first sample count (deterministic cases are counted, never compared). Cases align by id;
     a case unscored or missed by either judge of a pair is left out of that pair and
     counted. ``judge_bands`` overrides ``rubric_bands`` per judge (runs under rubrics with
-    different band scales); human labels are read on ``rubric_bands``.
+    different band scales); human labels are read on ``rubric_bands``. ``intervals`` adds
+    seeded bootstrap intervals over cases to every statistic, and the paired comparison of
+    each two judges' agreement with the people.
     """
     notes: list[str] = []
     names = list(named_results)
@@ -578,11 +672,12 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
     scales = {n: (judge_bands or {}).get(n, rubric_bands) for n in names}
     pairs = tuple(
         _pair(names[i], names[j], judged[i], judged[j], categories, scales[names[i]],
-              scales[names[j]])
+              scales[names[j]], intervals)
         for i in range(len(names)) for j in range(i + 1, len(names)))
     if len(names) < 2:
         notes.append("fewer than two judges: no pair to compare")
-    alpha = _panel_alpha(names, judged, categories, alpha_level) if len(names) >= 3 else None
+    alpha = _panel_alpha(names, judged, categories, alpha_level, intervals) \
+        if len(names) >= 3 else None
     labels = dict(human or {})
     humans: list[HumanAgreement] = []
     if labels:
@@ -591,9 +686,207 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                       _Side.of_result(r, scales[name]))
                      for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             overall, ai_all, cats = _agreement(sides, categories, rubric_bands, scales[name],
-                                               HUMAN, name)
+                                               HUMAN, name, intervals)
             line = verdict(ai_all, "humans", name, what="AI scores vs human labels")
-            humans.append(HumanAgreement(judge=name, labelled=len(sides), overall=overall,
-                                         aiAll=ai_all, categories=cats, verdict=line))
+            ids = [i for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
+            humans.append(HumanAgreement(
+                judge=name, labelled=len(sides), overall=overall, aiAll=ai_all,
+                categories=cats, verdict=line,
+                **_human_detail(ids, sides, categories, rubric_bands, scales[name])))
+    human_pairs: tuple[HumanPairComparison, ...] = ()
+    if labels and intervals:
+        human_pairs = tuple(
+            human_pair_comparison(names[i], names[j], judged[i], judged[j], labels)
+            for i in range(len(names)) for j in range(i + 1, len(names)))
     return Comparison(judges=tuple(c[1] for c in collected), pairs=pairs, alpha=alpha,
-                      humanLabelled=len(labels), human=tuple(humans), notes=tuple(notes))
+                      humanLabelled=len(labels), human=tuple(humans), humanPairs=human_pairs,
+                      notes=tuple(notes))
+
+
+# -- fast kernels for the bootstrap (checked against sklearn and scipy in the tests) -------
+
+
+def quadratic_kappa(idx_a: Sequence[int], idx_b: Sequence[int], count: int) -> float | None:
+    """Quadratic-weighted Cohen's κ over band indices ``0..count-1`` (sklearn's value)."""
+    n = len(idx_a)
+    if n == 0 or count < 2:
+        return None
+    rows, cols = [0] * count, [0] * count
+    observed = 0.0
+    for x, y in zip(idx_a, idx_b, strict=True):
+        rows[x] += 1
+        cols[y] += 1
+        observed += (x - y) ** 2
+    expected = sum(rows[i] * cols[j] * (i - j) ** 2 for i in range(count)
+                   for j in range(count)) / n
+    return None if expected == 0 else 1 - observed / expected
+
+
+def _ranks(values: Sequence[int]) -> list[float]:
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return ranks
+
+
+def _pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
+    n = len(x)
+    if n < 2:
+        return None
+    mx, my = math.fsum(x) / n, math.fsum(y) / n
+    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
+    sxx = math.fsum((a - mx) ** 2 for a in x)
+    syy = math.fsum((b - my) ** 2 for b in y)
+    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+
+
+def spearman_rho(a: Sequence[int], b: Sequence[int]) -> float | None:
+    """Spearman's ρ (average ranks for ties), scipy's ``spearmanr``."""
+    return _pearson(_ranks(a), _ranks(b))
+
+
+def kendall_tau_b(a: Sequence[int], b: Sequence[int]) -> float | None:
+    """Kendall's τ-b, scipy's ``kendalltau``."""
+    n = len(a)
+    score = ties_a = ties_b = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            da = (a[i] > a[j]) - (a[i] < a[j])
+            db = (b[i] > b[j]) - (b[i] < b[j])
+            score += da * db
+            ties_a += da == 0
+            ties_b += db == 0
+    pairs = n * (n - 1) // 2
+    denominator = (pairs - ties_a) * (pairs - ties_b)
+    return None if denominator <= 0 else score / math.sqrt(denominator)
+
+
+Row = tuple[int, int, int, int]
+"""One aligned case: score a, score b, band index a, band index b."""
+
+
+def _intervals(rows: Sequence[Row], count: int) -> StatIntervals:
+    """Bootstrap intervals of every statistic over the same resamples of ``rows``."""
+
+    def column(sample: Sequence[Row], k: int) -> list[int]:
+        return [r[k] for r in sample]
+
+    found = bootstrap_many(rows, {
+        "weightedKappa": lambda s: quadratic_kappa(column(s, 2), column(s, 3), count),
+        "spearmanRho": lambda s: spearman_rho(column(s, 0), column(s, 1)),
+        "kendallTau": lambda s: kendall_tau_b(column(s, 0), column(s, 1)),
+        "meanAbsDiff": lambda s: math.fsum(abs(r[1] - r[0]) for r in s) / len(s),
+        "exactBandAgreement": lambda s: sum(r[2] == r[3] for r in s) / len(s),
+    }, seed=DEFAULT_SEED, resamples=AGREEMENT_RESAMPLES)
+    return StatIntervals(**found)
+
+
+def confusion_matrix(human: Sequence[str], judge: Sequence[str],
+                     scale: Sequence[Band]) -> ConfusionMatrix:
+    """Counts of (people's band, judge's band), rows and columns the scale low to high.
+
+    The same as sklearn's ``confusion_matrix(human, judge, labels=...)``.
+    """
+    labels = tuple(b.name for b in _ordered(scale))
+    at = {name: i for i, name in enumerate(labels)}
+    counts = [[0] * len(labels) for _ in labels]
+    for h, j in zip(human, judge, strict=True):
+        if h in at and j in at:
+            counts[at[h]][at[j]] += 1
+    return ConfusionMatrix(labels=labels, counts=tuple(tuple(r) for r in counts))
+
+
+def _human_detail(ids: Sequence[str], sides: Sequence[tuple[_Side, _Side]],
+                  categories: Sequence[str], scale_h: Sequence[Band],
+                  scale_j: Sequence[Band]) -> dict[str, object]:
+    """Confusion matrices and the ranked disagreements of one judge with the people."""
+    overall_h: list[str] = []
+    overall_j: list[str] = []
+    per_cat: dict[str, tuple[list[str], list[str]]] = {c: ([], []) for c in categories}
+    found: list[Disagreement] = []
+    ordered_h, ordered_j = _ordered(scale_h), _ordered(scale_j)
+    for case_id, (h, j) in zip(ids, sides, strict=True):
+        if h.overall is not None and j.overall is not None:
+            overall_h.append(h.overall[1])
+            overall_j.append(j.overall[1])
+            if h.overall[0] != j.overall[0]:
+                found.append(Disagreement(caseId=case_id, category="overall",
+                                          human=h.overall[0], judge=j.overall[0],
+                                          humanBand=h.overall[1], judgeBand=j.overall[1],
+                                          size=abs(h.overall[0] - j.overall[0])))
+        for c in categories:
+            if c in h.ai and c in j.ai:
+                hb, jb = band_for(h.ai[c], ordered_h), band_for(j.ai[c], ordered_j)
+                per_cat[c][0].append(hb)
+                per_cat[c][1].append(jb)
+                if h.ai[c] != j.ai[c]:
+                    found.append(Disagreement(caseId=case_id, category=c, human=h.ai[c],
+                                              judge=j.ai[c], humanBand=hb, judgeBand=jb,
+                                              size=abs(h.ai[c] - j.ai[c])))
+    found.sort(key=lambda d: (-d.size, d.caseId, d.category))
+    return {
+        "confusion": confusion_matrix(overall_h, overall_j, scale_h) if overall_h else None,
+        "categoryConfusion": {c: confusion_matrix(hs, js, scale_h)
+                              for c, (hs, js) in per_cat.items() if hs},
+        "disagreements": tuple(found[:DISAGREEMENTS_KEPT]),
+    }
+
+
+def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
+                          b: Mapping[str, CaseResult],
+                          labels: Mapping[str, HumanLabel]) -> HumanPairComparison:
+    """Is A closer to the people than B, and how sure.
+
+    A paired bootstrap over the cases both judges scored and people labelled (overall scores).
+    """
+    rows: list[tuple[int, int, int]] = []
+    for case_id in sorted(set(a) & set(b) & set(labels)):
+        ra, rb, h = a[case_id], b[case_id], labels[case_id].overall
+        if (h is not None and ra.status == "scored" and rb.status == "scored"
+                and ra.overallScore is not None and rb.overallScore is not None):
+            rows.append((h, ra.overallScore, rb.overallScore))
+
+    def mad(k: int) -> Callable[[Sequence[tuple[int, int, int]]], float | None]:
+        return lambda s: math.fsum(abs(r[k] - r[0]) for r in s) / len(s) if s else None
+
+    def kappa(k: int) -> Callable[[Sequence[tuple[int, int, int]]], float | None]:
+        scale = _ordered(DEFAULT_BANDS)
+
+        def value(s: Sequence[tuple[int, int, int]]) -> float | None:
+            h = [band_index(band_for(r[0], scale), scale) for r in s]
+            j = [band_index(band_for(r[k], scale), scale) for r in s]
+            return quadratic_kappa(h, j, len(scale))
+        return value
+
+    found = paired_bootstrap(rows, mad(1), mad(2), resamples=AGREEMENT_RESAMPLES) \
+        if rows else None
+    kappas = paired_bootstrap(rows, kappa(1), kappa(2), resamples=AGREEMENT_RESAMPLES) \
+        if rows else None
+    if found is None:
+        return HumanPairComparison(judgeA=name_a, judgeB=name_b, n=len(rows),
+                                   madDifference=None, shareAFarther=None,
+                                   kappaDifference=None,
+                                   verdict=f"no case labelled and scored by both {name_a} "
+                                           f"and {name_b}")
+    interval, p_not_greater = found
+    share_a_farther = 1 - p_not_greater  # resamples with MAD_A - MAD_B > 0
+    if interval.high is not None and interval.high < 0:
+        line = (f"{name_a} is closer to the people than {name_b}: MAD {interval.estimate:+.1f}"
+                f" points (95 % {interval.low:+.1f} to {interval.high:+.1f}, n {len(rows)})")
+    elif interval.low is not None and interval.low > 0:
+        line = (f"{name_b} is closer to the people than {name_a}: MAD {interval.estimate:+.1f}"
+                f" points (95 % {interval.low:+.1f} to {interval.high:+.1f}, n {len(rows)})")
+    else:
+        line = (f"{name_a} and {name_b} are not told apart by their agreement with the "
+                f"people: MAD difference {interval.estimate:+.1f} points, the 95 % interval "
+                f"includes 0 (n {len(rows)})")
+    return HumanPairComparison(judgeA=name_a, judgeB=name_b, n=len(rows),
+                               madDifference=interval, shareAFarther=share_a_farther,
+                               kappaDifference=kappas[0] if kappas else None, verdict=line)

@@ -24,6 +24,7 @@ from .errors import ConfigError, RegressionBlocked
 from .exact import round_half_up
 from .frozen import Frozen
 from .models import CaseResult, CaseStatus, Score
+from .noise import GateTest, NoiseModel, judgment_key
 from .rubric import format_validation_error
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "Baseline",
     "BaselineCase",
     "Comparison",
+    "baseline_data",
     "baseline_id",
     "baseline_text",
     "build_baseline",
@@ -76,6 +78,13 @@ class Baseline(Frozen):
     cases: dict[str, BaselineCase]
     recordedFrom: str | None = None
     """The run the scores came from; informative only, not part of ``baselineId``."""
+    judgments: dict[str, str] | None = None
+    """Per case, the cache key of the judgment recorded: a later run that replays the same
+    judgment from the cache compares exactly (no noise). Not part of ``baselineId``; absent
+    from files recorded before it existed (those compare by the exact rule, with a notice)."""
+    noise: NoiseModel | None = None
+    """The judge's noise model when one was measured for the recorded run's judge, rubric
+    and template; not part of ``baselineId``."""
 
     @model_validator(mode="after")
     def _id_matches_cases(self) -> Baseline:
@@ -113,6 +122,9 @@ class Comparison(Frozen):
     """Dropped by more than the threshold but within threshold + their recorded spread."""
     noiseReasons: tuple[str, ...] = ()
     """One sentence per ``noise`` case, by case id: the drop and the judge's measured noise."""
+    test: GateTest | None = None
+    """How the verdict was reached (:mod:`judge.core.significance`); None from
+    :func:`compare` alone."""
 
 
 def _rounded(value: Fraction, places: int) -> float:
@@ -180,7 +192,8 @@ def pick_primary(results: Iterable[CaseResult], model: str | None) -> list[CaseR
 def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[str],
                    results: Iterable[CaseResult], *, run_id: str | None,
                    threshold: float = DEFAULT_THRESHOLD,
-                   spreads: Mapping[str, int] | None = None) -> Baseline:
+                   spreads: Mapping[str, int] | None = None,
+                   noise: NoiseModel | None = None) -> Baseline:
     """Record ``results`` (one per case) as the baseline of ``suite``.
 
     Raises ValueError on duplicate case ids, on no results, and when no case is scored: a
@@ -217,6 +230,9 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
         passRate=_rounded(Fraction(passed, len(cases)), 4),
         cases=cases,
         recordedFrom=run_id,
+        judgments={case_id: key for case_id, r in sorted(by_id.items())
+                   if (key := judgment_key(r)) is not None} or None,
+        noise=noise,
     )
 
 
@@ -237,9 +253,20 @@ def content_digest(b: Baseline) -> str:
 def baseline_text(b: Baseline) -> str:
     """Write the file text, sealed with its digest: stable JSON, sorted keys.
 
-    A re-record of equal scores is no diff.
+    A re-record of equal scores is no diff. ``judgments`` and ``noise`` are left out when
+    absent, so a file without them is written exactly as before they existed (the digest
+    covers the baseline's value, in which they are None).
     """
-    return stable_json({**b.model_dump(mode="json"), DIGEST_FIELD: content_digest(b)})
+    return stable_json({**baseline_data(b), DIGEST_FIELD: content_digest(b)})
+
+
+def baseline_data(b: Baseline) -> dict[str, object]:
+    """The file's JSON value without its digest: ``judgments`` and ``noise`` left out when absent."""
+    data = b.model_dump(mode="json")
+    for optional in ("judgments", "noise"):
+        if data.get(optional) is None:
+            data.pop(optional, None)
+    return data
 
 
 def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Baseline:

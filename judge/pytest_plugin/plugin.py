@@ -9,6 +9,7 @@ from the pytest root (``judge.toml`` / ``[tool.judge]``, ``JUDGE_*``).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -381,6 +382,8 @@ def judge_case(request: pytest.FixtureRequest) -> SuiteCase:
             ("judge.gate.hasRegression", str(body["hasRegression"]).lower()),
             ("judge.gate.blocked", str(body["blocked"]).lower()),
             ("judge.gate.scoreDelta", "" if body["scoreDelta"] is None else body["scoreDelta"]),
+            ("judge.gate.regressedCases", ",".join(body.get("regressedCases") or ())),
+            ("judge.gate.test", json.dumps(body.get("test"), sort_keys=True)),
             ("judge.gate.run", outcome.run_id)])
     context = JudgedContext(rubric=outcome.rubric, render=render,
                             record=_record_command(s, node.nodeid), mode=s.mode)

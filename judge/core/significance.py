@@ -1,0 +1,214 @@
+"""The gate's statistics: a paired test over cases and a false-discovery-rate case list.
+
+Why. A judge's scores move between asks; the exact per-case rule ("a drop of more than 5
+points is a regression") lists a third of a suite as regressed when a noisy judge is simply
+asked again. This module decides from the paired drops ``d_i = before_i - after_i`` over the
+cases both runs scored (docs/statistics.md argues each choice):
+
+- **Suite verdict.** Regression when the mean drop exceeds the threshold *and* a one-sided
+  paired t test says the drop is not the judge's noise (its one-sided 95 % lower bound is
+  above 0; p < 0.05). With no noise (a pure replay) this is exactly today's mean rule; with
+  no real change it blocks in at most 5 % of runs whatever the suite's size.
+- **Case list.** A case is listed as regressed when its drop exceeds the threshold and the
+  hypothesis "its true drop is within the threshold" is rejected by Benjamini-Hochberg at a
+  5 % false-discovery rate over all compared cases; each case's p-value is a t test of
+  ``(d_i - threshold) / sqrt(var_i)`` with the noise model's degrees of freedom, where
+  ``var_i`` is the judge's variance on each side that re-asked (0 for the same cached
+  judgment: such a case's drop is exact and listed by the exact rule).
+- **No noise estimate** for a re-asked case: the exact rule decides, and the comparison says
+  so loudly (``test.rule == "exact-no-noise"``); see :func:`judge.app.gate.gate`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Final, Literal
+
+from .baseline import Baseline, Comparison, compare
+from .frozen import Frozen
+from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
+from .models import CaseResult
+from .noise import (
+    FDR,
+    GateTest,
+    Rule,
+    SideNoise,
+    case_variance,
+    judgment_key,
+    same_judgment,
+)
+
+__all__ = [
+    "ALPHA",
+    "Movement",
+    "MovementNoise",
+    "classify_movements",
+    "statistical_compare",
+]
+
+ALPHA: Final = 0.05
+"""One-sided level of the suite test."""
+
+MovementNoise = Literal["exact", "beyond", "within", "unknown"]
+
+
+def _drops(baseline: Baseline, now: Mapping[str, CaseResult]) -> dict[str, tuple[int, CaseResult]]:
+    drops: dict[str, tuple[int, CaseResult]] = {}
+    for case_id, was in sorted(baseline.cases.items()):
+        result = now.get(case_id)
+        if (result is None or was.status != "scored" or was.overallScore is None
+                or result.status != "scored" or result.overallScore is None):
+            continue
+        drops[case_id] = (was.overallScore - result.overallScore, result)
+    return drops
+
+
+def _exact(comparison: Comparison, rule: Rule, drops: Mapping[str, tuple[int, CaseResult]],
+           exact_cases: int, warning: str | None) -> Comparison:
+    mean = float(Fraction(sum(d for d, _ in drops.values()), len(drops))) if drops else 0.0
+    test = GateTest(rule=rule, meanDrop=mean, interval=None, lowerBound=None, pValue=None,
+                    test="exact rule: mean drop and each case's drop against the threshold",
+                    exactCases=exact_cases, noisyCases=len(drops) - exact_cases,
+                    warning=warning)
+    return comparison.model_copy(update={"test": test})
+
+
+def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
+                        threshold: float | None = None, before: SideNoise | None = None,
+                        after: SideNoise | None = None) -> Comparison:
+    """Compare ``current`` with ``baseline`` by the module's rules (one result per case)."""
+    exact = compare(baseline, current, threshold=threshold)
+    limit = float(Fraction(str(exact.threshold)) * 100)
+    now = {r.id: r for r in current}
+    drops = _drops(baseline, now)
+    keys = baseline.judgments or {}
+    same = {cid for cid, (_, r) in drops.items() if same_judgment(r, keys.get(cid))}
+    if len(same) == len(drops):
+        return _exact(exact, "exact-replay", drops, len(same), None)
+    if before is None and after is None:
+        warning = (f"{len(drops) - len(same)} case(s) were re-asked and the judge has no "
+                   f"noise estimate for this rubric and template: decided by the exact "
+                   f"rule, which lists noise as regression (measure one: `judge noise "
+                   f"probe SUITE`, or judge with --samples K)")
+        return _exact(exact, "exact-no-noise", drops, len(same), warning)
+    before = before or after
+    after = after or before
+    assert before is not None and after is not None
+    sds = {"before": before.sd, "after": after.sd}
+    df = min(before.df, after.df)
+    values = [float(d) for d, _ in drops.values()]
+    tested = mean_test(values, null=0.0)
+    assert tested is not None
+    p_values: dict[str, float] = {}
+    for cid, (drop, result) in drops.items():
+        variance = case_variance(result, keys.get(cid), sds)
+        assert variance is not None
+        if variance == 0:
+            p_values[cid] = 0.0 if drop > limit else 1.0
+        else:
+            p_values[cid] = t_sf((drop - limit) / math.sqrt(variance), df)
+    rejected = benjamini_hochberg(p_values, FDR)
+    listed = tuple(cid for cid, (drop, _) in drops.items() if drop > limit and cid in rejected)
+    within = tuple(cid for cid, (drop, _) in drops.items()
+                   if drop > limit and cid not in rejected)
+    suite_regressed = tested.mean > limit and tested.pValue < ALPHA
+    reasons = _reasons(exact, drops, listed, tested.mean, tested.interval, limit,
+                       suite_regressed)
+    sources = before.source if before == after else f"{before.source} / {after.source}"
+    test = GateTest(
+        rule="statistical", meanDrop=tested.mean, interval=tested.interval,
+        lowerBound=tested.lowerBound, pValue=tested.pValue,
+        test=(f"paired one-sided t test over {len(drops)} cases: regression when the mean "
+              f"drop exceeds {limit:g} points and p < {ALPHA:g}; cases by Benjamini-Hochberg "
+              f"at FDR {FDR:g} against the judge's noise ({sources})"),
+        noiseBefore=before, noiseAfter=after, exactCases=len(same),
+        noisyCases=len(drops) - len(same), withinNoise=within)
+    noise_reasons = tuple(_within_sentence(cid, drops[cid][0], baseline, before, after)
+                          for cid in within)
+    return exact.model_copy(update={
+        "hasRegression": bool(reasons), "blockedReasons": reasons, "regressedCases": listed,
+        "noise": tuple(sorted(set(exact.noise) | set(within))),
+        "noiseReasons": noise_reasons, "test": test})
+
+
+def _within_sentence(cid: str, drop: int, baseline: Baseline, before: SideNoise,
+                     after: SideNoise) -> str:
+    spread = baseline.cases[cid].spread
+    recorded = (f"; within the judge's measured noise of ±{spread} points"
+                if spread is not None else "")
+    return (f"{cid}: -{drop} points is within the judge's noise (sd {before.sd:.1f}/"
+            f"{after.sd:.1f} a side, FDR {FDR:g}{recorded})")
+
+
+def _reasons(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
+             listed: Sequence[str], mean: float, interval: Interval, limit: float,
+             suite_regressed: bool) -> tuple[str, ...]:
+    sentences: list[tuple[str, str]] = []
+    for cid in listed:
+        drop, result = drops[cid]
+        sentences.append((cid, f"{cid}: {drop + (result.overallScore or 0)} → "
+                               f"{result.overallScore} (-{drop} points, beyond the judge's "
+                               f"noise and the threshold {limit:g})"))
+    unscored = set(exact.newlyUnscored)
+    sentences.extend((r.split(":", 1)[0], r) for r in exact.blockedReasons
+                     if r.split(":", 1)[0] in unscored)
+    out = [s for _, s in sorted(sentences)]
+    if suite_regressed:
+        out.insert(0, f"mean score fell by {mean:.2f} points (95 % interval "
+                      f"{interval.low:.2f} to {interval.high:.2f}; threshold {limit:g}): "
+                      f"beyond the judge's noise")
+    return tuple(out)
+
+
+class Movement(Frozen):
+    """Whether one case's movement between two runs is beyond the judge's noise."""
+
+    delta: int
+    """B − A of the overall score."""
+    noise: MovementNoise
+    """``exact``: the same judgment on both sides (or no judge), the movement is all real;
+    ``beyond``: rejected as noise by Benjamini-Hochberg at :data:`FDR` over the moved cases;
+    ``within``: the judge's noise explains it; ``unknown``: no noise estimate."""
+    explained: float | None = None
+    """Half-width (points) of the 95 % interval of a movement the noise alone produces."""
+    pValue: float | None = None
+    """Two-sided p-value of "the movement is noise" (t, the noise model's df)."""
+
+
+def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
+                       a: SideNoise | None, b: SideNoise | None, *,
+                       fdr: float = FDR, rescored: bool = False) -> dict[str, Movement]:
+    """Each scored pair's movement, marked beyond or within the judge's noise.
+
+    A side without a noise estimate borrows the other side's; with neither, every re-asked
+    movement is ``unknown``. Unmoved cases are in the BH family too (they are compared).
+    ``rescored``: one side is a ``judge rescore`` of the other (the same judgments re-scored
+    by exact arithmetic): every movement is exact.
+    """
+    a = a or b
+    b = b or a
+    out: dict[str, Movement] = {}
+    p_values: dict[str, float] = {}
+    for cid, (ra, rb) in sorted(pairs.items()):
+        if ra.overallScore is None or rb.overallScore is None:
+            continue
+        delta = rb.overallScore - ra.overallScore
+        key_a = judgment_key(ra)
+        if rescored or (same_judgment(rb, key_a) and (ra.judge is None) == (rb.judge is None)):
+            out[cid] = Movement(delta=delta, noise="exact", explained=0.0)
+            continue
+        if a is None or b is None:
+            out[cid] = Movement(delta=delta, noise="unknown")
+            continue
+        sd = math.sqrt(a.sd * a.sd + b.sd * b.sd)
+        df = min(a.df, b.df)
+        p = 1.0 if delta == 0 else (2 * t_sf(abs(delta) / sd, df) if sd > 0 else 0.0)
+        p_values[cid] = p
+        out[cid] = Movement(delta=delta, noise="within", pValue=p,
+                            explained=t_ppf(0.975, df) * sd)
+    for cid in benjamini_hochberg(p_values, fdr):
+        if out[cid].delta != 0:
+            out[cid] = out[cid].model_copy(update={"noise": "beyond"})
+    return out

@@ -1,0 +1,140 @@
+"""Agreement with intervals and with people (issues 28 item 5, 29 item 3), against
+sklearn, scipy, krippendorff and Krippendorff's published worked example."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import confusion_matrix as sk_confusion
+
+from judge.core.agreement import (
+    compare_runs,
+    confusion_matrix,
+    kendall_tau_b,
+    krippendorff_alpha,
+    pairwise_agreement,
+    quadratic_kappa,
+    spearman_rho,
+)
+from judge.core.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.rubric import DEFAULT_BANDS
+from judge.core.scoring import band_for
+from judge.core.suite import HumanLabel
+
+N = None
+KRIPPENDORFF_2011 = [  # "Computing Krippendorff's Alpha-Reliability" (2011), 4 observers
+    [1, 2, 3, 3, 2, 1, 4, 1, 2, N, N, N],
+    [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, N, 3],
+    [N, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, N],
+    [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, N],
+]
+
+
+def test_krippendorffs_published_example() -> None:
+    # The paper's values: nominal 0.743, ordinal 0.815, interval 0.849.
+    assert krippendorff_alpha(KRIPPENDORFF_2011, "nominal") == pytest.approx(0.743, abs=5e-4)
+    assert krippendorff_alpha(KRIPPENDORFF_2011, "ordinal") == pytest.approx(0.815, abs=5e-4)
+    assert krippendorff_alpha(KRIPPENDORFF_2011, "interval") == pytest.approx(0.849, abs=5e-4)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_kernels_match_sklearn_and_scipy(seed: int) -> None:
+    rng = random.Random(seed)
+    a = [rng.randint(0, 20) * 5 for _ in range(45)]
+    b = [min(100, max(0, x + rng.randint(-25, 25))) for x in a]
+    ia = [rng.randint(0, 4) for _ in range(45)]
+    ib = [min(4, max(0, x + rng.randint(-1, 1))) for x in ia]
+    assert quadratic_kappa(ia, ib, 5) == pytest.approx(
+        cohen_kappa_score(ia, ib, labels=list(range(5)), weights="quadratic"))
+    assert spearman_rho(a, b) == pytest.approx(stats.spearmanr(a, b).statistic)
+    assert kendall_tau_b(a, b) == pytest.approx(stats.kendalltau(a, b).statistic)
+
+
+def test_confusion_matrix_is_sklearns() -> None:
+    rng = random.Random(3)
+    names = [b.name for b in sorted(DEFAULT_BANDS, key=lambda b: b.min)]
+    human = [rng.choice(names) for _ in range(50)]
+    judge = [rng.choice(names) for _ in range(50)]
+    ours = confusion_matrix(human, judge, DEFAULT_BANDS)
+    assert ours.labels == tuple(names)
+    assert [list(r) for r in ours.counts] == sk_confusion(human, judge, labels=names).tolist()
+
+
+def test_pair_intervals_are_seeded_and_hold_the_estimate() -> None:
+    rng = random.Random(1)
+    a = [rng.randint(0, 100) for _ in range(40)]
+    b = [min(100, max(0, x + rng.randint(-20, 20))) for x in a]
+    first = pairwise_agreement(a, b, intervals=True)
+    assert first == pairwise_agreement(a, b, intervals=True)
+    ci = first.intervals
+    assert ci is not None
+    for name in ("weightedKappa", "spearmanRho", "kendallTau", "meanAbsDiff",
+                 "exactBandAgreement"):
+        interval = getattr(ci, name)
+        point = getattr(first, name)
+        assert interval is not None and interval.low is not None and interval.high is not None
+        assert interval.estimate == pytest.approx(point)
+        assert interval.low <= point <= interval.high
+    # On 40 cases a κ is not known to ±0.01: the interval has width.
+    assert ci.weightedKappa is not None and ci.weightedKappa.high - ci.weightedKappa.low > 0.05
+
+
+def _meta(model: str) -> JudgeMeta:
+    return JudgeMeta(model=model, temperature=0, seed=1, templateId="t", templateHash="th",
+                     rubricHash="rh", cacheKey=f"{model}-k", cached=False)
+
+
+def _result(cid: str, score: int, model: str) -> CaseResult:
+    cats = (CategoryScore(category="quality", aiScore=score, finalScore=score, weight=1.0,
+                          band=band_for(score), rule="ai_only"),)
+    return CaseResult(id=cid, status="scored", overallScore=score, band=band_for(score),
+                      passed=score >= 60, categoryScores=cats, judge=_meta(model))
+
+
+def test_agreement_with_people_has_intervals_confusion_and_a_paired_verdict() -> None:
+    rng = random.Random(7)
+    people = {f"c{i:02d}": rng.randint(0, 100) for i in range(40)}
+    close = {cid: min(100, max(0, s + rng.randint(-4, 4))) for cid, s in people.items()}
+    random_judge = {cid: rng.randint(0, 100) for cid in people}
+    labels = {cid: HumanLabel(overall=s, categories={"quality": s}) for cid, s in people.items()}
+    named = {"close": [_result(c, s, "close") for c, s in close.items()],
+             "random": [_result(c, s, "random") for c, s in random_judge.items()]}
+    comparison = compare_runs(named, human=labels, intervals=True)
+    by = {h.judge: h for h in comparison.human}
+    close_h = by["close"]
+    assert close_h.confusion is not None
+    ids = sorted(people)
+    expected = sk_confusion([band_for(people[i]) for i in ids], [band_for(close[i]) for i in ids],
+                            labels=list(close_h.confusion.labels)).tolist()
+    assert [list(r) for r in close_h.confusion.counts] == expected
+    assert "quality" in close_h.categoryConfusion
+    cat = close_h.categories[0].ai
+    assert cat.intervals is not None and cat.intervals.weightedKappa is not None
+    assert cat.weightedKappa == pytest.approx(cohen_kappa_score(
+        [band_for(people[i]) for i in ids], [band_for(close[i]) for i in ids],
+        labels=list(close_h.confusion.labels), weights="quadratic"))
+    sizes = [d.size for d in by["random"].disagreements]
+    assert sizes == sorted(sizes, reverse=True) and sizes[0] > 30
+    (pair,) = comparison.humanPairs
+    assert pair.madDifference is not None and pair.madDifference.high is not None
+    assert pair.madDifference.high < 0 and "close is closer" in pair.verdict
+    assert pair.shareAFarther == 0.0
+    body = json.loads(json.dumps(comparison.model_dump(mode="json")))
+    assert body["human"][0]["categories"][0]["ai"]["intervals"]["weightedKappa"]["low"] < \
+        body["human"][0]["categories"][0]["ai"]["weightedKappa"]
+
+
+def test_panel_alpha_interval() -> None:
+    rng = random.Random(2)
+    base = [rng.randint(0, 100) for _ in range(30)]
+    named = {m: [_result(f"c{i}", min(100, max(0, s + rng.randint(-5, 5))), m)
+                 for i, s in enumerate(base)] for m in ("a", "b", "c")}
+    alpha = compare_runs(named, intervals=True).alpha
+    assert alpha is not None and alpha.overall is not None
+    interval = alpha.overallInterval
+    assert interval is not None and interval.low is not None and interval.high is not None
+    assert interval.low <= alpha.overall <= interval.high < 1.0
