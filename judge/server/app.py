@@ -19,7 +19,7 @@ from ..app.jobs import RunJobs
 from ..app.live_monitor import LiveMonitor
 from ..app.suites_index import SuiteIndex
 from ..app.workspace import Workspace
-from . import routes_eval, routes_runs, routes_service
+from . import routes_eval, routes_review, routes_runs, routes_service
 from .metrics import Metrics
 from .problems import Redactor, install_handlers
 from .security import WriteGuard
@@ -61,6 +61,7 @@ def create_app(workspace: Workspace, *, token: str | None = None) -> FastAPI:
     app.include_router(routes_eval.router)
     app.include_router(routes_runs.router)
     app.include_router(routes_service.router)
+    app.include_router(routes_review.router)
     return app
 
 

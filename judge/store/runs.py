@@ -57,6 +57,7 @@ from ..core.canonical import canonical_json
 from ..core.errors import StoreError
 from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.secrets import MASK, mask_url
+from .labels import define_labels
 from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
 from .reader import ambiguous_prefix, parse_run, unknown_run
 from .revisions import STORE_FORMAT_VERSION
@@ -126,6 +127,8 @@ _case_results = Table(
     Column("result_json", Text, nullable=False),
     Column("format_version", Integer, nullable=False),
 )
+
+define_labels(_metadata)  # the review page's labels (judge.store.labels), revision 0003
 
 
 def _resolve_url(url: str, workspace: Path) -> URL:
