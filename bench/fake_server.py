@@ -18,6 +18,9 @@ so different requests get different scores. Model-name knobs, for judge-agreemen
 
 - ``fake-judge+15``: add 15 to every integer, clamped to the schema's bounds. The suffix is
   left out of the seed, so ``fake-judge+15`` is exactly ``fake-judge`` shifted by 15.
+- ``fake-judge~40-70``: squeeze every integer of a 0..100 range into 40..70 (linearly,
+  half up): a judge with a known monotone bias, for calibration tests. Left out of the
+  seed too, so it is ``fake-judge`` compressed.
 - any name containing ``random``: a request counter joins the seed, so answers vary.
 
 Faults. Each attempt draws from (seed, request hash, attempt number for that request hash):
@@ -161,6 +164,7 @@ _FORMATS = {
     "uuid": "00000000-0000-4000-8000-000000000000",
 }
 _BIAS_RE = re.compile(r"\+(-?\d+)")
+_SQUEEZE_RE = re.compile(r"~(\d+)-(\d+)")
 _MAX_DEPTH = 32
 _FULL_OBJECT_DEPTH = 8
 _DROP_GRACE_S = 5.0
@@ -278,7 +282,8 @@ def _parse_faults(value: Any) -> tuple[str, ...]:
 # --------------------------------------------------------------------- schema instances
 
 
-def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int = 0) -> Any:
+def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int = 0,
+                      squeeze: tuple[int, int] | None = None) -> Any:
     """A JSON value valid against ``schema``, drawn from ``rng``; integers shifted by ``bias``.
 
     Supports ``type`` (object, array, string, integer, number, boolean, null, or a list of
@@ -286,7 +291,7 @@ def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int =
     ``$ref`` to ``#/...`` pointers, string ``minLength``/``maxLength``/``format``, number
     bounds, ``minItems``/``maxItems``/``uniqueItems``. ``pattern`` is not honoured.
     """
-    return _Instantiator(schema, rng, bias).value(schema, 0)
+    return _Instantiator(schema, rng, bias, squeeze).value(schema, 0)
 
 
 def violate_schema(schema: dict[str, Any], instance: Any) -> Any:
@@ -316,10 +321,12 @@ def inject_bogus_citation(schema: dict[str, Any], instance: Any) -> tuple[bool, 
 class _Instantiator:
     """Walks one root schema: generation, violation and citation tampering."""
 
-    def __init__(self, root: dict[str, Any], rng: random.Random, bias: int) -> None:
+    def __init__(self, root: dict[str, Any], rng: random.Random, bias: int,
+                 squeeze: tuple[int, int] | None = None) -> None:
         self.root = root
         self.rng = rng
         self.bias = bias
+        self.squeeze = squeeze
 
     # -- resolution
 
@@ -437,7 +444,11 @@ class _Instantiator:
     def _integer(self, schema: dict[str, Any]) -> int:
         low, high = _integer_bounds(schema)
         drawn = self.rng.randint(low, high)
-        return min(max(drawn + self.bias, low), high)
+        value = min(max(drawn + self.bias, low), high)
+        if self.squeeze is not None and (low, high) == (0, 100):
+            lo, hi = self.squeeze
+            value = lo + (2 * value * (hi - lo) + 100) // 200
+        return value
 
     def _number(self, schema: dict[str, Any]) -> float:
         low, high = _number_bounds(schema)
@@ -591,6 +602,7 @@ class _Call:
     """Same, with the ``+N`` bias suffix taken out of the model name."""
     bias: int
     randomised: bool
+    squeeze: tuple[int, int] | None
     prompt_chars: int
 
 
@@ -606,7 +618,8 @@ def _parse_call(body: Any) -> _Call:
         raise _BadRequest("stream=true is not supported by the fake server")
     response_format = body.get("response_format")
     match = _BIAS_RE.search(model)
-    base_model = _BIAS_RE.sub("", model)
+    base_model = _SQUEEZE_RE.sub("", _BIAS_RE.sub("", model))
+    squeeze = _SQUEEZE_RE.search(model)
     return _Call(
         model=model,
         schema=_schema_of(response_format),
@@ -614,6 +627,7 @@ def _parse_call(body: Any) -> _Call:
         content_key=_digest(base_model, messages, response_format),
         bias=int(match.group(1)) if match else 0,
         randomised="random" in model,
+        squeeze=(int(squeeze.group(1)), int(squeeze.group(2))) if squeeze else None,
         prompt_chars=sum(len(_message_text(m)) for m in messages),
     )
 
@@ -901,7 +915,8 @@ class FakeModelServer:
         if call.randomised:
             self._random_counter += 1
             parts.append(self._random_counter)
-        return generate_instance(call.schema, _rng(*parts), bias=call.bias + options.bias)
+        return generate_instance(call.schema, _rng(*parts), bias=call.bias + options.bias,
+                                 squeeze=call.squeeze)
 
     @staticmethod
     def _tamper(call: _Call, instance: Any, fault: str | None) -> str:
