@@ -24,12 +24,13 @@ def _asset(name: str) -> str:
     return (_ASSETS / name).read_text(encoding="utf-8")
 
 
-def review_csp() -> str:
-    """The page's Content-Security-Policy (sent as a header and in a meta tag)."""
+def review_csp(*, header: bool = True) -> str:
+    """The page's Content-Security-Policy (a header; the meta tag's lacks frame-ancestors)."""
     digest = base64.b64encode(hashlib.sha256(_asset("review.js").encode()).digest()).decode()
     return ("default-src 'none'; " f"script-src 'sha256-{digest}'; " "style-src 'unsafe-inline'; "
             "connect-src 'self'; img-src data:; form-action 'none'; base-uri 'none'; "
-            "frame-src 'none'; object-src 'none'; frame-ancestors 'none'")
+            "frame-src 'none'; object-src 'none'" + ("; frame-ancestors 'none'" if header
+                                                      else ""))
 
 
 def review_html(run_id: str) -> str:
@@ -37,7 +38,7 @@ def review_html(run_id: str) -> str:
     run = html.escape(run_id, quote=True)
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="{review_csp()}">
+<meta http-equiv="Content-Security-Policy" content="{review_csp(header=False)}">
 <title>judge review {run}</title><style>{_asset("review.css")}</style></head>
 <body><div id="review" data-run="{run}">
 <header><h1 id="title">Review</h1>

@@ -147,8 +147,15 @@
     save(c, category, o.level !== undefined ? { level: o.level } : { score: o.score });
   }
 
-  async function save(c, category, change) {
+  // Saves run one after another, each built from the labels as the previous one left
+  // them: a click during a save never sends a stale label over a newer one.
+  let queue = Promise.resolve(), saves = 0;
+  function save(c, category, change) {
     if (!reviewer) { status("enter your name first"); return; }
+    queue = queue.then(() => send(c, category, change)).catch(e => status("not saved: " + e));
+  }
+
+  async function send(c, category, change) {
     const before = mine.get(key(c.id, category)) || {};
     const label = { case: c.id, category: category, score: before.score ?? null,
       level: before.level ?? null, agree: before.agree ?? null, note: before.note || "",
@@ -156,6 +163,8 @@
     const resp = await fetch("/api/review/" + encodeURIComponent(runId) + "/labels", {
       method: "POST", headers: { ...headers, "Content-Type": "application/json" },
       body: JSON.stringify({ reviewer: reviewer, labels: [label] }) });
+    saves += 1;
+    root.setAttribute("data-saves", String(saves));
     if (!resp.ok) { status("not saved: " + resp.status); return; }
     const saved = await resp.json();
     saved.labels.forEach(l => mine.set(key(l.case, l.category), l));
