@@ -180,3 +180,35 @@ def test_cli_calibrate_prints_held_out_agreement(ws: Ws, tmp_path: Path) -> None
         assert fold["after"]["meanAbsDiff"] < fold["before"]["meanAbsDiff"]
     bad = run_judge(["calibrate", run_id, "--labels", "missing.jsonl"], ws.path)
     assert bad.returncode == 2 and "missing.jsonl" in bad.stderr
+
+
+def test_compare_reads_the_labels_file_beside_the_suite(ws: Ws) -> None:
+    runs = [ws.runs[m]["run"]["id"] for m in (PEOPLE, JUDGE)]
+    proc = run_judge(["compare", *runs, "--json"], ws.path)
+    assert proc.returncode == 0, proc.stderr
+    payload = json.loads(proc.stdout)
+    assert payload["humanLabelled"] == CASES
+    by = {h["judge"]: h for h in payload["human"]}
+    assert len(by) == 2
+    mads = sorted(h["aiAll"]["meanAbsDiff"] for h in by.values())
+    assert mads[0] < 3 < 15 < mads[1]  # the people's own judge is close, the squeezed far
+
+
+def test_review_next_export_and_import_from_the_cli(ws: Ws, tmp_path: Path) -> None:
+    run_id = ws.runs[JUDGE]["run"]["id"]
+    assert run_judge(["review", run_id, "--import", "calib.labels.jsonl"],
+                     ws.path).returncode == 0
+    again = run_judge(["review", run_id, "--import", "calib.labels.jsonl"], ws.path)
+    assert again.returncode == 0 and "0 labels changed" in again.stdout
+    out = tmp_path / "out.jsonl"
+    assert run_judge(["review", run_id, "--export", "--out", str(out)],
+                     ws.path).returncode == 0
+    assert out.read_text() == (ws.path / "calib.labels.jsonl").read_text()
+    # every case is labelled now: nothing to propose
+    nxt = run_judge(["review", run_id, "--next", "5", "--json"], ws.path)
+    assert nxt.returncode == 0 and json.loads(nxt.stdout) == []
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"suite": "calib", "case": "case-00", "category": "nope", "reviewer": '
+                   '"x", "at": "t", "score": 5}\n')
+    refused = run_judge(["review", run_id, "--import", str(bad)], ws.path)
+    assert refused.returncode == 2 and "nope" in refused.stderr
