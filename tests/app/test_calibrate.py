@@ -144,7 +144,7 @@ def test_a_calibration_of_another_judge_rubric_or_scale_is_refused(ws: Ws,
     rubric_file = tmp_path / "task-evaluation.yaml"
     rubric_file.write_text(yaml.safe_dump(data, sort_keys=False))
     # another judge: the people's run was judged by fake-judge, not the squeezed one
-    with pytest.raises(CalibrationError, match="maps judge .*fake-judge~40-70"):
+    with pytest.raises(CalibrationError, match=r"maps judge .*fake-judge~40-70"):
         rescore_run(workspace, ws.runs[PEOPLE]["run"]["id"], str(rubric_file))
     # another rubric
     other = dict(data, id="task-other")

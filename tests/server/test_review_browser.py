@@ -76,7 +76,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         assert report.run.status == "complete"
     finally:
         fake.stop()
-    hostile, _ = hostile_runs(root)
+    hostile_runs(root)
     served = Served(root)
     try:
         yield root, report.run.id, served.base
@@ -146,11 +146,12 @@ def test_label_by_keys_and_clicks_reload_store_and_file_agree(
     _key(page, "j")
     second = _case_id(page)
     assert second != first
-    page.click("#case .category[data-category='processCompliance'] .choice[data-choice='excellent']")
+    block = "#case .category[data-category='processCompliance']"
+    page.click(f"{block} .choice[data-choice='excellent']")
     _wait_saved(page, f"saved {second} / processCompliance")
-    page.click("#case .category[data-category='processCompliance'] .verdict[data-verdict='agree']")
+    page.click(f"{block} .verdict[data-verdict='agree']")
     _wait_saved(page, f"saved {second} / processCompliance")
-    page.click("#case .category[data-category='processCompliance'] .note")
+    page.click(f"{block} .note")
     page.send("Input.insertText", text="CI log <b>not</b> shown")
     _key(page, "Escape")  # leaving the field saves the note
     _wait_saved(page, f"saved {second} / processCompliance")
