@@ -146,6 +146,11 @@ def test_a_calibration_of_another_judge_rubric_or_scale_is_refused(ws: Ws,
     # another judge: the people's run was judged by fake-judge, not the squeezed one
     with pytest.raises(CalibrationError, match=r"maps judge .*fake-judge~40-70"):
         rescore_run(workspace, ws.runs[PEOPLE]["run"]["id"], str(rubric_file))
+    calls = ws.server.stats()["requests"]
+    run = run_judge(["run", "calib.yaml", "--model", PEOPLE, "--rubric", str(rubric_file),
+                     "--api-base", f"{ws.server.base_url}/v1"], ws.path)
+    assert run.returncode == 2 and "maps judge" in run.stderr
+    assert ws.server.stats()["requests"] == calls
     # another rubric
     other = dict(data, id="task-other")
     (tmp_path / "task-other.yaml").write_text(yaml.safe_dump(other, sort_keys=False))
