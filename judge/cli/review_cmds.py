@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 from pathlib import Path
 from typing import Annotated
 
@@ -74,6 +75,10 @@ def _serve_review(workspace: Workspace, run_id: str, port: int) -> None:
 
     with workspace.open_store() as store:
         run = store.get_run(run_id)
+    if port == 0:  # a free port now, so the address printed is the one served
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
     token = workspace.env.get(TOKEN_ENV) or secrets.token_urlsafe(24)
     env = {**workspace.env, TOKEN_ENV: token}
     shown = "#token=" + token if not workspace.env.get(TOKEN_ENV) else ""

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 import uvicorn
-from conftest import EXAMPLE_SUITE, load_fake_server
+from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
 from report_runs import SCRIPT, hostile_runs
 
 from judge.app.reviewing import export_labels, import_labels, labels_path
@@ -234,3 +236,48 @@ def test_hostile_text_stays_text(workspace: tuple[Path, str, str], browser: Brow
     assert page.evaluate("window.__pwned === undefined") and page.dialogs() == []
     # no request left the origin
     assert all(u.startswith(base) for u in page.requests())
+
+
+def test_judge_review_serves_the_page_with_a_fresh_token(
+        workspace: tuple[Path, str, str]) -> None:
+    root, run_id, _ = workspace
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "review", run_id, "--port", "0"],
+                            cwd=root, env=judge_env(PYTHONPATH=str(ROOT)), text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("review page: http://127.0.0.1:"), line
+        url = line.split(": ", 1)[1].strip()
+        page_url, token = url.split("#token=")
+        base = page_url.split("/review/")[0]
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(page_url, timeout=10) as resp:
+                    assert resp.status == 200
+                    assert "script-src 'sha256-" in resp.headers["Content-Security-Policy"]
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline, "judge review did not serve the page"
+                time.sleep(0.2)
+        body = json.dumps({"reviewer": "bo", "labels": [
+            {"case": "fix-login-redirect", "category": "agentPerformance", "score": 70}]})
+        for headers, status in (({"Origin": base}, 401),
+                                ({"Authorization": f"Bearer {token}", "Origin": base}, 200)):
+            req = urllib.request.Request(f"{base}/api/review/{run_id}/labels",
+                                         data=body.encode(), method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  **headers})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    got = int(resp.status)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                got = int(exc.code)
+            assert got == status
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
