@@ -18,6 +18,9 @@ so different requests get different scores. Model-name knobs, for judge-agreemen
 
 - ``fake-judge+15``: add 15 to every integer, clamped to the schema's bounds. The suffix is
   left out of the seed, so ``fake-judge+15`` is exactly ``fake-judge`` shifted by 15.
+- ``fake-judge~40-70``: squeeze every integer of a 0..100 range into 40..70 (linearly,
+  half up): a judge with a known monotone bias, for calibration tests. Left out of the
+  seed too, so it is ``fake-judge`` compressed.
 - any name containing ``random``: a request counter joins the seed, so answers vary.
 - ``fake-judge~8``: a judge of known noise. Each integer is a latent verdict (drawn from
   the prompt alone, as without the knob) plus Gaussian noise of standard deviation 8,
@@ -169,6 +172,7 @@ _FORMATS = {
 }
 _BIAS_RE = re.compile(r"\+(-?\d+)")
 _NOISE_RE = re.compile(r"~(\d+(?:\.\d+)?)")
+_SQUEEZE_RE = re.compile(r"~(\d+)-(\d+)")
 _MAX_DEPTH = 32
 _FULL_OBJECT_DEPTH = 8
 _DROP_GRACE_S = 5.0
@@ -286,7 +290,8 @@ def _parse_faults(value: Any) -> tuple[str, ...]:
 # --------------------------------------------------------------------- schema instances
 
 
-def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int = 0) -> Any:
+def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int = 0,
+                      squeeze: tuple[int, int] | None = None) -> Any:
     """A JSON value valid against ``schema``, drawn from ``rng``; integers shifted by ``bias``.
 
     Supports ``type`` (object, array, string, integer, number, boolean, null, or a list of
@@ -294,7 +299,7 @@ def generate_instance(schema: dict[str, Any], rng: random.Random, *, bias: int =
     ``$ref`` to ``#/...`` pointers, string ``minLength``/``maxLength``/``format``, number
     bounds, ``minItems``/``maxItems``/``uniqueItems``. ``pattern`` is not honoured.
     """
-    return _Instantiator(schema, rng, bias).value(schema, 0)
+    return _Instantiator(schema, rng, bias, squeeze=squeeze).value(schema, 0)
 
 
 def noisy_integer(latent: int, low: int, high: int, noise: random.Random, sd: float) -> int:
@@ -334,11 +339,13 @@ class _Instantiator:
     """Walks one root schema: generation, violation and citation tampering."""
 
     def __init__(self, root: dict[str, Any], rng: random.Random, bias: int,
-                 noise: tuple[random.Random, float] | None = None) -> None:
+                 noise: tuple[random.Random, float] | None = None,
+                 squeeze: tuple[int, int] | None = None) -> None:
         self.root = root
         self.rng = rng
         self.bias = bias
         self.noise = noise
+        self.squeeze = squeeze
 
     # -- resolution
 
@@ -457,8 +464,13 @@ class _Instantiator:
         low, high = _integer_bounds(schema)
         drawn = self.rng.randint(low, high)
         if self.noise is not None:
-            return noisy_integer(drawn + self.bias, low, high, *self.noise)
-        return min(max(drawn + self.bias, low), high)
+            value = noisy_integer(drawn + self.bias, low, high, *self.noise)
+        else:
+            value = min(max(drawn + self.bias, low), high)
+        if self.squeeze is not None and (low, high) == (0, 100):
+            lo, hi = self.squeeze
+            value = lo + (2 * value * (hi - lo) + 100) // 200
+        return value
 
     def _number(self, schema: dict[str, Any]) -> float:
         low, high = _number_bounds(schema)
@@ -612,6 +624,7 @@ class _Call:
     """Same, with the ``+N`` bias suffix taken out of the model name."""
     bias: int
     randomised: bool
+    squeeze: tuple[int, int] | None
     prompt_chars: int
     noise_sd: float = 0.0
     """The ``~S`` knob: per-ask standard deviation of every integer (0: none)."""
@@ -630,8 +643,10 @@ def _parse_call(body: Any) -> _Call:
         raise _BadRequest("stream=true is not supported by the fake server")
     response_format = body.get("response_format")
     match = _BIAS_RE.search(model)
-    noise = _NOISE_RE.search(model)
-    base_model = _NOISE_RE.sub("", _BIAS_RE.sub("", model))
+    squeeze = _SQUEEZE_RE.search(model)
+    unsqueezed = _SQUEEZE_RE.sub("", model)  # "~40-70" first, so its "~40" is no noise knob
+    noise = _NOISE_RE.search(unsqueezed)
+    base_model = _NOISE_RE.sub("", _BIAS_RE.sub("", unsqueezed))
     return _Call(
         model=model,
         schema=_schema_of(response_format),
@@ -639,6 +654,7 @@ def _parse_call(body: Any) -> _Call:
         content_key=_digest(base_model, messages, response_format),
         bias=int(match.group(1)) if match else 0,
         randomised="random" in model,
+        squeeze=(int(squeeze.group(1)), int(squeeze.group(2))) if squeeze else None,
         prompt_chars=sum(len(_message_text(m)) for m in messages),
         noise_sd=float(noise.group(1)) if noise else 0.0,
         request_seed=body.get("seed"),
@@ -928,11 +944,10 @@ class FakeModelServer:
         if call.randomised:
             self._random_counter += 1
             parts.append(self._random_counter)
-        if call.noise_sd:
-            noise = (_rng("noise", call.request_seed, call.content_key), call.noise_sd)
-            return _Instantiator(call.schema, _rng(*parts), call.bias + options.bias,
-                                 noise).value(call.schema, 0)
-        return generate_instance(call.schema, _rng(*parts), bias=call.bias + options.bias)
+        noise = ((_rng("noise", call.request_seed, call.content_key), call.noise_sd)
+                 if call.noise_sd else None)
+        return _Instantiator(call.schema, _rng(*parts), call.bias + options.bias, noise,
+                             call.squeeze).value(call.schema, 0)
 
     @staticmethod
     def _tamper(call: _Call, instance: Any, fault: str | None) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ..core.agreement import Comparison, compare_runs
 from ..core.errors import ConfigError, UsageError
+from ..core.labels import human_labels, parse_labels
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
 from ..core.suite import HumanLabel
@@ -162,9 +163,26 @@ def _human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspace: Wo
         if source.id != suite_id:
             raise UsageError(f"suite file {path} is suite {source.id!r}, the runs judged "
                              f"{suite_id!r}", fix="pass the runs' suite with --suite")
-        return {c.id: c.human for c in source.cases() if c.human is not None}
+        found = {c.id: c.human for c in source.cases() if c.human is not None}
+        return {**found, **_labels_file(path, infos[0], workspace)}
     except ConfigError as exc:
         if explicit is not None:
             raise
         notes.append(f"human labels not read: {exc.message}")
         return {}
+
+
+def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[str, HumanLabel]:
+    """The review page's labels beside the suite (``<suite>.labels.jsonl``), when present.
+
+    They are the suite's human labels too, and win over a case's inline ``human:``.
+    """
+    path = suite_file.with_name(f"{suite_file.stem}.labels.jsonl")
+    if not path.is_file():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read labels file {path}: {exc}", fix="check the file") \
+            from None
+    return human_labels(parse_labels(text, str(path)), workspace.rubric(info.rubric))

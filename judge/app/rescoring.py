@@ -13,12 +13,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.calibration import check_judge
 from ..core.errors import UsageError
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.rescore import RescoreError, rescore_result
 from ..core.result_changes import case_changed
-from ..core.rubric import rubric_hash
+from ..core.rubric import Rubric, rubric_hash
 from ..core.summary import Summary, SummaryBuilder
 from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
@@ -57,6 +58,7 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
     with workspace.open_store() as store:
         source = store.get_run(run_id)
         head = headline_of(source)
+        _check_calibration(rub, source)
         try:
             pairs = [(old, rescore_result(old, rub)) for old in store.iter_results(source.id)]
         except RescoreError as exc:
@@ -66,7 +68,8 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
         info = source.model_copy(update={
             "id": new_run_id(created), "rubric": rub.id, "rubricHash": rubric_hash(rub),
             "createdAt": created, "status": "running",
-            "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0}})
+            "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0,
+                         **_calibration_setting(rub)}})
         builder = SummaryBuilder()
         moved = 0
         for old, new in pairs:
@@ -88,6 +91,21 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
             raise
     return RescoreReport(run=final, source=source, rubric=rub.id, cases_moved=moved,
                          summary=summary)
+
+
+def _check_calibration(rubric: Rubric, source: RunInfo) -> None:
+    """Refuse a calibration of another judge's scores (judge.core.calibration.check_judge)."""
+    if rubric.calibrated is None:
+        return
+    for model in source.models:
+        check_judge(rubric.calibrated[2], model, f"run {source.id}")
+
+
+def _calibration_setting(rubric: Rubric) -> dict[str, Any]:
+    """What the new run records of the calibration it was scored with."""
+    if rubric.calibrated is None:
+        return {}
+    return {"calibration": {"file": rubric.calibration, "sha256": rubric.calibrated[1]}}
 
 
 def _is_headline(result: CaseResult, head: tuple[str | None, int]) -> bool:

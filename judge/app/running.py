@@ -19,6 +19,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.calibration import check_judge
 from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Rubric, rubric_hash
@@ -292,6 +293,9 @@ class _Run:
         # The template is read and checked here, before any folder or row exists.
         self.renderer: PromptRenderer | None = workspace.renderer() if self.needs_judge else None
         self.rubric = self.selected.rubric
+        if self.rubric.calibrated is not None and self.needs_judge:
+            for model in self.models:  # a calibration maps one judge's scores, no other's
+                check_judge(self.rubric.calibrated[2], model, "this run")
         self.rubric_hash = rubric_hash(self.rubric)
         self.plan = self._plan()
 

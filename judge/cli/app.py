@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": ("baseline_cmds", "Record, show and list baselines (baselines/<suite>.json)."),
     "rescore": ("rescore_cmds", "Re-score a stored run under another rubric (no model call)."),
     "compare": ("compare_cmd", "How far judges agree: κ, ρ, τ, band flips, vs human labels."),
+    "review": ("review_cmds", "Review verdicts in the browser; labels in and out; what next."),
+    "calibrate": ("review_cmds", "Fit a monotone map from a judge's AI scores to people's labels."),
     "diff": ("diff_cmds", "What moved between two runs, case by case."),
     "report": ("report_cmd", "Write a self-contained HTML report of a run, a diff, a judge swap."),
     "stability": ("diff_cmds", "Cases whose band differs between the samples of a run."),

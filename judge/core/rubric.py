@@ -141,6 +141,11 @@ class Rubric(Frozen):
     signals: dict[str, tuple[SignalRule, ...]] = Field(default_factory=dict)
     """How ``judge collect`` computes each category's deterministic signal from collected
     facts: rules tried in order, the first applicable one wins (see judge.core.signal_rules)."""
+    calibration: str | None = None
+    """A calibration file (``judge calibrate``), relative to the rubric file: the judge's AI
+    scores are mapped to people's scale before the blend (see judge.core.calibration)."""
+    _calibrated: tuple[dict[str, tuple[int, ...]], str, Any] | None = PrivateAttr(default=None)
+    """The loaded calibration: its tables per category, its digest, the file's model."""
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
     """What other modules compute once per rubric (the scoring plan, the schema base): kept
     with the rubric it came from, so it can never be another rubric's."""
@@ -150,7 +155,20 @@ class Rubric(Frozen):
         """A copy (``update`` is not re-validated, as in pydantic) that derives anew."""
         copy = super().model_copy(update=update, deep=deep)
         copy._derived = {}
+        copy._calibrated = self._calibrated
         return copy
+
+    def with_calibration(self, tables: dict[str, tuple[int, ...]], digest: str,
+                         source: Any) -> Rubric:
+        """A copy applying ``tables`` before the blend (see judge.core.calibration)."""
+        copy = self.model_copy()
+        copy._calibrated = (tables, digest, source)
+        return copy
+
+    @property
+    def calibrated(self) -> tuple[dict[str, tuple[int, ...]], str, Any] | None:
+        """The attached calibration (tables, digest, file model), or None."""
+        return self._calibrated
 
     def derived(self, key: str, build: Any) -> Any:
         """``build(self)`` computed once per rubric object and kept with it."""
@@ -195,6 +213,12 @@ def rubric_hash(rubric: Rubric) -> str:
     rules cannot change a run, and editing them must not void baselines or replay records.
     """
     data = rubric.model_dump(mode="json", exclude={"signals"})
+    # A rubric without a calibration hashes as before the field existed (stored runs and
+    # baselines keep their rubric hash); with one, the map's digest is part of the rubric.
+    if rubric.calibrated is not None:
+        data["calibration"] = {"file": data["calibration"], "sha256": rubric.calibrated[1]}
+    elif data["calibration"] is None:
+        del data["calibration"]
     return hashlib.sha256(canonical_json(data).encode()).hexdigest()
 
 
@@ -314,7 +338,7 @@ def _fix_hint(exc: ValidationError) -> str:
             return f"rename it to {close[0]!r}"
         allowed = {
             0: "id, title, description, style, blend, missing, partial, categories, levels, "
-               "bands, pass_score, evidence, signals, version",
+               "bands, pass_score, evidence, signals, calibration, version",
         }
         if len(err["loc"]) == 1:
             return f"remove it or correct the spelling; allowed keys: {allowed[0]}"

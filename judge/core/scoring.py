@@ -143,6 +143,8 @@ class _Plan:
     """The band of each score 0..100 (None where no band covers it)."""
     scaled: dict[str, int]
     """The weights over their common denominator (see :func:`_overall`)."""
+    calibration: dict[str, tuple[int, ...]]
+    """Per calibrated category, the calibrated score of each AI score (judge.core.calibration)."""
 
 
 def _plan(rubric: Rubric) -> _Plan:
@@ -162,13 +164,17 @@ def _build_plan(rubric: Rubric) -> _Plan:
     weights = {c.id: exact(c.weight) for c in rubric.categories}
     common = math.lcm(*(w.denominator for w in weights.values()))
     return _Plan(known=frozenset(weights), blends=tuple(blends), band_of=band_of,
-                 scaled={c: w.numerator * (common // w.denominator) for c, w in weights.items()})
+                 scaled={c: w.numerator * (common // w.denominator) for c, w in weights.items()},
+                 calibration=dict(rubric.calibrated[0]) if rubric.calibrated else {})
 
 
 def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int | None,
                     advisory: AdvisoryScore | None) -> CategoryScore:
     cat, coefficients, no_det, no_ai = plan.blends[index]
-    ai = advisory.score if advisory is not None else None
+    raw = advisory.score if advisory is not None else None
+    table = plan.calibration.get(cat.id)
+    # The calibration maps the AI score before the blend; the judge's own score is stored.
+    ai = table[raw] if table is not None and raw is not None else raw
     rule: Rule
     final: int | None
     if no_det:
@@ -192,7 +198,7 @@ def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int 
     return CategoryScore(
         category=cat.id,
         deterministicScore=deterministic,
-        aiScore=ai,
+        aiScore=raw,
         finalScore=final,
         weight=cat.weight,
         band=band,

@@ -21,7 +21,7 @@ from ..app.jobs import RunJobs
 from ..app.live_monitor import LiveMonitor
 from ..app.suites_index import SuiteIndex
 from ..app.workspace import LiteLLMJudges, Workspace
-from . import routes_eval, routes_runs, routes_service
+from . import routes_eval, routes_review, routes_runs, routes_service
 from .door import DoorLimits, DoorPolicy, allowed_hosts
 from .metrics import Metrics
 from .problems import Redactor, document_problems, install_handlers
@@ -79,6 +79,7 @@ def create_app(workspace: Workspace, *, token: str | None = None,
     app.include_router(routes_eval.router)
     app.include_router(routes_runs.router)
     app.include_router(routes_service.router)
+    app.include_router(routes_review.router)
     plain_openapi = app.openapi
 
     def openapi() -> dict[str, Any]:

@@ -14,6 +14,7 @@ REVISIONS: Final[tuple[tuple[str, bool], ...]] = (
     ("0001", True),  # the schema of the releases before migrations (runs, case_results)
     ("0002", True),  # runs.run_group, shard_index, shard_count: sharded runs
     ("0003", True),  # runs.seal, case_results.seal: sealed rows (judge.store.seal)
+    ("0004", True),  # labels: people's labels from the review page
 )
 """Every revision in order, with whether it is additive (safe to apply on open)."""
 

@@ -57,6 +57,7 @@ from ..core.canonical import canonical_json
 from ..core.errors import StoreError
 from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.secrets import MASK, mask_url
+from .labels import define_labels
 from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
 from .reader import ambiguous_prefix, checked_result, checked_run, unknown_run
 from .revisions import STORE_FORMAT_VERSION
@@ -129,6 +130,8 @@ _case_results = Table(
     Column("format_version", Integer, nullable=False),
     Column("seal", String(128), nullable=True),
 )
+
+define_labels(_metadata)  # the review page's labels (judge.store.labels), revision 0004
 
 
 _RUN_READ: Final = (_runs.c.id, _runs.c.suite, _runs.c.status, _runs.c.info_json,

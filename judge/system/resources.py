@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..core.calibration import attach_calibration, parse_calibration
 from ..core.canonical import canonical_json
 from ..core.errors import ConfigError, RubricError, SuiteError
 from ..core.limits import MAX_RUBRIC_CHARS, MAX_SUITE_CHARS
@@ -112,7 +113,21 @@ def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
     """Load and validate a rubric by id or path."""
     path = find_rubric(str(name), workspace)
     _check_size(path, MAX_RUBRIC_CHARS, RubricError)
-    return parse_rubric(read_utf8(path, RubricError), str(path))
+    rubric = parse_rubric(read_utf8(path, RubricError), str(path))
+    return rubric if rubric.calibration is None else _calibrated(rubric, path)
+
+
+def _calibrated(rubric: Rubric, path: Path) -> Rubric:
+    """The rubric with its calibration file (relative to the rubric file) attached."""
+    file = path.parent / str(rubric.calibration)
+    try:
+        text = file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RubricError(f"cannot read its calibration {str(file)!r}: {exc}", file=str(path),
+                          where="calibration",
+                          fix="give the path of a `judge calibrate` file, relative to the "
+                              "rubric") from None
+    return attach_calibration(rubric, parse_calibration(text, str(file)), str(file))
 
 
 def load_suite(path: str | Path) -> Suite:

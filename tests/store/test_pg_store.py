@@ -158,7 +158,7 @@ def test_store_newer_than_the_code_is_a_clear_error(store_url: str, tmp_path: Pa
     RunStore(store_url).close()
     set_revision(store_url, "9999")
     with pytest.raises(StoreError, match=r"revision 9999, newer than this judgeflow knows "
-                                         r"\(head 0003\).*upgrade judgeflow"):
+                                         rf"\(head {HEAD}\).*upgrade judgeflow"):
         RunStore(store_url)
     proc = run_judge(["history", "--store", store_url], tmp_path)
     assert proc.returncode == 2, proc.stderr

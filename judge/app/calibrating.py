@@ -1,0 +1,125 @@
+"""``judge calibrate``: fit a monotone map from one judge's AI scores to people's labels.
+
+Reads stored runs (one judge model, one rubric) and a labels file, fits per category the
+isotonic map of :mod:`judge.core.calibration`, measures it by k-fold cross-validation (each
+case predicted by a map fitted without it) and writes the versioned calibration file a
+rubric references with ``calibration: FILE``. No model call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..core.calibration import (
+    Calibration,
+    FoldReport,
+    cross_validate,
+    fit_category,
+    rubric_scale,
+)
+from ..core.canonical import canonical_json
+from ..core.errors import UsageError
+from ..core.labels import check_label, human_labels, parse_labels
+from ..core.models import CaseResult, RunInfo
+from ..core.panel import headline_of
+from ..system.atomic_files import write_atomic
+from .workspace import Workspace
+
+__all__ = ["CalibrateReport", "calibrate", "fold_summary"]
+
+
+@dataclass(frozen=True)
+class CalibrateReport:
+    """The file written, the calibration, and the held-out agreement per category."""
+
+    path: Path
+    calibration: Calibration
+    skipped: dict[str, str]
+    """Categories not calibrated, with why (too few labels)."""
+
+
+def _judged(info: RunInfo, results: list[CaseResult], model: str) -> dict[str, CaseResult]:
+    _, sample = headline_of(info)
+    return {r.id: r for r in results if r.judge is not None and r.judge.model == model
+            and r.judge.sample == sample and r.judge.aggregate is None}
+
+
+def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
+              out: Path | None = None, folds: int = 5, seed: int = 0,
+              judge: str | None = None, min_labels: int = 4) -> CalibrateReport:
+    """Fit, cross-validate and write a calibration of ``judge``'s scores on ``run_ids``."""
+    if folds < 2:
+        raise UsageError(f"--folds {folds}: cross-validation needs at least 2 folds",
+                         fix="pass --folds 2 or more (5 by default)")
+    with workspace.open_store() as store:
+        runs = [(store.get_run(r), r) for r in run_ids]
+        infos = [info for info, _ in runs]
+        rubrics = sorted({i.rubric for i in infos})
+        if len(rubrics) != 1:
+            raise UsageError(f"the runs used rubrics {rubrics}; a calibration is of one rubric",
+                             fix="pass runs of one rubric")
+        model = judge or headline_of(infos[0])[0]
+        if model is None:
+            raise UsageError(f"run {infos[0].id} has no judge model",
+                             fix="calibrate runs judged by a model")
+        scores: dict[str, CaseResult] = {}
+        for info in infos:
+            if model not in info.models:
+                raise UsageError(f"run {info.id} was not judged by {model!r}",
+                                 fix="pass runs of one judge (or --judge MODEL)")
+            scores.update(_judged(info, list(store.iter_results(info.id)), model))
+    rubric = workspace.rubric(rubrics[0])
+    try:
+        text = labels_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read labels file {labels_file}: {exc}",
+                         fix="pass the labels file `judge review --export` wrote") from None
+    labels = parse_labels(text, str(labels_file))
+    for lb in labels:
+        check_label(lb, rubric, str(labels_file))
+    human = human_labels(labels, rubric)
+    maps, reports, skipped = {}, {}, {}
+    for cat in (c.id for c in rubric.categories):
+        pairs = {}
+        for cid, result in scores.items():
+            given = human.get(cid)
+            ai = next((c.aiScore for c in result.categoryScores if c.category == cat), None)
+            if given is not None and cat in given.categories and ai is not None:
+                pairs[cid] = (ai, given.categories[cat])
+        if len(pairs) < max(min_labels, folds):
+            skipped[cat] = f"{len(pairs)} labelled cases (at least {max(min_labels, folds)})"
+            continue
+        maps[cat] = fit_category([pairs[c] for c in sorted(pairs)])
+        reports[cat] = cross_validate(pairs, folds, rubric.bands, seed)
+    if not maps:
+        raise UsageError(f"no category has enough labelled cases judged by {model!r}: "
+                         + "; ".join(f"{c}: {w}" for c, w in skipped.items()),
+                         fix="label more cases (`judge review RUN --next 30`)")
+    digest = hashlib.sha256(canonical_json(
+        [lb.model_dump(mode="json") for lb in labels]).encode()).hexdigest()
+    cal = Calibration(judge=model, rubric=rubric.id, scale=rubric_scale(rubric),
+                      categories=maps, crossValidation=reports, labelsDigest=digest,
+                      runs=tuple(i.id for i in infos))
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
+    target = out or workspace.root / "calibrations" / f"{rubric.id}.{slug}.json"
+    write_atomic(target, json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True)
+                 + "\n")
+    return CalibrateReport(path=target, calibration=cal, skipped=skipped)
+
+
+def fold_summary(report: FoldReport) -> str:
+    """``MAD 14.2 -> 5.1, band 40% -> 80% (held out, 5 folds, 30 cases)``."""
+    b, a = report.before, report.after
+
+    def pct(v: float | None) -> str:
+        return "—" if v is None else f"{v:.0%}"
+
+    def num(v: float | None) -> str:
+        return "—" if v is None else f"{v:.1f}"
+
+    return (f"MAD {num(b.meanAbsDiff)} -> {num(a.meanAbsDiff)}, band "
+            f"{pct(b.exactBandAgreement)} -> {pct(a.exactBandAgreement)} (held out, "
+            f"{report.folds} folds, {report.cases} cases)")

@@ -1,0 +1,207 @@
+"""People's labels of a suite's cases: the review page's output, a suite's human labels.
+
+One label is one reviewer's word on one category of one case: a score on the rubric's scale
+(for a level rubric, a level, read as its score), whether they agree with the judge, a
+note, who and when. The labels file sits beside the suite (``<suite>.labels.jsonl``), one
+canonical JSON line per label sorted by case, category and reviewer, so a change reads as a
+diff in review; importing it back replaces each (case, category, reviewer) label with the
+file's, so importing twice changes nothing.
+
+As a suite's human labels (:func:`human_labels`) several reviewers' scores of a category
+are averaged and rounded half up (exact); agreement *between* reviewers is Krippendorff's α
+over the reviewer x case matrix of each category (:func:`reviewer_alpha`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from fractions import Fraction
+
+from pydantic import Field, ValidationError
+
+from .agreement import krippendorff_alpha
+from .canonical import canonical_json
+from .errors import ConfigError
+from .exact import round_half_up
+from .frozen import Frozen
+from .models import CaseResult
+from .rubric import Rubric
+from .scoring import level_score
+from .suite import HumanLabel
+from .validation_text import format_validation_error
+
+__all__ = [
+    "LABELS_FORMAT",
+    "Label",
+    "LabelsError",
+    "check_label",
+    "dump_labels",
+    "human_labels",
+    "label_score",
+    "parse_labels",
+    "pick_next",
+    "reviewer_alpha",
+]
+
+LABELS_FORMAT = 1
+
+
+class LabelsError(ConfigError):
+    """A labels file (or a label sent by the page) is malformed or off the rubric's scale."""
+
+
+class Label(Frozen):
+    """One reviewer's label of one category of one case."""
+
+    version: int = LABELS_FORMAT
+    """Format of the label (checked on reading)."""
+    suite: str = Field(min_length=1, max_length=255)
+    case: str = Field(min_length=1, max_length=255)
+    category: str = Field(min_length=1, max_length=255)
+    reviewer: str = Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")
+    at: str = Field(min_length=1, max_length=64)
+    """When it was given (ISO 8601, UTC)."""
+    score: int | None = Field(default=None, ge=0, le=100)
+    """The reviewer's score on 0..100 (scores rubrics)."""
+    level: str | None = Field(default=None, max_length=64)
+    """The reviewer's level (levels rubrics)."""
+    agree: bool | None = None
+    """Whether the reviewer agrees with the judge's score."""
+    note: str = Field(default="", max_length=4000)
+    run: str | None = Field(default=None, max_length=255)
+    """The run the reviewer looked at."""
+
+    def key(self) -> tuple[str, str, str, str]:
+        """What one label is unique by: suite, case, category, reviewer."""
+        return (self.suite, self.case, self.category, self.reviewer)
+
+
+def label_score(label: Label, rubric: Rubric) -> int | None:
+    """The label's 0..100 score: its score, or its level's value x 100."""
+    if label.level is not None:
+        return level_score(rubric, label.level)
+    return label.score
+
+
+def check_label(label: Label, rubric: Rubric, source: str) -> None:
+    """Refuse a label naming a category or level the rubric lacks, or with no judgement."""
+    where = f"case {label.case!r}: {label.category}"
+    known = [c.id for c in rubric.categories]
+    if label.category not in known:
+        raise LabelsError(f"unknown category {label.category!r} for rubric {rubric.id!r}",
+                          file=source, where=where, fix=f"use one of: {', '.join(known)}")
+    names = [lv.name for lv in rubric.levels]
+    if rubric.style == "levels":
+        if label.score is not None or (label.level is not None and label.level not in names):
+            raise LabelsError(f"rubric {rubric.id!r} is judged by levels", file=source,
+                              where=where, fix=f"give a level: {', '.join(names)}")
+    elif label.level is not None:
+        raise LabelsError(f"rubric {rubric.id!r} is judged by scores", file=source,
+                          where=where, fix="give a score 0..100, not a level")
+    if label.score is None and label.level is None and label.agree is None and not label.note:
+        raise LabelsError("an empty label", file=source, where=where,
+                          fix="give a score or level, agree/disagree, or a note")
+
+
+def parse_labels(text: str, source: str = "<labels>") -> list[Label]:
+    """Read a labels file (JSON lines); the last line wins for a repeated key."""
+    found: dict[tuple[str, str, str, str], Label] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            label = Label.model_validate(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise LabelsError(f"not JSON: {exc.msg}", file=source, where=f"line {n}",
+                              fix="one JSON object per line (as `judge review --export` "
+                                  "writes)") from None
+        except ValidationError as exc:
+            where, msg = format_validation_error(exc)
+            raise LabelsError(msg, file=source, where=f"line {n}: {where}",
+                              fix="correct the field as the message says") from None
+        if label.version != LABELS_FORMAT:
+            raise LabelsError(f"labels format {label.version} is not known here",
+                              file=source, where=f"line {n}: version",
+                              fix="upgrade judgeflow to read it")
+        found[label.key()] = label
+    return [found[k] for k in sorted(found)]
+
+
+def dump_labels(labels: Iterable[Label]) -> str:
+    """The labels file's text: canonical JSON lines sorted by their key."""
+    ordered = sorted(labels, key=Label.key)
+    return "".join(canonical_json(lb.model_dump(mode="json")) + "\n" for lb in ordered)
+
+
+def _scored(labels: Iterable[Label], rubric: Rubric) -> dict[tuple[str, str], dict[str, int]]:
+    """(case, category) -> reviewer -> score, for labels with a score or level."""
+    out: dict[tuple[str, str], dict[str, int]] = {}
+    for lb in labels:
+        score = label_score(lb, rubric)
+        if score is not None:
+            out.setdefault((lb.case, lb.category), {})[lb.reviewer] = score
+    return out
+
+
+def human_labels(labels: Iterable[Label], rubric: Rubric) -> dict[str, HumanLabel]:
+    """Per case, the people's scores per category (reviewers averaged, half up)."""
+    cases: dict[str, dict[str, int]] = {}
+    for (case, cat), by in _scored(labels, rubric).items():
+        mean = Fraction(sum(by.values()), len(by))
+        cases.setdefault(case, {})[cat] = round_half_up(mean)
+    return {case: HumanLabel(categories=cats) for case, cats in sorted(cases.items())}
+
+
+def reviewer_alpha(labels: Iterable[Label], rubric: Rubric) -> dict[str, float | None]:
+    """Krippendorff's α (interval) between reviewers, per category (None: undefined)."""
+    scored = _scored(labels, rubric)
+    reviewers = sorted({r for by in scored.values() for r in by})
+    out: dict[str, float | None] = {}
+    for cat in (c.id for c in rubric.categories):
+        cases = sorted(case for case, c in scored if c == cat)
+        if len(reviewers) < 2 or not cases:
+            out[cat] = None
+            continue
+        matrix = [[scored[(case, cat)].get(r) for case in cases] for r in reviewers]
+        out[cat] = krippendorff_alpha(matrix)
+    return out
+
+
+def _edge_distance(score: int, rubric: Rubric) -> int:
+    """How far a score is from the nearest band edge (0: on the edge)."""
+    return min(min(score - b.min, b.max - score) for b in rubric.bands
+               if b.min <= score <= b.max)
+
+
+def pick_next(results: Sequence[CaseResult], rubric: Rubric, n: int, *,
+              labelled: Iterable[str] = (),
+              other: Mapping[str, CaseResult] | None = None) -> list[tuple[str, str]]:
+    """The ``n`` unlabelled cases whose labels tell most, each with why.
+
+    Stratified: the cases are dealt round-robin from one queue per band of the overall
+    score (so every band is sampled, not only the common one); within a band, a case two
+    judges disagree most on comes first, then the case nearest a band edge (its label
+    decides a band), then by id. ``other``: another judge's results by case id.
+    """
+    done = set(labelled)
+    queues: dict[str, list[tuple[int, int, str, str]]] = {}
+    for r in results:
+        if r.id in done or r.overallScore is None:
+            continue
+        gap = 0
+        if other is not None and (o := other.get(r.id)) is not None \
+                and o.overallScore is not None:
+            gap = abs(o.overallScore - r.overallScore)
+        edge = _edge_distance(r.overallScore, rubric)
+        why = (f"judges differ by {gap}" if gap else
+               f"{edge} from a band edge" if edge <= 3 else f"band {r.band}")
+        queues.setdefault(str(r.band), []).append((-gap, edge, r.id, why))
+    ordered = [sorted(q) for _, q in sorted(queues.items())]
+    picked: list[tuple[str, str]] = []
+    while len(picked) < n and any(ordered):
+        for q in ordered:
+            if q and len(picked) < n:
+                _, _, cid, why = q.pop(0)
+                picked.append((cid, why))
+    return picked

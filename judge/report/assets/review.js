@@ -1,0 +1,243 @@
+// The review page: one case at a time, keyboard first. Every value of the run (case text,
+// evidence, rationales, ids) is untrusted: it enters the page through textContent and
+// attribute setters only, never as HTML.
+"use strict";
+(function () {
+  const root = document.getElementById("review");
+  const runId = root.getAttribute("data-run");
+  const hash = new URLSearchParams(location.hash.slice(1));
+  if (hash.get("token")) {
+    sessionStorage.setItem("judge-token", hash.get("token"));
+    history.replaceState(null, "", location.pathname);
+  }
+  const token = sessionStorage.getItem("judge-token") || "";
+  const headers = token ? { Authorization: "Bearer " + token } : {};
+  let data = null, order = [], pos = 0, focusCat = 0, reviewer = "";
+  const mine = new Map(); // case + "\u0000" + category -> label
+
+  function el(tag, cls, text) {
+    const e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function show(value) {
+    if (value === null || value === undefined) return "—";
+    return typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  }
+  function key(c, cat) { return c + "\u0000" + cat; }
+  function bandOf(score) {
+    const b = data.scale.bands.find(x => x.min <= score && score <= x.max);
+    return b ? b.name : null;
+  }
+  function edge(score) {
+    const b = data.scale.bands.find(x => x.min <= score && score <= x.max);
+    return b ? Math.min(score - b.min, b.max - score) : 99;
+  }
+  function status(text) { document.getElementById("status").textContent = text; }
+
+  function filtered() {
+    const f = document.getElementById("filter").value;
+    let cases = data.cases.slice();
+    if (f === "disagree") {
+      cases = cases.filter(c => c.categories.some(cat => {
+        const lb = mine.get(key(c.id, cat.category));
+        return lb && (lb.agree === false || (lb.score !== null && lb.score !== undefined &&
+          cat.finalScore !== null && bandOf(lb.score) !== bandOf(cat.finalScore)));
+      }));
+    } else if (f === "borderline") {
+      cases = cases.filter(c => c.categories.some(cat =>
+        cat.finalScore !== null && edge(cat.finalScore) <= 3));
+    } else if (f === "judges") {
+      cases = cases.filter(c => c.other && c.other.overallScore !== null);
+      cases.sort((a, b) => Math.abs(b.other.overallScore - (b.overallScore || 0)) -
+        Math.abs(a.other.overallScore - (a.overallScore || 0)));
+    }
+    return cases;
+  }
+
+  function labelledCount() {
+    return data.cases.filter(c => data.scale.categories.every(cat =>
+      mine.has(key(c.id, cat.id)))).length;
+  }
+
+  function render() {
+    const view = document.getElementById("case");
+    view.replaceChildren();
+    document.getElementById("progress").textContent =
+      labelledCount() + " of " + data.cases.length + " cases labelled by " + (reviewer || "—");
+    if (!order.length) { view.append(el("p", "empty", "No case matches the filter.")); return; }
+    pos = Math.max(0, Math.min(pos, order.length - 1));
+    const c = order[pos];
+    localStorage.setItem("judge-review-pos:" + runId, c.id);
+    view.setAttribute("data-case", c.id);
+    view.append(el("h2", "case-id", c.id + "  (" + (pos + 1) + "/" + order.length + ")"));
+    const summary = el("p", "overall", "overall " + show(c.overallScore) + " · " + show(c.band));
+    if (c.other) summary.append(el("span", "other", "  · " + show(c.other.model) + ": " +
+      show(c.other.overallScore)));
+    view.append(summary);
+    view.append(el("h3", "", "Input"), el("pre", "input", show(c.input)));
+    view.append(el("h3", "", "Output"), el("pre", "output", show(c.output)));
+    const cited = new Set();
+    c.categories.forEach(cat => (cat.evidence || []).forEach(id => cited.add(id)));
+    view.append(el("h3", "", "Evidence"));
+    const ev = el("ul", "evidence");
+    c.evidence.forEach(item => {
+      const li = el("li", cited.has(item.id) ? "item cited" : "item");
+      li.setAttribute("data-id", item.id);
+      li.append(el("code", "", item.id), el("span", "group", " " + item.group + " "),
+        el("b", "", item.title), el("div", "excerpt", item.excerpt));
+      ev.append(li);
+    });
+    view.append(ev);
+    c.categories.forEach((cat, i) => view.append(categoryBlock(c, cat, i)));
+  }
+
+  function categoryBlock(c, cat, i) {
+    const box = el("section", i === focusCat ? "category focused" : "category");
+    box.setAttribute("data-category", cat.category);
+    box.append(el("h3", "", cat.category));
+    box.append(el("p", "scores", "AI " + show(cat.aiScore) + (cat.level ? " (" + cat.level + ")" : "")
+      + " · deterministic " + show(cat.deterministicScore) + " · final " +
+      show(cat.finalScore) + " · " + show(cat.band)));
+    box.append(el("p", "rationale", cat.rationale));
+    const lb = mine.get(key(c.id, cat.category)) || {};
+    const choices = el("div", "choices");
+    const levels = data.scale.style === "levels";
+    const options = levels ? data.scale.levels.map(l => ({ name: l.name, level: l.name }))
+      : data.scale.bands.map(b => ({ name: b.name, score: Math.round((b.min + b.max) / 2) }));
+    options.forEach((o, n) => {
+      const b = el("button", "choice", (n + 1) + " " + o.name);
+      b.type = "button";
+      b.setAttribute("data-choice", o.name);
+      const on = levels ? lb.level === o.level : (lb.score !== undefined && lb.score !== null
+        && bandOf(lb.score) === o.name);
+      if (on) b.classList.add("chosen");
+      b.addEventListener("click", () => { focusCat = i; choose(c, cat.category, o); });
+      choices.append(b);
+    });
+    box.append(choices);
+    if (!levels) {
+      const score = el("input", "score");
+      score.type = "number"; score.min = "0"; score.max = "100";
+      score.value = lb.score === undefined || lb.score === null ? "" : String(lb.score);
+      score.addEventListener("change", () => {
+        const v = parseInt(score.value, 10);
+        if (v >= 0 && v <= 100) save(c, cat.category, { score: v });
+      });
+      box.append(score);
+    }
+    ["agree", "disagree"].forEach(word => {
+      const b = el("button", "verdict", word);
+      b.type = "button";
+      b.setAttribute("data-verdict", word);
+      if (lb.agree === (word === "agree")) b.classList.add("chosen");
+      b.addEventListener("click", () => save(c, cat.category, { agree: word === "agree" }));
+      box.append(b);
+    });
+    const note = el("textarea", "note");
+    note.value = lb.note || "";
+    note.placeholder = "note";
+    note.addEventListener("change", () => save(c, cat.category, { note: note.value }));
+    box.append(note);
+    return box;
+  }
+
+  function choose(c, category, o) {
+    save(c, category, o.level !== undefined ? { level: o.level } : { score: o.score });
+  }
+
+  // Saves run one after another, each built from the labels as the previous one left
+  // them: a click during a save never sends a stale label over a newer one.
+  let queue = Promise.resolve(), saves = 0;
+  function save(c, category, change) {
+    if (!reviewer) { status("enter your name first"); return; }
+    queue = queue.then(() => send(c, category, change)).catch(e => status("not saved: " + e));
+  }
+
+  async function send(c, category, change) {
+    const before = mine.get(key(c.id, category)) || {};
+    const label = { case: c.id, category: category, score: before.score ?? null,
+      level: before.level ?? null, agree: before.agree ?? null, note: before.note || "",
+      ...change };
+    const resp = await fetch("/api/review/" + encodeURIComponent(runId) + "/labels", {
+      method: "POST", headers: { ...headers, "Content-Type": "application/json" },
+      body: JSON.stringify({ reviewer: reviewer, labels: [label] }) });
+    saves += 1;
+    root.setAttribute("data-saves", String(saves));
+    if (!resp.ok) { status("not saved: " + resp.status); return; }
+    const saved = await resp.json();
+    saved.labels.forEach(l => mine.set(key(l.case, l.category), l));
+    status("saved " + c.id + " / " + category);
+    render();
+  }
+
+  function keys(ev) {
+    const t = ev.target;
+    if (t && (t.tagName === "TEXTAREA" || t.tagName === "INPUT" || t.tagName === "SELECT")) {
+      if (ev.key === "Escape") t.blur();
+      return;
+    }
+    if (!order.length) return;
+    const c = order[pos];
+    if (ev.key === "j" || ev.key === "ArrowRight") { pos += 1; focusCat = 0; render(); }
+    else if (ev.key === "k" || ev.key === "ArrowLeft") { pos -= 1; focusCat = 0; render(); }
+    else if (ev.key === "ArrowDown") { focusCat = Math.min(focusCat + 1, c.categories.length - 1); render(); }
+    else if (ev.key === "ArrowUp") { focusCat = Math.max(focusCat - 1, 0); render(); }
+    else if (ev.key === "a" || ev.key === "d") {
+      save(c, c.categories[focusCat].category, { agree: ev.key === "a" });
+    } else if (ev.key === "n") {
+      const notes = document.querySelectorAll("#case .note");
+      if (notes[focusCat]) { notes[focusCat].focus(); ev.preventDefault(); }
+    } else if (/^[1-9]$/.test(ev.key)) {
+      const n = parseInt(ev.key, 10) - 1;
+      const levels = data.scale.style === "levels";
+      const list = levels ? data.scale.levels : data.scale.bands;
+      if (n < list.length) {
+        const o = levels ? { level: list[n].name }
+          : { score: Math.round((list[n].min + list[n].max) / 2) };
+        choose(c, c.categories[focusCat].category, o);
+      }
+    } else { return; }
+    ev.preventDefault();
+  }
+
+  function reorder(keepId) {
+    order = filtered();
+    const at = order.findIndex(c => c.id === keepId);
+    pos = at >= 0 ? at : 0;
+    render();
+  }
+
+  function loadMine() {
+    mine.clear();
+    data.labels.filter(l => l.reviewer === reviewer)
+      .forEach(l => mine.set(key(l.case, l.category), l));
+  }
+
+  async function start() {
+    const resp = await fetch("/api/review/" + encodeURIComponent(runId), { headers });
+    if (!resp.ok) { status("cannot load run: " + resp.status); return; }
+    data = await resp.json();
+    document.getElementById("title").textContent =
+      "Review " + data.run.id + " · " + data.run.suite + " · " + data.run.rubric;
+    const alpha = Object.entries(data.alpha).map(([k, v]) =>
+      k + " α=" + (v === null ? "—" : v.toFixed(2))).join(", ");
+    document.getElementById("alpha").textContent = "between reviewers: " + alpha;
+    const name = document.getElementById("reviewer");
+    reviewer = localStorage.getItem("judge-reviewer") || "";
+    name.value = reviewer;
+    name.addEventListener("change", () => {
+      reviewer = name.value.trim();
+      localStorage.setItem("judge-reviewer", reviewer);
+      loadMine(); render();
+    });
+    loadMine();
+    document.getElementById("filter").addEventListener("change", () => reorder(null));
+    document.addEventListener("keydown", keys);
+    const last = localStorage.getItem("judge-review-pos:" + runId);
+    reorder(last);
+    document.documentElement.setAttribute("data-ready", "1");
+  }
+  start();
+})();

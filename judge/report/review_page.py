@@ -1,0 +1,55 @@
+"""The review page's HTML: a shell with its script and style inline, under a strict CSP.
+
+The shell holds no value of the run: the script fetches the run's cases from
+``/api/review/RUN`` (``connect-src 'self'``) and puts every value in with ``textContent``, so
+hostile case text, evidence or rationales stay text. The script runs by its hash, never as
+an inline handler, and nothing may be loaded from elsewhere.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+from functools import cache
+from pathlib import Path
+
+__all__ = ["review_csp", "review_html"]
+
+_ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+@cache
+def _asset(name: str) -> str:
+    return (_ASSETS / name).read_text(encoding="utf-8")
+
+
+def review_csp(*, header: bool = True) -> str:
+    """The page's Content-Security-Policy (a header; the meta tag's lacks frame-ancestors)."""
+    digest = base64.b64encode(hashlib.sha256(_asset("review.js").encode()).digest()).decode()
+    return ("default-src 'none'; " f"script-src 'sha256-{digest}'; " "style-src 'unsafe-inline'; "
+            "connect-src 'self'; img-src data:; form-action 'none'; base-uri 'none'; "
+            "frame-src 'none'; object-src 'none'" + ("; frame-ancestors 'none'" if header
+                                                      else ""))
+
+
+def review_html(run_id: str) -> str:
+    """The page for ``run_id`` (an id the route checked: ``[A-Za-z0-9_-]``)."""
+    run = html.escape(run_id, quote=True)
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{review_csp(header=False)}">
+<title>judge review {run}</title><style>{_asset("review.css")}</style></head>
+<body><div id="review" data-run="{run}">
+<header><h1 id="title">Review</h1>
+<label>reviewer <input id="reviewer" autocomplete="off"></label>
+<label>show <select id="filter"><option value="all">all cases</option>
+<option value="disagree">my disagreements</option>
+<option value="borderline">borderline (near a band edge)</option>
+<option value="judges">judges differ most</option></select></label>
+<span id="progress"></span><span id="alpha"></span><span id="status"></span></header>
+<p class="keys">keys: j/→ next · k/← previous · ↑/↓ category · 1-9 band or level ·
+a agree · d disagree · n note · Esc leave a field</p>
+<main id="case"></main></div>
+<script>{_asset("review.js")}</script></body></html>
+"""

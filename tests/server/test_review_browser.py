@@ -1,0 +1,283 @@
+"""The review page in a real headless Chromium, served by the workspace's app on 127.0.0.1.
+
+A reviewer labels cases by keys and by clicks; after a reload the page shows the same
+labels, the store holds exactly those given, and the exported labels file (sorted JSON
+lines beside the suite) holds them too; importing it back changes nothing. Writes go
+through the server's write guard: without the token (or from another origin) they are
+refused. Hostile case text, evidence and rationales stay text.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
+from report_runs import SCRIPT, hostile_runs
+
+from judge.app.reviewing import export_labels, import_labels, labels_path
+from judge.app.running import RunRequest, run_suite
+from judge.app.workspace import Workspace
+from judge.core.labels import parse_labels
+from judge.server.app import create_app
+from judge.store.labels import LabelStore
+
+pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
+from chromium_cdp import CHROMIUM, Browser, Page
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM.is_file(),
+    reason=f"{CHROMIUM} is absent: install Debian's chromium (`apt-get install -y chromium`, "
+           f"as .ci/run does) to open the page in a browser")
+
+TOKEN = "review-test-token-0123456789"
+READY = "document.documentElement.getAttribute('data-ready') === '1'"
+
+
+class Served:
+    """The workspace's app under uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self, root: Path) -> None:
+        app = create_app(Workspace.open(root, env={}), token=TOKEN)
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0,
+                                                    log_level="warning", lifespan="on"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            assert time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.05)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.base = f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
+    root = tmp_path_factory.mktemp("review")
+    shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
+    fake = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        ws = Workspace.open(root, {"model": ["hosted_vllm/fake-judge"],
+                                   "api_base": f"{fake.base_url}/v1"}, env={})
+        report = run_suite(ws, RunRequest(suite=root / "suite.yaml", check=False))
+        assert report.run.status == "complete"
+    finally:
+        fake.stop()
+    hostile_runs(root)
+    served = Served(root)
+    try:
+        yield root, report.run.id, served.base
+    finally:
+        served.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    b = Browser()
+    try:
+        yield b
+    finally:
+        b.close()
+
+
+def _key(page: Page, key: str) -> None:
+    text = key if len(key) == 1 else ""
+    page.send("Input.dispatchKeyEvent", type="keyDown", key=key, text=text)
+    page.send("Input.dispatchKeyEvent", type="keyUp", key=key)
+
+
+_saves = [0]
+
+
+def _wait_saved(page: Page, expected: str) -> None:
+    """Wait for the page's next save to be answered, and check what it said."""
+    _saves[0] += 1
+    page.wait_for(f"document.getElementById('review').getAttribute('data-saves') === "
+                  f"'{_saves[0]}'")
+    assert page.evaluate("document.getElementById('status').textContent") == expected
+
+
+def _case_id(page: Page) -> str:
+    value: str = page.evaluate("document.getElementById('case').getAttribute('data-case')")
+    return value
+
+
+def _chosen(page: Page) -> dict[str, Any]:
+    found: dict[str, Any] = page.evaluate(
+        "Object.fromEntries([...document.querySelectorAll('#case .category')].map(s =>"
+        " [s.getAttribute('data-category'), {band: (s.querySelector('.choice.chosen') ||"
+        " {}).textContent || null, verdict: (s.querySelector('.verdict.chosen') || {})"
+        ".textContent || null, note: s.querySelector('.note').value}]))")
+    return found
+
+
+def test_label_by_keys_and_clicks_reload_store_and_file_agree(
+        workspace: tuple[Path, str, str], browser: Browser) -> None:
+    root, run_id, base = workspace
+    page = browser.page
+    url = f"{base}/review/{run_id}#token={TOKEN}"
+    page.open(url, READY)
+    assert page.errors() == [] and page.dialogs() == []
+    page.evaluate("(() => { const n = document.getElementById('reviewer'); n.value = 'ana';"
+                  " n.dispatchEvent(new Event('change')); })()")
+    first = _case_id(page)
+    # keys: band 4 (strong) on the first category, down, 2 (weak), d(isagree)
+    _key(page, "4")
+    _wait_saved(page, f"saved {first} / agentPerformance")
+    _key(page, "ArrowDown")
+    _key(page, "2")
+    _wait_saved(page, f"saved {first} / taskOutcomeQuality")
+    _key(page, "d")
+    _wait_saved(page, f"saved {first} / taskOutcomeQuality")
+    # next case by key, then clicks: a band button and "agree", and a note typed
+    _key(page, "j")
+    second = _case_id(page)
+    assert second != first
+    block = "#case .category[data-category='processCompliance']"
+    page.click(f"{block} .choice[data-choice='excellent']")
+    _wait_saved(page, f"saved {second} / processCompliance")
+    page.click(f"{block} .verdict[data-verdict='agree']")
+    _wait_saved(page, f"saved {second} / processCompliance")
+    page.click(f"{block} .note")
+    page.send("Input.insertText", text="CI log <b>not</b> shown")
+    _key(page, "Escape")  # leaving the field saves the note
+    _wait_saved(page, f"saved {second} / processCompliance")
+
+    # reload: the page resumes at the second case and shows the labels from the store
+    page.open(f"{base}/review/{run_id}", READY)
+    assert _case_id(page) == second
+    shown = _chosen(page)["processCompliance"]
+    assert shown == {"band": "5 excellent", "verdict": "agree", "note": "CI log <b>not</b> shown"}
+    _key(page, "k")
+    assert _case_id(page) == first
+    before = _chosen(page)
+    assert before["agentPerformance"]["band"] == "4 strong"
+    assert before["taskOutcomeQuality"] == {"band": "2 weak", "verdict": "disagree", "note": ""}
+    assert page.errors() == [] and page.dialogs() == []
+
+    expected = {
+        (first, "agentPerformance"): (82, None, ""),
+        (first, "taskOutcomeQuality"): (50, False, ""),
+        (second, "processCompliance"): (95, True, "CI log <b>not</b> shown"),
+    }
+    ws = Workspace.open(root, env={})
+    with ws.open_store() as store:
+        stored = LabelStore(store).of_suite("task-evaluation-example")
+    assert {(lb.case, lb.category): (lb.score, lb.agree, lb.note) for lb in stored} == expected
+    assert {lb.reviewer for lb in stored} == {"ana"} and all(lb.run == run_id for lb in stored)
+    path = export_labels(ws, run_id)
+    assert path == labels_path(root / "suite.yaml") == root / "suite.labels.jsonl"
+    text = path.read_text()
+    from_file = parse_labels(text)
+    assert {(lb.case, lb.category): (lb.score, lb.agree, lb.note) for lb in from_file} == expected
+    assert [json.loads(line)["case"] for line in text.splitlines()] == sorted(
+        json.loads(line)["case"] for line in text.splitlines())
+    assert import_labels(ws, run_id, path) == 0  # idempotent: nothing changes
+    assert export_labels(ws, run_id).read_text() == text
+
+
+def test_writes_need_the_token_and_refuse_other_origins(
+        workspace: tuple[Path, str, str]) -> None:
+    _, run_id, base = workspace
+    body = json.dumps({"reviewer": "eve", "labels": [
+        {"case": "x", "category": "agentPerformance", "score": 1}]}).encode()
+
+    def post(headers: dict[str, str]) -> int:
+        req = urllib.request.Request(f"{base}/api/review/{run_id}/labels", data=body,
+                                     headers={"Content-Type": "application/json", **headers},
+                                     method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return int(resp.status)
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            return int(exc.code)
+
+    assert post({}) == 401
+    assert post({"Origin": "http://evil.example", "Authorization": "Bearer wrong"}) == 401
+    bad = json.dumps({"reviewer": "eve", "labels": [
+        {"case": "x", "category": "nope", "score": 1}]}).encode()
+    req = urllib.request.Request(f"{base}/api/review/{run_id}/labels", data=bad, method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {TOKEN}"})
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(req, timeout=30)
+    err.value.close()
+    assert err.value.code == 422
+
+
+def test_hostile_text_stays_text(workspace: tuple[Path, str, str], browser: Browser) -> None:
+    _, _, base = workspace
+    page = browser.page
+    page.open(f"{base}/review/20260101T000000-aaaaaa#token={TOKEN}", READY)
+    assert page.evaluate("window.__pwned === undefined")
+    assert page.dialogs() == [] and page.errors() == []
+    assert page.evaluate("document.querySelectorAll('#case script, #case img, #case style,"
+                         " #case svg, #case [onerror], #case [onmouseover]').length") == 0
+    text = page.evaluate("document.getElementById('case').textContent")
+    assert SCRIPT in text  # shown, as text
+    for _ in range(7):
+        _key(page, "j")
+    assert page.evaluate("window.__pwned === undefined") and page.dialogs() == []
+    # no request left the origin
+    assert all(u.startswith(base) for u in page.requests())
+
+
+def test_judge_review_serves_the_page_with_a_fresh_token(
+        workspace: tuple[Path, str, str]) -> None:
+    root, run_id, _ = workspace
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "review", run_id, "--port", "0"],
+                            cwd=root, env=judge_env(PYTHONPATH=str(ROOT)), text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert line.startswith("review page: http://127.0.0.1:"), line
+        url = line.split(": ", 1)[1].strip()
+        page_url, token = url.split("#token=")
+        base = page_url.split("/review/")[0]
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(page_url, timeout=10) as resp:
+                    assert resp.status == 200
+                    assert "script-src 'sha256-" in resp.headers["Content-Security-Policy"]
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline, "judge review did not serve the page"
+                time.sleep(0.2)
+        body = json.dumps({"reviewer": "bo", "labels": [
+            {"case": "fix-login-redirect", "category": "agentPerformance", "score": 70}]})
+        for headers, status in (({"Origin": base}, 401),
+                                ({"Authorization": f"Bearer {token}", "Origin": base}, 200)):
+            req = urllib.request.Request(f"{base}/api/review/{run_id}/labels",
+                                         data=body.encode(), method="POST",
+                                         headers={"Content-Type": "application/json",
+                                                  **headers})
+            try:
+                with urllib.request.urlopen(req, timeout=30) as resp:
+                    got = int(resp.status)
+            except urllib.error.HTTPError as exc:
+                exc.close()
+                got = int(exc.code)
+            assert got == status
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        if proc.stderr is not None:
+            proc.stderr.close()
