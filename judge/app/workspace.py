@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from ..cache.disk import JudgmentCache
 from ..cache.tiers import TieredCache
 from ..core.errors import UsageError
+from ..core.expected import TOP_LOGPROBS
 from ..core.rubric import Rubric
 from ..core.secrets import Redactor, secret_values
 from ..engine.judging import Completer, JudgeSettings
@@ -142,7 +143,8 @@ class LiteLLMJudges:
                 retry_timeouts=False,
                 redact=Redactor(secret_values(workspace.env, extra=[key]))))
 
-        client = LazyLocalClient(lambda: ensure_server(name, workspace.root), make,
+        logits = s.score_mode == "expected"
+        client = LazyLocalClient(lambda: ensure_server(name, workspace.root, logits=logits), make,
                                  max_concurrency=own)
         pool.stops.append(client.release)
         return client
@@ -245,10 +247,13 @@ class Workspace:
     def judge_settings(self) -> JudgeSettings:
         """The call settings that go into every cache key."""
         s = self.settings
+        params: dict[str, Any] = {"max_tokens": s.max_tokens}
+        if s.score_mode == "expected":  # asked of the provider, so part of every key
+            params |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
         return JudgeSettings(temperature=s.temperature, seed=s.seed,
                              output_mode=s.output_mode, max_repairs=s.max_repairs,
-                             params={"max_tokens": s.max_tokens},
-                             stable_schema=s.stable_schema)
+                             params=params, stable_schema=s.stable_schema,
+                             score_mode=s.score_mode)
 
     def resolve_models(self, *, needs_judge: bool, offline: bool) -> tuple[tuple[str, ...],
                                                                            str | None]:
