@@ -18,11 +18,16 @@ from .canonical import canonical_json
 from .rubric import Rubric
 from .secrets import secret_paths
 
-__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "expected_schema", "output_schema",
+__all__ = ["EXPECTED_CITATIONS", "EXPECTED_RATIONALE_LIMIT", "MAX_CITATIONS", "RATIONALE_LIMIT",
+           "expected_schema", "output_schema",
            "output_schema_json", "stable_schema", "verdict_model"]
 
 RATIONALE_LIMIT = 1000
 MAX_CITATIONS = 10
+EXPECTED_RATIONALE_LIMIT = 160
+"""Characters of a rationale in ``score_mode = "expected"`` (written after the answer)."""
+EXPECTED_CITATIONS = 3
+"""Citations per category in ``score_mode = "expected"``."""
 
 RATIONALE_DOC = "Why this score: one to three sentences grounded in the evidence."
 EVIDENCE_DOC = "IDs of the evidence items that support the score, copied exactly from ## Evidence."
@@ -174,6 +179,11 @@ def expected_schema(schema: dict[str, Any], scale: tuple[int, ...] | None) -> di
         if answer == "score" and scale is not None:
             inner["score"] = {k: v for k, v in inner["score"].items()
                               if k not in {"minimum", "maximum"}} | {"enum": list(scale)}
+        # Once the answer comes first, the words after it cannot move it: they are kept short
+        # (a CPU judge spends most of a judgment writing them; 266 tokens took 90 s here).
+        inner["rationale"] = {**inner["rationale"], "maxLength": EXPECTED_RATIONALE_LIMIT}
+        inner["evidence"] = {**inner["evidence"], "maxItems": min(
+            EXPECTED_CITATIONS, int(inner["evidence"].get("maxItems", EXPECTED_CITATIONS)))}
         ordered = {answer: inner.pop(answer), **inner}
         required = [answer, *(r for r in prop.get("required", ()) if r != answer)]
         props[name] = {**prop, "properties": ordered, "required": required}
