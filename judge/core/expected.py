@@ -35,8 +35,9 @@ __all__ = ["SCALE", "TOP_LOGPROBS", "Distribution", "answer_values", "expected_v
 
 SCALE = (0, 25, 50, 75, 100)
 """The answers of a scores rubric in this mode: five points with distinct first digits."""
-TOP_LOGPROBS = 10
-"""Alternatives asked per token: the five answers and room for what the model also weighed."""
+TOP_LOGPROBS = 20
+"""Alternatives asked per token (OpenAI's most): the five answers and what else the model
+weighed; a grammar-constrained server reports the model's own, unconstrained ranking."""
 
 Distribution = dict[str, float]
 
@@ -80,8 +81,12 @@ def _distribution(tokens: Sequence[Mapping[str, Any]], offset: int,
         if pos <= offset < pos + len(piece) or (offset == pos and not piece):
             lead = piece[:offset - pos]  # what this token holds before the answer starts
             probs: Distribution = {}
-            for alt, logprob in token.get("top") or ():
-                alt = str(alt)
+            seen = [(str(a), lp) for a, lp in token.get("top") or ()]
+            if token.get("logprob") is not None and piece not in {a for a, _ in seen}:
+                # The answer written was forced by the schema's grammar and may lie outside
+                # the model's own top alternatives: it counts with its own probability.
+                seen.append((piece, token["logprob"]))
+            for alt, logprob in seen:
                 if not alt.startswith(lead) or len(alt) <= len(lead):
                     continue
                 answer = by_first.get(alt[len(lead)])

@@ -219,7 +219,9 @@ def _logprobs(raw: Any) -> tuple[dict[str, Any], ...] | None:
     for item in content:
         token = _field(item, "token")
         tops = _field(item, "top_logprobs") or []
+        own = _field(item, "logprob")
         out.append({"token": token if isinstance(token, str) else "",
+                    "logprob": round(float(own), 6) if isinstance(own, int | float) else None,
                     "top": [[str(_field(t, "token")), round(float(_field(t, "logprob")), 6)]
                             for t in tops if isinstance(_field(t, "logprob"), int | float)]})
     return tuple(out)
