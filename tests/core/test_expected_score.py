@@ -86,7 +86,7 @@ def test_expected_schema_puts_the_answer_first_from_a_closed_set() -> None:
     assert cat["properties"]["score"]["enum"] == [0, 25, 50, 75, 100]
     assert cat["required"][0] == "score"
     levels = expected_schema(output_schema(RESEARCH, ("s1",)), SCALE)["properties"]
-    assert list(levels["completeness"]["properties"])[0] == "level"
+    assert next(iter(levels["completeness"]["properties"])) == "level"
     assert answer_values(RESEARCH) == {"excellent": 100, "good": 80, "acceptable": 60,
                                        "poor": 30, "failed": 0}
     # the direct schema is untouched (its cache keys are pinned)
