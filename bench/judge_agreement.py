@@ -10,7 +10,8 @@ LLM-judged cases that carry a ``human:`` label:
 - rationales that repeat a placeholder (``<...>``), and the run's judge-health problems.
 
 ``--held-out ID,...`` leaves cases out (the ones seen while the prompt was written).
-Nothing is called: it reads files. Runs that produced the inputs (bounded; the local
+``--same-cases`` keeps the cases every run scored. Nothing is called: it reads files.
+Runs that produced the inputs (bounded; the local
 judge at ~1.5-3 min a judgment on this shared machine at load 12-15):
 
     judge cache import examples/task-evaluation/local-smollm2.cache.jsonl   # before
@@ -45,12 +46,14 @@ def _rho(a: list[float], b: list[float]) -> float | None:
     return round(float(value), 3)
 
 
-def measure(suite_path: Path, run: dict[str, Any], left_out: set[str]) -> dict[str, Any]:
-    """The agreement of one run with the suite's labels."""
+def measure(suite_path: Path, run: dict[str, Any], left_out: set[str],
+            only: set[str] | None = None) -> dict[str, Any]:
+    """The agreement of one run with the suite's labels (``only``: just these cases)."""
     suite = load_suite(suite_path)
     rubric = load_rubric(suite.rubric or "task-evaluation")
     labels = {c.id: c.human for c in suite.cases
-              if c.human is not None and c.judged_by == "llm" and c.id not in left_out}
+              if c.human is not None and c.judged_by == "llm" and c.id not in left_out
+              and (only is None or c.id in only)}
     ai, human, overall, human_overall, same_band = [], [], [], [], []
     placeholders = rationales = 0
     for case in run["cases"]:
@@ -89,10 +92,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("suite", type=Path)
     parser.add_argument("runs", type=Path, nargs="+", help="judge run --json outputs")
     parser.add_argument("--held-out", default="", help="case ids to leave out, comma-separated")
+    parser.add_argument("--same-cases", action="store_true",
+                        help="only the cases every run scored (a like-for-like comparison)")
     args = parser.parse_args(argv)
     left = {x for x in args.held_out.split(",") if x}
-    for path in args.runs:
-        row = measure(args.suite, json.loads(path.read_text(encoding="utf-8")), left)
+    runs = [json.loads(p.read_text(encoding="utf-8")) for p in args.runs]
+    only = set.intersection(*({c["id"] for c in r["cases"] if c["status"] == "scored"}
+                              for r in runs)) if args.same_cases else None
+    for path, run in zip(args.runs, runs, strict=True):
+        row = measure(args.suite, run, left, only)
         print(json.dumps({"run": path.name, **row}))
     return 0
 
