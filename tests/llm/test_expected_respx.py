@@ -91,7 +91,7 @@ async def test_expected_scores_from_openai_logprobs_cached_and_replayed(
     sent = json.loads(route.calls[0].request.content)
     assert sent["logprobs"] is True and sent["top_logprobs"] == 20
     score = sent["response_format"]["json_schema"]["schema"]["properties"]["agentPerformance"]
-    assert list(score["properties"])[0] == "score"
+    assert next(iter(score["properties"])) == "score"
     assert score["properties"]["score"]["enum"] == [0, 25, 50, 75, 100]
     ai = {c.category: c.aiScore for c in result.categoryScores}
     # (0.6*75 + 0.3*50) / 0.9 = 66.67 -> 67; 50; (0.5*100 + 0.5*0) = 50
