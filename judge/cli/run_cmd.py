@@ -211,6 +211,13 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
             f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()), markup=False)
     if summary.bands:
         out.print(Text.assemble("bands: ", *_band_counts(summary.bands)))
+    health = summary.judgeHealth
+    if health is not None and health.degenerate:
+        # Said before the totals, where a reader of the bands is still looking.
+        out.print(styled("⚠ the judge looks degenerate: its AI scores carry little or no "
+                         "information", "yellow"))
+        for problem in health.problems:
+            out.print(styled(f"  - {problem}", "yellow"))
     out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
               f"{t.promptTokens}+{t.completionTokens}, {cost_text(t.costUsd, t.calls)}, "
               f"{t.wallSeconds:.1f}s", markup=False)

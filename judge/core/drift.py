@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import Field
 
 from .frozen import Frozen
+from .judge_health import JudgeHealth
 from .models import AdvisoryScore
 
 __all__ = ["CanaryItem", "CategoryDrift", "DriftSummary", "Tolerance", "compare_verdicts",
@@ -89,7 +90,10 @@ class DriftSummary(Frozen):
     reasons: tuple[str, ...]
     """Why it drifted (empty when not)."""
     notices: tuple[str, ...] = ()
-    """What changed without being drift (a new model id or fingerprint)."""
+    """What changed without being drift (a new model id or fingerprint), and what the
+    judge-health check found in the fresh verdicts."""
+    judgeHealth: JudgeHealth | None = None
+    """The health check over the fresh verdicts (:mod:`judge.core.judge_health`)."""
 
 
 def compare_verdicts(cached: Mapping[str, AdvisoryScore],

@@ -151,6 +151,9 @@ class JudgeMeta(Frozen):
     tokens and cost are the members' sums, ``cached`` is true when every member was."""
     members: tuple[str, ...] = ()
     """What an aggregate combined: ``model#sample`` of each member judgment."""
+    scoreMode: str | None = None
+    """How the AI scores were read: ``direct`` (the answer written) or ``expected`` (the
+    probability-weighted value over the allowed answers); None on records made before it."""
 
 
 class CaseResult(Frozen):

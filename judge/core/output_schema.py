@@ -18,11 +18,16 @@ from .canonical import canonical_json
 from .rubric import Rubric
 from .secrets import secret_paths
 
-__all__ = ["MAX_CITATIONS", "RATIONALE_LIMIT", "output_schema", "output_schema_json",
-           "stable_schema", "verdict_model"]
+__all__ = ["EXPECTED_CITATIONS", "EXPECTED_RATIONALE_LIMIT", "MAX_CITATIONS", "RATIONALE_LIMIT",
+           "expected_schema", "output_schema",
+           "output_schema_json", "stable_schema", "verdict_model"]
 
 RATIONALE_LIMIT = 1000
 MAX_CITATIONS = 10
+EXPECTED_RATIONALE_LIMIT = 160
+"""Characters of a rationale in ``score_mode = "expected"`` (written after the answer)."""
+EXPECTED_CITATIONS = 3
+"""Citations per category in ``score_mode = "expected"``."""
 
 RATIONALE_DOC = "Why this score: one to three sentences grounded in the evidence."
 EVIDENCE_DOC = "IDs of the evidence items that support the score, copied exactly from ## Evidence."
@@ -156,4 +161,30 @@ def stable_schema(schema: dict[str, Any]) -> dict[str, Any]:
         cites["items"] = {"type": "string"}
         inner["evidence"] = cites
         props[name] = {**prop, "properties": inner}
+    return {**schema, "properties": props}
+
+
+def expected_schema(schema: dict[str, Any], scale: tuple[int, ...] | None) -> dict[str, Any]:
+    """``schema`` for ``score_mode = "expected"``: the answer first, from a closed set.
+
+    The verdict (``score`` or ``level``) moves before the rationale, so its probabilities are
+    the judge's reading of the case, not of the words it happened to write first (sampled
+    words would otherwise move them from seed to seed). A scores rubric's score is limited to
+    ``scale`` (:data:`judge.core.expected.SCALE`). Only this mode's keys see it.
+    """
+    props: dict[str, Any] = {}
+    for name, prop in schema["properties"].items():
+        inner = dict(prop["properties"])
+        answer = "level" if "level" in inner else "score"
+        if answer == "score" and scale is not None:
+            inner["score"] = {k: v for k, v in inner["score"].items()
+                              if k not in {"minimum", "maximum"}} | {"enum": list(scale)}
+        # Once the answer comes first, the words after it cannot move it: they are kept short
+        # (a CPU judge spends most of a judgment writing them; 266 tokens took 90 s here).
+        inner["rationale"] = {**inner["rationale"], "maxLength": EXPECTED_RATIONALE_LIMIT}
+        inner["evidence"] = {**inner["evidence"], "maxItems": min(
+            EXPECTED_CITATIONS, int(inner["evidence"].get("maxItems", EXPECTED_CITATIONS)))}
+        ordered = {answer: inner.pop(answer), **inner}
+        required = [answer, *(r for r in prop.get("required", ()) if r != answer)]
+        props[name] = {**prop, "properties": ordered, "required": required}
     return {**schema, "properties": props}

@@ -11,6 +11,7 @@ from fractions import Fraction
 from pydantic import BaseModel, ConfigDict, Field
 
 from .exact import round_half_up
+from .judge_health import HealthBuilder, JudgeHealth
 from .models import CaseResult
 from .usage import ZERO, Usage
 
@@ -64,12 +65,15 @@ class Summary(BaseModel):
     completionTokens: int = 0
     costUsd: float | None = Field(default=None)
     """Spend of the judgments in this run's results (cached ones at their original price)."""
+    judgeHealth: JudgeHealth | None = None
+    """Whether the judge said anything (:mod:`judge.core.judge_health`); None: no AI score."""
 
 
 class SummaryBuilder:
     """Accumulates results one at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, template_text: str = "") -> None:
+        self.health = HealthBuilder(template_text)
         self.status: Counter[str] = Counter()
         self.passed = 0
         self.failed = 0
@@ -87,6 +91,7 @@ class SummaryBuilder:
 
     def add(self, result: CaseResult) -> None:
         """Count one result."""
+        self.health.add(result)
         self.status[result.status] += 1
         self.complexity[result.complexity or "unspecified"] += 1
         self.tags.update(result.tags)
@@ -140,4 +145,5 @@ class SummaryBuilder:
             promptTokens=self.usage.prompt_tokens,
             completionTokens=self.usage.completion_tokens,
             costUsd=self.usage.cost_usd(digits=None),
+            judgeHealth=self.health.build(),
         )

@@ -26,6 +26,7 @@ from ..cache.entry import key_request, seal_entry
 from ..core.check_signals import deterministic_signals
 from ..core.errors import OutputError, ProviderError
 from ..core.evidence import EvidenceBundle, build_bundle
+from ..core.expected import SCALE, expected_verdict
 from ..core.models import (
     AdvisoryScore,
     CaseResult,
@@ -36,7 +37,7 @@ from ..core.models import (
     cache_totals,
     turn_totals,
 )
-from ..core.output_schema import output_schema, output_schema_json, stable_schema
+from ..core.output_schema import expected_schema, output_schema, output_schema_json, stable_schema
 from ..core.replies import parse_verdict
 from ..core.rubric import Rubric
 from ..core.scoring import score_case
@@ -58,6 +59,7 @@ __all__ = [
     "prepare",
     "repair_message",
     "scored_result",
+    "verdict_reader",
 ]
 
 VERSION = "0.1.0"
@@ -109,6 +111,10 @@ class JudgeSettings:
     stable_schema: bool = False
     """Send the rubric's schema without the case's citation enum (a prefix the provider's
     prompt cache can reuse; :func:`judge.core.output_schema.stable_schema`). Off: keys as before."""
+    score_mode: Literal["direct", "expected"] = "direct"
+    """``direct``: the AI score is the answer the judge wrote. ``expected``: the
+    probability-weighted value over the allowed answers (:mod:`judge.core.expected`); the
+    request asks for log-probabilities (in ``params``, so in the key) and a closed answer set."""
 
     def seed_for(self, sample: int) -> int | None:
         """The seed of sample ``sample`` (seed + sample), None without a seed."""
@@ -248,7 +254,8 @@ def judge_meta(model: str, settings: JudgeSettings, key: str,
                      seed=settings.seed_for(sample), sample=sample, templateId=template_id,
                      templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
                      cached=cached, **turn_totals(turns), **cache_totals(turns),
-                     systemFingerprint=turns[-1].get("systemFingerprint") if turns else None)
+                     systemFingerprint=turns[-1].get("systemFingerprint") if turns else None,
+                     scoreMode=settings.score_mode)
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
@@ -257,6 +264,8 @@ def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: i
     schema = prep.schema
     if settings.stable_schema and schema is not None:
         schema = stable_schema(schema)
+    if settings.score_mode == "expected" and schema is not None:
+        schema = expected_schema(schema, SCALE)
     return JudgeRequest(model=model, messages=prep.prompt.messages,
                         temperature=settings.temperature, seed=settings.seed_for(sample),
                         schema=schema,
@@ -327,14 +336,19 @@ def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
 
 async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                    cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
-                   meta: Mapping[str, Any], schema_json: str | None = None) -> Exchange[T]:
+                   meta: Mapping[str, Any], schema_json: str | None = None,
+                   parse_turn: Callable[[Mapping[str, Any]], T] | None = None) -> Exchange[T]:
     """Cache hit, else call, parse, repair at most ``max_repairs`` times, cache when valid.
 
     The one loop every kind of judgment (rubric verdicts, pairwise verdicts) goes through.
     ``parse`` raises :class:`OutputError` for an invalid reply. ``client`` None is offline:
     a miss is ``cache_miss``, never a call. ``meta`` is stored with a cached entry.
     ``schema_json``: the canonical JSON of ``request.schema`` when the caller has it.
+    ``parse_turn``: parses the whole turn instead (its log-probabilities, not just its text).
     """
+    def read(turn: Mapping[str, Any]) -> T:
+        return parse_turn(turn) if parse_turn is not None else parse(str(turn["text"]))
+
     keyed = key_request(request.key_material(),
                         {"responseFormat": schema_json} if schema_json is not None else None)
     key = keyed.key
@@ -342,7 +356,7 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
     if found is not None:
         cached_turns = tuple(found)
         try:
-            return Exchange(key, cached_turns, True, parse(str(cached_turns[-1]["text"])), "ok")
+            return Exchange(key, cached_turns, True, read(cached_turns[-1]), "ok")
         except OutputError as exc:
             if client is None:
                 return Exchange(key, cached_turns, True, None, "unscored",
@@ -359,7 +373,7 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
             return Exchange(key, tuple(turns), False, None, "unscored", f"provider error: {exc}")
         turns.append(turn.to_json())
         try:
-            value = parse(turn.text)
+            value = read(turns[-1])
         except OutputError as exc:
             error = exc
             messages = [*messages, {"role": "assistant", "content": turn.text},
@@ -394,7 +408,7 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
     known = prep.schema_json
     done = await exchange(
         request, lambda text: parse_verdict(text, rubric, ids), cache=cache, client=client,
-        max_repairs=settings.max_repairs,
+        max_repairs=settings.max_repairs, parse_turn=verdict_reader(rubric, ids, settings),
         meta={"templateId": prompt.template_id, "templateHash": prompt.template_hash,
               "rubricId": rubric.id, "rubricHash": rubric_hash, "createdAt": now},
         schema_json=known[1] if known is not None and known[0] is request.schema else None)
@@ -412,6 +426,20 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
     if remember is not None and (done.cached or (cache is not None and cache.writable)):
         remember(prep, result)  # the verdict is in the cache: a replay may find it directly
     return result
+
+
+def verdict_reader(rubric: Rubric, ids: tuple[str, ...], settings: JudgeSettings,
+                   ) -> Callable[[Mapping[str, Any]], dict[str, AdvisoryScore]] | None:
+    """How a turn becomes advisory scores in ``settings.score_mode`` (None: from its text)."""
+    if settings.score_mode != "expected":
+        return None
+
+    def read(turn: Mapping[str, Any]) -> dict[str, AdvisoryScore]:
+        text = str(turn["text"])
+        return expected_verdict(parse_verdict(text, rubric, ids), text, turn.get("logprobs"),
+                                rubric)[0]
+
+    return read
 
 
 def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: str) -> CaseResult:

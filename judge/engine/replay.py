@@ -167,7 +167,9 @@ class ReplayIndex:
                 "settings": {"temperature": s.temperature, "seed": s.seed,
                              "outputMode": s.output_mode, "params": dict(s.params),
                              # only when on: the salts of every record made without it stay
-                             **({"stableSchema": True} if s.stable_schema else {})}}))
+                             **({"stableSchema": True} if s.stable_schema else {}),
+                             **({"scoreMode": s.score_mode}
+                                if s.score_mode != "direct" else {})}}))
             self._salts[model] = salt
         return salt
 

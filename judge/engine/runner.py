@@ -277,9 +277,10 @@ class _Run:
             if clients else None
         # Bounds the judgments in flight (prepared cases held in memory), not the calls.
         self.window = asyncio.Semaphore(max(64, plan.concurrency * 4))
-        self.builder = SummaryBuilder()
+        template = renderer.source_text if renderer is not None else ""
+        self.builder = SummaryBuilder(template)
         # Per-judge summaries only mean something beside another judge's (a panel).
-        self.per_model = {m: SummaryBuilder() for m in plan.models} \
+        self.per_model = {m: SummaryBuilder(template) for m in plan.models} \
             if len(plan.models) > 1 else {}
         self.buffer: list[CaseResult] = []
         self.waiting: dict[int, _Pending] = {}

@@ -140,6 +140,9 @@ class Turn:
     cache_write_tokens: int | None = None
     """Of ``prompt_tokens``, those written to the prompt cache (Anthropic's
     ``cache_creation_input_tokens``, billed above the input rate); None when not reported."""
+    logprobs: tuple[dict[str, Any], ...] | None = None
+    """The reply's tokens with their top alternatives (``{"token", "top": [[alt, logprob]]}``),
+    when the request asked for them (``score_mode = "expected"``) and the provider sent them."""
 
     def to_json(self) -> dict[str, Any]:
         """The cache's ``turns[]`` form (optional fields only when the provider sent them)."""
@@ -159,6 +162,8 @@ class Turn:
             out["cachedTokens"] = self.cached_tokens
         if self.cache_write_tokens is not None:
             out["cacheWriteTokens"] = self.cache_write_tokens
+        if self.logprobs is not None:
+            out["logprobs"] = [dict(t) for t in self.logprobs]
         return out
 
 
@@ -199,6 +204,31 @@ def wire_messages(messages: Sequence[Mapping[str, str]], *,
 def token_count(value: Any) -> int | None:
     """A token count a provider reported: an int (never a bool), else None."""
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
+
+
+def _logprobs(raw: Any) -> tuple[dict[str, Any], ...] | None:
+    """OpenAI's ``choice.logprobs.content`` (llama.cpp's server speaks it too), compacted.
+
+    Log-probabilities are rounded to 6 decimals: the cache keeps them, and the expected
+    score (:mod:`judge.core.expected`) is computed from what the cache keeps.
+    """
+    content = _field(raw, "content") if raw is not None else None
+    if not isinstance(content, list) or not content:
+        return None
+    out: list[dict[str, Any]] = []
+    for item in content:
+        token = _field(item, "token")
+        tops = _field(item, "top_logprobs") or []
+        own = _field(item, "logprob")
+        out.append({"token": token if isinstance(token, str) else "",
+                    "logprob": round(float(own), 6) if isinstance(own, int | float) else None,
+                    "top": [[str(_field(t, "token")), round(float(_field(t, "logprob")), 6)]
+                            for t in tops if isinstance(_field(t, "logprob"), int | float)]})
+    return tuple(out)
 
 
 _litellm_module: Any = None
@@ -512,6 +542,7 @@ class LiteLLMClient:
             system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
             cached_tokens=token_count(getattr(details, "cached_tokens", None)),
             cache_write_tokens=token_count(getattr(usage, "cache_creation_input_tokens", None)),
+            logprobs=_logprobs(getattr(choice, "logprobs", None)),
         )
 
     def _wait(self, state: Any) -> float:

@@ -212,13 +212,16 @@ def busy_now(samples: int = 7, interval: float = 0.03) -> float:
         return 0.0
 
 
-def server_args(cores: int | None = None, load: float | None = None) -> list[str]:
+def server_args(cores: int | None = None, load: float | None = None, *,
+                logits: bool = False) -> list[str]:
     """The tuning flags the server starts with (threads chosen for this machine now).
 
     - ``--n_threads`` / ``--n_threads_batch``: :func:`threads_for` the physical cores.
     - ``--n_batch`` / ``--n_ubatch``: :data:`N_BATCH`.
     - ``--logits_all False``: the server's default keeps the logits of every prompt token
-      (n_ctx x 49,152 floats); a judge samples only the next token.
+      (n_ctx x 49,152 floats); a judge samples only the next token. ``logits``: True, for
+      ``score_mode = "expected"`` (llama-cpp-python returns log-probabilities only then;
+      1.6 GB of RAM at n_ctx 8192).
     - ``--interrupt_requests False``: by default a new request interrupts the one being
       generated; queue it instead.
     - No ``--cache``: its RAM cache restores a saved state and re-evaluates the last prompt
@@ -233,7 +236,7 @@ def server_args(cores: int | None = None, load: float | None = None) -> list[str
     threads = str(threads_for(cores, load))
     return ["--n_threads", threads, "--n_threads_batch", threads,
             "--n_batch", str(N_BATCH), "--n_ubatch", str(N_BATCH),
-            "--logits_all", "False", "--interrupt_requests", "False"]
+            "--logits_all", str(logits), "--interrupt_requests", "False"]
 
 
 def call_limits(*, concurrency: int, concurrency_set: bool, timeout: float,
@@ -276,6 +279,11 @@ def served_engine(name: str, weights: dict[str, Any], args: list[str]) -> dict[s
     """
     flags = dict(zip(args[::2], args[1::2], strict=False))
     return {**engine_info(name), **weights, "threads": int(flags.get("--n_threads", "0"))}
+
+
+def _flag(record: dict[str, Any], flag: str) -> str:
+    args = [str(a) for a in record.get("args") or ()]
+    return args[args.index(flag) + 1] if flag in args[:-1] else ""
 
 
 def _state_dir(workspace: Path) -> Path:
@@ -346,7 +354,7 @@ def _log_tail(path: Path, lines: int = 15) -> str:
 
 
 def start_server(name: str, workspace: Path, *, port: int | None = None,
-                 detached: bool = False) -> dict[str, Any]:
+                 detached: bool = False, logits: bool = False) -> dict[str, Any]:
     """Start llama.cpp's server for ``name`` and wait until it answers; return its record."""
     if not local_available():
         raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's server "
@@ -360,7 +368,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
     log = state_dir / f"{short}.log"
     path, weights = served_weights(packaged, fallback=state_dir,
                                    log=state_dir / f"{short}.weights.log")
-    args = server_args()
+    args = server_args(logits=logits)
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(path), "--host",
            "127.0.0.1", "--port", str(port), "--n_ctx", str(N_CTX), "--model_alias", alias,
            *args]
@@ -444,16 +452,23 @@ def _terminate(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:
     return True
 
 
-def ensure_server(name: str, workspace: Path | None = None) -> LocalServer:
-    """Reuse the server ``judge local serve`` started, or start one for this run."""
+def ensure_server(name: str, workspace: Path | None = None, *,
+                  logits: bool = False) -> LocalServer:
+    """Reuse the server ``judge local serve`` started, or start one for this run.
+
+    ``logits``: the run needs log-probabilities; a running server started without them is
+    left alone and one with them is started for this run.
+    """
     workspace = workspace or Path.cwd()
     running = server_status(name, workspace)
+    if running is not None and logits and "True" not in _flag(running, "--logits_all"):
+        running = None
     if running is not None:
         return LocalServer(name=name, litellm_model=running["litellmModel"],
                            api_base=running["apiBase"], pid=int(running["pid"]), owned=False,
                            release=lambda: None, slots=int(running.get("slots", SLOTS)),
                            engine=running.get("served"))
-    record = start_server(name, workspace)
+    record = start_server(name, workspace, logits=logits)
     proc: subprocess.Popen[bytes] = record["_process"]
 
     def release() -> None:

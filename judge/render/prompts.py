@@ -699,6 +699,8 @@ class PromptRenderer:
                                  for _, filename in sources.values())
         if not self.sandboxed:
             self._env = _environment(sandboxed=False)
+        self.source_text: str = "\n".join(src for src, _ in sources.values())
+        """The templates' own text (trusted): what a rationale must not merely repeat."""
         self.template_hash: str = sha256_hex(
             {"root": name, "templates": {n: src for n, (src, _) in sources.items()}})
         self._env.loader = _SnapshotLoader(sources)

@@ -27,6 +27,7 @@ from typing import Any
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
+from ..core.judge_health import HealthBuilder
 from .charts import figures
 from .data import CaseMove, ReportData
 
@@ -178,6 +179,9 @@ def render_report(data: ReportData) -> str:
     human_by_judge = ({h.judge: h for h in data.agreement.comparison.human}
                       if data.agreement else {})
     cases = _cases(data, moves)
+    health = HealthBuilder()
+    for result in data.cases:
+        health.add(result)
     template = _environment().from_string(_asset("report.html.j2"))
     return template.render(
         d=data, csp=_csp([str(plotly_js), str(app_js)]), css=Markup(_asset("report.css")),
@@ -185,7 +189,7 @@ def render_report(data: ReportData) -> str:
         band_index={b.name: i for i, b in enumerate(data.rubric.bands)},
         category_rows=_category_rows(data), cases=cases, table_categories=table_categories,
         case_anchor={v["result"].id: v["anchor"] for v in cases},
-        human_by_judge=human_by_judge,
+        human_by_judge=human_by_judge, health=health.build(),
         flips=sum(m.bandFlip for m in moves.values()))
 
 

@@ -43,7 +43,7 @@ def _llm(suite: Suite) -> list[Case]:
 
 @pytest.mark.parametrize(("path", "rubric_id", "suite_id", "count"), [
     (TASK, "task-evaluation", "task-evaluation-example", 16),
-    (RESEARCH, "research-agent", "research-agent-example", 6),
+    (RESEARCH, "research-agent", "research-agent-example", 16),
 ])
 def test_example_loads_and_validates(path: Path, rubric_id: str, suite_id: str,
                                      count: int) -> None:

@@ -72,9 +72,9 @@ def test_report_against_a_run_marks_the_gates_regressions() -> None:
     (points,) = agreement.pairs
     assert len(points.points) == pair.aligned == 14
     assert {p.caseId for p in points.points if p.flip} == {f.caseId for f in pair.bandFlips}
-    # The example suite labels five cases: each judge against the humans.
-    assert agreement.comparison.humanLabelled == 5 and len(agreement.human) == 2
-    assert all(len(h.points) == 5 for h in agreement.human)
+    # The example suite labels its 14 LLM-judged cases: each judge against the labels.
+    assert agreement.comparison.humanLabelled == 14 and len(agreement.human) == 2
+    assert all(len(h.points) == 14 for h in agreement.human)
 
 
 def test_report_against_the_baseline(tmp_path: Path) -> None:
