@@ -104,7 +104,7 @@ def _cached_verdict(cache: JudgmentCache, setup: RunSetup, pick: _Pick) -> Any:
     if not turns:
         return None
     try:
-        verdict = parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, prep.bundle.ids())
+        verdict = parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, prep.citable())
     except OutputError:
         return None
     return prep, request, key, turns, verdict
@@ -146,7 +146,7 @@ async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
         prep, request, key, cached_turns, cached = found
         async with limit:
             done = await exchange(request, functools.partial(
-                parse_verdict, rubric=plan.rubric, ids=prep.bundle.ids()), cache=None,
+                parse_verdict, rubric=plan.rubric, ids=prep.citable()), cache=None,
                 client=pool.clients[pick.model], max_repairs=plan.settings.max_repairs,
                 meta={})
         meta = judge_meta(pick.model, plan.settings, key, done.turns, cached=False,
