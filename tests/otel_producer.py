@@ -103,8 +103,9 @@ def run(vocab: str, base_url: str, out: str, sessions: list[str]) -> None:
                 pass
             messages += [{"role": "assistant", "content": first.choices[0].message.content},
                          {"role": "user", "content": "The tool said: 18°C and sunny."}]
-            try:
-                broken.chat.completions.create(model="fake-judge", messages=messages)
+            try:  # the first attempt fails; the same request is sent again below
+                broken.chat.completions.create(model="fake-judge", messages=messages,
+                                               temperature=0, seed=1)
             except openai.APIConnectionError:
                 pass  # the instrumentor recorded the failed call as an error span
             final = client.chat.completions.create(model="fake-judge", messages=messages,
