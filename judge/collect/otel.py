@@ -48,7 +48,7 @@ from typing import IO, Any
 from ..core.errors import UsageError
 from ..core.evidence import EvidenceProfile
 from ..core.secrets import MASK, mask_text
-from .case import Collected
+from .case import HEAD_TAIL_GROUPS, Collected
 
 __all__ = [
     "ATTRIBUTE_LIMIT",
@@ -741,11 +741,33 @@ def _root_io(trace: Trace, root: Span) -> tuple[str | None, str | None]:
     return asked, answer
 
 
+def _stubbed(groups: dict[str, list[dict[str, Any]]],
+             profile: EvidenceProfile) -> dict[str, list[dict[str, Any]]]:
+    """Items the group's cap will drop reduced to their id (still counted, never scrubbed).
+
+    :func:`judge.collect.case.build_case` scrubs every item before it caps a group; a trace
+    of 10,000 spans would spend seconds scrubbing what no one sees.
+    """
+    caps = {g.name: g.cap for g in profile.groups}
+    out = {}
+    for name, items in groups.items():
+        cap = caps.get(name, len(items))
+        if len(items) <= cap:
+            out[name] = items
+            continue
+        head = (cap + 1) // 2 if name in HEAD_TAIL_GROUPS else cap
+        tail = cap - head
+        keep = set(range(head)) | set(range(len(items) - tail, len(items)))
+        out[name] = [item if i in keep else {"id": item["id"]} for i, item in enumerate(items)]
+    return out
+
+
 def collect_trace(trace: Trace, profile: EvidenceProfile, shown: str,
                   masked: int = 0) -> Collected:
     """One trace as one case's collection: input, output, span items and ``agent.*`` facts."""
     steps, audit = otel_groups(profile)
     groups, counts, root = trace_items(trace, steps, audit)
+    groups = _stubbed(groups, profile)
     asked, answer = _root_io(trace, root)
     source: dict[str, Any] = {"kind": "otel", "file": shown, "traceId": trace.trace_id,
                               "rootSpanId": root.span_id, "spans": len(trace.spans)}
