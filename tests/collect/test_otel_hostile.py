@@ -160,7 +160,7 @@ def test_secret_shaped_attributes_never_reach_the_suite_or_the_prompt(tmp_path: 
     assert proc.returncode == 0, proc.stderr
     for secret in secrets:
         assert secret not in written and secret not in proc.stdout, secret
-    assert written.count("[REDACTED]") >= 4
+    assert written.count("[REDACTED]") >= 3  # session.* is read, not kept as a reference
 
 
 def test_too_many_spans_exit_2(tmp_path: Path, monkeypatch: Any) -> None:
