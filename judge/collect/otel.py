@@ -133,6 +133,8 @@ class _Place:
     span: Span
     depth: int
     cycle: bool
+    seq: int
+    """Position in tree order (0: the root)."""
 
 
 # --- reading -------------------------------------------------------------------------------
@@ -460,7 +462,7 @@ def _walk(trace: Trace) -> list[_Place]:
             if span.span_id in seen:
                 continue
             seen.add(span.span_id)
-            placed.append(_Place(span, depth, cycle))
+            placed.append(_Place(span, depth, cycle, len(placed)))
             stack.extend((kid, depth + 1) for kid in reversed(children.get(span.span_id, [])))
     return placed
 
@@ -630,7 +632,8 @@ def _tool_text(span: Span) -> str:
 
 def _refs(place: _Place, start: int | None, role: str) -> dict[str, Any]:
     span, a = place.span, place.span.attributes
-    refs: dict[str, Any] = {"spanId": span.span_id, "kind": role, "status": span.status}
+    refs: dict[str, Any] = {"spanId": span.span_id, "seq": place.seq, "kind": role,
+                            "status": span.status}
     if span.parent_id:
         refs["parentSpanId"] = span.parent_id
     refs["depth"] = place.depth

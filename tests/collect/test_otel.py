@@ -95,6 +95,16 @@ def test_real_traces_collect_render_and_judge(vocab: str, fake_server: Any,
     strip = [{k: v for k, v in c.items() if k != "judge"} for c in cold["cases"]]
     assert [{k: v for k, v in c.items() if k != "judge"} for c in offline["cases"]] == strip
 
+    proc = run_judge(["report", offline["run"]["id"], "-o", "report.html"], workspace)
+    assert proc.returncode == 0, proc.stderr
+    page = (workspace / "report.html").read_text(encoding="utf-8")
+    assert page.count('class="span-tree"') == 2  # both cases, each a tree of its spans
+    tree = page[page.index('class="span-tree"'):]
+    shown = re.findall(r'data-id="((?:agentLogs|runAudit):span-[0-9a-f]+)"', tree)[:4]
+    assert sorted(shown) == sorted([f"agentLogs:span-{i['spanId']}" for i in steps]
+                                   + [f"runAudit:span-{error['spanId']}"])
+    assert re.search(r'class="span span-\w+ cited" data-id="[^"]+"', page)  # highlighted
+
 
 def _span(trace: str, span: str, parent: str | None, name: str = "step",
           attrs: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
