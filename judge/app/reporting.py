@@ -151,8 +151,7 @@ def _human_labels(workspace: Workspace, run: RunInfo,
 
 def _transcripts(workspace: Workspace, run: RunInfo,
                  results: Sequence[CaseResult]) -> dict[str, Transcript]:
-    """Conversations and span trees of the run's cases, from its suite (none if it is gone;
-    :func:`_human_labels` has said so)."""
+    """Conversations and span trees of the run's cases, from its suite (none if it is gone)."""
     path = workspace.path(run.suitePath) if run.suitePath else None
     if path is None or not path.is_file():
         return {}

@@ -111,7 +111,7 @@ def _arguments(value: Any) -> str:
 
 
 def _label(turn: Turn) -> str:
-    parts = [turn.role]
+    parts: list[str] = [turn.role]
     if turn.name:
         parts.append(turn.name)
     if turn.tool_call_id:

@@ -24,8 +24,8 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from ..cache.disk import JudgmentCache
 from ..cache.entry import key_request, seal_entry
 from ..core.check_signals import deterministic_signals
-from ..core.errors import OutputError, ProviderError
 from ..core.conversation import CONVERSATION_GROUP, ConversationView, TurnView, bound_conversation
+from ..core.errors import OutputError, ProviderError
 from ..core.evidence import EvidenceBundle, build_bundle
 from ..core.models import (
     AdvisoryScore,

@@ -80,7 +80,8 @@ def _span_rows(case: Case, cited: set[str]) -> tuple[SpanRow, ...]:
         for item in items if isinstance(items, list) else []:
             if not isinstance(item, Mapping) or "spanId" not in item:
                 continue
-            depth = item.get("depth") if isinstance(item.get("depth"), int) else 0
+            raw_depth = item.get("depth")
+            depth = raw_depth if isinstance(raw_depth, int) else 0
             item_id = f"{group}:{item.get('id')}"
             refs = {k: v for k, v in item.items()
                     if k not in {"id", "title", "text", "spanId", "seq", "depth", "kind",
@@ -89,7 +90,7 @@ def _span_rows(case: Case, cited: set[str]) -> tuple[SpanRow, ...]:
                 id=item_id, group=group, title=str(item.get("title") or ""),
                 text=str(item.get("text") or ""), kind=str(item.get("kind") or ""),
                 status=str(item.get("status") or ""), depth=depth,
-                indent=min(depth, INDENT_LIMIT),
+                indent=min(int(depth), INDENT_LIMIT),
                 durationMs=item.get("durationMs") if isinstance(item.get("durationMs"), int)
                 else None, refs=refs, cited=item_id in cited)))
     rows.sort(key=lambda r: r[0] if isinstance(r[0], int) else 0)
