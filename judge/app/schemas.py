@@ -26,9 +26,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..core.conversation import ToolCall, Turn
 from ..core.evidence import EvidenceProfile, GroupSpec
 from ..core.rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
-from ..core.conversation import ToolCall, Turn
 from ..core.suite import Case, Check, HumanLabel, Suite
 
 __all__ = ["SCHEMA_DIALECT", "SchemaKind", "json_schema", "reference_page", "schema_text"]
