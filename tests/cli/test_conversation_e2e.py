@@ -84,3 +84,19 @@ def test_the_example_judges_end_to_end_and_replays_offline(fake_server: Any,
     assert "My order A-1042 arrived broken." in page
     assert re.search(r'class="turn[^"]*cited[^"]*"[^>]*data-id="turn:\d+"', page), \
         "a cited turn is highlighted"
+
+
+def test_a_long_conversation_is_capped_with_a_notice_between_head_and_tail(
+        workspace: Path) -> None:
+    turns = [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "x" * 3000}
+             for i in range(1, 61)]
+    (workspace / "s.yaml").write_text(json.dumps({"cases": [{"id": "c",
+                                                             "conversation": turns}]}))
+    proc = run_judge(["render", "s.yaml", "--case", "c", "--json"], workspace)
+    assert proc.returncode == 0, proc.stderr
+    user = json.loads(proc.stdout)["messages"][1]["content"]
+    ids = re.findall(r"^- \[(turn:\d+)\]", user, re.M)
+    assert ids == [f"turn:{i}" for i in [*range(1, 26), *range(36, 61)]]
+    notice = user.index("(10 more turns not shown)")
+    assert user.index("[turn:25]") < notice < user.index("[turn:36]")
+    assert user.count("… [truncated]") == 50
