@@ -181,7 +181,7 @@ def _valid(cache: JudgmentCache, j: _Judgment, setup: RunSetup) -> bool:
     if not turns:
         return False
     try:
-        parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, j.prep.bundle.ids())
+        parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, j.prep.citable())
     except Exception:  # an OutputError (or worse): a run would ask again
         return False
     return True
@@ -488,7 +488,7 @@ async def _fill_cache(ws: Workspace, job: BatchJob,
             first = _BatchFirst(item.turn, pool.clients.get(j.model))
             prompt = setup.renderer
             assert prompt is not None
-            ids = j.prep.bundle.ids()
+            ids = j.prep.citable()
             done_ex = await exchange(
                 j.request, functools.partial(parse_verdict, rubric=setup.plan.rubric,
                                              ids=ids),

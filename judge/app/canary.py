@@ -111,10 +111,10 @@ def _cached_verdict(cache: JudgmentCache, setup: RunSetup, pick: _Pick) -> Any:
     turns = cache.turns(key, count=False)
     if not turns:
         return None
-    reader = verdict_reader(setup.plan.rubric, prep.bundle.ids(), setup.plan.settings)
+    reader = verdict_reader(setup.plan.rubric, prep.citable(), setup.plan.settings)
     try:
         verdict = reader(turns[-1]) if reader is not None else parse_verdict(
-            str(turns[-1]["text"]), setup.plan.rubric, prep.bundle.ids())
+            str(turns[-1]["text"]), setup.plan.rubric, prep.citable())
     except OutputError:
         return None
     return prep, request, key, turns, verdict
@@ -156,9 +156,9 @@ async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
         prep, request, key, cached_turns, cached = found
         async with limit:
             done = await exchange(request, functools.partial(
-                parse_verdict, rubric=plan.rubric, ids=prep.bundle.ids()), cache=None,
+                parse_verdict, rubric=plan.rubric, ids=prep.citable()), cache=None,
                 client=pool.clients[pick.model], max_repairs=plan.settings.max_repairs,
-                meta={}, parse_turn=verdict_reader(plan.rubric, prep.bundle.ids(),
+                meta={}, parse_turn=verdict_reader(plan.rubric, prep.citable(),
                                                    plan.settings))
         meta = judge_meta(pick.model, plan.settings, key, done.turns, cached=False,
                           sample=pick.sample, template_id=renderer.template_id,

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.conversation import bound_conversation
 from ..core.errors import UsageError
 from ..core.evidence import build_bundle
 from ..core.output_schema import output_schema
@@ -56,5 +57,6 @@ def render_case(workspace: Workspace, request: RenderRequest) -> RenderedCase:
                          fix=f"use one of: {shown or '(the suite has no cases)'}")
     bundle = build_bundle(case.evidence, rubric.evidence)
     prompt = workspace.renderer(request.template).render(rubric, case, bundle)
-    return RenderedCase(prompt=prompt, schema=output_schema(rubric, bundle.ids()))
+    turns = bound_conversation(case.conversation).ids() if case.conversation else ()
+    return RenderedCase(prompt=prompt, schema=output_schema(rubric, bundle.ids() + turns))
 

@@ -34,6 +34,7 @@ from ..report.data import (
     category_distributions,
     pair_points,
 )
+from ..report.transcripts import Transcript, transcripts
 from ..store.runs import RunStore
 from ..system.baseline_files import load_baseline
 from ..system.clock import utc_now
@@ -96,6 +97,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         notes.append(f"run {run.id} is {run.status}: cases it did not reach are missing")
     rubric, bands = _rubric(workspace, run, notes)
     human = _human_labels(workspace, run, notes)
+    shown_transcripts = _transcripts(workspace, run, results)
     against = None
     if against_run is not None:
         against = _against_run(workspace, run, results, against_run, against_results, notes)
@@ -107,7 +109,8 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         headline=headline_of(run)[0], cases=tuple(results), human=human,
         bands=band_counts(results, bands),
         categories=category_distributions(results, [c.id for c in rubric.categories]),
-        against=against, agreement=agreement, notes=tuple(notes))
+        against=against, agreement=agreement, notes=tuple(notes),
+        transcripts=shown_transcripts)
 
 
 # -- parts ---------------------------------------------------------------------------------
@@ -150,6 +153,21 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         return {c.id: c.human for c in source.cases() if c.human is not None}
     except ConfigError as exc:
         notes.append(f"human labels not read: {exc.message}")
+        return {}
+
+
+def _transcripts(workspace: Workspace, run: RunInfo,
+                 results: Sequence[CaseResult]) -> dict[str, Transcript]:
+    """Conversations and span trees of the run's cases, from its suite (none if it is gone)."""
+    path = workspace.path(run.suitePath) if run.suitePath else None
+    if path is None or not path.is_file():
+        return {}
+    try:
+        source = open_suite(path)
+        if source.id != run.suite:
+            return {}
+        return transcripts(source.cases(), results)
+    except ConfigError:
         return {}
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..core.conversation import ToolCall, Turn
 from ..core.evidence import EvidenceProfile, GroupSpec
 from ..core.rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
 from ..core.suite import Case, Check, HumanLabel, Suite
@@ -34,9 +35,9 @@ __all__ = ["SCHEMA_DIALECT", "SchemaKind", "json_schema", "reference_page", "sch
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
-_MODELS: tuple[type[BaseModel], ...] = (Suite, Case, Check, HumanLabel, Rubric, Category,
-                                        Blend, MissingPolicy, Level, Band, EvidenceProfile,
-                                        GroupSpec)
+_MODELS: tuple[type[BaseModel], ...] = (Suite, Case, Check, HumanLabel, Turn, ToolCall,
+                                        Rubric, Category, Blend, MissingPolicy, Level, Band,
+                                        EvidenceProfile, GroupSpec)
 
 _NOTES = {
     "Case": "A case with no `output` is accepted with a warning (from `judge suite validate` "
@@ -44,7 +45,12 @@ _NOTES = {
             "`contains` / `not_contains` checks have nothing to look at. A "
             "`judged_by: deterministic` case needs `deterministic` scores or `checks`. "
             "Category names (in `deterministic`, `checks[].category`, `human.categories`) and "
-            "evidence groups must be the rubric's: `judge suite validate` checks them.",
+            "evidence groups must be the rubric's: `judge suite validate` checks them. A case "
+            "with a `conversation` needs no `output`.",
+    "Turn": "The judge sees at most 50 turns (the first 25 and the last 25, the rest counted) "
+            "of at most 2,000 characters each, marker included, under `## Conversation`; "
+            "each is cited as `turn:N`, N its position as written (see "
+            "`judge/core/conversation.py`).",
     "Rubric": "Checked on load beyond the schema: category weights sum to 1, every blend sums "
               "to 1, the bands cover 0..100 with no gap or overlap, a `levels` rubric lists "
               "its levels and each category's anchors name them.",
@@ -286,7 +292,7 @@ def reference_page() -> str:
                      f"{_cell(_default(prop, key in mapping['required']))} | "
                      f"{_cell(prop.get('description', ''))} |")
     lines.append("")
-    for name in ("Case", "Check", "HumanLabel"):
+    for name in ("Case", "Check", "HumanLabel", "Turn", "ToolCall"):
         lines += _model_section(name, suite["$defs"][name])
     lines += ["## Rubric file", "", rubric["description"], ""]
     for name in ("Rubric", "Category", "Blend", "MissingPolicy", "Level", "Band",

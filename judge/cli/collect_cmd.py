@@ -8,7 +8,10 @@ from typing import Annotated
 import typer
 
 from ..app.collecting import CollectRequest, CollectResult, collect_case
+from ..app.collecting_otel import OtelCollectRequest, collect_otel
 from ..app.workspace import Workspace
+from ..core.errors import UsageError
+from .collect_otel import otel_paths, render_otel
 
 __all__ = ["register"]
 
@@ -20,11 +23,15 @@ def register(app: typer.Typer) -> None:
 
 
 def collect(
-    case_id: Annotated[str, typer.Option("--id", metavar="CASE_ID",
-                                         help="Id of the case (unique in the suite).")],
     output: Annotated[Path, typer.Option(
         "--output", "-o", metavar="SUITE",
         help="Suite file written (.yaml, .yml or .jsonl), atomically.")],
+    source: Annotated[list[str] | None, typer.Argument(
+        metavar="[otel FILE|DIR...]",
+        help="`otel FILE|DIR...`: OpenTelemetry traces (OTLP/JSON), one case a trace.")] =
+        None,
+    case_id: Annotated[str | None, typer.Option(
+        "--id", metavar="CASE_ID", help="Id of the case (unique in the suite).")] = None,
     git: Annotated[str | None, typer.Option(
         "--git", metavar="REPO[@RANGE]",
         help="Commits of a range or branch (default HEAD), e.g. .@main..HEAD.")] = None,
@@ -49,13 +56,34 @@ def collect(
              "(default: the suite's, else task-evaluation).")] = None,
     append: Annotated[bool, typer.Option(
         "--append", help="Add the case to an existing suite file.")] = False,
+    trace: Annotated[list[str] | None, typer.Option(
+        "--trace", metavar="TRACE_ID", help="otel: keep this trace (repeatable).")] = None,
+    where: Annotated[list[str] | None, typer.Option(
+        "--where", metavar="KEY=VALUE",
+        help="otel: keep traces with a span having this attribute (repeatable).")] = None,
+    id_attr: Annotated[str | None, typer.Option(
+        "--id-attr", metavar="KEY",
+        help="otel: name each case by this attribute's value (e.g. session.id).")] = None,
 ) -> None:
     """Collect one case from git, test reports, reviews, CI runs, agent logs and documents.
+
+    `judge collect otel FILE|DIR -o SUITE` makes a case of every OpenTelemetry trace
+    (OTLP/JSON) instead: spans become evidence cited by span id (see --trace, --where,
+    --id-attr).
 
     Evidence items get citable ids from their source, the caps and limits of the rubric's
     evidence profile, and credentials scrubbed; deterministic signals come from the
     rubric's `signals` rules, and the case records which rule produced each.
     """
+    if source:
+        typer.echo(render_otel(collect_otel(Workspace.open(), OtelCollectRequest(
+            paths=otel_paths(source), suite=output, case_id=case_id, id_attr=id_attr,
+            traces=tuple(trace or ()), where=tuple(where or ()), rubric=rubric,
+            append=append)), output))
+        return
+    if case_id is None:
+        raise UsageError("missing option --id", where="--id",
+                         fix="name the case: judge collect --id CASE_ID -o SUITE ...")
     request = CollectRequest(case_id=case_id, suite=output, git=git, junit=tuple(junit or ()),
                              gh_pr=gh_pr, gh_run=gh_run, agent_log=agent_log, task=task,
                              documents=tuple(document or ()), rubric=rubric, append=append)

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
+from .conversation import Turn
 from .errors import SuiteError
 from .evidence import EvidenceInputError, check_evidence
 from .frozen import Frozen
@@ -89,6 +90,11 @@ class Case(Frozen):
     """What the agent or model was asked (text or structured)."""
     output: Any = None
     """What is judged (text, or a mapping with text, confidence, mode...)."""
+    conversation: tuple[Turn, ...] | None = Field(default=None,
+                                                  exclude_if=lambda v: v is None)
+    """What is judged when it is a dialogue: turns in order (role, content, tool calls);
+    instead of or beside ``output``. Left out of a dump when absent, so the cases without
+    one keep their bytes (and their replay digests)."""
     evidence: dict[str, Any] = Field(default_factory=dict)
     """Evidence items by group; built into a bundle by the rubric's profile."""
     deterministic: dict[str, Score] = Field(default_factory=dict)
@@ -178,6 +184,9 @@ def check_suite_id(suite_id: str, source: str) -> str:
 def _case_error(exc: ValidationError, source: str, index: int, case_id: str | None) -> SuiteError:
     where, msg = format_validation_error(exc)
     label = f"case {case_id!r}" if case_id else f"case #{index + 1}"
+    turn = re.match(r"conversation\.(\d+)(.*)", where)
+    if turn:  # name the turn as a person counts it, and where it is in the data
+        where = f"conversation turn {int(turn[1]) + 1} (conversation[{turn[1]}]{turn[2]})"
     return SuiteError(msg, file=source, where=f"{label}: {where}",
                       fix="see examples/task-evaluation/suite.yaml for the case shape")
 
@@ -387,7 +396,7 @@ def lacks_output(case: Case) -> bool:
     Accepted (the judge still sees the input and the evidence), but warned about: it is
     more often a missing key than a choice.
     """
-    if case.output is not None:
+    if case.output is not None or case.conversation:
         return False
     return case.judged_by == "llm" or any(c.type in {"contains", "not_contains"}
                                           for c in case.checks)

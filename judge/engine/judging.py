@@ -24,6 +24,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar
 from ..cache.disk import JudgmentCache
 from ..cache.entry import key_request, seal_entry
 from ..core.check_signals import deterministic_signals
+from ..core.conversation import CONVERSATION_GROUP, ConversationView, TurnView, bound_conversation
 from ..core.errors import OutputError, ProviderError
 from ..core.evidence import EvidenceBundle, build_bundle
 from ..core.expected import SCALE, expected_verdict
@@ -53,6 +54,7 @@ __all__ = [
     "JudgeSettings",
     "Prepared",
     "build_request",
+    "cited_turn",
     "exchange",
     "judge_meta",
     "judge_prepared",
@@ -135,6 +137,8 @@ class Prepared:
                                                            compare=False)
     """``schema`` and its canonical JSON (written once, for the cache key and the entry);
     used only while ``schema`` is that very object (a ``replace`` of it drops the text)."""
+    conversation: ConversationView | None = field(default=None, compare=False)
+    """The case's turns as the judge saw them (None: it has none); its ids are citable."""
 
     @property
     def case_id(self) -> str:
@@ -164,9 +168,16 @@ class Prepared:
     def cite(self, ids: Iterable[str]) -> tuple[CitedEvidence, ...]:
         """The cited items of the bundle, in the order given; unknown ids are left out."""
         by_id = self.bundle.by_id()
+        turns = {t.id: t for t in self.conversation.turns} if self.conversation else {}
         return tuple(CitedEvidence(id=i, group=by_id[i].group, title=by_id[i].title,
                                    excerpt=by_id[i].excerpt, refs=by_id[i].refs)
-                     for i in ids if i in by_id)
+                     if i in by_id else cited_turn(turns[i])
+                     for i in ids if i in by_id or i in turns)
+
+    def citable(self) -> tuple[str, ...]:
+        """The ids a verdict may cite: the bundle's, then the conversation's turns."""
+        ids = self.bundle.ids()
+        return ids + self.conversation.ids() if self.conversation else ids
 
 
 class CaseFacts(Protocol):
@@ -200,11 +211,18 @@ def prepare(case: Case, rubric: Rubric, renderer: PromptRenderer | None) -> Prep
     if case.judged_by == "deterministic" or renderer is None:
         return Prepared(case, bundle, signals, tuple(checks), None, None)
     prompt = renderer.render(rubric, case, bundle)
-    ids = bundle.ids()
+    conversation = bound_conversation(case.conversation) if case.conversation else None
+    ids = bundle.ids() + (conversation.ids() if conversation else ())
     schema = output_schema(rubric, ids)
     text = output_schema_json(rubric, ids)
     return Prepared(case, bundle, signals, tuple(checks), prompt, schema,
-                    (schema, text) if text is not None else None)
+                    (schema, text) if text is not None else None, conversation)
+
+
+def cited_turn(turn: TurnView) -> CitedEvidence:
+    """A cited conversation turn as a result stores it: id, role label, bounded excerpt."""
+    return CitedEvidence(id=turn.id, group=CONVERSATION_GROUP, title=turn.label,
+                         excerpt=turn.text, refs={"role": turn.role})
 
 
 def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
@@ -404,7 +422,7 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
         return scored_result(prep, rubric, None, None, None)
     prompt = prep.prompt
     request = build_request(prep, model, settings, sample)
-    ids = prep.bundle.ids()
+    ids = prep.citable()
     known = prep.schema_json
     done = await exchange(
         request, lambda text: parse_verdict(text, rubric, ids), cache=cache, client=client,

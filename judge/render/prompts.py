@@ -18,6 +18,10 @@ is not.
   ``anchors``: a ``(level, text)`` pair for every level, in level order, text empty when
   the rubric gives none); trusted configuration.
 - ``task`` (the case input) and ``output`` (the judged output, as text); untrusted.
+- ``conversation``: the case's turns as bounded by :mod:`judge.core.conversation` (empty
+  when it has none), each with ``id`` (``turn:N``, trusted), ``role``, ``label`` and
+  ``text`` (untrusted) and ``gap_after`` (the cap's dropped turns follow this one);
+  ``conversation_notice``: what the cap dropped, in words, or none.
 - ``groups``: the bundle's groups in its canonical order, each with ``name``, ``notice``
   (what the cap dropped, or none) and ``items`` (``id``, ``title``, ``excerpt``, ``refs``:
   ``(key, value)`` pairs); every string of an item is untrusted.
@@ -83,6 +87,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 
 from ..core.canonical import sha256_hex
 from ..core.check_signals import output_text
+from ..core.conversation import ConversationView, bound_conversation
 from ..core.errors import TemplateError
 from ..core.evidence import EvidenceBundle
 from ..core.limits import MAX_PROMPT_CHARS
@@ -91,6 +96,7 @@ from ..core.suite import Case
 from ..system.resources import shipped_dir
 
 __all__ = [
+    "CONVERSATION_PARTIAL",
     "EVIDENCE_PARTIAL",
     "RENDERER_VERSION",
     "RENDER_SECONDS",
@@ -532,7 +538,23 @@ def _groups_view(bundle: EvidenceBundle) -> tuple[_GroupView, ...]:
         for g in bundle.groups)
 
 
+@dataclass(frozen=True, slots=True)
+class _TurnView:
+    id: str
+    role: str
+    label: Untrusted
+    text: Untrusted
+    gap_after: bool
+
+
+def _conversation_view(view: ConversationView) -> tuple[_TurnView, ...]:
+    return tuple(_TurnView(id=t.id, role=t.role, label=Untrusted(t.label),
+                           text=Untrusted(t.text), gap_after=i == view.gap_after)
+                 for i, t in enumerate(view.turns))
+
+
 EVIDENCE_PARTIAL = "evidence.md.j2"
+CONVERSATION_PARTIAL = "conversation.md.j2"
 _EVIDENCE_SOURCE_SHA256 = "ed07194038c4ae61c795754482f229ba0b0ec941a2257e8e57c8a83a52173da2"
 """The shipped partial :func:`_evidence_text` renders byte for byte (tests compare the two)."""
 
@@ -578,6 +600,13 @@ def _input_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _conversation_context(case: Case) -> dict[str, Any]:
+    if not case.conversation:
+        return {"conversation": (), "conversation_notice": None}
+    view = bound_conversation(case.conversation)
+    return {"conversation": _conversation_view(view), "conversation_notice": view.notice()}
 
 
 class _SnapshotLoader(jinja2.BaseLoader):
@@ -723,7 +752,9 @@ class PromptRenderer:
         groups view is not built.
         """
         partial = sources.get(EVIDENCE_PARTIAL)
-        if self.sandboxed or partial is None or set(sources) != {root, EVIDENCE_PARTIAL} \
+        # The conversation partial renders through Jinja (only a case with turns reaches it).
+        if self.sandboxed or partial is None \
+                or not set(sources) <= {root, EVIDENCE_PARTIAL, CONVERSATION_PARTIAL} \
                 or sha256(partial[0].encode("utf-8")).hexdigest() != _EVIDENCE_SOURCE_SHA256:
             return False
         if _parsed(sources[root][0], root, sources[root][1])[1]:
@@ -849,6 +880,7 @@ class PromptRenderer:
             "rubric": self._rubric_context(rubric),
             "task": Untrusted(_input_text(case.input)),
             "output": Untrusted(output_text(case.output)),
+            **_conversation_context(case),
         }
         if self._fast_evidence:
             context["_evidence_bundle"] = bundle

@@ -21,6 +21,7 @@ from ..core.frozen import Frozen
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Band
 from ..core.suite import HumanLabel
+from .transcripts import Transcript
 
 __all__ = [
     "AgainstView",
@@ -165,6 +166,8 @@ class ReportData(Frozen):
     against: AgainstView | None = None
     agreement: AgreementView | None = None
     notes: tuple[str, ...] = ()
+    transcripts: dict[str, Transcript] = {}
+    """Conversations and span trees of cases that have them, by case id."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

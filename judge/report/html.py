@@ -165,6 +165,7 @@ def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[dict[str, An
             "finals": {c.category: c.finalScore for c in r.categoryScores},
             "evidence_anchor": {item.id: f"{anchor}-ev-{i}"
                                 for i, item in reversed(list(enumerate(r.evidence)))},
+            "transcript": data.transcripts.get(r.id),
         })
     return out
 
