@@ -147,9 +147,11 @@ def parse_gh_pr(data: Mapping[str, Any]) -> Collected:
 
 
 def pr_description(data: Mapping[str, Any]) -> str | None:
-    """The pull request's description (``body``), its author's account of the change: the
-    case's output under review when no task file or agent log gives one (issue 33), with
-    its title as the first line. None when ``gh`` printed no body or an empty one."""
+    """The pull request's description (``body``) under its title, or None when empty.
+
+    Its author's account of the change: the case's output under review when no task file or
+    agent log gives one (issue 33).
+    """
     body = _str(data.get("body"))
     if body is None or not body.strip():
         return None

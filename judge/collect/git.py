@@ -248,8 +248,11 @@ def diff_excerpts(repo: Path, rev: str) -> tuple[list[dict[str, Any]], str]:
 
 
 def uses_conventional(repo: Path, rev: str) -> bool:
-    """Whether the project keeps Conventional Commits: half or more of the first-parent
-    subjects before the range (the range itself when it has no history before it)."""
+    """Whether the project keeps Conventional Commits.
+
+    It does when half or more of the first-parent subjects before the range are (the range
+    itself when it has no history before it).
+    """
     base, _ = diff_endpoints(repo, rev)
     start = base if base != _EMPTY_TREE else rev
     out = _git(repo, "log", "--no-color", "--first-parent", f"--max-count={CONVENTION_HISTORY}",

@@ -251,8 +251,10 @@ def _not_applicable(term: SignalTerm, facts: Mapping[str, Fact]) -> TermOutcome:
 
 
 def _apply(rule: SignalRule, facts: Mapping[str, Fact]) -> tuple[Fraction, list[TermOutcome]] | str:
-    """The exact points (scaled to 100 over the applicable terms) and the term outcomes, or
-    why the rule does not apply."""
+    """The exact points and the term outcomes, or why the rule does not apply.
+
+    The points are scaled to 100 over the applicable terms.
+    """
     missing = [f for t in rule.terms for f in t.facts() if f not in facts]
     if missing:
         return f"no fact {missing[0]}"

@@ -120,7 +120,7 @@ def test_a_project_without_the_convention_loses_nothing_for_it(
 
 
 def test_a_single_revision_is_its_own_change(merged: tuple[Path, str]) -> None:
-    repo, merge = merged
+    repo, _ = merged
     root_sha = git(repo, "rev-list", "--max-parents=0", "HEAD").strip()
     base, tip = diff_endpoints(repo, root_sha)
     assert tip == root_sha and base == "4b825dc642cb6eb9a060e54bf8d69288fbee4904"  # empty tree
