@@ -59,4 +59,5 @@ def config(json_out: JsonFlag = False) -> None:
         emit_json(view.public())
         return
     table(["setting", "value", "from"],
-          [[s.name, "—" if s.value is None else str(s.value), s.source] for s in view.settings])
+          [[s.name, "—" if s.value is None else str(s.value), s.source]
+           for s in (*view.settings, *view.derived)])
