@@ -29,6 +29,7 @@ __all__ = [
     "RunStability",
     "build_diff",
     "diff_runs",
+    "rationale_cases",
     "run_stability",
 ]
 
@@ -103,6 +104,9 @@ class RunDiff(Frozen):
     onlyB: tuple[str, ...]
     cases: tuple[CaseDiff, ...]
     """The changed cases (every shared case when asked for all), by case id."""
+    rationaleCases: dict[str, tuple[str, ...]] = {}
+    """Cases whose rationale changed, each with its categories: what ``rationaleChanged``
+    counts, listed (issue 33)."""
 
 
 class RunStability(Frozen):
@@ -156,7 +160,14 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
         rationaleChanged=sum(r.rationaleChanged for r in rows),
         categoryOnly=sum(not r.changed and any(c.changed for c in r.categories) for r in rows),
         onlyA=tuple(sorted(set(a_by) - set(b_by))), onlyB=tuple(sorted(set(b_by) - set(a_by))),
-        cases=tuple(rows if everything else [r for r in rows if r.changed]))
+        cases=tuple(rows if everything else [r for r in rows if r.changed]),
+        rationaleCases=rationale_cases(rows))
+
+
+def rationale_cases(rows: Iterable[CaseDiff]) -> dict[str, tuple[str, ...]]:
+    """Each case whose rationale changed, with the categories where it did."""
+    return {r.id: tuple(c.category for c in r.categories if c.rationale[0] != c.rationale[1])
+            for r in rows if r.rationaleChanged}
 
 
 def diff_runs(workspace: Workspace, run_a: str, run_b: str, *,

@@ -38,9 +38,9 @@ from .workspace import Workspace
 __all__ = [
     "GateVerdict",
     "baseline_refusal",
-    "judge_mismatch",
     "gate",
     "headline_results",
+    "judge_mismatch",
     "make_baseline",
     "measured_spreads",
     "resolve_threshold",

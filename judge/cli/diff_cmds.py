@@ -164,6 +164,15 @@ def _print_diff(report: RunDiff) -> None:
     out.print(f"{report.changed} of {plural(report.compared, 'case')} changed "
               f"({report.bandChanged} changed band, {report.rationaleChanged} changed "
               f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
+    _print_rationale_cases(report)
+
+
+def _print_rationale_cases(report: RunDiff) -> None:
+    """The cases the rationale count counts, with their categories (issue 33)."""
+    if report.rationaleCases:
+        listed = ", ".join(f"{case} ({', '.join(cats)})"
+                           for case, cats in report.rationaleCases.items())
+        console().print(f"changed rationale: {listed}", markup=False)
 
 
 def _print_stability(measured: RunStability, show_all: bool) -> None:
