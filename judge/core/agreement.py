@@ -592,7 +592,11 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                      for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             overall, ai_all, cats = _agreement(sides, categories, rubric_bands, scales[name],
                                                HUMAN, name)
-            line = verdict(ai_all, "humans", name, what="AI scores vs human labels")
+            # Labels of the overall score only leave the AI side empty: the headline is then
+            # the overall scores' (issue 33: "no case scored by both" above n = 6).
+            line = verdict(ai_all, "humans", name, what="AI scores vs human labels") \
+                if ai_all.n else verdict(overall, "humans", name,
+                                         what="overall scores vs human labels")
             humans.append(HumanAgreement(judge=name, labelled=len(sides), overall=overall,
                                          aiAll=ai_all, categories=cats, verdict=line))
     return Comparison(judges=tuple(c[1] for c in collected), pairs=pairs, alpha=alpha,
