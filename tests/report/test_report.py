@@ -187,7 +187,7 @@ def test_judge_report_command(tmp_path: Path) -> None:
 
 def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> None:
     """Issue 33 (part): rationales were hidden in collapsed rows."""
-    root, high, plain = example_runs()
+    root, _, plain = example_runs()
     data = build_report(_ws(root), ReportRequest(run=plain))
     html = render_report(data)
     opened = re.findall(r'<details class="case" id="[^"]+" open>', html)
