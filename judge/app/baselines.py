@@ -49,13 +49,17 @@ def _is_file(value: str) -> bool:
 
 
 def check_run(workspace: Workspace, run_id: str | None = None, *, suite: str | None = None,
-              baseline_file: Path | None = None) -> GateVerdict:
-    """The gate for a stored run (default: the suite's, or the store's, latest complete run)."""
+              baseline_file: Path | None = None, across_judges: bool = False) -> GateVerdict:
+    """The gate for a stored run (default: the suite's, or the store's, latest complete run).
+
+    A baseline recorded by another judge is compared only with ``across_judges``.
+    """
     suite_id = suite_id_of(suite) if suite else None
     with workspace.open_store() as store:
         run = pick_complete_run(store, run_id, suite_id)
         results = headline_results(store, run)
-    return gate(workspace, run, results, baseline_file=baseline_file)
+    return gate(workspace, run, results, baseline_file=baseline_file,
+                across_judges=across_judges)
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,21 @@ from ..core.canonical import canonical_json
 from ..core.errors import ConfigError, SuiteError, UsageError
 from ..core.rubric import Rubric
 from ..core.signal_rules import SignalOutcome
-from ..core.suite import Case, Suite, iter_cases, iter_jsonl, parse_suite, validate_cases
+from ..core.suite import (
+    Case,
+    Suite,
+    iter_cases,
+    iter_jsonl,
+    lacks_output,
+    parse_suite,
+    validate_cases,
+)
 from ..system.atomic_files import write_atomic
 from ..system.resources import load_suite
 from .workspace import Workspace
 
-__all__ = ["CollectRequest", "CollectResult", "collect_case"]
+__all__ = ["NO_OUTPUT_FIX", "CollectRequest", "CollectResult", "collect_case",
+           "collect_warnings"]
 
 SUITE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 
@@ -82,6 +91,21 @@ class CollectResult:
     """Cases in the suite file now."""
     rewritten: bool = False
     """Appending had to rewrite the YAML file (its comments are gone)."""
+    warnings: tuple[str, ...] = ()
+    """What the case lacks that the judge will miss, each with how to give it."""
+
+
+NO_OUTPUT_FIX = ("give the output under review with --task FILE (its `output:` key), "
+                 "--agent-log FILE (the agent's final message) or --gh-pr FILE printed with "
+                 "`gh pr view N --json ...,body` (the pull request's description)")
+
+
+def collect_warnings(case: Case, path: Path) -> tuple[str, ...]:
+    """Warnings at collect time, the ones `judge run` would give later (issue 33)."""
+    if not lacks_output(case):
+        return ()
+    return (f"warning: {path}: case {case.id!r} has no 'output': the judge sees only the "
+            f"input and the evidence; fix: {NO_OUTPUT_FIX}",)
 
 
 def _parts(ws: Workspace, request: CollectRequest) -> list[Collected]:
@@ -261,4 +285,4 @@ def collect_case(ws: Workspace, request: CollectRequest) -> CollectResult:
     return CollectResult(path=path, suite_id=suite_id, rubric=rubric.id, case=case,
                          signals=built.signals, capped=built.capped,
                          redactions=built.redactions, appended=appending, cases=count,
-                         rewritten=rewritten)
+                         rewritten=rewritten, warnings=collect_warnings(case, request.suite))

@@ -13,9 +13,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..core.secrets import mask_url
+from ..llm.local import LOCAL_TIMEOUT
 from .workspace import Workspace
 
-__all__ = ["ConfigView", "SettingView", "config_view"]
+__all__ = ["ConfigView", "SettingView", "config_view", "local_timeout_view"]
 
 class SettingView(BaseModel):
     """One setting: its JSON value (credentials masked) and where it came from."""
@@ -33,6 +34,9 @@ class ConfigView(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     settings: tuple[SettingView, ...]
+    derived: tuple[SettingView, ...] = ()
+    """Values a run derives from the settings (the local judge's timeout): shown by
+    ``judge config``, not settings themselves (``--json`` keeps to the settings)."""
 
     def public(self) -> dict[str, dict[str, Any]]:
         """The JSON ``judge config --json`` prints: ``{name: {"value", "source"}}``."""
@@ -47,10 +51,20 @@ def _masked(value: Any) -> Any:
     return value
 
 
+def local_timeout_view(workspace: Workspace) -> SettingView:
+    """The per-judgment timeout a ``local/`` judge gets (issue 33: config said 60 s)."""
+    given = workspace.sources.get("timeout", "default") != "default"
+    timeout = workspace.settings.timeout
+    value = timeout if given else max(timeout, LOCAL_TIMEOUT)
+    why = ("the timeout setting" if given else
+           f"local judges: at least {LOCAL_TIMEOUT:g} s a judgment unless timeout is set")
+    return SettingView(name="timeout (local/ judges)", value=value, source=why)
+
+
 def config_view(workspace: Workspace) -> ConfigView:
     """The workspace's effective settings with their sources, every URL credential masked."""
     values = workspace.settings.model_dump(mode="json")
     return ConfigView(settings=tuple(
         SettingView(name=name, value=_masked(value),
                     source=workspace.sources.get(name, "default"))
-        for name, value in values.items()))
+        for name, value in values.items()), derived=(local_timeout_view(workspace),))

@@ -36,6 +36,7 @@ __all__ = [
     "RunStability",
     "build_diff",
     "diff_runs",
+    "rationale_cases",
     "run_stability",
 ]
 
@@ -123,6 +124,9 @@ class RunDiff(Frozen):
     """Moved, re-asked, with no noise estimate on either side."""
     noiseSources: tuple[str | None, str | None] = (None, None)
     """The noise assumed for A and for B, and where it came from."""
+    rationaleCases: dict[str, tuple[str, ...]] = {}
+    """Cases whose rationale changed, each with its categories: what ``rationaleChanged``
+    counts, listed (issue 33)."""
 
 
 class RunStability(Frozen):
@@ -186,7 +190,14 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
         rationaleChanged=sum(r.rationaleChanged for r in rows),
         categoryOnly=sum(not r.changed and any(c.changed for c in r.categories) for r in rows),
         onlyA=tuple(sorted(set(a_by) - set(b_by))), onlyB=tuple(sorted(set(b_by) - set(a_by))),
-        cases=tuple(rows if everything else [r for r in rows if r.changed]))
+        cases=tuple(rows if everything else [r for r in rows if r.changed]),
+        rationaleCases=rationale_cases(rows))
+
+
+def rationale_cases(rows: Iterable[CaseDiff]) -> dict[str, tuple[str, ...]]:
+    """Each case whose rationale changed, with the categories where it did."""
+    return {r.id: tuple(c.category for c in r.categories if c.rationale[0] != c.rationale[1])
+            for r in rows if r.rationaleChanged}
 
 
 def _rescored(run_a: RunInfo, run_b: RunInfo) -> bool:

@@ -20,6 +20,10 @@ from before judgments were recorded compares as it always did, with a notice.
 What may become a baseline: only a *complete* run in which every case was scored. A run
 with unscored, missing (cache-miss) or interrupted cases would hide those cases from the
 gate forever, so it is refused with the reason.
+
+A baseline is the suite's *under its judge* (issue 33): a run judged by another judge
+(other models) is not compared with it — the move would be the judges' disagreement, not a
+regression — and the verdict says so and how to compare anyway (``--across-judges``).
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ __all__ = [
     "compare_with_noise",
     "gate",
     "headline_results",
+    "judge_mismatch",
     "make_baseline",
     "measured_spreads",
     "noise_of_run",
@@ -193,13 +198,26 @@ def _notices(baseline: Baseline, run: RunInfo) -> tuple[str, ...]:
     return tuple(notes)
 
 
+def judge_mismatch(baseline: Baseline, run: RunInfo) -> str | None:
+    """Why ``run`` is not compared with ``baseline`` (another judge), or None."""
+    if tuple(baseline.models) == tuple(run.models):
+        return None
+    return (f"not compared: the baseline {baseline.baselineId} was recorded by judge "
+            f"{', '.join(baseline.models) or '—'}, this run was judged by "
+            f"{', '.join(run.models) or '—'} (a judge change is not a regression); fix: "
+            "pass --across-judges to compare them anyway, or record this judge's run as the "
+            "baseline with `judge baseline record SUITE`")
+
+
 def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
-         baseline_file: Path | None = None, record: bool = True) -> GateVerdict:
+         baseline_file: Path | None = None, record: bool = True,
+         across_judges: bool = False) -> GateVerdict:
     """Compare ``run`` (its headline results) with the suite's baseline.
 
     With no baseline at the default place and ``record``, one is recorded from this run
     when the run may be a baseline (:func:`baseline_refusal`); otherwise the verdict says
-    why it was skipped. A run that is not complete is never compared.
+    why it was skipped. A run that is not complete is never compared, nor one judged by
+    another judge than the baseline's unless ``across_judges`` (:func:`judge_mismatch`).
     """
     path = baseline_file if baseline_file is not None else workspace.baseline_path(run.suite)
     blocking = workspace.settings.block_on_regression
@@ -226,6 +244,10 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                            notices=(f"no baseline for suite {run.suite}: recorded {path} from "
                                     f"run {run.id}",))
     baseline = load_baseline(path)
+    mismatch = None if across_judges else judge_mismatch(baseline, run)
+    if mismatch is not None:
+        return GateVerdict(**base, comparison=None, baselineId=baseline.baselineId,
+                           skipped=mismatch)
     comparison, noise_notes = compare_with_noise(workspace, baseline, run, results)
     drift = fingerprint_notice(workspace, run, baseline)
     return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,

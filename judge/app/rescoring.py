@@ -24,7 +24,7 @@ from ..core.summary import Summary, SummaryBuilder
 from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
 
-__all__ = ["BATCH", "EXACT_NOTE", "RescoreReport", "rescore_run"]
+__all__ = ["BATCH", "EXACT_NOTE", "CaseMove", "RescoreReport", "rescore_run"]
 
 EXACT_NOTE = ("exact arithmetic over the stored judgments: no model call, so no judge noise; "
               "every movement is the rubric's")
@@ -42,13 +42,36 @@ class RescoreReport:
     rubric: str
     cases_moved: int
     summary: Summary
+    moves: tuple[CaseMove, ...] = ()
+    """The cases that moved, by id: what ``judge rescore`` lists (issue 33)."""
 
     def public(self) -> dict[str, Any]:
         """The JSON ``judge rescore --json`` prints."""
         return {"run": self.run.model_dump(mode="json"), "rescoredFrom": self.source.id,
                 "modelCalls": 0, "casesMoved": self.cases_moved, "exact": True,
-                "noise": EXACT_NOTE,
+                "noise": EXACT_NOTE, "moved": [m.public() for m in self.moves],
                 "summary": self.summary.model_dump(mode="json")}
+
+
+@dataclass(frozen=True)
+class CaseMove:
+    """One case that moved under the new rubric: overall, band and pass, before and after."""
+
+    id: str
+    overall: tuple[int | None, int | None]
+    band: tuple[str | None, str | None]
+    passed: tuple[bool | None, bool | None]
+
+    @classmethod
+    def of(cls, old: CaseResult, new: CaseResult) -> CaseMove:
+        """The move from ``old`` to ``new``."""
+        return cls(id=old.id, overall=(old.overallScore, new.overallScore),
+                   band=(old.band, new.band), passed=(old.passed, new.passed))
+
+    def public(self) -> dict[str, Any]:
+        """Its JSON: ``{"id", "overall": [a, b], "band": [a, b], "passed": [a, b]}``."""
+        return {"id": self.id, "overall": list(self.overall), "band": list(self.band),
+                "passed": list(self.passed)}
 
 
 def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
@@ -72,10 +95,13 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
                          **_calibration_setting(rub)}})
         builder = SummaryBuilder()
         moved = 0
+        moves: list[CaseMove] = []
         for old, new in pairs:
             if _is_headline(new, head):
                 builder.add(new)
-                moved += case_changed(old, new)
+                if case_changed(old, new):
+                    moved += 1
+                    moves.append(CaseMove.of(old, new))
         store.create_run(info)
         try:
             for start in range(0, len(pairs), BATCH):
@@ -90,7 +116,7 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
             store.delete_run(info.id)  # no half-stored run left behind
             raise
     return RescoreReport(run=final, source=source, rubric=rub.id, cases_moved=moved,
-                         summary=summary)
+                         summary=summary, moves=tuple(sorted(moves, key=lambda m: m.id)))
 
 
 def _check_calibration(rubric: Rubric, source: RunInfo) -> None:

@@ -77,7 +77,10 @@ class RunRequest(BaseModel):
     complexity: tuple[str, ...] = ()
     ids: tuple[str, ...] = ()
     check: bool = True
-    """Compare with the suite's baseline (record one when there is none)."""
+    """Compare with the suite's baseline (record one when there is none; an offline replay
+    never records one)."""
+    across_judges: bool = False
+    """Compare with a baseline recorded by another judge too (else refused with the reason)."""
     # -- sharded runs (judge/app/sharding.py) --
     shard: Shard | None = None
     """Judge only this shard of the cases (by a stable hash of the case id)."""
@@ -394,7 +397,9 @@ class _Run:
                                record=self.request.check)
             verdict = group.verdict if self.request.check else None
         elif self.request.check and not outcome.interrupted:
-            verdict = gate(self.ws, run, headline_results(store, run))
+            # An offline replay reproduces judgments; it never makes a baseline (issue 33).
+            verdict = gate(self.ws, run, headline_results(store, run), record=not self.offline,
+                           across_judges=self.request.across_judges)
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
                          offline=self.offline, missing=tuple(sorted(missing)),

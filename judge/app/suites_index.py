@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ConfigError, SuiteError, UnknownSuiteError, UsageError
+from ..core.pairwise import parse_pair_suite
+from ..core.suite import PairSuiteGiven
 from ..system.resources import load_suite
 from .workspace import Workspace
 
@@ -39,6 +41,8 @@ class SuiteEntry:
     """The rubric the suite names, if any."""
     error: str | None = None
     """Why the file cannot be used: file, place and fix."""
+    kind: str = "rubric"
+    """``rubric`` (``judge run``) or ``pairwise`` (``judge pairwise``)."""
 
 
 def _default_id(file: Path) -> str:
@@ -50,6 +54,18 @@ def _default_id(file: Path) -> str:
 def _jsonl_cases(path: Path) -> int:
     with path.open(encoding="utf-8") as lines:
         return sum(1 for line in lines if line.strip())
+
+
+def _yaml_entry(path: Path, rel: Path) -> SuiteEntry:
+    """A YAML suite's entry; a pair suite is listed as one, not as a broken rubric suite."""
+    try:
+        suite = load_suite(path)
+    except PairSuiteGiven:
+        pairs = parse_pair_suite(path.read_text(encoding="utf-8"), str(rel),
+                                 default_id=_default_id(path))
+        return SuiteEntry(id=pairs.id, path=rel, cases=len(pairs.cases), rubric=None,
+                          kind="pairwise")
+    return SuiteEntry(id=suite.id, path=rel, cases=len(suite.cases), rubric=suite.rubric)
 
 
 class SuiteIndex:
@@ -84,9 +100,7 @@ class SuiteIndex:
                 entry = SuiteEntry(id=_default_id(path), path=rel, cases=_jsonl_cases(path),
                                    rubric=None)
             else:
-                suite = load_suite(path)
-                entry = SuiteEntry(id=suite.id, path=rel, cases=len(suite.cases),
-                                   rubric=suite.rubric)
+                entry = _yaml_entry(path, rel)
         except (ConfigError, OSError, UnicodeDecodeError) as exc:
             problem = exc if isinstance(exc, ConfigError) else SuiteError(
                 f"cannot read: {exc}", file=str(rel), fix="check the file")

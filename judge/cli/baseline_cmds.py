@@ -223,6 +223,9 @@ def check(
         help="Gate a sharded group (judge run --shard I/N --group NAME) as one run.")] = None,
     dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
+    across_judges: Annotated[bool, typer.Option(
+        "--across-judges", help="Compare with a baseline recorded by another judge too "
+                                "(refused by default, with the reason).")] = False,
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
 
@@ -243,7 +246,7 @@ def check(
         return
     verdict = check_run(_workspace(store, directory, threshold, block), run_id,
                         suite=suite,
-                        baseline_file=baseline_file)
+                        baseline_file=baseline_file, across_judges=across_judges)
     if json_out:
         for notice in verdict.notices:
             err_console().print(notice, markup=False)

@@ -87,7 +87,10 @@ def collect(
     request = CollectRequest(case_id=case_id, suite=output, git=git, junit=tuple(junit or ()),
                              gh_pr=gh_pr, gh_run=gh_run, agent_log=agent_log, task=task,
                              documents=tuple(document or ()), rubric=rubric, append=append)
-    typer.echo(_render(collect_case(Workspace.open(), request), output))
+    result = collect_case(Workspace.open(), request)
+    typer.echo(_render(result, output))
+    for warning in result.warnings:
+        typer.echo(warning, err=True)
 
 
 def _render(result: CollectResult, shown: Path) -> str:

@@ -165,6 +165,7 @@ def _print_diff(report: RunDiff) -> None:
               f"({report.bandChanged} changed band, {report.rationaleChanged} changed "
               f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
     out.print(_noise_summary(report), markup=False)
+    _print_rationale_cases(report)
 
 
 def _moved(case: CaseDiff) -> Cell:
@@ -192,6 +193,14 @@ def _noise_summary(report: RunDiff) -> str:
     sources = {s for s in report.noiseSources if s}
     tail = f" (BH at 5 %; noise: {'; '.join(sorted(sources))})" if sources else ""
     return "overall scores: " + ", ".join(parts) + tail
+
+
+def _print_rationale_cases(report: RunDiff) -> None:
+    """The cases the rationale count counts, with their categories."""
+    if report.rationaleCases:
+        listed = ", ".join(f"{case} ({', '.join(cats)})"
+                           for case, cats in report.rationaleCases.items())
+        console().print(f"changed rationale: {listed}", markup=False)
 
 
 def _print_stability(measured: RunStability, show_all: bool) -> None:

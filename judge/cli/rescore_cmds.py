@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from ..app.configview import config_view
-from ..app.rescoring import EXACT_NOTE, rescore_run
+from ..app.rescoring import EXACT_NOTE, RescoreReport, rescore_run
 from ..app.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table
@@ -48,9 +48,23 @@ def rescore(
               f"[bold]{escape(report.rubric)}[/] as run [bold]{escape(report.run.id)}[/]: "
               f"0 model calls, {plural(report.cases_moved, 'case')} changed score, band or "
               "pass")
+    _print_moves(report)
     rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
     out.print(f"pass rate {rate}, mean overall {summary.meanOverall}")
     out.print(EXACT_NOTE, markup=False)
+
+
+def _print_moves(report: RescoreReport) -> None:
+    """The cases that moved, one row each (issue 33: only a count was printed)."""
+    if not report.moves:
+        return
+
+    def arrow(pair: tuple[object, object]) -> str:
+        a, b = ("—" if v is None else str(v) for v in pair)
+        return a if a == b else f"{a} → {b}"
+
+    table(["case", "overall", "band", "pass"],
+          [[m.id, arrow(m.overall), arrow(m.band), arrow(m.passed)] for m in report.moves])
 
 
 def config(json_out: JsonFlag = False) -> None:
@@ -60,4 +74,5 @@ def config(json_out: JsonFlag = False) -> None:
         emit_json(view.public())
         return
     table(["setting", "value", "from"],
-          [[s.name, "—" if s.value is None else str(s.value), s.source] for s in view.settings])
+          [[s.name, "—" if s.value is None else str(s.value), s.source]
+           for s in (*view.settings, *view.derived)])

@@ -103,6 +103,10 @@ def run(
                              "re-sent).")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
+    across_judges: Annotated[bool, typer.Option(
+        "--across-judges", help="Compare with a baseline recorded by another judge too "
+                                "(refused by default: a judge change is not a regression).")]
+    = False,
     shard: Annotated[str | None, typer.Option(
         "--shard", metavar="I/N",
         help="Judge only shard I of N (by a stable hash of the case id); needs --group.")]
@@ -138,7 +142,8 @@ def run(
     except ValueError as exc:
         raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
-                         ids=tuple(case or ()), check=not no_check, shard=part, group=group)
+                         ids=tuple(case or ()), check=not no_check, shard=part, group=group,
+                         across_judges=across_judges)
     if batch:
         raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
@@ -175,8 +180,11 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
     elif report.no_judgment:
         why = (f"stopped early, no more calls made: {report.stopped}" if report.stopped
                else f"the first reason: {report.first_failure}")
+        why, _, fix = why.partition("; fix: ")
         err.print(Text.assemble(styled("no judgment succeeded", "red"),
                                 f" ({plural(report.llm_cases, 'LLM case')} unscored); {why}"))
+        if fix:
+            err.print(f"  fix: {fix}", markup=False)
 
 
 CASE_TABLE_LIMIT = 40

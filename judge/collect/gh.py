@@ -5,8 +5,11 @@ comment) and ``workflow`` items for its status checks; a workflow run gives ``wo
 items for the run and each job (failed steps named in the excerpt). Fields ``gh`` did not
 print are simply absent: ask for what you need, e.g.::
 
-    gh pr view 412 --json number,title,state,url,mergedAt,reviewDecision,reviews,\
+    gh pr view 412 --json number,title,body,state,url,mergedAt,reviewDecision,reviews,\
         comments,statusCheckRollup
+
+(``body``, the description, becomes the case's output under review unless a task file or an
+agent log gives one).
     gh run view 9001 --json databaseId,name,displayTitle,status,conclusion,event,\
         headBranch,headSha,url,createdAt,updatedAt,attempt,jobs
 
@@ -25,7 +28,8 @@ from .case import Collected
 from .shape import Fields, ShapeError, load_json
 from .sources import read_source
 
-__all__ = ["FAILED", "collect_gh_pr", "collect_gh_run", "parse_gh_pr", "parse_gh_run"]
+__all__ = ["FAILED", "collect_gh_pr", "collect_gh_run", "parse_gh_pr", "parse_gh_run",
+           "pr_description"]
 
 FAILED = frozenset({"FAILURE", "ERROR", "TIMED_OUT", "CANCELLED", "ACTION_REQUIRED",
                     "STARTUP_FAILURE"})
@@ -128,7 +132,21 @@ def parse_gh_pr(raw: Mapping[str, Any]) -> Collected:
     source = _clean({"kind": "gh-pr", "pr": number, "title": data.text("title"),
                      "url": data.text("url")})
     evidence = {k: v for k, v in (("reviews", reviews), ("workflow", checks)) if v}
-    return Collected(source=source, evidence=evidence, facts=facts)
+    return Collected(source=source, evidence=evidence, facts=facts,
+                     output=pr_description(data))
+
+
+def pr_description(data: Mapping[str, Any]) -> str | None:
+    """The pull request's description (``body``) under its title, or None when empty.
+
+    Its author's account of the change: the case's output under review when no task file or
+    agent log gives one (issue 33).
+    """
+    body = _str(data.get("body"))
+    if body is None or not body.strip():
+        return None
+    title = _str(data.get("title"))
+    return f"{title}\n\n{body.strip()}" if title else body.strip()
 
 
 def _failed_steps(job: Fields) -> list[str]:
@@ -201,7 +219,7 @@ def collect_gh_pr(path: Path, base: Path) -> Collected:
     """``--gh-pr FILE`` (relative to ``base``)."""
     found = _parsed(base / path, "--gh-pr", "gh pr view", parse_gh_pr)
     return Collected(source={**found.source, "file": str(path)}, evidence=found.evidence,
-                     facts=found.facts)
+                     facts=found.facts, output=found.output)
 
 
 def collect_gh_run(path: Path, base: Path) -> Collected:

@@ -5,6 +5,23 @@
 becomes a ``commits`` item (sha, subject, author name, author time, lines and files changed,
 the message body as its excerpt), newest first, cited by its sha. Author e-mail addresses are
 left out: judging needs no personal data. At most :data:`MAX_COMMITS` are read.
+
+What the range changed, beside its commit list (issue 33; each in a function of its own):
+
+- a merge commit's numbers are its **first-parent diff** (:func:`merge_stats`): ``git log
+  --numstat`` prints nothing for a merge, and the first parent is the branch it landed on,
+  so the merge of a pull request reads as the pull request's change. The range's totals
+  (the ``commits.*`` facts) stay the sums over the non-merge commits, so a merged change is
+  not counted twice;
+- the range's diff, file by file (:func:`diff_excerpts`): the files changed most first, at
+  most :data:`DIFF_FILES` of them, each an item with its path, its lines added and deleted
+  and its hunks as the excerpt (bounded here to :data:`DIFF_CHARS`, then cut to the
+  profile's excerpt limit with the truncation marker and scrubbed of credentials by
+  :func:`judge.collect.case.build_case`). They come first in ``commits``, before the commit
+  list, so a long range's cap drops old commits, not the change itself;
+- whether the repository follows Conventional Commits at all (:func:`uses_conventional`,
+  the fact ``repo.conventional``), read from the first-parent history before the range, so a
+  rubric can score the convention only where the project keeps it.
 """
 
 from __future__ import annotations
@@ -17,8 +34,23 @@ from typing import Any
 from ..core.errors import UsageError
 from .case import Collected
 
-__all__ = ["CONVENTIONAL", "MAX_COMMITS", "collect_git", "parse_git_log", "parse_numstat",
-           "split_spec"]
+__all__ = [
+    "CONVENTIONAL",
+    "CONVENTION_HISTORY",
+    "DIFF_CHARS",
+    "DIFF_FILES",
+    "MAX_COMMITS",
+    "MERGE_STATS",
+    "collect_git",
+    "diff_endpoints",
+    "diff_excerpts",
+    "merge_stats",
+    "parse_git_log",
+    "parse_numstat",
+    "parse_numstat_z",
+    "split_spec",
+    "uses_conventional",
+]
 
 MAX_COMMITS = 1000
 """Commits read from a range; the facts then cover the newest this many (recorded)."""
@@ -27,6 +59,17 @@ CONVENTIONAL = re.compile(
     re.IGNORECASE)
 """A Conventional Commits subject with the config-conventional types (``feat(api)!: ...``)."""
 GIT_TIMEOUT = 120
+MERGE_STATS = 50
+"""Merges (newest first) whose first-parent diff is read; older ones keep git log's zeros."""
+DIFF_FILES = 8
+"""Files of the range's diff given as evidence items (the most changed lines first)."""
+DIFF_CHARS = 4000
+"""A file's hunks kept before scrubbing: far above the excerpt limit (500), so the text that
+survives the final cut was scrubbed whole (a credential cannot straddle this cut and show)."""
+CONVENTION_HISTORY = 50
+"""First-parent commits before the range read to tell whether the project uses the
+convention; it does when at least half of their subjects are Conventional Commits."""
+_EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
 def split_spec(spec: str, base: Path) -> tuple[Path, str | None]:
@@ -143,6 +186,8 @@ def collect_git(spec: str, base: Path) -> Collected:
     numstat = _git(repo, "log", *common, "--numstat", "--format=%H", "--end-of-options",
                    rev, "--")
     commits = parse_git_log(out, numstat)
+    _add_merge_stats(repo, commits)
+    diffs, diff_range = diff_excerpts(repo, rev)
     source: dict[str, Any] = {"kind": "git", "repo": spec.removesuffix(f"@{rev}"),
                               "range": rev,
                               "commits": min(len(commits), MAX_COMMITS)}
@@ -152,9 +197,107 @@ def collect_git(spec: str, base: Path) -> Collected:
     facts = {
         "commits.total": len(commits),
         "commits.conventional": sum(bool(CONVENTIONAL.match(c["subject"])) for c in commits),
-        "commits.additions": sum(c["additions"] for c in commits),
-        "commits.deletions": sum(c["deletions"] for c in commits),
-        "commits.files": sum(len(c["files"]) for c in commits),
+        "commits.additions": sum(c["additions"] for c in commits if not c.get("merge")),
+        "commits.deletions": sum(c["deletions"] for c in commits if not c.get("merge")),
+        "commits.files": sum(len(c["files"]) for c in commits if not c.get("merge")),
+        "repo.conventional": uses_conventional(repo, rev),
     }
-    return Collected(source=source, evidence={"commits": commits} if commits else {},
+    source["diff"] = diff_range
+    items = [*diffs, *commits]
+    return Collected(source=source, evidence={"commits": items} if items else {},
                      facts=dict(facts))
+
+
+# --- what the range changed (issue 33) -------------------------------------------------------
+
+def parse_numstat_z(text: str) -> list[tuple[str, int, int]]:
+    """``(path, added, deleted)`` from ``git diff --numstat -z --no-renames`` (binary: 0, 0).
+
+    NUL-separated, so a path with a tab or a newline cannot shift the fields.
+    """
+    rows = []
+    for record in text.split("\0"):
+        parts = record.split("\t", 2)
+        if len(parts) == 3 and parts[2]:
+            rows.append((parts[2], _number(parts[0]), _number(parts[1])))
+    return rows
+
+
+def merge_stats(repo: Path, sha: str) -> list[tuple[str, int, int]]:
+    """A merge commit's change against its first parent, file by file."""
+    return parse_numstat_z(_git(repo, "diff", "--no-color", "--no-ext-diff", "--no-renames",
+                                "--numstat", "-z", f"{sha}^1", sha, "--"))
+
+
+def _add_merge_stats(repo: Path, commits: list[dict[str, Any]]) -> None:
+    merges = [c for c in commits if c.get("merge")][:MERGE_STATS]
+    for commit in merges:
+        rows = merge_stats(repo, commit["sha"])
+        commit["additions"] = sum(r[1] for r in rows)
+        commit["deletions"] = sum(r[2] for r in rows)
+        commit["files"] = [r[0] for r in rows]
+        commit["diffBase"] = "first-parent"
+
+
+def diff_endpoints(repo: Path, rev: str) -> tuple[str, str]:
+    """The (base, tip) whose diff is what ``rev`` changed.
+
+    ``A..B`` and ``A...B``: from the merge base of A and B to B (what B brought, as a pull
+    request's page shows it; for ``M^1..M`` that is the merge's first-parent diff). One
+    revision: its own change against its first parent (the empty tree for a root commit).
+    """
+    for sep in ("...", ".."):
+        if sep in rev:
+            left, right = rev.split(sep, 1)
+            left, right = left or "HEAD", right or "HEAD"
+            base = _git(repo, "merge-base", "--end-of-options", left, right).strip()
+            return base, right
+    parent = subprocess.run(["git", "-C", str(repo), "rev-parse", "--verify", "-q",
+                             "--end-of-options", f"{rev}^1"], capture_output=True, text=True,
+                            timeout=GIT_TIMEOUT, check=False)
+    return (parent.stdout.strip() if parent.returncode == 0 else _EMPTY_TREE), rev
+
+
+def _hunks(patch: str) -> str:
+    """A file's patch without its header lines (the item's title names the file)."""
+    lines = patch.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith(("@@", "Binary "))),
+                 len(lines))
+    return "\n".join(lines[start:])[:DIFF_CHARS]
+
+
+def diff_excerpts(repo: Path, rev: str) -> tuple[list[dict[str, Any]], str]:
+    """The range's diff as ``commits`` items, the most changed files first, and its range."""
+    base, tip = diff_endpoints(repo, rev)
+    shown = f"{base[:12]}..{tip}"
+    rows = parse_numstat_z(_git(repo, "diff", "--no-color", "--no-ext-diff", "--no-renames",
+                                "--numstat", "-z", base, tip, "--"))
+    rows.sort(key=lambda r: (-(r[1] + r[2]), r[0]))
+    items = []
+    for path, added, deleted in rows[:DIFF_FILES]:
+        patch = _git(repo, "diff", "--no-color", "--no-ext-diff", "--no-renames", "-U2",
+                     base, tip, "--", f":(literal){path}")
+        items.append({"id": f"diff:{path}", "subject": f"diff {path} (+{added} -{deleted})",
+                      "path": path, "additions": added, "deletions": deleted,
+                      "excerpt": _hunks(patch) or "(no text diff)"})
+    if len(rows) > DIFF_FILES:
+        more = rows[DIFF_FILES:]
+        items.append({"id": "diff:more", "subject": f"{len(more)} more files changed "
+                      f"(+{sum(r[1] for r in more)} -{sum(r[2] for r in more)}), not shown",
+                      "files": [r[0] for r in more]})
+    return items, shown
+
+
+def uses_conventional(repo: Path, rev: str) -> bool:
+    """Whether the project keeps Conventional Commits.
+
+    It does when half or more of the first-parent subjects before the range are (the range
+    itself when it has no history before it).
+    """
+    base, _ = diff_endpoints(repo, rev)
+    start = base if base != _EMPTY_TREE else rev
+    out = _git(repo, "log", "--no-color", "--first-parent", f"--max-count={CONVENTION_HISTORY}",
+               "--format=%s", "--end-of-options", start, "--")
+    subjects = [line for line in out.splitlines() if line.strip()]
+    return bool(subjects) and 2 * sum(bool(CONVENTIONAL.match(s)) for s in subjects) \
+        >= len(subjects)

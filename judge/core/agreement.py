@@ -687,7 +687,11 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                      for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             overall, ai_all, cats = _agreement(sides, categories, rubric_bands, scales[name],
                                                HUMAN, name, intervals)
-            line = verdict(ai_all, "humans", name, what="AI scores vs human labels")
+            # Labels of the overall score only leave the AI side empty: the headline is then
+            # the overall scores' (not "no case scored by both" above a table with n = 6).
+            line = verdict(ai_all, "humans", name, what="AI scores vs human labels") \
+                if ai_all.n else verdict(overall, "humans", name,
+                                         what="overall scores vs human labels")
             ids = [i for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             humans.append(HumanAgreement(
                 judge=name, labelled=len(sides), overall=overall, aiAll=ai_all,

@@ -7,7 +7,12 @@ points sum to 100:
 
 - a condition term ``{fact, op, value, points}`` earns all its points when the comparison
   holds, none otherwise;
-- a share term ``{fact, over, points}`` earns ``points × fact / over`` (exact fractions).
+- a share term ``{fact, over, points}`` earns ``points × fact / over`` (exact fractions);
+- either may carry ``when: {fact, op, value}``: where that condition does not hold the term is
+  *not applicable* — it earns nothing and its points leave the total, the other terms are
+  scaled to 100 (a project that does not keep Conventional Commits is not scored on them;
+  a rubric that wants every project to keep them leaves ``when`` out). A rule whose every
+  term is not applicable does not apply, and says so.
 
 The first rule of a category whose facts are all present (and whose shares have a non-zero
 denominator) produces the signal, rounded half up once at the end; the case records the rule
@@ -31,6 +36,7 @@ from .frozen import Frozen
 __all__ = [
     "FACTS",
     "Fact",
+    "SignalCondition",
     "SignalOutcome",
     "SignalRule",
     "SignalTerm",
@@ -47,6 +53,8 @@ FACTS: dict[str, tuple[type, str]] = {
     "commits.additions": (int, "lines added over the range"),
     "commits.deletions": (int, "lines deleted over the range"),
     "commits.files": (int, "file changes over the range (a file twice counts twice)"),
+    "repo.conventional": (bool, "the project keeps Conventional Commits: half or more of the "
+                                "first-parent subjects before the range are"),
     "tests.total": (int, "test cases in the JUnit reports"),
     "tests.run": (int, "test cases that ran (total minus skipped)"),
     "tests.passed": (int, "test cases that passed"),
@@ -89,6 +97,41 @@ def _known_fact(name: str) -> str:
     return name
 
 
+class SignalCondition(Frozen):
+    """When a term applies: a comparison of a fact with a value."""
+
+    fact: str
+    """The fact read (see FACTS)."""
+    op: Op
+    """The comparison with ``value``."""
+    value: bool | int | float | str
+    """What the fact is compared with."""
+
+    @field_validator("fact")
+    @classmethod
+    def _fact_known(cls, value: str) -> str:
+        return _known_fact(value)
+
+    @model_validator(mode="after")
+    def _shape(self) -> SignalCondition:
+        _check_comparison(self.fact, self.op, self.value)
+        return self
+
+    def holds(self, facts: Mapping[str, Fact]) -> bool:
+        """Whether the condition holds on ``facts`` (which hold its fact)."""
+        return _compare(facts[self.fact], self.op, self.value)
+
+
+def _check_comparison(fact: str, op: Op, value: bool | int | float | str) -> None:
+    kind = FACTS[fact][0]
+    if kind is int and (isinstance(value, bool) or not isinstance(value, int | float)):
+        raise ValueError(f"fact {fact!r} is a count: compare it with a number")
+    if kind is not int and not isinstance(value, kind):
+        raise ValueError(f"fact {fact!r} is a {kind.__name__}: compare it with one")
+    if kind is not int and op not in ("eq", "ne"):
+        raise ValueError(f"fact {fact!r} is a {kind.__name__}: use op eq or ne")
+
+
 class SignalTerm(Frozen):
     """One term of a rule: a condition on a fact, or the share ``fact / over``."""
 
@@ -102,6 +145,9 @@ class SignalTerm(Frozen):
     """Condition term: what the fact is compared with."""
     points: int = Field(ge=1, le=100)
     """Points the term is worth; a rule's terms sum to 100."""
+    when: SignalCondition | None = None
+    """The term applies only where this holds; elsewhere it is not applicable (its points
+    leave the total instead of counting as lost)."""
 
     @field_validator("fact", "over")
     @classmethod
@@ -121,18 +167,13 @@ class SignalTerm(Frozen):
             return self
         if self.op is None or self.value is None:
             raise ValueError("a term needs 'over' (a share) or 'op' and 'value' (a condition)")
-        if kind is int and (isinstance(self.value, bool) or not isinstance(self.value,
-                                                                           int | float)):
-            raise ValueError(f"fact {self.fact!r} is a count: compare it with a number")
-        if kind is not int and not isinstance(self.value, kind):
-            raise ValueError(f"fact {self.fact!r} is a {kind.__name__}: compare it with one")
-        if kind is not int and self.op not in ("eq", "ne"):
-            raise ValueError(f"fact {self.fact!r} is a {kind.__name__}: use op eq or ne")
+        _check_comparison(self.fact, self.op, self.value)
         return self
 
     def facts(self) -> tuple[str, ...]:
         """The facts the term reads."""
-        return (self.fact,) if self.over is None else (self.fact, self.over)
+        own = (self.fact,) if self.over is None else (self.fact, self.over)
+        return own if self.when is None else (*own, self.when.fact)
 
 
 class SignalRule(Frozen):
@@ -165,6 +206,10 @@ class TermOutcome(Frozen):
     points: int
     earned: float
     """Points earned (exact value rounded to 4 places for display; the sum is exact)."""
+    applicable: bool = True
+    """False: the term's ``when`` did not hold; its points left the total."""
+    note: str | None = None
+    """Why the term was not applicable (``not applicable: repo.conventional is False``)."""
 
 
 class SignalOutcome(Frozen):
@@ -195,14 +240,32 @@ def _display(value: Fraction) -> float:
     return int(value) if value.denominator == 1 else round(float(value), 4)
 
 
+def _not_applicable(term: SignalTerm, facts: Mapping[str, Fact]) -> TermOutcome:
+    assert term.when is not None
+    cond = term.when
+    return TermOutcome(fact=term.fact, observed=facts[term.fact], over=term.over,
+                       overObserved=None, op=term.op, value=term.value, points=term.points,
+                       earned=0, applicable=False,
+                       note=f"not applicable: {cond.fact} is {facts[cond.fact]} "
+                            f"(applies when {cond.op} {cond.value})")
+
+
 def _apply(rule: SignalRule, facts: Mapping[str, Fact]) -> tuple[Fraction, list[TermOutcome]] | str:
-    """The exact points and the term outcomes, or why the rule does not apply."""
+    """The exact points and the term outcomes, or why the rule does not apply.
+
+    The points are scaled to 100 over the applicable terms.
+    """
     missing = [f for t in rule.terms for f in t.facts() if f not in facts]
     if missing:
         return f"no fact {missing[0]}"
     total = Fraction(0)
+    applicable = 0
     outcomes = []
     for term in rule.terms:
+        if term.when is not None and not term.when.holds(facts):
+            outcomes.append(_not_applicable(term, facts))
+            continue
+        applicable += term.points
         observed = facts[term.fact]
         if term.over is not None:
             over = facts[term.over]
@@ -220,7 +283,10 @@ def _apply(rule: SignalRule, facts: Mapping[str, Fact]) -> tuple[Fraction, list[
                                         value=term.value, points=term.points,
                                         earned=_display(earned)))
         total += earned
-    return total, outcomes
+    if not applicable:
+        return "not applicable: " + "; ".join(o.note.removeprefix("not applicable: ")
+                                              for o in outcomes if o.note)
+    return total * 100 / applicable, outcomes
 
 
 def evaluate_signals(rules: Mapping[str, Sequence[SignalRule]],

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -37,6 +37,7 @@ __all__ = [
     "Case",
     "Check",
     "HumanLabel",
+    "PairSuiteGiven",
     "Suite",
     "SuiteLine",
     "case_lines",
@@ -47,6 +48,7 @@ __all__ = [
     "iter_jsonl",
     "iter_jsonl_cases",
     "lacks_output",
+    "looks_like_pairs",
     "masked_case",
     "no_output_warning",
     "parse_suite",
@@ -302,10 +304,28 @@ def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str)
     if not isinstance(data, dict) or not isinstance(data.get("cases"), list):
         raise SuiteError("a suite is a mapping with a list of 'cases'", file=source, fix=shape)
     extra = sorted(str(k) for k in set(data) - set(keys))
+    if extra and looks_like_pairs(data) and "criteria" not in keys:
+        raise PairSuiteGiven(source)
     if extra:
         raise SuiteError(f"unknown key {extra[0]!r}", file=source, where=extra[0],
                          fix=f"allowed top-level keys: {', '.join(keys)}")
     return data
+
+
+class PairSuiteGiven(SuiteError):
+    """A pair suite (``judge pairwise``) given where a rubric suite is read (issue 33)."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__("this is a pair suite (criteria, output_a/output_b): it is judged "
+                         "by `judge pairwise`, not `judge run`", file=source,
+                         fix=f"run `judge pairwise {source} --model MODEL`")
+
+
+def looks_like_pairs(data: Mapping[str, Any]) -> bool:
+    """Whether a suite document is a pair suite: ``criteria``, or cases with output_a/_b."""
+    cases = data.get("cases")
+    first = cases[0] if isinstance(cases, list) and cases else None
+    return "criteria" in data or (isinstance(first, Mapping) and "output_a" in first)
 
 
 def parse_suite(text: str, source: str, default_id: str) -> Suite:

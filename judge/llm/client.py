@@ -18,6 +18,7 @@ import email.utils
 import hashlib
 import json
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "resolve_output_mode",
     "response_format",
     "token_count",
+    "unreachable_message",
     "wire_messages",
 ]
 
@@ -380,6 +382,26 @@ def _unreachable(exc: BaseException) -> bool:
                or any(w in str(e).lower() for w in _UNREACHABLE_WORDS) for e in _chain(exc))
 
 
+_ADDRESS = re.compile(r"host (\[?[\w.:-]+\]?:\d+)|\('([\w.:-]+)', (\d+)\)")
+
+
+def unreachable_message(exc: BaseException) -> str:
+    """One line for a judge whose server cannot be reached, with its fix (issue 33).
+
+    LiteLLM's own text is a chain of wrappers with an ``ssl.SSLContext`` repr in it: the
+    address and what happened are what a reader needs.
+    """
+    found = None
+    for node in _chain(exc):
+        match = _ADDRESS.search(str(node))
+        if match:
+            found = match.group(1) or f"{match.group(2)}:{match.group(3)}"
+            break
+    where = f" at {found}" if found else ""
+    return (f"cannot reach the judge's server{where} (connection refused or unknown host); "
+            "fix: start the server, or check --api-base (JUDGE_API_BASE) and --model")
+
+
 def classify(exc: BaseException, redact: Callable[[str], str] | None = None) -> ProviderError:
     """Map any exception from a call to a retryable or permanent provider error.
 
@@ -406,7 +428,9 @@ def classify(exc: BaseException, redact: Callable[[str], str] | None = None) -> 
     if name in {"UnsupportedParamsError", "BadRequestError", "AuthenticationError",
                 "NotFoundError", "PermissionDeniedError", "ContextWindowExceededError"}:
         return PermanentProviderError(message, status=status, configuration=configuration)
-    return ProviderError(message, status=status, configuration=_unreachable(exc))
+    if _unreachable(exc):
+        return ProviderError(unreachable_message(exc), status=status, configuration=True)
+    return ProviderError(message, status=status)
 
 
 class _ModeRejected(Exception):

@@ -30,7 +30,7 @@ def get_suites(state: Served) -> list[SuiteItem]:
     """The workspace's suites by id (the ``suites`` setting says where they are)."""
     ws = state.workspace
     return [SuiteItem(id=e.id, path=e.path.as_posix(), cases=e.cases, rubric=e.rubric,
-                      error=e.error, baseline=ws.baseline_path(e.id).is_file())
+                      error=e.error, baseline=ws.baseline_path(e.id).is_file(), kind=e.kind)
             for e in state.index.entries()]
 
 

@@ -124,6 +124,8 @@ class SuiteItem(BaseModel):
     """Why the file cannot be run (file, place, fix)."""
     baseline: bool
     """The suite has a baseline file."""
+    kind: str = "rubric"
+    """``rubric`` (run with ``judge run``) or ``pairwise`` (a pair suite: ``judge pairwise``)."""
 
 
 class EvaluateBody(_Body):

@@ -180,3 +180,13 @@ def test_run_honours_judge_toml(fake_server: Any, workspace: Path) -> None:
                       "--no-check", "--seed", "11"], workspace)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["run"]["seed"] == 11
+
+
+def test_config_shows_the_local_judges_timeout(tmp_path: Path) -> None:
+    """Issue 33: `judge config` said 60 s where a local judge gets 900 s a judgment."""
+    (derived,) = config_view(Workspace.open(tmp_path, env={})).derived
+    assert (derived.name, derived.value) == ("timeout (local/ judges)", 900.0)
+    (given,) = config_view(Workspace.open(tmp_path, env={"JUDGE_TIMEOUT": "30"})).derived
+    assert (given.value, given.source) == (30.0, "the timeout setting")
+    shown = run_judge(["config"], tmp_path)
+    assert shown.returncode == 0 and "timeout (local/ judges)" in shown.stdout

@@ -57,14 +57,15 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def _three_doors(ws: Path, run_id: str, env: dict[str, str]) -> list[tuple[int, bool, list[str]]]:
     """(exit code, hasRegression, regressed cases) from `judge check`, `judge run --offline`
     and the Python API, in that order."""
-    check = run_judge(["check", run_id, "--json"], ws, env=env)
-    replay = run_judge(["run", "suite.yaml", "--model", WORSE, "--offline", "--json"], ws,
-                       env=env)
+    # The baseline is the good judge's, the run the worse judge's: compared on request only.
+    check = run_judge(["check", run_id, "--json", "--across-judges"], ws, env=env)
+    replay = run_judge(["run", "suite.yaml", "--model", WORSE, "--offline", "--json",
+                        "--across-judges"], ws, env=env)
     out = []
     for proc, pick in ((check, lambda d: d), (replay, lambda d: d["baseline"])):
         body = pick(_json(proc))
         out.append((proc.returncode, body["hasRegression"], sorted(body["regressedCases"])))
-    verdict = check_run(Workspace.open(ws, env=env), run_id)
+    verdict = check_run(Workspace.open(ws, env=env), run_id, across_judges=True)
     assert verdict.public()["hasRegression"] == verdict.has_regression
     out.append((1 if verdict.blocked else 0, verdict.has_regression,
                 sorted(verdict.comparison.regressedCases if verdict.comparison else [])))
@@ -131,3 +132,31 @@ def test_evaluate_accepts_what_the_cli_accepts(workspace: Path) -> None:
     with pytest.raises(judge.ConfigError):
         judge.evaluate(case, model="local/smollm2", judges=Recording(), workspace=workspace)
     assert opened == [["local/smollm2"]]
+
+
+def test_a_baseline_of_another_judge_is_not_compared(judged: dict[str, Any]) -> None:
+    """Issue 33: `⚠ regression 58.25 → 47.88` was two judges disagreeing, not a regression."""
+    ws, run_id = judged["ws"], judged["run"]
+    for proc in (run_judge(["check", run_id, "--json"], ws),
+                 run_judge(["run", "suite.yaml", "--model", WORSE, "--offline", "--json"], ws)):
+        assert proc.returncode == 0, proc.stderr
+        body = _json(proc)
+        body = body.get("baseline", body)
+        assert body["hasRegression"] is False and body["baselineRecorded"] is False
+        assert body["skipped"].startswith("not compared: the baseline ")
+        assert f"recorded by judge {GOOD}, this run was judged by {WORSE}" in body["skipped"]
+        assert "fix: pass --across-judges" in body["skipped"]
+    verdict = check_run(Workspace.open(ws, env={}), run_id)
+    assert verdict.comparison is None and verdict.skipped is not None
+
+
+def test_an_offline_replay_never_writes_a_baseline(judged: dict[str, Any],
+                                                   tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    shutil.copytree(judged["ws"], ws)
+    shutil.rmtree(ws / "baselines")
+    replay = run_judge(["run", "suite.yaml", "--model", WORSE, "--offline", "--json"], ws)
+    assert replay.returncode == 0, replay.stderr
+    body = _json(replay)["baseline"]
+    assert body["baselineRecorded"] is False and "no baseline at" in body["skipped"]
+    assert not (ws / "baselines").exists()

@@ -36,7 +36,11 @@ def junit_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_git_range_gives_commits_newest_first_with_sha_ids(tmp_path: Path) -> None:
     _, shas = make_repo(tmp_path)
     got = collect_git("repo@HEAD~2..HEAD", tmp_path)
-    commits = got.evidence["commits"]
+    diffs = [c for c in got.evidence["commits"] if "sha" not in c]
+    commits = [c for c in got.evidence["commits"] if "sha" in c]
+    # The range's diff comes first, file by file (most changed first), then the commits.
+    assert got.evidence["commits"][: len(diffs)] == diffs
+    assert [d["id"] for d in diffs] == ["diff:docs.md", "diff:app.py"]
     assert [c["sha"] for c in commits] == shas[:2]
     newest, older = commits
     assert newest["subject"] == "docs: explain greeting" and newest["files"] == ["docs.md"]
@@ -45,11 +49,16 @@ def test_git_range_gives_commits_newest_first_with_sha_ids(tmp_path: Path) -> No
     assert older["message"].startswith("Second line of greeting.")
     assert older["author"] == "Ada Agent" and older["at"] == "2026-01-02T10:00:00+00:00"
     assert "ada@example.com" not in json.dumps(got.evidence)  # no e-mail addresses
+    # Before the range there is one commit, not a Conventional one: the project does not
+    # keep the convention (repo.conventional), whatever the range's own subjects are.
     assert got.facts == {"commits.total": 2, "commits.conventional": 2,
-                         "commits.additions": 4, "commits.deletions": 0, "commits.files": 2}
-    assert got.source == {"kind": "git", "repo": "repo", "range": "HEAD~2..HEAD", "commits": 2}
+                         "commits.additions": 4, "commits.deletions": 0, "commits.files": 2,
+                         "repo.conventional": False}
+    assert got.source == {"kind": "git", "repo": "repo", "range": "HEAD~2..HEAD", "commits": 2,
+                          "diff": f"{shas[2][:12]}..HEAD"}
     bundle = build_bundle(got.evidence, RUBRIC.evidence)
-    assert bundle.ids() == tuple(f"commits:{s[:12]}" for s in shas[:2])
+    assert bundle.ids() == ("commits:diff:docs.md", "commits:diff:app.py",
+                            *(f"commits:{s[:12]}" for s in shas[:2]))
     # The whole branch by default; the password in a commit body never reaches the case.
     whole = collect_git("repo", tmp_path)
     assert whole.facts["commits.total"] == 3 and whole.facts["commits.conventional"] == 2
@@ -257,7 +266,8 @@ def test_scrubber_leaves_ordinary_text(text: str) -> None:
 def test_first_applicable_rule_wins_and_is_recorded() -> None:
     rules = RUBRIC.signals
     facts: dict[str, Any] = {"tests.failing": 0, "tests.passed": 2, "tests.run": 3,
-                             "commits.conventional": 1, "commits.total": 3}
+                             "commits.conventional": 1, "commits.total": 3,
+                             "repo.conventional": True}
     out = evaluate_signals(rules, facts)
     # 2/3 of 100 = 66.67 -> 67; no review collected: the second process rule applies.
     assert out["taskOutcomeQuality"].value == 67
@@ -270,6 +280,42 @@ def test_first_applicable_rule_wins_and_is_recorded() -> None:
     assert with_review["processCompliance"].value == 50  # 40 + 0 + 10
     assert evaluate_signals(rules, {"tests.passed": 0, "tests.run": 0})[
         "taskOutcomeQuality"].value is None  # no test ran: no share, no signal
+
+
+def test_a_convention_the_project_does_not_keep_is_not_applicable() -> None:
+    """Issue 33: a project without Conventional Commits loses no points for it."""
+    rules = RUBRIC.signals
+    facts: dict[str, Any] = {"tests.failing": 0, "commits.conventional": 0, "commits.total": 4,
+                             "repo.conventional": False}
+    process = evaluate_signals(rules, facts)["processCompliance"]
+    # No failing test earns all 60 applicable points: 100, not 60.
+    assert process.rule == "tests-conventional" and process.value == 100
+    skipped_term = process.terms[1]
+    assert (skipped_term.applicable, skipped_term.earned) == (False, 0)
+    assert skipped_term.note == ("not applicable: repo.conventional is False "
+                                 "(applies when eq True)")
+    # The same commits in a project that keeps the convention do lose the points.
+    kept = evaluate_signals(rules, {**facts, "repo.conventional": True})["processCompliance"]
+    assert kept.value == 60
+    # A rule whose every term is not applicable does not apply: only commits, no signal.
+    only = evaluate_signals(rules, {"commits.conventional": 0, "commits.total": 4,
+                                    "repo.conventional": False})["processCompliance"]
+    assert only.value is None
+    assert only.skipped[-1] == ("conventional-commits: not applicable: repo.conventional is "
+                                "False (applies when eq True)")
+    # One failing test, an approval, no convention: 30 of the 70 applicable points -> 43.
+    mixed = evaluate_signals(rules, {**facts, "tests.failing": 1, "reviews.approved": 1})
+    assert mixed["processCompliance"].value == 43
+    # A rubric that wants the convention everywhere leaves `when` out: the old arithmetic.
+    strict = parse_rubric(RUBRIC_TEXT.format(signals="""
+signals:
+  quality:
+    - id: r1
+      terms:
+        - {fact: tests.failing, op: eq, value: 0, points: 60}
+        - {fact: commits.conventional, over: commits.total, points: 40}
+"""))
+    assert evaluate_signals(strict.signals, facts)["quality"].value == 60
 
 
 def test_signal_rules_are_validated_with_the_rubric() -> None:

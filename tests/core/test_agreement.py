@@ -284,3 +284,16 @@ def test_whole_comparison_is_camel_case_json_without_nan(abc: Comparison) -> Non
                                            "notes", "intervals"}
     assert not any(isinstance(v, float) and math.isnan(v)
                    for v in data["pairs"][0]["overall"].values())
+
+
+def test_overall_only_labels_give_an_overall_headline() -> None:
+    """Issue 33: labels of the overall score only made the headline "no case scored by
+    both" above a table with n = 6; the headline is then the overall scores'."""
+    labels = {i: HumanLabel(overall=_overall(row), band=band_for(_overall(row)))
+              for i, row in zip(IDS[:6], HUMAN, strict=False)}
+    got = compare_runs({"A": _results(A, "a")}, human=labels)
+    (human_a,) = got.human
+    assert human_a.aiAll.n == 0 and human_a.overall.n == 6
+    assert not human_a.verdict.startswith("no case scored by both")
+    assert "overall scores vs human labels" in human_a.verdict
+    assert "agree closely" in human_a.verdict  # A copies the humans

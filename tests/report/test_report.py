@@ -183,3 +183,18 @@ def test_judge_report_command(tmp_path: Path) -> None:
                      str(tmp_path / "no.html")], root, env=judge_env())
     assert bad.returncode == 2 and "not both" in bad.stderr
     assert not (tmp_path / "no.html").exists()
+
+
+def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> None:
+    """Issue 33 (part): rationales were hidden in collapsed rows."""
+    root, _, plain = example_runs()
+    data = build_report(_ws(root), ReportRequest(run=plain))
+    html = render_report(data)
+    opened = re.findall(r'<details class="case" id="[^"]+" open>', html)
+    assert len(opened) == len(data.cases) == 16
+    judged = [r for r in data.cases if r.judge is not None]
+    rationale = next(cs.rationale for r in judged for cs in r.categoryScores if cs.rationale)
+    assert html_lib.escape(rationale, quote=False) in html or rationale in html
+    first = judged[0].judge
+    assert first is not None and first.promptTokens is not None
+    assert f"{first.promptTokens}+{first.completionTokens} tokens" in html
