@@ -136,16 +136,16 @@ def parse_gh_pr(raw: Mapping[str, Any]) -> Collected:
                      output=pr_description(data))
 
 
-def pr_description(data: Mapping[str, Any]) -> str | None:
+def pr_description(data: Fields) -> str | None:
     """The pull request's description (``body``) under its title, or None when empty.
 
     Its author's account of the change: the case's output under review when no task file or
-    agent log gives one (issue 33).
+    agent log gives one.
     """
-    body = _str(data.get("body"))
+    body = data.text("body")
     if body is None or not body.strip():
         return None
-    title = _str(data.get("title"))
+    title = data.text("title")
     return f"{title}\n\n{body.strip()}" if title else body.strip()
 
 

@@ -261,7 +261,7 @@ def baseline_text(b: Baseline) -> str:
 
 
 def baseline_data(b: Baseline) -> dict[str, object]:
-    """The file's JSON value without its digest: ``judgments`` and ``noise`` left out when absent."""
+    """The file's JSON value, digest aside: ``judgments`` and ``noise`` left out when absent."""
     data = b.model_dump(mode="json")
     for optional in ("judgments", "noise"):
         if data.get(optional) is None:

@@ -36,6 +36,9 @@ PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs",
 """Routes open without the token: liveness and readiness probes (an orchestrator's, which
 carries no credentials; they say nothing but "up"), and the API's schema and its pages
 (the contract, the same for every workspace). Everything else needs it when one is set."""
+PUBLIC_PAGES = ("/review/",)
+"""Pages whose GET is the page's shell alone (no run data: its script asks the API for that,
+with the token it reads from the address's fragment, which browsers never send)."""
 
 _PROBLEM = "urn:judgeflow:problem:"
 _WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -161,7 +164,8 @@ class DoorLimits:
                     f"{path} answers {', '.join(sorted(methods))}",
                     {"Allow": ", ".join(sorted(methods | {"OPTIONS"}))})
         if policy.token is not None:
-            if path not in PUBLIC_PATHS and not policy.token_ok(headers.get("authorization")):
+            public = path in PUBLIC_PATHS or (method == "GET" and path.startswith(PUBLIC_PAGES))
+            if not public and not policy.token_ok(headers.get("authorization")):
                 return (401, "unauthorized", "A bearer token is required (JUDGE_SERVER_TOKEN)",
                         None, {"WWW-Authenticate": "Bearer"})
         elif method in _WRITES and headers.get("origin"):

@@ -19,7 +19,7 @@ from ..core.errors import ConfigError
 from ..report.review_page import review_csp, review_html
 from .problems import ProblemError, problem_responses
 from .routes_runs import RunId
-from .state import Served, require_writer
+from .state import Served, require_token
 
 __all__ = ["LabelsIn", "router"]
 
@@ -47,7 +47,7 @@ async def review_data(run_id: RunId, state: Served) -> dict[str, Any]:
     return await asyncio.to_thread(review_page_data, state.workspace, run_id)
 
 
-@router.post("/api/review/{run_id}/labels", dependencies=[Depends(require_writer)],
+@router.post("/api/review/{run_id}/labels", dependencies=[Depends(require_token)],
              responses=problem_responses(401, 404, 422))
 async def post_labels(run_id: RunId, body: LabelsIn, state: Served) -> dict[str, Any]:
     """Store the reviewer's labels (each replaces their earlier one of that category)."""
@@ -60,7 +60,7 @@ async def post_labels(run_id: RunId, body: LabelsIn, state: Served) -> dict[str,
     return {"labels": [lb.model_dump(mode="json") for lb in saved]}
 
 
-@router.post("/api/review/{run_id}/export", dependencies=[Depends(require_writer)],
+@router.post("/api/review/{run_id}/export", dependencies=[Depends(require_token)],
              responses=problem_responses(401, 404))
 async def post_export(run_id: RunId, state: Served) -> dict[str, str]:
     """Write the suite's labels to the labels file beside the suite."""
