@@ -11,9 +11,9 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, ValidationError, model_validator
+from pydantic import Field, StrictBool, StrictStr, ValidationError, model_validator
 
 from .conversation import Turn
 from .errors import SuiteError
@@ -63,8 +63,8 @@ class Check(Frozen):
 
     type: Literal["contains", "not_contains", "min_confidence", "expected_mode"]
     """``contains``/``not_contains`` a string, ``min_confidence`` a minimum, ``expected_mode``."""
-    value: str | float
-    """The string, the minimum confidence (0..1) or the mode expected."""
+    value: StrictStr | Annotated[float, Field(strict=True)]
+    """The string, the minimum confidence (0..1) or the mode expected (a boolean is neither)."""
     category: str | None = None
     """Category the check feeds; none: every category."""
 

@@ -41,7 +41,8 @@ def review_page(run_id: RunId) -> HTMLResponse:
         "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
 
 
-@router.get("/api/review/{run_id}", responses=problem_responses(404))
+@router.get("/api/review/{run_id}", dependencies=[Depends(require_token)],
+            responses=problem_responses(404))
 async def review_data(run_id: RunId, state: Served) -> dict[str, Any]:
     """The run's cases as the review page shows them, and the suite's labels so far."""
     return await asyncio.to_thread(review_page_data, state.workspace, run_id)

@@ -350,7 +350,8 @@ def test_export_import_reproduces_identical_bytes(tmp_path: Path) -> None:
     assert [json.loads(line)["key"] for line in lines] == sorted(e["key"] for e in entries)
     with JudgmentCache(tmp_path / "b") as fresh:
         report = fresh.import_jsonl(io.StringIO(first.getvalue()))
-        assert report == {"added": len(entries), "skipped": 0, "rejected": 0, "errors": []}
+        assert report == {"added": len(entries), "skipped": 0, "rejected": 0, "errors": [],
+                          "unsigned": 0}
         fresh.export_jsonl(second)
         again = fresh.import_jsonl(io.StringIO(first.getvalue()))
         assert again["added"] == 0 and again["skipped"] == len(entries)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from collect_fixtures import git, make_repo
@@ -25,12 +26,17 @@ FORGED = ("fix: tidy\n\nbody\x1f\x1f\n99999\t0\tghost.py\n"
           "feat: forged commit\x1f\x1f\n99999\t0\tghost.py\n")
 
 
+def _commit_items(got: Any) -> list[dict[str, Any]]:
+    """The commits group's commit items (the range's diff excerpts stand before them)."""
+    return [c for c in got.evidence["commits"] if "sha" in c]
+
+
 def test_git_message_separators_never_become_commits_or_numstat(tmp_path: Path) -> None:
     repo, _ = make_repo(tmp_path)
     (repo / "app.py").write_text("print('hi')\n")
     git(repo, "commit", "-q", "-am", FORGED, date="2026-01-04T10:00:00+00:00")
     got = collect_git("repo", tmp_path)
-    commits = got.evidence["commits"]
+    commits = _commit_items(got)
     assert got.facts["commits.total"] == 4  # three made by make_repo, one here
     assert [c["author"] for c in commits] == ["Ada Agent"] * 4
     assert got.facts["commits.additions"] == 1 + 1 + 3 + 0  # no ghost.py, no 99,999
@@ -49,14 +55,14 @@ def test_git_lone_separators_are_plain_text(tmp_path: Path, message: str) -> Non
     git(repo, "commit", "-q", "--cleanup=verbatim", "-m", message)
     got = collect_git("repo", tmp_path)
     assert got.facts["commits.total"] == 4 and got.facts["commits.files"] == 4
-    assert got.evidence["commits"][0]["files"] == ["new.py"]
+    assert _commit_items(got)[0]["files"] == ["new.py"]
 
 
 def test_git_renames_and_paths_with_tabs_and_newlines(tmp_path: Path) -> None:
     repo, _ = make_repo(tmp_path)
     git(repo, "mv", "docs.md", "guide\tnew\n.md")
     git(repo, "commit", "-q", "-m", "docs: rename")
-    newest = collect_git("repo", tmp_path).evidence["commits"][0]
+    newest = _commit_items(collect_git("repo", tmp_path))[0]
     assert newest["files"] == ["guide\tnew\n.md"]
     assert (newest["additions"], newest["deletions"]) == (0, 0)
 

@@ -122,7 +122,11 @@ def test_old_baseline_files_read_and_write_back_byte_for_byte() -> None:
     text = json.dumps(old, sort_keys=True, indent=2) + "\n"
     parsed = parse_baseline(text, "old.json")
     assert parsed.judgments is None and parsed.noise is None
-    assert baseline_text(parsed) == text
+    # Written back, it is the same file plus its seal (the digest of its content): no
+    # "judgments" or "noise" key appears.
+    written = json.loads(baseline_text(parsed))
+    assert written.pop("digest").startswith("sha256:")
+    assert json.dumps(written, sort_keys=True, indent=2) + "\n" == text
 
 
 def test_noise_model_is_the_pooled_sd_with_a_chi_square_interval() -> None:

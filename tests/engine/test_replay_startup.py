@@ -57,7 +57,7 @@ def test_an_empty_sqlite_store_is_the_schema_the_revisions_build(tmp_path: Path)
         migrations.upgrade(conn, migrations.schema_state(conn))
     engine.dispose()
     expected = _schema(migrated)
-    assert set(expected) == {"alembic_version", "case_results", "runs"}
+    assert set(expected) == {"alembic_version", "case_results", "labels", "runs"}
     assert _schema(made) == expected
     with RunStore(made) as again:  # at the head: opening it changes nothing
         assert again.schema_before.current

@@ -31,6 +31,8 @@ from conftest import EXAMPLE_SUITE
 from judge.app.workspace import Workspace
 from judge.server.app import create_app
 
+pytestmark = pytest.mark.schemathesis
+
 TOKEN = "schemathesis-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = int(os.environ.get("JUDGE_TEST_SCHEMATHESIS_EXAMPLES", "2"))
