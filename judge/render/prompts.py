@@ -133,130 +133,106 @@ def _refuse(what: str) -> _UntrustedUse:
                          "turn it into text")
 
 
-@final
-class Untrusted:
-    """Text from a case (input, output, evidence): data to quote, never to print bare.
+class _Sealed:
+    """Text that templates may hold, test for truth and hand to a filter, and nothing else.
 
-    Deliberately not a ``str`` subclass: every conversion and operation raises, so the only
-    ways to text are :func:`fence` and :func:`oneline`. Truth is allowed (``{% if task %}``).
+    The one home of the refusals :class:`Untrusted` and :class:`Quoted` share: every
+    conversion (``str``, ``repr``, format, numbers), comparison, measure and iteration raises
+    the class's :attr:`_refusal`, so no filter or operator can reach the text. Truth is
+    allowed (``{% if task %}``). Deliberately not a ``str`` subclass.
     """
 
     __slots__ = ("__text",)
+    _AS_STRING = "as a string"
 
     def __init__(self, text: str) -> None:
         self.__text = text
+
+    def _refusal(self, what: str) -> _UntrustedUse:
+        raise NotImplementedError
 
     def __bool__(self) -> bool:
         return bool(self.__text)
 
     def __str__(self) -> str:
-        raise _refuse("as a string (printed bare, |string, |trim, |e, |safe, ~, join...)")
+        raise self._refusal(self._AS_STRING)
 
     def __repr__(self) -> str:
-        raise _refuse("as a string (repr, |pprint, or printed inside a list or mapping)")
+        raise self._refusal("as a string (repr, |pprint, or inside a list or mapping)")
 
     def __format__(self, spec: str) -> str:
-        raise _refuse("in a format string")
+        raise self._refusal("in a format string")
 
     # Numbers: |int and |float would otherwise turn a TypeError into a silent 0.
     def __int__(self) -> int:
-        raise _refuse("as a number")
+        raise self._refusal("as a number")
 
     def __float__(self) -> float:
-        raise _refuse("as a number")
+        raise self._refusal("as a number")
 
     def __index__(self) -> int:
-        raise _refuse("as a number")
+        raise self._refusal("as a number")
+
+    def __len__(self) -> int:
+        raise self._refusal("to measure it (|length, |count)")
+
+    def __iter__(self) -> Iterator[str]:
+        raise self._refusal("as a sequence (in, |list, |first, for)")
+
+    def __contains__(self, item: object) -> bool:
+        raise self._refusal("in a test ('x' in ...)")
 
     # Comparisons: a template must not branch on what the case says.
     def __eq__(self, other: object) -> bool:
-        raise _refuse("in a comparison")
+        raise self._refusal("in a comparison")
 
     def __ne__(self, other: object) -> bool:
-        raise _refuse("in a comparison")
+        raise self._refusal("in a comparison")
 
     def __lt__(self, other: object) -> bool:
-        raise _refuse("in a comparison")
+        raise self._refusal("in a comparison")
 
     def __le__(self, other: object) -> bool:
-        raise _refuse("in a comparison")
+        raise self._refusal("in a comparison")
 
     def __gt__(self, other: object) -> bool:
-        raise _refuse("in a comparison")
+        raise self._refusal("in a comparison")
 
     def __ge__(self, other: object) -> bool:
-        raise _refuse("in a comparison")
+        raise self._refusal("in a comparison")
 
     __hash__ = object.__hash__
-
-
-def _refuse_quoted(what: str) -> _UntrustedUse:
-    return _UntrustedUse(f"quoted case text (the output of |fence or |oneline) used {what}; "
-                         "it may only be printed as it is")
 
 
 @final
-class Quoted:
+class Untrusted(_Sealed):
+    """Text from a case (input, output, evidence): data to quote, never to print bare.
+
+    The only ways to text are :func:`fence` and :func:`oneline` (:class:`_Sealed`).
+    """
+
+    __slots__ = ()
+    _AS_STRING = "as a string (printed bare, |string, |trim, |e, |safe, ~, join...)"
+
+    def _refusal(self, what: str) -> _UntrustedUse:
+        return _refuse(what)
+
+
+@final
+class Quoted(_Sealed):
     """Text that :func:`fence` or :func:`oneline` made of case text, or a block holding it.
 
     Printed as it is (``{{ task|fence }}``) and nothing else: like :class:`Untrusted`, every
-    conversion, comparison and operation raises, so no filter can undo the quoting.
+    conversion, comparison and operation raises (:class:`_Sealed`), so no filter can undo
+    the quoting.
     """
 
-    __slots__ = ("__text",)
+    __slots__ = ()
+    _AS_STRING = "by a filter or an operator (|replace, |trim, ~, join...)"
 
-    def __init__(self, text: str) -> None:
-        self.__text = text
-
-    def __bool__(self) -> bool:
-        return bool(self.__text)
-
-    def __str__(self) -> str:
-        raise _refuse_quoted("by a filter or an operator (|replace, |trim, ~, join...)")
-
-    def __repr__(self) -> str:
-        raise _refuse_quoted("as a string (repr, |pprint, or inside a list or mapping)")
-
-    def __format__(self, spec: str) -> str:
-        raise _refuse_quoted("in a format string")
-
-    def __int__(self) -> int:
-        raise _refuse_quoted("as a number")
-
-    def __float__(self) -> float:
-        raise _refuse_quoted("as a number")
-
-    def __index__(self) -> int:
-        raise _refuse_quoted("as a number")
-
-    def __len__(self) -> int:
-        raise _refuse_quoted("to measure it (|length, |count)")
-
-    def __iter__(self) -> Iterator[str]:
-        raise _refuse_quoted("as a sequence (in, |list, |first, for)")
-
-    def __contains__(self, item: object) -> bool:
-        raise _refuse_quoted("in a test ('x' in ...)")
-
-    def __eq__(self, other: object) -> bool:
-        raise _refuse_quoted("in a comparison")
-
-    def __ne__(self, other: object) -> bool:
-        raise _refuse_quoted("in a comparison")
-
-    def __lt__(self, other: object) -> bool:
-        raise _refuse_quoted("in a comparison")
-
-    def __le__(self, other: object) -> bool:
-        raise _refuse_quoted("in a comparison")
-
-    def __gt__(self, other: object) -> bool:
-        raise _refuse_quoted("in a comparison")
-
-    def __ge__(self, other: object) -> bool:
-        raise _refuse_quoted("in a comparison")
-
-    __hash__ = object.__hash__
+    def _refusal(self, what: str) -> _UntrustedUse:
+        return _UntrustedUse(f"quoted case text (the output of |fence or |oneline) used "
+                             f"{what}; it may only be printed as it is")
 
 
 class _QuotedText(str):
@@ -272,8 +248,9 @@ class _QuotedText(str):
         return self
 
 
-_untrusted_text: Callable[[Untrusted], str] = operator.attrgetter("_Untrusted__text")
-_quoted_text: Callable[[Quoted], str] = operator.attrgetter("_Quoted__text")
+_sealed_text: Callable[[_Sealed], str] = operator.attrgetter("_Sealed__text")
+_untrusted_text: Callable[[Untrusted], str] = _sealed_text
+_quoted_text: Callable[[Quoted], str] = _sealed_text
 
 
 def _text(value: object) -> str:
@@ -407,22 +384,16 @@ def _budgeted_filter(filter_func: Callable[..., Any]) -> Callable[..., Any]:
 
 def _opaque_getattr(base: Callable[..., Any]) -> Callable[..., Any]:
     def getattr(self: jinja2.Environment, obj: Any, attribute: str) -> Any:
-        kind = type(obj)
-        if kind is Untrusted:
-            raise _refuse(f"with an attribute ({attribute!r})")
-        if kind is Quoted:
-            raise _refuse_quoted(f"with an attribute ({attribute!r})")
+        if isinstance(obj, _Sealed):
+            raise obj._refusal(f"with an attribute ({attribute!r})")
         return base(self, obj, attribute)
     return getattr
 
 
 def _opaque_getitem(base: Callable[..., Any]) -> Callable[..., Any]:
     def getitem(self: jinja2.Environment, obj: Any, argument: Any) -> Any:
-        kind = type(obj)
-        if kind is Untrusted:
-            raise _refuse("with an index or key")
-        if kind is Quoted:
-            raise _refuse_quoted("with an index or key")
+        if isinstance(obj, _Sealed):
+            raise obj._refusal("with an index or key")
         return base(self, obj, argument)
     return getitem
 

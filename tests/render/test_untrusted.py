@@ -86,8 +86,8 @@ BYPASSES: tuple[str, ...] = (
     "{{ task['x'] }}",
     "{{ task.__class__ }}",
     "{{ task|attr('upper') }}",
-    "{{ task|attr('_Untrusted__text') }}",
-    "{{ [task]|map(attribute='_Untrusted__text')|join }}",
+    "{{ task|attr('_Sealed__text') }}",
+    "{{ [task]|map(attribute='_Sealed__text')|join }}",
     # containers holding it print its repr
     "{{ [task] }}",
     "{{ dict(a=task) }}",
@@ -124,7 +124,7 @@ BYPASSES: tuple[str, ...] = (
     "{% set s %}{{ task|fence }}{% endset %}{{ s|replace('\\n  ', '\\n') }}",
     "{% filter replace('\\n  ', '\\n') %}{{ task|fence }}{% endfilter %}",
     "{% macro q() %}{{ task|fence }}{% endmacro %}{{ q()|replace('\\n  ', '\\n') }}",
-    "{{ task|fence|attr('_Quoted__text') }}",
+    "{{ task|fence|attr('_Sealed__text') }}",
 )
 
 ISSUE_34_BYPASSES = BYPASSES[-13:]
