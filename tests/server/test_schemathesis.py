@@ -4,10 +4,10 @@ A real uvicorn server on loopback (port 0) serves a workspace in offline mode (n
 called: a judgment is a ``cache_miss``, a run fails with the missing cases named), with a
 token, so schemathesis also sends requests without it and expects 401. Bounded: a few
 examples per operation (``JUDGE_TEST_SCHEMATHESIS_EXAMPLES``, default 2), and a ceiling on
-the whole run (``JUDGE_TEST_SCHEMATHESIS_SECONDS``, default 480) that a healthy run stays
-below (about 280 s on CI's 2 cores with 20 operations): reaching it cuts a phase short, and
-the test then fails, since every operation in the live schema must have been tested by
-every phase, inside the ceiling.
+the whole run (``JUDGE_TEST_SCHEMATHESIS_SECONDS``, default 300). schemathesis spends that
+budget (its later phases go on generating until it ends: 280 s of 280 on CI, 484 of 480
+beside other work here), so the test asks what the budget bought: every operation in the
+live schema tested, none skipped.
 Before this work it found undocumented 400s, 422 answered as problem+json but documented as
 ``application/json``, 500s in plain text, and a wrong ``Allow``.
 """
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.schemathesis
 TOKEN = "schemathesis-token-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 EXAMPLES = int(os.environ.get("JUDGE_TEST_SCHEMATHESIS_EXAMPLES", "2"))
-MAX_SECONDS = int(os.environ.get("JUDGE_TEST_SCHEMATHESIS_SECONDS", "480"))
+MAX_SECONDS = int(os.environ.get("JUDGE_TEST_SCHEMATHESIS_SECONDS", "300"))
 
 
 @pytest.fixture(scope="module")
@@ -89,17 +89,14 @@ def test_the_live_api_holds_to_its_schema(live_url: str, tmp_path: Path) -> None
                "--header", f"Authorization: Bearer {TOKEN}", "--request-timeout", "30",
                "--max-time", str(MAX_SECONDS), "--report", "ndjson", "--report-dir",
                str(tmp_path), "--output-truncate", "true", "--no-color"]
-    started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, check=False,
                           timeout=MAX_SECONDS + 120, cwd=tmp_path,
                           env={**os.environ, "SCHEMATHESIS_HOOKS": ""})
     lines = [line[:300] for line in done.stdout.splitlines() if not line.startswith("    curl")]
     assert done.returncode == 0, "\n".join(lines)[-12000:] + done.stderr[-2000:]
-    elapsed = time.monotonic() - started
     operations = _operation_count(live_url)
     assert re.search(rf"Tested:\s+{operations}\b", done.stdout) and "Skipped:" not in done.stdout, \
         f"the schema has {operations} operations\n" + done.stdout[-3000:]
-    assert elapsed < MAX_SECONDS - 5, f"schemathesis reached its ceiling ({elapsed:.0f} s)"
 
 
 def _operation_count(url: str) -> int:
