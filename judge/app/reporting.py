@@ -264,16 +264,18 @@ def _samples(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult],
                 continue
             prompt: tuple[PromptMessage, ...] = ()
             source: PromptSource = "none"
-            if r.judge is None or r.judge.aggregate is not None:
-                note = ("judged without a model: no prompt" if r.judge is None else
-                        f"an aggregate ({r.judge.aggregate}) of several judgments: each "
-                        "member saw the prompt of its own judge")
+            if r.judge is None:
+                note = "judged without a model: no prompt"
             elif (cached := _cached_prompt(cache, r.judge)) is not None:
                 prompt, source = cached, "cache"
                 note = "the messages sent, read back from the run's cache entry"
-            else:
+            else:  # an aggregate has no cache entry of its own
                 prompt, note = rerender.prompt(case, r.judge)
                 source = "rendered" if prompt else "none"
+                if r.judge.aggregate is not None and prompt:
+                    note = (f"the {r.judge.aggregate} of {len(r.judge.members)} judgments, "
+                            f"each sent these messages (a case's prompt does not depend on "
+                            f"the judge or the sample): {note}")
             out[r.id] = case_sample(input_text(case.input), output_text(case.output),
                                     prompt, source, note)
     finally:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import judge_env, run_judge
+from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
 from pydantic import ValidationError
 from report_runs import (
     BIDI,
@@ -32,7 +32,9 @@ from report_runs import (
 )
 
 from judge.app.reporting import ReportRequest, build_report
+from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
+from judge.cache.disk import JudgmentCache
 from judge.core.check_signals import output_text
 from judge.core.errors import StoreError, UsageError
 from judge.core.evidence import TRUNCATION_MARKER, truncate
@@ -40,6 +42,7 @@ from judge.render.prompts import input_text
 from judge.report.data import case_moves
 from judge.report.html import ASSETS, PLOTLY_FILE, render_report, script_json, shown
 from judge.report.samples import SAMPLE_LIMIT
+from judge.store.runs import RunStore
 from judge.system.resources import load_suite
 
 ASSET_DIR = Path(__file__).resolve().parents[2] / "judge" / "report" / ASSETS
@@ -273,3 +276,30 @@ def test_case_samples_are_bounded_and_escaped(tmp_path: Path) -> None:
     assert f"first {SAMPLE_LIMIT} of {len(long_output)} characters" in html
     assert re.findall(r"<script\b[^>]*>", html) == [
         '<script type="application/json" id="report-figures">', "<script>", "<script>"]
+
+
+def test_a_sample_aggregate_shows_the_prompt_its_samples_were_sent(tmp_path: Path) -> None:
+    """`--samples 2`: the headline result is the median of two judgments and has no cache
+    entry of its own; its prompt is re-rendered (hash-checked) and equals what each sample
+    was sent, as read from a sample's cache entry."""
+    shutil.copy(EXAMPLE_SUITE, tmp_path / "suite.yaml")
+    server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        ws = Workspace.open(tmp_path, {"model": [PLAIN], "samples": 2,
+                                       "api_base": f"{server.base_url}/v1"}, env={})
+        report = run_suite(ws, RunRequest(suite=tmp_path / "suite.yaml", check=False))
+    finally:
+        server.stop()
+    data = build_report(_ws(tmp_path), ReportRequest(run=report.run.id))
+    aggregates = [r for r in data.cases if r.judge is not None and r.judge.aggregate]
+    assert aggregates
+    with RunStore(_ws(tmp_path).settings.store_url, workspace=tmp_path) as store:
+        members = [r for r in store.iter_results(report.run.id)
+                   if r.id == aggregates[0].id and r.judge is not None and r.judge.cacheKey]
+    assert len(members) == 2
+    entry = JudgmentCache(tmp_path / _ws(tmp_path).settings.cache_dir, "read-only").get(
+        members[0].judge.cacheKey if members[0].judge else "")
+    assert entry is not None
+    sample = data.samples[aggregates[0].id]
+    assert sample.promptSource == "rendered" and "median of 2 judgments" in sample.promptNote
+    assert [m.model_dump() for m in sample.prompt] == entry["request"]["messages"]
