@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from report_runs import BIDI, END, EVIL_CATEGORY, SCRIPT, STYLE, example_runs, hostile_runs
 
 from judge.app.reporting import ReportRequest, build_report
@@ -217,4 +218,32 @@ def test_sample_viewer_at_1280_px(browser: Browser, tmp_path: Path) -> None:
     case_shot = base64.b64decode(data)
     (tmp_path / "sample-viewer-case-1280.png").write_bytes(case_shot)
     assert png_pixels(case_shot)[:2] == (1280, 900)
+    page.send("Emulation.clearDeviceMetricsOverride")
+
+
+def test_hostile_long_samples_stay_text_and_fit(browser: Browser, tmp_path: Path) -> None:
+    """A case whose input is markup and whose output is one 8,000-character word: shown as
+    text, nothing runs, and the page still fits 1,280 px."""
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump({
+        "id": "hostile", "rubric": "task-evaluation",
+        "cases": [{"id": "case-000", "input": f"{SCRIPT} {STYLE} {BIDI}",
+                   "output": END + "x" * 8000}]}))
+    _, b = hostile_runs(tmp_path, suite_path="suite.yaml")
+    url = _write(tmp_path, tmp_path / "samples.html", ReportRequest(run=b))
+    page = browser.page
+    page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.open(url, READY)
+    _assert_quiet(page, url)
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.pump(0.3)
+    shown = page.evaluate("({input: document.querySelector('.sample-input').textContent,"
+                          " output: document.querySelector('.sample-output').textContent,"
+                          " width: document.documentElement.scrollWidth,"
+                          " pwned: typeof window.__pwned, scripts: document.scripts.length})")
+    assert SCRIPT in shown["input"] and shown["output"].startswith(END)
+    assert shown["output"].endswith("… [truncated]")
+    assert (shown["pwned"], shown["scripts"]) == ("undefined", 3)
+    assert shown["width"] <= 1280, shown["width"]
+    _assert_quiet(page, url)
     page.send("Emulation.clearDeviceMetricsOverride")
