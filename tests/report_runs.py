@@ -79,8 +79,9 @@ def _meta(model: str, key: str) -> JudgeMeta:
 
 
 def _store_run(root: Path, run_id: str, model: str, results: list[CaseResult], *,
-               suite: str = "hostile", rubric: str = "task-evaluation") -> None:
-    info = RunInfo(id=run_id, suite=suite, rubric=rubric,
+               suite: str = "hostile", rubric: str = "task-evaluation",
+               suite_path: str | None = None) -> None:
+    info = RunInfo(id=run_id, suite=suite, suitePath=suite_path, rubric=rubric,
                    rubricHash=rubric_hash(load_rubric(rubric)), models=(model,), seed=42,
                    temperature=0.0, templateId="judge", templateHash="t" * 64,
                    createdAt="2026-01-01T00:00:00.000000Z")
@@ -136,12 +137,14 @@ def _case(index: int, model: str, shift: int, *, hostile: bool, excerpt_chars: i
                       tags=(STYLE, BIDI) if hostile else ("bugfix", "backend"))
 
 
-def hostile_runs(root: Path) -> tuple[str, str]:
-    """Two runs of a suite whose every text is hostile, by two hostile-named judges."""
+def hostile_runs(root: Path, suite_path: str | None = None) -> tuple[str, str]:
+    """Two runs of a suite whose every text is hostile, by two hostile-named judges (their
+    suite file, ``suite_path``, written by the caller if given)."""
     a, b = "20260101T000000-aaaaaa", "20260101T000001-bbbbbb"
     _store_run(root, a, EVIL_MODEL_B, [_case(i, EVIL_MODEL_B, 20, hostile=True)
-                                       for i in range(8)])
-    _store_run(root, b, EVIL_MODEL, [_case(i, EVIL_MODEL, 0, hostile=True) for i in range(8)])
+                                       for i in range(8)], suite_path=suite_path)
+    _store_run(root, b, EVIL_MODEL, [_case(i, EVIL_MODEL, 0, hostile=True) for i in range(8)],
+               suite_path=suite_path)
     return a, b
 
 

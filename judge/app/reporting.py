@@ -1,10 +1,12 @@
 """Gather a report of a stored run: the operation behind ``judge report`` (and ``judge serve``).
 
-Reads the store, the suite's baseline and the suite file's human labels; calls no model and
-no cache. Against another run, that run's headline results are made into a baseline (in
-memory, never written) so each case's regression mark is the gate's own rule; against the
-baseline, the file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge
-swap (``compare``) or a panel run gets the agreement statistics of :mod:`judge.core.agreement`.
+Reads the store, the suite's baseline and the suite file's human labels, cases and
+transcripts; calls no model. The local cache directory is only read (never written, no
+shared tier asked) for the prompts each judge was sent (the sample viewer, issue 33).
+Against another run, that run's headline results are made into a baseline (in memory, never
+written) so each case's regression mark is the gate's own rule; against the baseline, the
+file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge swap
+(``compare``) or a panel run gets the agreement statistics of :mod:`judge.core.agreement`.
 """
 
 from __future__ import annotations
@@ -14,14 +16,18 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from .. import __version__
+from ..cache.disk import JudgmentCache
 from ..core.agreement import compare_runs
 from ..core.baseline import Baseline, build_baseline
+from ..core.check_signals import output_text
 from ..core.errors import ConfigError, UsageError
-from ..core.models import CaseResult, RunInfo
+from ..core.evidence import build_bundle
+from ..core.models import CaseResult, JudgeMeta, RunInfo
 from ..core.panel import headline_of
-from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.significance import statistical_compare
-from ..core.suite import HumanLabel
+from ..core.suite import Case, HumanLabel
+from ..render.prompts import PromptRenderer, input_text
 from ..report.data import (
     AgainstView,
     AgreementView,
@@ -34,7 +40,8 @@ from ..report.data import (
     category_distributions,
     pair_points,
 )
-from ..report.transcripts import Transcript, transcripts
+from ..report.samples import CaseSample, PromptMessage, PromptSource, case_sample
+from ..report.transcripts import transcripts
 from ..store.runs import RunStore
 from ..system.baseline_files import load_baseline
 from ..system.clock import utc_now
@@ -97,7 +104,9 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         notes.append(f"run {run.id} is {run.status}: cases it did not reach are missing")
     rubric, bands = _rubric(workspace, run, notes)
     human = _human_labels(workspace, run, notes)
-    shown_transcripts = _transcripts(workspace, run, results)
+    cases = _suite_cases(workspace, run)
+    shown_transcripts = transcripts(cases, results) if cases is not None else {}
+    samples = _samples(workspace, run, results, cases)
     against = None
     if against_run is not None:
         against = _against_run(workspace, run, results, against_run, against_results, notes)
@@ -110,7 +119,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         bands=band_counts(results, bands),
         categories=category_distributions(results, [c.id for c in rubric.categories]),
         against=against, agreement=agreement, notes=tuple(notes),
-        transcripts=shown_transcripts)
+        transcripts=shown_transcripts, samples=samples)
 
 
 # -- parts ---------------------------------------------------------------------------------
@@ -156,19 +165,123 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         return {}
 
 
-def _transcripts(workspace: Workspace, run: RunInfo,
-                 results: Sequence[CaseResult]) -> dict[str, Transcript]:
-    """Conversations and span trees of the run's cases, from its suite (none if it is gone)."""
+def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:
+    """The cases of the suite the run judged, from its file (None if it is gone or another)."""
     path = workspace.path(run.suitePath) if run.suitePath else None
     if path is None or not path.is_file():
-        return {}
+        return None
     try:
         source = open_suite(path)
         if source.id != run.suite:
-            return {}
-        return transcripts(source.cases(), results)
+            return None
+        return list(source.cases())
     except ConfigError:
+        return None
+
+
+def _cached_prompt(cache: JudgmentCache | None,
+                   meta: JudgeMeta) -> tuple[PromptMessage, ...] | None:
+    """The messages of the run's own cache entry for this judgment, when it is still there."""
+    if cache is None or not meta.cacheKey:
+        return None
+    entry = cache.get(meta.cacheKey)
+    request = entry.get("request") if isinstance(entry, Mapping) else None
+    messages = request.get("messages") if isinstance(request, Mapping) else None
+    if not isinstance(messages, list) or not messages:
+        return None
+    out = []
+    for m in messages:
+        if not isinstance(m, Mapping) or not isinstance(m.get("content"), str):
+            return None
+        out.append(PromptMessage(role=str(m.get("role", "")), content=m["content"]))
+    return tuple(out)
+
+
+class _Rerender:
+    """Re-render a case's prompt with the run's template and rubric, if they are unchanged."""
+
+    def __init__(self, workspace: Workspace, run: RunInfo) -> None:
+        self.workspace = workspace
+        self.renderers: dict[str, PromptRenderer | None] = {}
+        try:
+            self.rubric: Rubric | None = workspace.rubric(run.rubric)
+        except ConfigError:
+            self.rubric = None
+        self.rubric_hash = rubric_hash(self.rubric) if self.rubric is not None else None
+
+    def _renderer(self, template_id: str) -> PromptRenderer | None:
+        if template_id not in self.renderers:
+            try:
+                self.renderers[template_id] = self.workspace.renderer(template_id)
+            except ConfigError:
+                self.renderers[template_id] = None
+        return self.renderers[template_id]
+
+    def prompt(self, case: Case, meta: JudgeMeta) -> tuple[tuple[PromptMessage, ...], str]:
+        """The messages (empty when they cannot be re-rendered faithfully) and why."""
+        renderer = self._renderer(meta.templateId)
+        if renderer is None or renderer.template_hash != meta.templateHash:
+            return (), (f"the run's cache entry is not here and template {meta.templateId!r} "
+                        "changed since the run (or is gone): the prompt cannot be re-rendered "
+                        "as sent")
+        if self.rubric is None or self.rubric_hash != meta.rubricHash:
+            return (), ("the run's cache entry is not here and the rubric changed since the "
+                        "run (or is gone): the prompt cannot be re-rendered as sent")
+        try:
+            bundle = build_bundle(case.evidence, self.rubric.evidence)
+            rendered = renderer.render(self.rubric, case, bundle)
+        except (ConfigError, ValueError) as exc:
+            return (), f"the prompt cannot be re-rendered: {exc}"
+        return (tuple(PromptMessage(role=m["role"], content=m["content"])
+                      for m in rendered.messages),
+                "re-rendered from the suite file with the run's template and rubric (both "
+                "hashes match the run's); the run's cache entry is not here to show the "
+                "messages as sent")
+
+
+def _samples(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult],
+             cases: Sequence[Case] | None) -> dict[str, CaseSample]:
+    """Each case's bounded input and output and its judge's prompt (issue 33's sample viewer).
+
+    The prompt is read back from the run's cache entry (read-only, the local directory only:
+    a report asks no shared tier), else re-rendered when template and rubric are unchanged.
+    """
+    if cases is None:
         return {}
+    by_id = {c.id: c for c in cases}
+    cache = None
+    if workspace.settings.cache_mode != "off":
+        try:
+            cache = JudgmentCache(workspace.path(workspace.settings.cache_dir), "read-only")
+        except UsageError:  # a damaged cache: the prompts are re-rendered instead
+            cache = None
+    rerender = _Rerender(workspace, run)
+    out: dict[str, CaseSample] = {}
+    try:
+        for r in results:
+            case = by_id.get(r.id)
+            if case is None:
+                continue
+            prompt: tuple[PromptMessage, ...] = ()
+            source: PromptSource = "none"
+            if r.judge is None:
+                note = "judged without a model: no prompt"
+            elif (cached := _cached_prompt(cache, r.judge)) is not None:
+                prompt, source = cached, "cache"
+                note = "the messages sent, read back from the run's cache entry"
+            else:  # an aggregate has no cache entry of its own
+                prompt, note = rerender.prompt(case, r.judge)
+                source = "rendered" if prompt else "none"
+                if r.judge.aggregate is not None and prompt:
+                    note = (f"the {r.judge.aggregate} of {len(r.judge.members)} judgments, "
+                            f"each sent these messages (a case's prompt does not depend on "
+                            f"the judge or the sample): {note}")
+            out[r.id] = case_sample(input_text(case.input), output_text(case.output),
+                                    prompt, source, note)
+    finally:
+        if cache is not None:
+            cache.close()
+    return out
 
 
 def _differs(a: RunInfo, b: RunInfo) -> dict[str, tuple[object, object]]:

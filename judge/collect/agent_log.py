@@ -117,13 +117,16 @@ def _step(n: int, lineno: int, record: Fields, counts: dict[str, int]) -> dict[s
 
 def parse_agent_log(text: str) -> tuple[list[dict[str, Any]], dict[str, int], str | None,
                                          str | None]:
-    """Steps, counts (steps, errors, warnings, tool_calls), first user and last assistant text.
+    """Steps, counts (steps, ok_steps, errors, ...), first user and last assistant text.
+
+    The counts are steps, ok_steps, errors, warnings and tool_calls; a step is an error at
+    most once, so ``ok_steps = steps - errors``.
 
     ValueError names the line and the path of a value of the wrong type (``line 3:
     tool_calls: expected a list, got a number (5)``).
     """
     steps: list[dict[str, Any]] = []
-    counts = {"steps": 0, "errors": 0, "warnings": 0, "tool_calls": 0}
+    counts = {"steps": 0, "ok_steps": 0, "errors": 0, "warnings": 0, "tool_calls": 0}
     first_user: str | None = None
     last_assistant: str | None = None
     for n, (lineno, record) in enumerate(_records(text), start=1):
@@ -138,6 +141,7 @@ def parse_agent_log(text: str) -> tuple[list[dict[str, Any]], dict[str, int], st
             last_assistant = body
         steps.append(step)
     counts["steps"] = len(steps)
+    counts["ok_steps"] = sum(s.get("level") not in ERROR_LEVELS for s in steps)
     return steps, counts, first_user, last_assistant
 
 

@@ -707,7 +707,7 @@ def trace_items(trace: Trace, steps: str, audit: str) -> tuple[
     start = min((s.start_ns for s in trace.spans if s.start_ns is not None), default=None)
     attempts = _attempts(places)
     groups: dict[str, list[dict[str, Any]]] = {}
-    counts = {"steps": 0, "errors": 0, "warnings": 0, "tool_calls": 0}
+    counts = {"steps": 0, "ok_steps": 0, "errors": 0, "warnings": 0, "tool_calls": 0}
     for place in places[1:]:
         span = place.span
         role = _role_kind(span)
@@ -726,6 +726,7 @@ def trace_items(trace: Trace, steps: str, audit: str) -> tuple[
             text = "\n".join([*detail, text]).strip()
             counts["errors"] += 1
         counts["steps"] += role in {"llm", "tool"}
+        counts["ok_steps"] += role in {"llm", "tool"} and not failed
         counts["tool_calls"] += role == "tool"
         item = {"id": f"span-{span.span_id}", "title": title, "text": text, **refs}
         group = steps if role in {"llm", "tool"} and not failed else audit

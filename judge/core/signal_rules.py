@@ -82,6 +82,9 @@ FACTS: dict[str, tuple[type, str]] = {
     "agent.errors": (int, "agent log steps at level error (or tool results marked as errors)"),
     "agent.warnings": (int, "agent log steps at level warning"),
     "agent.tool_calls": (int, "tool calls the agent made"),
+    "agent.ok_steps": (int, "steps that did not fail: agent log steps not at an error level (nor "
+                            "tool results marked as errors), LLM and tool spans without an "
+                            "error status"),
     "documents.total": (int, "documents collected"),
 }
 """Every fact an adapter may produce: its type and meaning. A rule naming another fails."""

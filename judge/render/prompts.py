@@ -106,6 +106,7 @@ __all__ = [
     "RenderedPrompt",
     "Untrusted",
     "fence",
+    "input_text",
     "oneline",
 ]
 
@@ -565,7 +566,8 @@ def _evidence_text(bundle: EvidenceBundle) -> str:
     return "".join(out)
 
 
-def _input_text(value: Any) -> str:
+def input_text(value: Any) -> str:
+    """A case's input as the prompt quotes it: a string as is, else indented JSON."""
     if value is None:
         return ""
     if isinstance(value, str):
@@ -849,7 +851,7 @@ class PromptRenderer:
         """Render the system and user messages for one case."""
         context: dict[str, Any] = {
             "rubric": self._rubric_context(rubric),
-            "task": Untrusted(_input_text(case.input)),
+            "task": Untrusted(input_text(case.input)),
             "output": Untrusted(output_text(case.output)),
             **_conversation_context(case),
         }
@@ -869,7 +871,7 @@ class PromptRenderer:
         mapping's ``text``/``content``...), the task like a case input.
         """
         context = {
-            "task": Untrusted(_input_text(task)),
+            "task": Untrusted(input_text(task)),
             "response_1": Untrusted(output_text(first)),
             "response_2": Untrusted(output_text(second)),
             "criteria": tuple(_text(c) for c in criteria),

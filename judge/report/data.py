@@ -21,6 +21,7 @@ from ..core.frozen import Frozen
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Band
 from ..core.suite import HumanLabel
+from .samples import CaseSample
 from .transcripts import Transcript
 
 __all__ = [
@@ -168,6 +169,9 @@ class ReportData(Frozen):
     notes: tuple[str, ...] = ()
     transcripts: dict[str, Transcript] = {}
     """Conversations and span trees of cases that have them, by case id."""
+    samples: dict[str, CaseSample] = {}
+    """Each case's bounded input and output and the prompt its judge saw, by case id (none
+    when the suite file is gone)."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

@@ -30,11 +30,13 @@ from markupsafe import Markup, escape
 from ..core.judge_health import HealthBuilder
 from .charts import figures
 from .data import CaseMove, ReportData
+from .samples import SAMPLE_LIMIT
 
 __all__ = [
     "ASSETS",
     "CONTROL_CHARS",
     "PLOTLY_FILE",
+    "PROMPT_SOURCES",
     "render_report",
     "script_json",
     "shown",
@@ -49,6 +51,11 @@ CONTROL_CHARS = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f
                            "\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]")
 """Characters shown as a visible ``U+XXXX`` tag instead of being sent to the page: bidi
 embeddings, overrides and isolates, zero-width characters and C0/C1 controls."""
+
+PROMPT_SOURCES = {"cache": "as sent, from the run's cache entry",
+                  "rendered": "re-rendered from the suite", "none": "not available"}
+"""How the page names where a case's prompt came from
+(:data:`judge.report.samples.PromptSource`)."""
 
 _SCRIPT_END = re.compile(r"</script|<!--", re.IGNORECASE)
 
@@ -166,6 +173,7 @@ def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[dict[str, An
             "evidence_anchor": {item.id: f"{anchor}-ev-{i}"
                                 for i, item in reversed(list(enumerate(r.evidence)))},
             "transcript": data.transcripts.get(r.id),
+            "sample": data.samples.get(r.id),
         })
     return out
 
@@ -191,7 +199,8 @@ def render_report(data: ReportData) -> str:
         category_rows=_category_rows(data), cases=cases, table_categories=table_categories,
         case_anchor={v["result"].id: v["anchor"] for v in cases},
         human_by_judge=human_by_judge, health=health.build(),
-        flips=sum(m.bandFlip for m in moves.values()))
+        flips=sum(m.bandFlip for m in moves.values()), sample_limit=SAMPLE_LIMIT,
+        prompt_sources=PROMPT_SOURCES)
 
 
 def write_report(path: Path, html: str) -> int:

@@ -208,7 +208,7 @@ def test_agent_log_chat_and_plain_records() -> None:
     assert steps[3]["level"] == "error" and steps[3]["toolCall"] == "call_1"
     assert steps[5] == {"id": "step-6", "step": 6, "line": 7, "level": "warning",
                         "text": "retrying e2e", "at": "2026-01-03T10:00:00Z"}
-    assert counts == {"steps": 6, "errors": 1, "warnings": 1, "tool_calls": 1}
+    assert counts == {"steps": 6, "ok_steps": 5, "errors": 1, "warnings": 1, "tool_calls": 1}
     assert first_user == "Fix the login redirect." and last is not None
     case = build_case("a", [Collected(source={"kind": "agent-log"},
                                       evidence={"agentLogs": steps}, output=last)], RUBRIC).case

@@ -77,11 +77,13 @@ def test_collect_every_source_into_a_valid_stable_suite(artefacts: Path, tmp_pat
     # Junit failures + PR checks + the run: taskOutcome from the pass rate, process from
     # the rule with a review (1 failing test: no 40; maria approved: 30; the repository's
     # history before the range is not Conventional, so its 30 are not applicable: 30/70).
-    assert case.deterministic == {"taskOutcomeQuality": 33, "processCompliance": 43}
+    # The transcript's two steps did not fail: agentPerformance 100 by agent-steps-ok.
+    assert case.deterministic == {"agentPerformance": 100, "taskOutcomeQuality": 33,
+                                  "processCompliance": 43}
     signals = case.metadata["signals"]
     assert signals["processCompliance"]["rule"] == "tests-review-conventional"
-    assert "agentPerformance" not in signals  # no rule: the judge's score alone
-    assert result.signals["agentPerformance"].rule is None
+    assert signals["agentPerformance"]["rule"] == "agent-steps-ok"
+    assert result.signals["agentPerformance"].rule == "agent-steps-ok"
     sources = [s["kind"] for s in case.metadata["collected"]["sources"]]
     assert sources == ["task", "agent-log", "git", "junit", "gh-pr", "gh-run", "documents"]
     # What was written is a valid suite for the rubric, as `judge suite validate` checks it.
@@ -185,9 +187,45 @@ def test_the_command_writes_what_validate_and_render_accept(artefacts: Path,
     assert proc.returncode == 0, proc.stderr
     assert "wrote case 'greet' to cases.yaml" in proc.stdout
     assert "signal taskOutcomeQuality = 33 (rule test-pass-rate)" in proc.stdout
-    assert "signal agentPerformance: none (no rule)" in proc.stdout
+    # No agent log collected: the rule does not apply, nothing is subtracted (ai_only).
+    assert "signal agentPerformance: none (agent-steps-ok: no fact agent.ok_steps)" \
+        in proc.stdout
     check = run_judge(["suite", "validate", "cases.yaml"], ws_root)
     assert check.returncode == 0 and "1 case " in check.stdout, check.stderr
     shown = run_judge(["render", "cases.yaml", "--case", "greet"], ws_root)
     assert shown.returncode == 0, shown.stderr
     assert "workflow:test:test_sample::test_fails" in shown.stdout
+
+
+def test_agent_performance_signal_from_the_agent_log(tmp_path: Path) -> None:
+    """agentPerformance's rule on a collected transcript: the share of steps that did not
+    fail (a tool result marked as an error fails its step), and no signal at all, so no
+    points lost, for a log without steps."""
+    (tmp_path / "agent.jsonl").write_text("\n".join(json.dumps(m) for m in [
+        {"role": "user", "content": "Fetch the weather in Paris."},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"id": "c1", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "timeout", "is_error": True},
+        {"role": "assistant", "content": "",
+         "tool_calls": [{"id": "c2", "function": {"name": "weather", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c2", "content": "18°C, sunny"},
+        {"role": "assistant", "content": "It is 18°C and sunny in Paris."},
+    ]) + "\n")
+    ws = _workspace(tmp_path)
+    result = collect_case(ws, CollectRequest(case_id="weather", suite=Path("cases.yaml"),
+                                             agent_log=Path("agent.jsonl")))
+    facts = result.case.metadata["collected"]["facts"]
+    assert (facts["agent.steps"], facts["agent.ok_steps"], facts["agent.errors"]) == (6, 5, 1)
+    outcome = result.signals["agentPerformance"]
+    assert outcome.rule == "agent-steps-ok" and outcome.value == 83  # 100 x 5/6, half up
+    (term,) = outcome.terms
+    assert (term.observed, term.overObserved) == (5, 6)
+    assert result.case.deterministic == {"agentPerformance": 83}
+
+    (tmp_path / "empty.jsonl").write_text("\n")
+    empty = collect_case(ws, CollectRequest(case_id="idle", suite=Path("idle.yaml"),
+                                            agent_log=Path("empty.jsonl")))
+    assert empty.signals["agentPerformance"].value is None
+    assert empty.signals["agentPerformance"].skipped == ("agent-steps-ok: agent.steps is 0: "
+                                                         "no share",)
+    assert "agentPerformance" not in (empty.case.deterministic or {})

@@ -161,7 +161,7 @@ def test_agent_log_good_shapes_still_read(tmp_path: Path) -> None:
         {"ts": "2026-01-01T00:00:00Z", "level": "ERROR", "message": {"code": 1}},
         {"role": "assistant", "content": "done"}])
     steps, counts, first, last = parse_agent_log(text)
-    assert counts == {"steps": 5, "errors": 1, "warnings": 0, "tool_calls": 2}
+    assert counts == {"steps": 5, "ok_steps": 4, "errors": 1, "warnings": 0, "tool_calls": 2}
     assert (first, last) == ("do it", "done")
     assert steps[1]["text"] == '→ ls({"path": "."})\n→ cat({"f": 1})'
     assert steps[2]["toolCall"] == "7" and steps[3]["text"] == '{"code": 1}'

@@ -10,10 +10,12 @@ import hashlib
 import html as html_lib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
-from conftest import judge_env, run_judge
+import yaml
+from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
 from pydantic import ValidationError
 from report_runs import (
     BIDI,
@@ -22,16 +24,26 @@ from report_runs import (
     HIGH,
     HOSTILE,
     PLAIN,
+    SCRIPT,
+    STYLE,
     example_runs,
     hostile_runs,
     large_runs,
 )
 
 from judge.app.reporting import ReportRequest, build_report
+from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
+from judge.cache.disk import JudgmentCache
+from judge.core.check_signals import output_text
 from judge.core.errors import StoreError, UsageError
+from judge.core.evidence import TRUNCATION_MARKER, truncate
+from judge.render.prompts import input_text
 from judge.report.data import case_moves
 from judge.report.html import ASSETS, PLOTLY_FILE, render_report, script_json, shown
+from judge.report.samples import SAMPLE_LIMIT
+from judge.store.runs import RunStore
+from judge.system.resources import load_suite
 
 ASSET_DIR = Path(__file__).resolve().parents[2] / "judge" / "report" / ASSETS
 BUDGET = 5_000_000
@@ -198,3 +210,96 @@ def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> Non
     first = judged[0].judge
     assert first is not None and first.promptTokens is not None
     assert f"{first.promptTokens}+{first.completionTokens} tokens" in html
+
+
+def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) -> None:
+    """Issue 33: the report as a sample viewer. The prompt is read back from the run's cache
+    entry; with the cache gone it is re-rendered, and the re-rendering is the same text."""
+    root, _, plain = example_runs()
+    data = build_report(_ws(root), ReportRequest(run=plain))
+    suite = load_suite(root / "suite.yaml")
+    assert set(data.samples) == {c.id for c in suite.cases}
+    judged = [r for r in data.cases if r.judge is not None and r.judge.cacheKey]
+    assert judged
+    html = render_report(data)
+    for r in judged:
+        sample = data.samples[r.id]
+        case = next(c for c in suite.cases if c.id == r.id)
+        assert sample.promptSource == "cache" and [m.role for m in sample.prompt] == [
+            "system", "user"]
+        assert sample.input == truncate(input_text(case.input), SAMPLE_LIMIT)[0]
+        assert sample.output == truncate(output_text(case.output), SAMPLE_LIMIT)[0]
+        assert sample.input and sample.output
+        # The case's output is quoted in the user message the judge saw.
+        assert sample.output[:200] in sample.prompt[1].content
+        assert str(shown(sample.output[:80])) in html
+    # Collapsed on the page: a <details> without `open`, one per case.
+    assert len(re.findall(r'<details class="prompt">', html)) == len(data.samples)
+
+    # Without the cache the prompt is re-rendered from the suite: the same messages.
+    copy = tmp_path / "ws"
+    shutil.copytree(root, copy)
+    shutil.rmtree(copy / _ws(copy).settings.cache_dir)
+    again = build_report(_ws(copy), ReportRequest(run=plain))
+    for r in judged:
+        rendered = again.samples[r.id]
+        assert rendered.promptSource == "rendered" and "hashes match" in rendered.promptNote
+        assert rendered.prompt == data.samples[r.id].prompt
+    # A run without its suite file: no samples, and the page says why.
+    (tmp_path / "bare").mkdir()
+    _, bare = hostile_runs(tmp_path / "bare")
+    gone = build_report(_ws(tmp_path / "bare"), ReportRequest(run=bare))
+    assert gone.samples == {}
+    assert "inputs, outputs and prompts cannot be shown" in render_report(gone)
+
+
+def test_case_samples_are_bounded_and_escaped(tmp_path: Path) -> None:
+    """A hostile, long input and output: cut with the marker, escaped, never markup; the
+    prompt of a run whose template is not the one here is not shown, and the page says why."""
+    long_output = SCRIPT + "x" * (2 * SAMPLE_LIMIT)
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump({
+        "id": "hostile", "rubric": "task-evaluation",
+        "cases": [{"id": "case-000", "input": f"{STYLE} {BIDI}", "output": long_output}]}))
+    _, b = hostile_runs(tmp_path, suite_path="suite.yaml")
+    data = build_report(_ws(tmp_path), ReportRequest(run=b))
+    assert set(data.samples) == {"case-000"}  # the suite's one case of the run's eight
+    sample = data.samples["case-000"]
+    assert sample.outputCut and len(sample.output) == SAMPLE_LIMIT
+    assert sample.output.endswith(TRUNCATION_MARKER) and sample.outputChars == len(long_output)
+    assert not sample.inputCut and sample.input == f"{STYLE} {BIDI}"
+    # The stored run says template hash "ttt...": not the template here, so no prompt.
+    assert sample.promptSource == "none" and sample.prompt == ()
+    assert "template 'judge' changed since the run" in sample.promptNote
+    html = render_report(data)
+    assert SCRIPT not in html and STYLE not in html and "\u202e" not in html
+    assert html_lib.escape(SCRIPT, quote=False) in html
+    assert f"first {SAMPLE_LIMIT} of {len(long_output)} characters" in html
+    assert re.findall(r"<script\b[^>]*>", html) == [
+        '<script type="application/json" id="report-figures">', "<script>", "<script>"]
+
+
+def test_a_sample_aggregate_shows_the_prompt_its_samples_were_sent(tmp_path: Path) -> None:
+    """`--samples 2`: the headline result is the median of two judgments and has no cache
+    entry of its own; its prompt is re-rendered (hash-checked) and equals what each sample
+    was sent, as read from a sample's cache entry."""
+    shutil.copy(EXAMPLE_SUITE, tmp_path / "suite.yaml")
+    server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        ws = Workspace.open(tmp_path, {"model": [PLAIN], "samples": 2,
+                                       "api_base": f"{server.base_url}/v1"}, env={})
+        report = run_suite(ws, RunRequest(suite=tmp_path / "suite.yaml", check=False))
+    finally:
+        server.stop()
+    data = build_report(_ws(tmp_path), ReportRequest(run=report.run.id))
+    aggregates = [r for r in data.cases if r.judge is not None and r.judge.aggregate]
+    assert aggregates
+    with RunStore(_ws(tmp_path).settings.store_url, workspace=tmp_path) as store:
+        members = [r for r in store.iter_results(report.run.id)
+                   if r.id == aggregates[0].id and r.judge is not None and r.judge.cacheKey]
+    assert len(members) == 2
+    entry = JudgmentCache(tmp_path / _ws(tmp_path).settings.cache_dir, "read-only").get(
+        members[0].judge.cacheKey if members[0].judge else "")
+    assert entry is not None
+    sample = data.samples[aggregates[0].id]
+    assert sample.promptSource == "rendered" and "median of 2 judgments" in sample.promptNote
+    assert [m.model_dump() for m in sample.prompt] == entry["request"]["messages"]

@@ -4,11 +4,13 @@ case table sorts and filters, hostile text stays text, and a screenshot is not b
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from report_runs import BIDI, END, EVIL_CATEGORY, SCRIPT, STYLE, example_runs, hostile_runs
 
 from judge.app.reporting import ReportRequest, build_report
@@ -159,3 +161,89 @@ def test_hostile_text_stays_text(browser: Browser, tmp_path: Path) -> None:
     page.pump(0.2)
     assert page.evaluate("typeof window.__cspProbe") == "undefined"
     assert any("Content Security Policy" in e for e in page.errors())
+
+
+def test_sample_viewer_at_1280_px(browser: Browser, tmp_path: Path) -> None:
+    """Issue 33: each case's input, output and (on demand) prompt are on the page, the page
+    fits a 1,280 x 900 window without a horizontal scroll, and a screenshot is kept."""
+    root, high, plain = example_runs()
+    url = _write(root, tmp_path / "report.html",
+                 ReportRequest(run=plain, against=high, compare=(high,)))
+    page = browser.page
+    page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.open(url, READY)
+    _assert_quiet(page, url)
+    first = page.evaluate(
+        "(() => { const c = [...document.querySelectorAll('details.case')]"
+        "   .find(d => d.querySelector('details.prompt .prompt-msg'));"
+        " const p = c.querySelector('details.prompt');"
+        " return {id: c.id, input: c.querySelector('.sample-input').innerText,"
+        "  output: c.querySelector('.sample-output').innerText, open: p.open,"
+        "  visible: c.querySelector('.prompt-msg pre').checkVisibility(),"
+        "  roles: [...p.querySelectorAll('.prompt-msg .sample-label')].map(e => e.textContent)};"
+        "})()")
+    assert first["input"].strip() and first["output"].strip()
+    assert first["open"] is False and first["visible"] is False  # it waits for a click
+    assert first["roles"] == ["system", "user"]
+    page.click(f"#{first['id']} details.prompt > summary")
+    page.pump(0.2)
+    opened = page.evaluate(
+        f"(() => {{ const p = document.querySelector('#{first['id']} details.prompt');"
+        f" const pre = p.querySelector('.prompt-msg:last-child pre');"
+        f" return {{open: p.open, visible: pre.checkVisibility(), text: pre.innerText}}; }})()")
+    assert opened["open"] is True and opened["visible"] is True
+    assert first["output"].strip()[:60] in opened["text"]  # the output, as the judge saw it
+    # Every case has its sample block; the page fits 1,280 px, prompt opened or not.
+    counts = page.evaluate("({cases: document.querySelectorAll('details.case').length,"
+                           " samples: document.querySelectorAll('details.case .sample')"
+                           ".length})")
+    assert counts["cases"] == counts["samples"] == 16
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.pump(0.3)
+    widths = page.evaluate("({doc: document.documentElement.scrollWidth,"
+                           " body: document.body.scrollWidth, inner: window.innerWidth})")
+    assert widths["inner"] == 1280 and widths["doc"] <= 1280 and widths["body"] <= 1280, widths
+    _assert_quiet(page, url)
+    shot = page.screenshot(1280, 900)
+    (tmp_path / "sample-viewer-1280.png").write_bytes(shot)
+    assert shot.startswith(b"\x89PNG\r\n\x1a\n") and len(shot) > 1000
+    width, height, _ = png_pixels(shot)
+    assert (width, height) == (1280, 900)
+    # And the case with its prompt opened, where the page has it.
+    top = page.evaluate(f"document.getElementById('{first['id']}').getBoundingClientRect().top"
+                        f" + window.scrollY")
+    data = page.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                     clip={"x": 0, "y": top, "width": 1280, "height": 900, "scale": 1})["data"]
+    case_shot = base64.b64decode(data)
+    (tmp_path / "sample-viewer-case-1280.png").write_bytes(case_shot)
+    assert png_pixels(case_shot)[:2] == (1280, 900)
+    page.send("Emulation.clearDeviceMetricsOverride")
+
+
+def test_hostile_long_samples_stay_text_and_fit(browser: Browser, tmp_path: Path) -> None:
+    """A case whose input is markup and whose output is one 8,000-character word: shown as
+    text, nothing runs, and the page still fits 1,280 px."""
+    (tmp_path / "suite.yaml").write_text(yaml.safe_dump({
+        "id": "hostile", "rubric": "task-evaluation",
+        "cases": [{"id": "case-000", "input": f"{SCRIPT} {STYLE} {BIDI}",
+                   "output": END + "x" * 8000}]}))
+    _, b = hostile_runs(tmp_path, suite_path="suite.yaml")
+    url = _write(tmp_path, tmp_path / "samples.html", ReportRequest(run=b))
+    page = browser.page
+    page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.open(url, READY)
+    _assert_quiet(page, url)
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.pump(0.3)
+    shown = page.evaluate("({input: document.querySelector('.sample-input').textContent,"
+                          " output: document.querySelector('.sample-output').textContent,"
+                          " width: document.documentElement.scrollWidth,"
+                          " pwned: typeof window.__pwned, scripts: document.scripts.length})")
+    assert SCRIPT in shown["input"] and shown["output"].startswith(END)
+    assert shown["output"].endswith("… [truncated]")
+    assert (shown["pwned"], shown["scripts"]) == ("undefined", 3)
+    assert shown["width"] <= 1280, shown["width"]
+    _assert_quiet(page, url)
+    page.send("Emulation.clearDeviceMetricsOverride")
