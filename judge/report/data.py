@@ -32,6 +32,7 @@ __all__ = [
     "CategoryView",
     "Mark",
     "PairPoints",
+    "PeoplePoint",
     "ReportData",
     "RubricView",
     "ScatterPoint",
@@ -149,6 +150,28 @@ class AgreementView(Frozen):
     """Humans (``judgeA``) against each judge, on the labelled cases."""
 
 
+class PeoplePoint(Frozen):
+    """One judge of one stored run of the suite against the people's labels (overall scores).
+
+    Made by :func:`judge.app.agreement_history.agreement_op`; the report plots κ over them.
+    """
+
+    runId: str
+    model: str
+    rubric: str
+    rubricHash: str
+    templateId: str
+    templateHash: str
+    n: int
+    kappa: float | None
+    kappaLow: float | None = None
+    kappaHigh: float | None = None
+    mad: float | None = None
+    madLow: float | None = None
+    madHigh: float | None = None
+    sameBand: float | None = None
+
+
 class ReportData(Frozen):
     """Everything one report shows."""
 
@@ -168,6 +191,8 @@ class ReportData(Frozen):
     notes: tuple[str, ...] = ()
     transcripts: dict[str, Transcript] = {}
     """Conversations and span trees of cases that have them, by case id."""
+    people: tuple[PeoplePoint, ...] = ()
+    """Agreement with people over the suite's stored runs, oldest first (when labelled)."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

@@ -17,10 +17,13 @@ from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion
 
 from judge.app.agreement_history import agreement_op
+from judge.app.reporting import ReportRequest, build_report
 from judge.app.workspace import Workspace
 from judge.core.agreement import band_index
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
+from judge.report.charts import figures
+from judge.report.html import render_report
 from judge.system.resources import open_suite
 
 MODEL = "hosted_vllm/fake-judge"
@@ -133,3 +136,21 @@ def test_without_labels_exit_2_and_nothing_written(ws: tuple[Path, str, str],
     assert proc.stdout == ""
     after = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
     assert after == before
+
+
+def test_report_plots_agreement_with_people_over_the_runs(ws: tuple[Path, str, str]) -> None:
+    root, first, second = ws
+    data = build_report(Workspace.open(root, env={}), ReportRequest(run=second))
+    assert [p.runId for p in data.people] == [first, second]
+    assert data.people[0].templateHash != data.people[1].templateHash
+    history = agreement_op(Workspace.open(root, env={}), [first, second])
+    assert [p.kappa for p in data.people] == [r.agreement.overall.weightedKappa
+                                              for r in history.rows]
+    (chart,) = [f for f in figures(data) if f["id"] == "chart-people"]
+    assert chart["data"][0]["y"] == [p.kappa for p in data.people]
+    page = render_report(data)
+    assert '<section id="people">' in page and 'id="chart-people"' in page
+    assert data.people[1].templateHash[:8] in page
+    # The first run's report plots only the runs up to it.
+    assert [p.runId for p in build_report(Workspace.open(root, env={}),
+                                          ReportRequest(run=first)).people] == [first]
