@@ -33,6 +33,7 @@ from ..report.data import (
     AgreementView,
     CategoryView,
     PairPoints,
+    PeoplePoint,
     ReportData,
     RubricView,
     band_counts,
@@ -46,6 +47,7 @@ from ..store.runs import RunStore
 from ..system.baseline_files import load_baseline
 from ..system.clock import utc_now
 from ..system.resources import open_suite
+from .agreement_history import HISTORY_RUNS, agreement_op
 from .gate import (
     compare_with_noise,
     headline_results,
@@ -119,7 +121,8 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         bands=band_counts(results, bands),
         categories=category_distributions(results, [c.id for c in rubric.categories]),
         against=against, agreement=agreement, notes=tuple(notes),
-        transcripts=shown_transcripts, samples=samples)
+        transcripts=shown_transcripts, samples=samples,
+        people=_people(workspace, run) if human else ())
 
 
 # -- parts ---------------------------------------------------------------------------------
@@ -163,6 +166,34 @@ def _human_labels(workspace: Workspace, run: RunInfo,
     except ConfigError as exc:
         notes.append(f"human labels not read: {exc.message}")
         return {}
+
+
+def _people(workspace: Workspace, run: RunInfo) -> tuple[PeoplePoint, ...]:
+    """Agreement with people over the suite's newest runs up to this one (``judge agreement``).
+
+    Nothing when no run of them scored a labelled case (the report then has no such section).
+    """
+    with workspace.open_store() as store:
+        ids = [i.id for i in store.list_runs(suite=run.suite, limit=None)
+               if (i.createdAt, i.id) <= (run.createdAt, run.id)][:HISTORY_RUNS]
+    try:
+        history = agreement_op(workspace, ids)
+    except UsageError:
+        return ()
+    points = []
+    for row in history.rows:
+        s = row.agreement.overall
+        ci = s.intervals
+        k = ci.weightedKappa if ci else None
+        m = ci.meanAbsDiff if ci else None
+        points.append(PeoplePoint(
+            runId=row.runId, model=row.model, rubric=row.rubric, rubricHash=row.rubricHash,
+            templateId=row.templateId, templateHash=row.templateHash, n=s.n,
+            kappa=s.weightedKappa, kappaLow=k.low if k else None,
+            kappaHigh=k.high if k else None, mad=s.meanAbsDiff,
+            madLow=m.low if m else None, madHigh=m.high if m else None,
+            sameBand=s.exactBandAgreement))
+    return tuple(points)
 
 
 def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:

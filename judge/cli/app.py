@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "baseline": ("baseline_cmds", "Record, show and list baselines (baselines/<suite>.json)."),
     "rescore": ("rescore_cmds", "Re-score a stored run under another rubric (no model call)."),
     "compare": ("compare_cmd", "How far judges agree: κ, ρ, τ, band flips, vs human labels."),
+    "agreement": ("agreement_cmd", "Agreement with people's labels per run, judge, template."),
     "review": ("review_cmds", "Review verdicts in the browser; labels in and out; what next."),
     "calibrate": ("review_cmds", "Fit a monotone map from a judge's AI scores to people's labels."),
     "diff": ("diff_cmds", "What moved between two runs, case by case."),

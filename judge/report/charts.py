@@ -215,6 +215,28 @@ def _agreement_figures(view: AgreementView, bands: Sequence[Band]) -> list[Figur
     return out
 
 
+def _people_figure(data: ReportData) -> Figure:
+    """κ with the people over the suite's runs, oldest first, with its 95 % interval."""
+    points = data.people
+    x = [text(f"{p.runId[:15]} {p.model}") for p in points]
+    y = [p.kappa for p in points]
+    plus = [None if p.kappa is None or p.kappaHigh is None else p.kappaHigh - p.kappa
+            for p in points]
+    minus = [None if p.kappa is None or p.kappaLow is None else p.kappa - p.kappaLow
+             for p in points]
+    hover = [text(f"{p.model} · rubric {p.rubric}@{p.rubricHash[:8]} · template "
+                  f"{p.templateId}@{p.templateHash[:8]} · n {p.n}") for p in points]
+    trace = {"type": "scatter", "mode": "lines+markers", "x": x, "y": y,
+             "error_y": {"type": "data", "array": plus, "arrayminus": minus,
+                         "visible": True},
+             "text": hover, "marker": {"color": "#2471a3"},
+             "hovertemplate": "%{text}<br>κ %{y:.2f}<extra></extra>"}
+    return {"id": "chart-people", "data": [trace],
+            "layout": _layout("Weighted κ with the people, run by run (95 % interval)",
+                              yaxis={"title": {"text": "κ"}, "range": [-0.2, 1.05]},
+                              xaxis={"type": "category"})}
+
+
 def figures(data: ReportData) -> list[Figure]:
     """Every chart of the report, in page order."""
     out = [_bands_figure(data)]
@@ -225,4 +247,6 @@ def figures(data: ReportData) -> list[Figure]:
         out.append(moves)
     if data.agreement is not None:
         out += _agreement_figures(data.agreement, data.rubric.bands)
+    if data.people:
+        out.append(_people_figure(data))
     return out

@@ -33,6 +33,7 @@ __all__ = [
     "CategoryView",
     "Mark",
     "PairPoints",
+    "PeoplePoint",
     "ReportData",
     "RubricView",
     "ScatterPoint",
@@ -150,6 +151,28 @@ class AgreementView(Frozen):
     """Humans (``judgeA``) against each judge, on the labelled cases."""
 
 
+class PeoplePoint(Frozen):
+    """One judge of one stored run of the suite against the people's labels (overall scores).
+
+    Made by :func:`judge.app.agreement_history.agreement_op`; the report plots κ over them.
+    """
+
+    runId: str
+    model: str
+    rubric: str
+    rubricHash: str
+    templateId: str
+    templateHash: str
+    n: int
+    kappa: float | None
+    kappaLow: float | None = None
+    kappaHigh: float | None = None
+    mad: float | None = None
+    madLow: float | None = None
+    madHigh: float | None = None
+    sameBand: float | None = None
+
+
 class ReportData(Frozen):
     """Everything one report shows."""
 
@@ -172,6 +195,8 @@ class ReportData(Frozen):
     samples: dict[str, CaseSample] = {}
     """Each case's bounded input and output and the prompt its judge saw, by case id (none
     when the suite file is gone)."""
+    people: tuple[PeoplePoint, ...] = ()
+    """Agreement with people over the suite's stored runs, oldest first (when labelled)."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

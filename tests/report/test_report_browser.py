@@ -71,9 +71,9 @@ def test_report_of_a_run_a_diff_and_a_judge_swap(browser: Browser, tmp_path: Pat
     _assert_quiet(page, url)
     drawn = _drawn(page)
     assert set(drawn) == {"chart-bands", "chart-categories", "chart-moves", "chart-agree-0",
-                          "chart-human-0", "chart-human-1"}
+                          "chart-human-0", "chart-human-1", "chart-people"}
     assert all(n >= 10 for n in drawn.values()), drawn
-    assert page.evaluate(READY) == "6"
+    assert page.evaluate(READY) == "7"
     # The dumbbell chart has a marker per case on each side.
     assert page.evaluate("document.querySelectorAll('#chart-moves .point').length") == 32
 

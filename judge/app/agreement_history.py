@@ -1,0 +1,201 @@
+"""Agreement with people's labels, tracked run by run (``judge agreement``, the report).
+
+Each stored run of a suite is set against the people's labels (the suite's ``human:`` fields
+and its ``<suite>.labels.jsonl``, or a labels file given); each judge of the run makes one
+row, keyed by judge model, rubric (id and digest) and template (id and digest), so a reader
+sees whether a template edit or a judge swap moved agreement. The statistics are those of
+``judge compare`` (:func:`judge.core.agreement.compare_runs` with seeded bootstrap
+intervals): nothing is computed twice.
+
+Decisions where the issue is silent:
+
+- The runs are ordered oldest first (newest last); without run ids, the newest
+  :data:`HISTORY_RUNS` runs of the suite (of the newest run's suite without ``--suite``).
+- A run none of whose labelled cases was scored is left out, with a note.
+- A movement between consecutive rows is called *beyond the interval* when the later
+  estimate lies outside the earlier row's 95 % bootstrap interval: a reading aid, not a
+  test (the two runs share cases, so a paired test would be sharper; ``judge compare A B``
+  gives it as ``humanPairs``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import pairwise
+from pathlib import Path
+from typing import Final
+
+from ..core.agreement import HumanAgreement, PairStats, compare_runs
+from ..core.errors import UsageError
+from ..core.frozen import Frozen
+from ..core.intervals import Interval
+from ..core.labels import human_labels, parse_labels
+from ..core.models import RunInfo
+from ..core.suite import HumanLabel
+from .comparing import _bands, _human_labels, _judge_results
+from .workspace import Workspace
+
+__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "agreement_op"]
+
+HISTORY_RUNS: Final = 20
+"""Runs read when none is given: the newest of the suite."""
+
+NO_LABELS_FIX: Final = ("label cases with `judge review RUN` and export them "
+                        "(`judge review RUN --export`), give `human:` fields in the suite, "
+                        "or pass --labels FILE / --suite FILE")
+
+
+class AgreementRow(Frozen):
+    """One judge of one run against the people."""
+
+    runId: str
+    createdAt: str
+    model: str
+    rubric: str
+    rubricHash: str
+    templateId: str
+    templateHash: str
+    agreement: HumanAgreement
+
+
+class Movement(Frozen):
+    """How a statistic of the overall scores moved from one row to the next."""
+
+    fromRun: str
+    toRun: str
+    fromModel: str
+    toModel: str
+    statistic: str
+    """``weightedKappa``, ``meanAbsDiff``, ``spearmanRho`` or ``exactBandAgreement``."""
+    before: float | None
+    after: float | None
+    change: float | None
+    beyondInterval: bool | None
+    """The later estimate lies outside the earlier row's 95 % interval (None: unknown)."""
+    changed: tuple[str, ...]
+    """What differs between the rows' keys: ``model``, ``rubric``, ``template``."""
+
+
+class AgreementHistory(Frozen):
+    """Agreement with people over the runs of one suite, oldest first."""
+
+    suite: str
+    labelled: int
+    """Cases the people labelled."""
+    rows: tuple[AgreementRow, ...]
+    movements: tuple[Movement, ...]
+    notes: tuple[str, ...] = ()
+
+
+TRACKED: Final = ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgreement")
+
+
+def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path | None,
+            workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
+    if labels_file is None:
+        return _human_labels(infos, suite_file, workspace, notes)
+    try:
+        text = labels_file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read labels file {labels_file}: {exc}",
+                         fix="give a labels file written by `judge review RUN --export`") \
+            from None
+    return human_labels(parse_labels(text, str(labels_file)), workspace.rubric(infos[0].rubric))
+
+
+def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
+          ) -> list[RunInfo]:
+    with workspace.open_store() as store:
+        if run_ids:
+            infos = [store.get_run(r) for r in run_ids]
+        else:
+            suite_id = None
+            if suite_file is not None:
+                from ..system.resources import open_suite
+                suite_id = open_suite(suite_file).id
+            else:
+                newest = store.list_runs(limit=1)
+                if not newest:
+                    raise UsageError("the store has no run", fix="judge a suite first "
+                                     "(judge run SUITE), then judge agreement")
+                suite_id = newest[0].suite
+            infos = store.list_runs(suite=suite_id, limit=HISTORY_RUNS)
+            if not infos:
+                raise UsageError(f"no stored run of suite {suite_id!r}",
+                                 fix="judge the suite first (judge run SUITE)")
+    suites = {i.suite for i in infos}
+    if len(suites) > 1:
+        raise UsageError("the runs are from different suites: " + ", ".join(
+            f"{i.id} judged {i.suite!r}" for i in infos),
+            fix="give runs of one suite; `judge history SUITE` lists them")
+    if len({i.id for i in infos}) < len(infos):
+        raise UsageError("a run is given twice", fix="give each run once")
+    return sorted(infos, key=lambda i: (i.createdAt, i.id))
+
+
+def _interval(stats: PairStats, name: str) -> Interval | None:
+    return getattr(stats.intervals, name, None) if stats.intervals is not None else None
+
+
+def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
+    found: list[Movement] = []
+    for a, b in pairwise(rows):
+        changed = tuple(what for what, differs in (
+            ("model", a.model != b.model),
+            ("rubric", (a.rubric, a.rubricHash) != (b.rubric, b.rubricHash)),
+            ("template", (a.templateId, a.templateHash) != (b.templateId, b.templateHash)))
+            if differs)
+        for name in TRACKED:
+            before = getattr(a.agreement.overall, name)
+            after = getattr(b.agreement.overall, name)
+            ci = _interval(a.agreement.overall, name)
+            beyond = None
+            if after is not None and ci is not None and ci.low is not None \
+                    and ci.high is not None:
+                beyond = not ci.low <= after <= ci.high
+            found.append(Movement(
+                fromRun=a.runId, toRun=b.runId, fromModel=a.model, toModel=b.model,
+                statistic=name, before=before, after=after,
+                change=None if before is None or after is None else after - before,
+                beyondInterval=beyond, changed=changed))
+    return found
+
+
+def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
+                 labels_file: Path | None = None,
+                 suite_file: Path | None = None) -> AgreementHistory:
+    """Each judge of each run against the people's labels, oldest run first.
+
+    UsageError (exit 2, nothing written) when there are no labels, or no run scored a
+    labelled case.
+    """
+    infos = _runs(workspace, run_ids, suite_file)
+    notes: list[str] = []
+    labels = _labels(infos, labels_file, suite_file, workspace, notes)
+    suite = infos[0].suite
+    if not labels:
+        raise UsageError(f"no people's labels for suite {suite!r}"
+                         + (f" ({'; '.join(notes)})" if notes else ""), fix=NO_LABELS_FIX)
+    rows: list[AgreementRow] = []
+    with workspace.open_store() as store:
+        for info in infos:
+            results = list(store.iter_results(info.id))
+            bands = _bands(info, workspace, notes)
+            for model in info.models:
+                comparison = compare_runs({model: _judge_results(results, model)}, bands,
+                                          human=labels, intervals=True)
+                (human,) = comparison.human
+                if human.labelled == 0:
+                    notes.append(f"run {info.id} ({model}) scored no labelled case: left out")
+                    continue
+                rows.append(AgreementRow(
+                    runId=info.id, createdAt=info.createdAt, model=model,
+                    rubric=info.rubric, rubricHash=info.rubricHash,
+                    templateId=info.templateId, templateHash=info.templateHash,
+                    agreement=human))
+    if not rows:
+        raise UsageError(f"no run of suite {suite!r} scored a labelled case "
+                         f"({len(labels)} labelled)",
+                         fix="judge the suite (judge run SUITE) or label cases it judges")
+    return AgreementHistory(suite=suite, labelled=len(labels), rows=tuple(rows),
+                            movements=tuple(_movements(rows)), notes=tuple(notes))

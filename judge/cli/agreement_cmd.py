@@ -1,0 +1,128 @@
+"""``judge agreement``: agreement with people's labels, tracked run by run.
+
+The work is :func:`judge.app.agreement_history.agreement_op`; the statistics and their
+intervals are :mod:`judge.core.agreement`'s, the tables reuse ``judge compare``'s renderers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ..app.agreement_history import AgreementHistory, AgreementRow, agreement_op
+from ..app.workspace import Workspace
+from ..core.intervals import Interval
+from .compare_cmd import (
+    FLIPS_SHOWN,
+    _ci,
+    _confusion,
+    _num,
+    _print_notes,
+    _rows,
+    _share,
+    _stats_table,
+)
+from .options import StoreOption
+from .output import Cell, Column, console, emit_json, plural, table
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``agreement`` to ``app``."""
+    app.command("agreement")(agreement)
+
+
+def agreement(
+    runs: Annotated[list[str] | None, typer.Argument(
+        help="Run ids (or unique prefixes) of one suite (default: the suite's newest 20 "
+             "runs).", metavar="RUN", show_default=False)] = None,
+    labels: Annotated[Path | None, typer.Option(
+        "--labels", metavar="FILE",
+        help="Labels file (JSON lines, as `judge review RUN --export` writes) instead of "
+             "the suite's labels.")] = None,
+    suite: Annotated[Path | None, typer.Option(
+        "--suite", metavar="FILE",
+        help="Suite file with the human labels; without RUN, its stored runs are read.")] = None,
+    detail: Annotated[bool, typer.Option(
+        "--detail", help="Every run's full tables, confusion matrices and disagreements "
+                         "(a single run always shows them).")] = False,
+    store: StoreOption = None,
+    json_out: Annotated[bool, typer.Option(
+        "--json", help="Print the history as JSON on stdout, nothing else.")] = False,
+) -> None:
+    """Agreement with people's labels per run, judge, rubric and template version.
+
+    For each run (oldest first), each judge against the people: weighted κ on bands, the
+    exact band agreement, MAD and Spearman's ρ per category and overall, each with a seeded
+    bootstrap 95 % interval, the band confusion matrix and the largest disagreements; then
+    how agreement moved between consecutive runs and whether the move leaves the earlier
+    run's interval. Without labels: exit 2.
+    """
+    history = agreement_op(Workspace.open(overrides={"store_url": store}), runs or (),
+                           labels_file=labels, suite_file=suite)
+    if json_out:
+        emit_json(history.model_dump(mode="json"))
+        return
+    _print(history, detail or len(history.rows) == 1)
+
+
+def _key(row: AgreementRow) -> str:
+    return (f"{row.model}  rubric {row.rubric}@{row.rubricHash[:8]}  "
+            f"template {row.templateId}@{row.templateHash[:8]}")
+
+
+def _pm(value: float | None, interval: Interval | None, places: int = 2) -> str:
+    return _ci(_num(value, places), interval, places)
+
+
+def _print_detail(row: AgreementRow) -> None:
+    out = console()
+    h = row.agreement
+    rows = _rows(h.overall, h.aiAll, h.categories)
+    _stats_table(f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", rows)
+    _print_notes(out, rows)
+    if h.confusion is not None:
+        _confusion(f"bands, people (rows) → {row.model} (columns), overall", h.confusion)
+    for cat, matrix in h.categoryConfusion.items():
+        _confusion(f"bands, people → {row.model}, {cat} (AI)", matrix)
+    if h.disagreements:
+        out.print("largest disagreements: " + ", ".join(
+            f"{d.caseId} {d.category} {d.human}→{d.judge}"
+            for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
+    out.print(h.verdict, markup=False)
+
+
+def _print(history: AgreementHistory, detail: bool) -> None:
+    out = console()
+    cells: list[list[Cell]] = []
+    for row in history.rows:
+        s = row.agreement.overall
+        ci = s.intervals
+        cells.append([row.runId, _key(row), str(row.agreement.labelled),
+                      _pm(s.weightedKappa, ci.weightedKappa if ci else None),
+                      _ci(_share(s.exactBandAgreement),
+                          ci.exactBandAgreement if ci else None),
+                      _pm(s.meanAbsDiff, ci.meanAbsDiff if ci else None, 1),
+                      _pm(s.spearmanRho, ci.spearmanRho if ci else None)])
+    table(["run", "judge, rubric, template", *(Column(n, "right") for n in (
+        "n", "κ", "same band", "MAD", "ρ"))], cells,
+        title=f"agreement with people, suite {history.suite} ({history.labelled} labelled "
+              f"cases; overall scores, 95 % intervals)")
+    moved = [m for m in history.movements if m.statistic in ("weightedKappa", "meanAbsDiff")]
+    for m in moved:
+        if m.change is None:
+            continue
+        what = ", ".join(m.changed) or "nothing in the keys"
+        beyond = "beyond the earlier interval" if m.beyondInterval else "within the interval"
+        out.print(f"{m.fromRun} → {m.toRun}: {m.statistic} {m.change:+.2f} ({beyond}; "
+                  f"changed: {what})", markup=False)
+    if detail:
+        for row in history.rows:
+            out.print()
+            _print_detail(row)
+    for note in history.notes:
+        out.print(f"[yellow]note:[/] {escape(note)}")

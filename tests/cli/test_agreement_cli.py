@@ -1,0 +1,156 @@
+"""`judge agreement` end to end: the example suite (its LLM cases carry people's labels)
+judged by the loopback fake judge twice, the second time under an edited template (another
+digest), then set against the labels; and the statistics checked against sklearn and scipy."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
+from scipy.stats import spearmanr
+from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import confusion_matrix as sk_confusion
+
+from judge.app.agreement_history import agreement_op
+from judge.app.reporting import ReportRequest, build_report
+from judge.app.workspace import Workspace
+from judge.core.agreement import band_index
+from judge.core.rubric import DEFAULT_BANDS
+from judge.core.scoring import band_for
+from judge.report.charts import figures
+from judge.report.html import render_report
+from judge.system.resources import open_suite
+
+MODEL = "hosted_vllm/fake-judge"
+SCALE = sorted(DEFAULT_BANDS, key=lambda b: b.min)
+
+
+def _run(root: Path, base_url: str) -> str:
+    proc = run_judge(["run", "suite.yaml", "--api-base", f"{base_url}/v1", "--no-check",
+                      "--json", "--model", MODEL], root)
+    assert proc.returncode == 0, proc.stderr
+    run_id: str = json.loads(proc.stdout)["run"]["id"]
+    return run_id
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
+    server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        root = tmp_path_factory.mktemp("agreement")
+        shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
+        first = _run(root, server.base_url)
+        shutil.copytree(ROOT / "prompts", root / "prompts")
+        template = root / "prompts" / "judge.md.j2"
+        template.write_text(template.read_text(encoding="utf-8") + "{# edited #}\n",
+                            encoding="utf-8")
+        second = _run(root, server.base_url)
+        yield root, first, second
+    finally:
+        server.stop()
+
+
+def _json(root: Path, *args: str) -> dict[str, Any]:
+    proc = run_judge(["agreement", *args, "--json"], root)
+    assert proc.returncode == 0, proc.stderr
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+def test_two_runs_two_rows_keyed_by_template_digest(ws: tuple[Path, str, str]) -> None:
+    root, first, second = ws
+    data = _json(root)
+    assert [r["runId"] for r in data["rows"]] == [first, second]  # newest last
+    a, b = data["rows"]
+    assert a["model"] == b["model"] == MODEL
+    assert a["templateId"] == b["templateId"] == "judge"
+    assert a["templateHash"] != b["templateHash"]
+    assert a["rubricHash"] == b["rubricHash"]
+    for row in data["rows"]:
+        overall = row["agreement"]["overall"]
+        for stat in ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgreement"):
+            ci = overall["intervals"][stat]
+            assert ci is not None and ci["low"] <= ci["estimate"] <= ci["high"]
+        matrix = row["agreement"]["confusion"]
+        assert sum(map(sum, matrix["counts"])) == overall["n"]
+    moves = {m["statistic"]: m for m in data["movements"]}
+    assert set(moves) == {"weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgreement"}
+    assert all(m["changed"] == ["template"] for m in moves.values())
+    # Same judge, same seed, a comment-only template edit: agreement does not move.
+    assert moves["meanAbsDiff"]["beyondInterval"] is False
+    proc = run_judge(["agreement", first, second], root)
+    assert proc.returncode == 0, proc.stderr
+    assert a["templateHash"][:8] in proc.stdout and b["templateHash"][:8] in proc.stdout
+
+
+def test_values_match_sklearn_and_scipy(ws: tuple[Path, str, str]) -> None:
+    root, first, _ = ws
+    history = agreement_op(Workspace.open(root, env={}), [first])
+    (row,) = history.rows
+    labels = {c.id: c.human for c in open_suite(root / "suite.yaml").cases()
+              if c.human is not None}
+    with Workspace.open(root, env={}).open_store() as store:
+        cases = {r.id: r for r in store.iter_results(first)
+                 if r.judge is not None and r.judge.sample == 0}
+    human, judge = [], []
+    for case_id, label in sorted(labels.items()):
+        case = cases.get(case_id)
+        if label.overall is None or case is None or case.status != "scored":
+            continue
+        assert case.overallScore is not None
+        human.append(label.overall)
+        judge.append(case.overallScore)
+    overall = row.agreement.overall
+    assert overall.n == len(human) > 5
+    hb = [band_for(s, SCALE) for s in human]
+    jb = [band_for(s, SCALE) for s in judge]
+    hi = [band_index(b) for b in hb]
+    ji = [band_index(b) for b in jb]
+    assert overall.weightedKappa == pytest.approx(
+        cohen_kappa_score(hi, ji, weights="quadratic", labels=list(range(len(SCALE)))))
+    assert overall.spearmanRho == pytest.approx(spearmanr(human, judge).statistic)
+    assert overall.meanAbsDiff == pytest.approx(
+        sum(abs(h - j) for h, j in zip(human, judge, strict=True)) / len(human))
+    assert overall.exactBandAgreement == pytest.approx(
+        sum(x == y for x, y in zip(hb, jb, strict=True)) / len(hb))
+    assert row.agreement.confusion is not None
+    names = [b.name for b in SCALE]
+    assert [list(r) for r in row.agreement.confusion.counts] == \
+        sk_confusion(hb, jb, labels=names).tolist()
+
+
+def test_without_labels_exit_2_and_nothing_written(ws: tuple[Path, str, str],
+                                                   tmp_path: Path) -> None:
+    root, first, _ = ws
+    empty = tmp_path / "none.labels.jsonl"
+    empty.write_text("", encoding="utf-8")
+    before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+    proc = run_judge(["agreement", first, "--labels", str(empty)], root)
+    assert proc.returncode == 2, proc.stderr
+    assert "no people's labels" in proc.stderr and "judge review" in proc.stderr
+    assert proc.stdout == ""
+    after = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+    assert after == before
+
+
+def test_report_plots_agreement_with_people_over_the_runs(ws: tuple[Path, str, str]) -> None:
+    root, first, second = ws
+    data = build_report(Workspace.open(root, env={}), ReportRequest(run=second))
+    assert [p.runId for p in data.people] == [first, second]
+    assert data.people[0].templateHash != data.people[1].templateHash
+    history = agreement_op(Workspace.open(root, env={}), [first, second])
+    assert [p.kappa for p in data.people] == [r.agreement.overall.weightedKappa
+                                              for r in history.rows]
+    (chart,) = [f for f in figures(data) if f["id"] == "chart-people"]
+    assert chart["data"][0]["y"] == [p.kappa for p in data.people]
+    page = render_report(data)
+    assert '<section id="people">' in page and 'id="chart-people"' in page
+    assert data.people[1].templateHash[:8] in page
+    # The first run's report plots only the runs up to it.
+    assert [p.runId for p in build_report(Workspace.open(root, env={}),
+                                          ReportRequest(run=first)).people] == [first]
