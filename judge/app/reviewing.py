@@ -26,6 +26,7 @@ from ..core.labels import (
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import Rubric
+from ..report.transcripts import transcripts
 from ..store.labels import LabelStore
 from ..system.atomic_files import write_atomic
 from ..system.clock import utc_now
@@ -99,15 +100,18 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
     head, other = _headline(info, results)
     suite_file = run_suite_file(info, workspace)
     cases = {c.id: c for c in open_suite(suite_file).cases()} if suite_file else {}
+    shown = transcripts((cases[r.id] for r in head if r.id in cases), head)
     rows = []
     for r in head:
         case = cases.get(r.id)
         o = other.get(r.id)
+        seen = shown.get(r.id)
         rows.append({
             "id": r.id, "status": r.status, "overallScore": r.overallScore, "band": r.band,
             "input": case.input if case else None, "output": case.output if case else None,
             "evidence": [e.model_dump(mode="json") for e in r.evidence],
             "categories": [c.model_dump(mode="json") for c in r.categoryScores],
+            "transcript": None if seen is None else seen.model_dump(mode="json"),
             "other": None if o is None else {
                 "model": o.judge.model if o.judge else None, "overallScore": o.overallScore,
                 "categories": {c.category: c.aiScore for c in o.categoryScores}},

@@ -300,7 +300,14 @@ def _spans_of(data: Any, position: int) -> Iterator[tuple[Span, int]]:
     if not isinstance(data, Mapping):
         raise ValueError("neither an OTLP export ({\"resourceSpans\": ...}) nor a span")
     if "resourceSpans" in data:
-        for rs in data.get("resourceSpans") or []:
+        batches = data.get("resourceSpans") or []
+        if not isinstance(batches, list):
+            raise ValueError("resourceSpans is a list")
+        for index in range(len(batches)):
+            rs = batches[index]
+            # the raw batch is released once its spans are converted (a Span keeps only
+            # bounded fields), so a large document's tree does not outlive its spans
+            batches[index] = None
             if not isinstance(rs, Mapping):
                 raise ValueError("a resourceSpans entry is an object")
             resource = rs.get("resource") if isinstance(rs.get("resource"), Mapping) else {}
@@ -369,11 +376,17 @@ def _read_document(handle: IO[bytes], path: Path, shown: str,
                          f"{MAX_DOCUMENT_BYTES:,}", file=shown, where="judge collect otel",
                          fix="export JSON lines (one batch or span a line) instead")
     handle.seek(0)
-    text = handle.read(MAX_DOCUMENT_BYTES + 1).decode("utf-8", errors="replace")
+    # the bytes, the text and the parsed tree are never all held at once: each is dropped
+    # as soon as the next is made (the tree itself is emptied as its spans are converted)
+    raw = handle.read(MAX_DOCUMENT_BYTES + 1)
+    text = raw.decode("utf-8", errors="replace")
+    del raw
     try:
         data = _loads(text)
     except ValueError as exc:
         raise _bad(shown, "the document", f"invalid JSON: {exc}") from None
+    finally:
+        del text
     yield from _counted(data, shown, "the document", counter)
 
 

@@ -59,10 +59,12 @@ def test_a_100_mb_trace_file_is_read_in_bounded_memory(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     peak_kb, code = proc.stdout.split()[-2:]
     assert code in {"0", "None"}, proc.stderr
-    # The file is 100 MiB. The peak measured alone is under 200 MiB, but beside a parallel
-    # test run it was 310 MiB and in a clean-clone CI run 505 MiB: what is bounded here is
-    # an upper limit (1 GiB), not a proof that memory does not grow with the file.
-    assert int(peak_kb) < 1024 * 1024, f"peak RSS {int(peak_kb) // 1024} MiB"
+    # The file is 100 MiB, read a line (one 1 MiB span) at a time. Measured peak RSS of
+    # this probe: 60-65 MiB alone, 88 MiB under pytest (2026-12-02); beside a parallel test
+    # run 310 MiB and in a clean-clone CI run 505 MiB were seen earlier, unexplained. The
+    # bound is the highest figure seen plus a margin (640 MiB): an upper limit that catches
+    # a collector holding several copies of the file, not a proof that memory is flat.
+    assert int(peak_kb) < 640 * 1024, f"peak RSS {int(peak_kb) // 1024} MiB"
     case = json.loads((tmp_path / "s.jsonl").read_text())
     steps = case["evidence"]["runAudit"]
     assert len(steps) == 25  # the profile's cap, the rest counted

@@ -90,7 +90,54 @@
       ev.append(li);
     });
     view.append(ev);
+    if (c.transcript) view.append(transcriptBlock(c.transcript));
     c.categories.forEach((cat, i) => view.append(categoryBlock(c, cat, i)));
+  }
+
+  // The case's conversation and span tree (judge.report.transcripts, served by the API),
+  // as the report shows them: turns and spans under their ids, the cited ones marked.
+  function transcriptBlock(t) {
+    const box = el("section", "transcript");
+    if (t.turns && t.turns.length) {
+      const conv = el("div", "conversation");
+      conv.append(el("h3", "", "Conversation"));
+      t.turns.forEach(turn => {
+        const d = el("div", "turn turn-" + String(turn.role).replace(/[^a-z]/g, "") +
+          (turn.cited ? " cited" : ""));
+        d.setAttribute("data-id", turn.id);
+        const head = el("div", "");
+        head.append(el("code", "", turn.id), el("span", "", " " + turn.label));
+        if (turn.cited) head.append(el("span", "mark", " cited"));
+        d.append(head);
+        if (turn.text) d.append(el("pre", "", turn.text));
+        conv.append(d);
+      });
+      if (t.turnsNotShown) conv.append(el("p", "muted", t.turnsNotShown +
+        " more turns not shown (the judge saw the same)"));
+      box.append(conv);
+    }
+    if (t.spans && t.spans.length) {
+      const tree = el("div", "span-tree");
+      tree.append(el("h3", "", "Trace"));
+      t.spans.forEach(sp => {
+        const d = el("details", "span" + (sp.cited ? " cited" : ""));
+        d.setAttribute("data-id", sp.id);
+        d.style.marginLeft = (Number(sp.indent) * 1.2) + "em";
+        if (sp.cited) d.open = true;
+        const sum = el("summary", "");
+        sum.append(el("code", "", sp.id), el("span", "", " " + sp.title + " "),
+          el("span", "muted", sp.kind + " · " + sp.status +
+            (sp.durationMs !== null && sp.durationMs !== undefined ? " · " + sp.durationMs + " ms" : "") +
+            (sp.depth > sp.indent ? " · depth " + sp.depth : "")));
+        if (sp.cited) sum.append(el("span", "mark", " cited"));
+        d.append(sum);
+        if (sp.text) d.append(el("pre", "", sp.text));
+        if (sp.refs && Object.keys(sp.refs).length) d.append(el("div", "muted", show(sp.refs)));
+        tree.append(d);
+      });
+      box.append(tree);
+    }
+    return box;
   }
 
   function categoryBlock(c, cat, i) {
