@@ -21,6 +21,8 @@ from pathlib import Path
 
 from . import client
 
+__all__ = ["DEFAULT_IDLE_S", "serve"]
+
 DEFAULT_IDLE_S = 600.0
 
 
@@ -59,7 +61,7 @@ def _child(conn: socket.socket, head: dict[str, object], fds: list[int]) -> None
         try:
             sys.stdout.flush()
             sys.stderr.flush()
-        except Exception:  # noqa: BLE001 - a closed pipe at the very end
+        except Exception:
             pass
         os._exit(code)
 
@@ -111,8 +113,7 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
 def serve(path: Path, idle_s: float) -> None:
     """Listen on ``path`` (mode 0600) until idle for ``idle_s`` or told to stop."""
     expected = client.digest()
-    import judge.cli  # noqa: F401 - the warm part: the application and its commands
-    import judge.cli.app
+    import judge.cli.app  # the warm part: the application and its commands
     judge.cli.app.build_app()
     try:
         import litellm  # noqa: F401

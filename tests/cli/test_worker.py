@@ -91,9 +91,10 @@ def _started(env: dict[str, str]) -> dict[str, object]:
     return found
 
 
+RUBRICS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "rubrics").glob("*.yaml"))
 COMMANDS = [
     ["--version"],
-    ["rubric", "validate", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "rubrics").glob("*.yaml"))],
+    ["rubric", "validate", *RUBRICS],
     ["score", "examples/score.json"],
     ["rubric", "validate", "no-such-rubric.yaml"],
 ]
