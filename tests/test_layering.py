@@ -19,7 +19,7 @@ PACKAGE = ROOT / "judge"
 # doors' entry points at the top of judge/ (__init__, __main__, api, testing).
 CORE = "core"
 ADAPTERS = ("system", "render", "llm", "cache", "store", "report", "collect")
-DOORS = ("cli", "server", "pytest_plugin", "top")
+DOORS = ("cli", "server", "pytest_plugin", "worker", "top")
 BELOW_ENGINE = frozenset({CORE, "system", "render", "llm", "cache"})
 MAY_IMPORT: dict[str, frozenset[str]] = {
     CORE: frozenset(),
@@ -36,7 +36,9 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "cli": frozenset({CORE, *ADAPTERS, "engine", "app", "server", "top"}),
     "server": frozenset({CORE, *ADAPTERS, "engine", "app", "top"}),
     "pytest_plugin": frozenset({CORE, *ADAPTERS, "engine", "app", "top"}),
-    "top": frozenset({CORE, *ADAPTERS, "engine", "app", "cli", "pytest_plugin"}),
+    # The warm worker's client is standard library only; its server forks the CLI.
+    "worker": frozenset({"cli"}),
+    "top": frozenset({CORE, *ADAPTERS, "engine", "app", "cli", "pytest_plugin", "worker"}),
 }
 TOP_ENTRY_POINTS = frozenset({"__init__", "__main__", "api", "testing"})
 

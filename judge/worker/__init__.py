@@ -1,0 +1,18 @@
+"""The warm worker: a per-user, per-workspace process that runs ``judge`` commands.
+
+Each command runs in a child forked from a parent that has already imported the application
+(issue 32, item 1).
+
+Off by default in this first version: on only with ``JUDGE_WORKER=1``, and never when ``CI``
+is set or ``JUDGE_NO_WORKER=1``. Any worker error falls back to the direct run, unchanged.
+
+Layer: door (the CLI's front). May import: the CLI (the server side only); ``judge.__main__``
+imports the client, which imports nothing but the standard library: it decides before typer.
+
+Modules: ``client`` (decide, connect, pass fds, forward signals, fall back), ``server`` (the
+warm parent: listen, fork a child per command, idle timeout, digest check).
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

@@ -1,0 +1,197 @@
+"""The worker's client: tiny, standard library only, decided before anything heavy is imported.
+
+Protocol (one Unix stream connection per command): the client sends one JSON line
+``{"digest", "argv", "cwd", "env"}`` with fds 0/1/2 attached (SCM_RIGHTS); the worker answers
+``{"pid": N}`` (the child, for forwarding SIGINT/SIGTERM) or ``{"stale": true}``, then
+``{"exit": CODE}`` or ``{"signal": SIG}``. Anything else is a worker error: the client runs the
+command directly, as without the worker.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+__all__ = ["digest", "enabled", "run", "runtime_dir", "socket_path", "spawn", "status",
+           "stop", "workspace"]
+
+PACKAGE = Path(__file__).resolve().parents[1]
+START_WAIT_S = 10.0
+
+
+def enabled(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
+    """On only when asked (``JUDGE_WORKER=1``); always off under ``CI`` or ``JUDGE_NO_WORKER=1``."""
+    if env.get("CI") or env.get("JUDGE_NO_WORKER") == "1":
+        return False
+    return env.get("JUDGE_WORKER") == "1"
+
+
+def runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR``, else a 0700 folder under the temp dir named for the uid."""
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg):
+        return Path(xdg)
+    path = Path(tempfile.gettempdir()) / f"judge-{os.getuid()}"
+    path.mkdir(mode=0o700, exist_ok=True)
+    st = path.stat()
+    if st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise OSError(f"{path} is not a private folder of this user")
+    return path
+
+
+def workspace(cwd: str | None = None) -> Path:
+    """The nearest folder upwards holding judge.toml or pyproject.toml, else the cwd."""
+    start = Path(cwd or os.getcwd()).resolve()
+    for folder in (start, *start.parents):
+        if (folder / "judge.toml").is_file() or (folder / "pyproject.toml").is_file():
+            return folder
+    return start
+
+
+def socket_path(cwd: str | None = None) -> Path:
+    """One socket per user (the runtime dir) and workspace (a hash of its path)."""
+    tag = hashlib.sha256(str(workspace(cwd)).encode()).hexdigest()[:16]
+    return runtime_dir() / f"judge-worker-{tag}.sock"
+
+
+def digest() -> str:
+    """The installation: every package file's path, mtime and size, the interpreter, the locks."""
+    h = hashlib.sha256(sys.executable.encode())
+    files = sorted(p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    files += sorted(PACKAGE.parent.glob("*.lock"))
+    for p in files:
+        st = p.stat()
+        h.update(f"{p}\0{st.st_mtime_ns}\0{st.st_size}\n".encode())
+    return h.hexdigest()
+
+
+def spawn(path: Path) -> None:
+    """Start a worker for ``path`` in its own session, detached from this terminal."""
+    with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
+        subprocess.Popen(
+            [sys.executable, "-m", "judge.worker.server", str(path)],
+            stdin=null_in, stdout=null_out, stderr=null_out, start_new_session=True,
+            cwd=str(workspace()), env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)
+                                       + os.pathsep + os.environ.get("PYTHONPATH", "")},
+        )
+
+
+def _connect(path: Path, start: bool) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        return sock
+    except OSError:
+        sock.close()
+    if not start:
+        return None
+    if path.exists():  # a stale socket: nobody listens
+        path.unlink(missing_ok=True)
+    spawn(path)
+    deadline = time.monotonic() + START_WAIT_S
+    while time.monotonic() < deadline:
+        time.sleep(0.02)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(str(path))
+            return sock
+        except OSError:
+            sock.close()
+    return None
+
+
+def _lines(sock: socket.socket) -> list[dict[str, int | bool]]:
+    data = b""
+    while True:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+
+
+def run(argv: list[str], start: bool = True) -> int | None:
+    """Run ``argv`` in the worker; its exit code, or None when the caller must run directly."""
+    try:
+        path = socket_path()
+        sock = _connect(path, start)
+        if sock is None:
+            return None
+        with sock:
+            head = {"digest": digest(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+            socket.send_fds(sock, [json.dumps(head).encode() + b"\n"], [0, 1, 2])
+            first = b""
+            while not first.endswith(b"\n"):
+                chunk = sock.recv(1)
+                if not chunk:
+                    return None
+                first += chunk
+            hello = json.loads(first)
+            if "pid" not in hello:
+                return None  # stale: the worker restarts itself; this run goes direct
+            child = int(hello["pid"])
+
+            def forward(signum: int, _frame: object) -> None:
+                try:
+                    os.kill(child, signum)
+                except OSError:
+                    pass
+            old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+            try:
+                answers = _lines(sock)
+            finally:
+                for s, h in old.items():
+                    signal.signal(s, h)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if not answers:
+        return None
+    last = answers[-1]
+    if "signal" in last:  # die the way the child died, as a direct run would have
+        sig = int(last["signal"])
+        signal.signal(sig, signal.SIG_DFL)
+        os.kill(os.getpid(), sig)
+        return 128 + sig
+    return int(last["exit"])
+
+
+def stop(path: Path | None = None) -> bool:
+    """Ask the worker to stop; True when one was running."""
+    path = path or socket_path()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(path))
+            sock.sendall(b'{"control": "stop"}\n')
+            sock.recv(100)
+        return True
+    except OSError:
+        return False
+
+
+def status(path: Path | None = None) -> dict[str, object] | None:
+    """The worker's status (pid, digest, idle timeout), or None when none runs."""
+    path = path or socket_path()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(5)
+            sock.connect(str(path))
+            sock.sendall(b'{"control": "status"}\n')
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = sock.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+        result: dict[str, object] = json.loads(data)
+        return result
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,162 @@
+"""The warm parent: imports the application and LiteLLM once, forks a fresh child per command.
+
+The child takes the caller's fds 0/1/2, cwd, environment and argv, runs ``judge.cli.main``
+exactly as a direct run would, and its exit status goes back to the client. A request whose
+installation digest differs from the one this worker started with makes it stop and remove its
+socket (the client runs that command directly and the next use starts a fresh worker): stale
+code is never served. The worker ends after ``JUDGE_WORKER_IDLE`` seconds (default 600) idle.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import client
+
+__all__ = ["DEFAULT_IDLE_S", "serve"]
+
+DEFAULT_IDLE_S = 600.0
+
+
+def _child(conn: socket.socket, head: dict[str, object], fds: list[int]) -> None:
+    """In the forked child: become the caller's process, run the command, never return."""
+    code = 70
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        for target, fd in zip((0, 1, 2), fds, strict=True):
+            os.dup2(fd, target)
+            os.close(fd)
+        os.chdir(str(head["cwd"]))
+        env = head["env"]
+        assert isinstance(env, dict)
+        os.environ.clear()
+        os.environ.update({str(k): str(v) for k, v in env.items()})
+        argv = head["argv"]
+        assert isinstance(argv, list)
+        sys.argv = [str(a) for a in argv]
+        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
+        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
+                                      line_buffering=os.isatty(1))
+        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+        from ..cli import main
+        try:
+            main()
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            if not isinstance(exc.code, int | None):
+                print(exc.code, file=sys.stderr)
+        except KeyboardInterrupt:
+            code = 130
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except Exception:
+            pass
+        os._exit(code)
+
+
+def _serve(conn: socket.socket, state: dict[str, float], expected: str,
+           stop: threading.Event, sock_path: Path) -> None:
+    with conn:
+        msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
+        buf = msg
+        while not buf.endswith(b"\n"):
+            chunk = conn.recv(1 << 20)
+            if not chunk:
+                break
+            buf += chunk
+        head = json.loads(buf)
+        control = head.get("control")
+        if control == "status":
+            conn.sendall(json.dumps({"pid": os.getpid(), "digest": expected,
+                                     "idle_timeout": state["idle"]}).encode() + b"\n")
+            return
+        if control == "stop":
+            conn.sendall(b'{"stopped": true}\n')
+            stop.set()
+            return
+        if head.get("digest") != expected or len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            conn.sendall(b'{"stale": true}\n')
+            stop.set()
+            return
+        pid = os.fork()
+        if pid == 0:
+            _child(conn, head, fds)
+        for fd in fds:
+            os.close(fd)
+        conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            answer = {"signal": os.WTERMSIG(status)}
+        else:
+            answer = {"exit": os.WEXITSTATUS(status)}
+        try:
+            conn.sendall(json.dumps(answer).encode() + b"\n")
+        except OSError:
+            pass
+        state["last"] = time.monotonic()
+
+
+def serve(path: Path, idle_s: float) -> None:
+    """Listen on ``path`` (mode 0600) until idle for ``idle_s`` or told to stop."""
+    expected = client.digest()
+    import judge.cli.app  # the warm part: the application and its commands
+    judge.cli.app.build_app()
+    try:
+        import litellm  # noqa: F401
+    except ImportError:
+        pass
+    path.unlink(missing_ok=True)
+    old = os.umask(0o177)
+    try:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    inode = path.stat().st_ino
+    sock.listen(16)
+    sock.settimeout(0.2)
+    state = {"last": time.monotonic(), "idle": idle_s}
+    busy: list[threading.Thread] = []
+    stop = threading.Event()
+    try:
+        while not stop.is_set():
+            busy = [t for t in busy if t.is_alive()]
+            if not busy and time.monotonic() - state["last"] > idle_s:
+                break
+            try:
+                conn, _ = sock.accept()
+            except TimeoutError:
+                continue
+            conn.settimeout(None)
+            state["last"] = time.monotonic()
+            t = threading.Thread(target=_serve, args=(conn, state, expected, stop, path),
+                                 daemon=True)
+            t.start()
+            busy.append(t)
+    finally:
+        sock.close()
+        try:
+            if path.stat().st_ino == inode:  # not a newer worker's socket
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]), float(os.environ.get("JUDGE_WORKER_IDLE", DEFAULT_IDLE_S)))
+    os._exit(0)  # imported libraries' non-daemon threads must not keep a stopped worker alive
