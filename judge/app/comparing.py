@@ -124,7 +124,7 @@ def _judge_results(results: Sequence[CaseResult], model: str) -> list[CaseResult
 def _bands(info: RunInfo, workspace: Workspace, notes: list[str]) -> tuple[Band, ...]:
     """The band scale of the run's rubric (the default scale when the file is gone)."""
     try:
-        rubric = workspace.rubric(info.rubric)
+        rubric = workspace.run_rubric(info)
     except ConfigError:
         notes.append(f"rubric {info.rubric!r} of run {info.id} is not found: bands are read "
                      f"on the default scale")
@@ -185,4 +185,4 @@ def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read labels file {path}: {exc}", fix="check the file") \
             from None
-    return human_labels(parse_labels(text, str(path)), workspace.rubric(info.rubric))
+    return human_labels(parse_labels(text, str(path)), workspace.run_rubric(info))

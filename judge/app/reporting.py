@@ -131,7 +131,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
 def _rubric(workspace: Workspace, run: RunInfo,
             notes: list[str]) -> tuple[RubricView, tuple[Band, ...]]:
     try:
-        rubric = workspace.rubric(run.rubric)
+        rubric = workspace.run_rubric(run)
     except ConfigError:
         notes.append(f"rubric {run.rubric!r} is not found: bands are read on the default "
                      f"scale")
@@ -235,7 +235,7 @@ class _Rerender:
         self.workspace = workspace
         self.renderers: dict[str, PromptRenderer | None] = {}
         try:
-            self.rubric: Rubric | None = workspace.rubric(run.rubric)
+            self.rubric: Rubric | None = workspace.run_rubric(run)
         except ConfigError:
             self.rubric = None
         self.rubric_hash = rubric_hash(self.rubric) if self.rubric is not None else None
@@ -443,7 +443,7 @@ def _agreement(judges: Sequence[_Judge], bands: Sequence[Band],
 def _bands_of(workspace: Workspace, info: RunInfo, fallback: Sequence[Band],
               notes: list[str]) -> Sequence[Band]:
     try:
-        return workspace.rubric(info.rubric).bands
+        return workspace.run_rubric(info).bands
     except ConfigError:
         notes.append(f"rubric {info.rubric!r} of run {info.id} is not found: its bands are "
                      f"read on the reported run's scale")

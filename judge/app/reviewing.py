@@ -96,7 +96,7 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
         info = store.get_run(run_id)
         results = list(store.iter_results(info.id))
         labels = LabelStore(store).of_suite(info.suite)
-    rubric = workspace.rubric(info.rubric)
+    rubric = workspace.run_rubric(info)
     head, other = _headline(info, results)
     suite_file = run_suite_file(info, workspace)
     cases = {c.id: c for c in open_suite(suite_file).cases()} if suite_file else {}
@@ -128,7 +128,7 @@ def save_labels(workspace: Workspace, run_id: str, given: Sequence[dict[str, Any
     """Store labels the page sent for cases of ``run_id``; each carries who and when."""
     with workspace.open_store() as store:
         info = store.get_run(run_id)
-        rubric = workspace.rubric(info.rubric)
+        rubric = workspace.run_rubric(info)
         at = now()
         labels = []
         for item in given:
@@ -169,7 +169,7 @@ def import_labels(workspace: Workspace, run_id: str, file: Path | None = None) -
             raise UsageError(f"cannot read labels file {source}: {exc}",
                              fix="check the path") from None
         labels = parse_labels(text, str(source))
-        rubric = workspace.rubric(info.rubric)
+        rubric = workspace.run_rubric(info)
         for lb in labels:
             check_label(lb, rubric, str(source))
         foreign = [lb for lb in labels if lb.suite != info.suite]
@@ -186,4 +186,4 @@ def next_cases(workspace: Workspace, run_id: str, n: int) -> list[tuple[str, str
         results = list(store.iter_results(info.id))
         labelled = {lb.case for lb in LabelStore(store).of_suite(info.suite)}
     head, other = _headline(info, results)
-    return pick_next(head, workspace.rubric(info.rubric), n, labelled=labelled, other=other)
+    return pick_next(head, workspace.run_rubric(info), n, labelled=labelled, other=other)

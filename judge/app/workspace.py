@@ -18,8 +18,9 @@ from typing import Any, Protocol
 from ..cache.disk import JudgmentCache
 from ..cache.signing import SECRET_ENV
 from ..cache.tiers import TieredCache
-from ..core.errors import UsageError
+from ..core.errors import ConfigError, RubricError, UsageError
 from ..core.expected import TOP_LOGPROBS
+from ..core.models import RunInfo
 from ..core.rubric import Rubric
 from ..core.secrets import Redactor, secret_values
 from ..engine.judging import Completer, JudgeSettings
@@ -39,7 +40,7 @@ from ..llm.local_client import LazyLocalClient
 from ..render.prompts import PromptRenderer
 from ..store.runs import RunStore
 from ..system.baseline_files import baseline_path
-from ..system.resources import load_rubric
+from ..system.resources import load_rubric, open_suite
 from .lifecycle import open_reaped
 from .settings import CacheModeName, Settings, load_settings
 
@@ -266,6 +267,35 @@ class Workspace:
         """A rubric by id or path: ``name``, else the ``rubric`` setting, else ``default``."""
         return load_rubric(name or self.settings.rubric or default or "task-evaluation",
                            self.root)
+
+    def run_rubric(self, run: RunInfo) -> Rubric:
+        """The rubric a stored run was judged with: by its id, else as its suite file names it.
+
+        A suite may name its rubric by path (``examples/conversation/rubric.yaml``), which
+        the run's id alone does not find (the review page, the report and ``compare`` then
+        answered "unknown rubric"). The suite's file is taken only when its id is the run's.
+        """
+        try:
+            return self.rubric(run.rubric)
+        except RubricError:
+            named = self._rubric_named_by_suite(run)
+            if named is None or named.id != run.rubric:
+                raise
+            return named
+
+    def _rubric_named_by_suite(self, run: RunInfo) -> Rubric | None:
+        path = self.path(run.suitePath) if run.suitePath else None
+        if path is None or not path.is_file():
+            return None
+        try:
+            named = open_suite(path).rubric
+            if named is None:
+                return None
+            # a path in a suite is the cwd's of the run, which is the workspace's root
+            as_path = named.endswith((".yaml", ".yml")) or "/" in named
+            return load_rubric(self.path(named) if as_path else named, self.root)
+        except ConfigError:
+            return None
 
     def renderer(self, template: str | None = None) -> PromptRenderer:
         """The prompt renderer for ``template`` (default: the ``template`` setting)."""

@@ -35,11 +35,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     target = root / "examples" / "conversation"
     shutil.copytree(ROOT / "examples" / "conversation", target)
     suite = yaml.safe_load((target / "suite.yaml").read_text())
-    # the review API looks the run's rubric up by id (a rubric given as a suite's path is
-    # not found by it: a limitation of the review service, reported), so the workspace
-    # holds the example's rubric under its id too
-    (root / "rubrics").mkdir()
-    shutil.copy(target / "rubric.yaml", root / "rubrics" / "support-conversation.yaml")
+    # the suite names its rubric by path (no rubrics/ folder here): the review service
+    # finds it through the run's suite file (Workspace.run_rubric)
+    assert not (root / "rubrics").exists()
     suite["cases"].append({"id": "hostile-turns", "input": "hostile", "conversation": [
         {"role": "user", "content": HOSTILE}, {"role": "assistant", "content": "ok " + END}]})
     (target / "suite.yaml").write_text(json.dumps(suite))
