@@ -21,6 +21,9 @@ ALLOWED: dict[tuple[str, str], frozenset[str] | None] = {
     ("client.py", "load_litellm"): frozenset({"os.environ[...] =", "os.environ.pop"}),
     # Called by a door after a run (skips litellm's exit flush), never by a library call.
     ("client.py", "quiet_exit"): frozenset({"atexit.unregister"}),
+    # The warm worker's forked child becomes the caller's process (its environment), once,
+    # before it runs the command; the worker itself keeps its own.
+    ("server.py", "_child"): frozenset({"os.environ.clear", "os.environ.update"}),
 }
 GC_CALLS = {"freeze", "unfreeze", "disable", "enable", "set_threshold", "collect"}
 ENV_WRITES = {"setdefault", "update", "pop", "clear", "popitem", "__setitem__"}

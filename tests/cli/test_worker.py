@@ -1,6 +1,6 @@
 """The warm worker (issue 32, item 1): the same bytes and exit codes as a direct run, a private
 socket, signals forwarded, fallback on any worker error, restart on a changed installation,
-an idle timeout. Every worker a test starts lives in its own runtime dir under tmp_path and is
+an idle timeout. Every worker a test starts lives in its own short runtime dir under /tmp and is
 stopped (and, if need be, killed) at the test's end.
 """
 
@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,10 +61,18 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Path]:
-    folder = tmp_path / "run"
-    folder.mkdir(mode=0o700)
+def runtime() -> Iterator[Path]:
+    # Not under tmp_path: a Unix socket's path has at most 107 bytes, and xdist's tmp_path
+    # (/tmp/pytest-of-USER/pytest-N/popen-gwK/test_…) can pass that with the socket's name.
+    folder = Path(tempfile.mkdtemp(prefix="jw-", dir="/tmp"))
     yield folder
+    try:
+        _cleanup(folder)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _cleanup(folder: Path) -> None:
     _judge(["worker", "stop"], _env(folder))
     for pid in _workers(folder):  # whatever is left (a worker still starting): stopped hard
         if not _wait(lambda p=pid: not _alive(p), 10):
