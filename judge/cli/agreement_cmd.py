@@ -15,16 +15,7 @@ from rich.markup import escape
 from ..app.agreement_history import AgreementHistory, AgreementRow, agreement_op
 from ..app.workspace import Workspace
 from ..core.intervals import Interval
-from .compare_cmd import (
-    FLIPS_SHOWN,
-    _ci,
-    _confusion,
-    _num,
-    _print_notes,
-    _rows,
-    _share,
-    _stats_table,
-)
+from .compare_cmd import _ci, _num, _share, print_human_agreement
 from .options import StoreOption
 from .output import Cell, Column, console, emit_json, plural, table
 
@@ -80,20 +71,10 @@ def _pm(value: float | None, interval: Interval | None, places: int = 2) -> str:
 
 
 def _print_detail(row: AgreementRow) -> None:
-    out = console()
     h = row.agreement
-    rows = _rows(h.overall, h.aiAll, h.categories)
-    _stats_table(f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", rows)
-    _print_notes(out, rows)
-    if h.confusion is not None:
-        _confusion(f"bands, people (rows) → {row.model} (columns), overall", h.confusion)
-    for cat, matrix in h.categoryConfusion.items():
-        _confusion(f"bands, people → {row.model}, {cat} (AI)", matrix)
-    if h.disagreements:
-        out.print("largest disagreements: " + ", ".join(
-            f"{d.caseId} {d.category} {d.human}→{d.judge}"
-            for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
-    out.print(h.verdict, markup=False)
+    print_human_agreement(
+        h, f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", row.model)
+    console().print(h.verdict, markup=False)
 
 
 def _print(history: AgreementHistory, detail: bool) -> None:

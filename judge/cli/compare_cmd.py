@@ -16,7 +16,13 @@ from rich.text import Text
 
 from ..app.comparing import compare_runs_op
 from ..app.workspace import Workspace
-from ..core.agreement import Comparison, ConfusionMatrix, PairStats, StatIntervals
+from ..core.agreement import (
+    Comparison,
+    ConfusionMatrix,
+    HumanAgreement,
+    PairStats,
+    StatIntervals,
+)
 from ..core.intervals import Interval
 from .options import StoreOption
 from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
@@ -120,6 +126,25 @@ def _print_notes(out: Any, rows: Sequence[tuple[str, PairStats]]) -> None:
         out.print(f"  [dim]… {len(seen) - 10} more notes in --json[/]")
 
 
+def print_human_agreement(h: HumanAgreement, title: str, judge: str) -> None:
+    """One judge against the people: statistics, band confusion matrices, disagreements.
+
+    ``judge compare`` and ``judge agreement`` print it alike.
+    """
+    out = console()
+    rows = _rows(h.overall, h.aiAll, h.categories)
+    _stats_table(title, rows)
+    _print_notes(out, rows)
+    if h.confusion is not None:
+        _confusion(f"bands, people (rows) → {judge} (columns), overall", h.confusion)
+    for cat, matrix in h.categoryConfusion.items():
+        _confusion(f"bands, people → {judge}, {cat} (AI)", matrix)
+    if h.disagreements:
+        out.print("largest disagreements: " + ", ".join(
+            f"{d.caseId} {d.category} {d.human}→{d.judge}"
+            for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
+
+
 def _print(comparison: Comparison) -> None:
     out = console()
     out.print("[bold]judges[/]")
@@ -163,17 +188,8 @@ def _print(comparison: Comparison) -> None:
         out.print(f"[bold]against human labels[/] ({comparison.humanLabelled} labelled cases; "
                   f"mean diff = judge − human)")
         for h in comparison.human:
-            rows = _rows(h.overall, h.aiAll, h.categories)
-            _stats_table(f"humans → {h.judge}: {plural(h.labelled, 'case')}", rows)
-            _print_notes(out, rows)
-            if h.confusion is not None:
-                _confusion(f"bands, people (rows) → {h.judge} (columns), overall", h.confusion)
-            for cat, matrix in h.categoryConfusion.items():
-                _confusion(f"bands, people → {h.judge}, {cat} (AI)", matrix)
-            if h.disagreements:
-                out.print("largest disagreements: " + ", ".join(
-                    f"{d.caseId} {d.category} {d.human}→{d.judge}"
-                    for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
+            print_human_agreement(h, f"humans → {h.judge}: {plural(h.labelled, 'case')}",
+                                  h.judge)
             out.print(f"[bold]{escape(h.verdict)}[/]")
         for p in comparison.humanPairs:
             out.print(p.verdict, markup=False)
