@@ -37,8 +37,11 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from bisect import bisect_right, insort
+from collections import Counter
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from fractions import Fraction
+from itertools import groupby
 from typing import Final, Literal
 
 from .frozen import Frozen
@@ -711,32 +714,32 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
 
 
 def quadratic_kappa(idx_a: Sequence[int], idx_b: Sequence[int], count: int) -> float | None:
-    """Quadratic-weighted Cohen's κ over band indices ``0..count-1`` (sklearn's value)."""
+    """Quadratic-weighted Cohen's κ over band indices ``0..count-1`` (sklearn's value).
+
+    The chance term sum_ij rows_i cols_j (i - j)^2 is n(sum x^2 + sum y^2) - 2 sum x sum y:
+    the same integer as the double loop over the confusion table, so the same float.
+    """
     n = len(idx_a)
     if n == 0 or count < 2:
         return None
-    rows, cols = [0] * count, [0] * count
-    observed = 0.0
-    for x, y in zip(idx_a, idx_b, strict=True):
-        rows[x] += 1
-        cols[y] += 1
-        observed += (x - y) ** 2
-    expected = sum(rows[i] * cols[j] * (i - j) ** 2 for i in range(count)
-                   for j in range(count)) / n
+    observed = sum((x - y) ** 2 for x, y in zip(idx_a, idx_b, strict=True))
+    sum_a, sum_b = sum(idx_a), sum(idx_b)
+    chance = n * (sum(x * x for x in idx_a) + sum(y * y for y in idx_b)) - 2 * sum_a * sum_b
+    expected = chance / n
     return None if expected == 0 else 1 - observed / expected
 
 
 def _ranks(values: Sequence[int]) -> list[float]:
-    order = sorted(range(len(values)), key=lambda i: values[i])
+    """Average ranks (1-based, ties share their mean rank), scipy's ``rankdata``."""
+    order = sorted(range(len(values)), key=values.__getitem__)
     ranks = [0.0] * len(values)
     i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        i = j + 1
+    for _, group in groupby(order, key=values.__getitem__):
+        members = list(group)
+        rank = i + (len(members) + 1) / 2
+        for k in members:
+            ranks[k] = rank
+        i += len(members)
     return ranks
 
 
@@ -756,20 +759,29 @@ def spearman_rho(a: Sequence[int], b: Sequence[int]) -> float | None:
     return _pearson(_ranks(a), _ranks(b))
 
 
+def _tied_pairs(values: Iterable[Hashable]) -> int:
+    return sum(c * (c - 1) // 2 for c in Counter(values).values())
+
+
 def kendall_tau_b(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Kendall's τ-b, scipy's ``kendalltau``."""
+    """Kendall's τ-b, scipy's ``kendalltau``, from integer pair counts in O(n log n).
+
+    Pairs split into concordant C, discordant D, tied in ``a`` only, in ``b`` only and in
+    both, so C + D = pairs - ties_a - ties_b + ties_both; D counts the strict inversions of
+    ``b`` once the cases are sorted by (a, b) (a tie in ``a`` is then never an inversion).
+    The counts are the pairwise loop's exactly, so the value is the same float.
+    """
     n = len(a)
-    score = ties_a = ties_b = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            da = (a[i] > a[j]) - (a[i] < a[j])
-            db = (b[i] > b[j]) - (b[i] < b[j])
-            score += da * db
-            ties_a += da == 0
-            ties_b += db == 0
     pairs = n * (n - 1) // 2
+    ties_a, ties_b = _tied_pairs(a), _tied_pairs(b)
+    untied = pairs - ties_a - ties_b + _tied_pairs(zip(a, b, strict=True))
+    seen: list[int] = []
+    discordant = 0
+    for _, y in sorted(zip(a, b, strict=True)):
+        discordant += len(seen) - bisect_right(seen, y)
+        insort(seen, y)
     denominator = (pairs - ties_a) * (pairs - ties_b)
-    return None if denominator <= 0 else score / math.sqrt(denominator)
+    return None if denominator <= 0 else (untied - 2 * discordant) / math.sqrt(denominator)
 
 
 Row = tuple[int, int, int, int]

@@ -109,7 +109,15 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
 
 
 def _resample(n: int, rng: SplitMix64) -> list[int]:
-    return [rng.below(n) for _ in range(n)]
+    """``n`` draws of ``rng.below(n)``, the bound computed once (the bootstrap's inner loop)."""
+    limit = (1 << 64) - ((1 << 64) % n)
+    out: list[int] = []
+    draw = rng.next64
+    while len(out) < n:
+        value = draw()
+        if value < limit:
+            out.append(value % n)
+    return out
 
 
 def _bca_levels(estimate: float, replicates: Sequence[float], jackknife: Sequence[float],
