@@ -4,6 +4,7 @@ sklearn, scipy, krippendorff and Krippendorff's published worked example."""
 from __future__ import annotations
 
 import json
+import math
 import random
 
 import pytest
@@ -52,6 +53,39 @@ def test_kernels_match_sklearn_and_scipy(seed: int) -> None:
         cohen_kappa_score(ia, ib, labels=list(range(5)), weights="quadratic"))
     assert spearman_rho(a, b) == pytest.approx(stats.spearmanr(a, b).statistic)
     assert kendall_tau_b(a, b) == pytest.approx(stats.kendalltau(a, b).statistic)
+
+
+def _pairwise_tau_b(a: list[int], b: list[int]) -> float | None:
+    """The definition, pair by pair: the reference the O(n log n) kernel must equal exactly."""
+    n = len(a)
+    score = ties_a = ties_b = 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            da = (a[i] > a[j]) - (a[i] < a[j])
+            db = (b[i] > b[j]) - (b[i] < b[j])
+            score += da * db
+            ties_a += da == 0
+            ties_b += db == 0
+    pairs = n * (n - 1) // 2
+    denominator = (pairs - ties_a) * (pairs - ties_b)
+    return None if denominator <= 0 else score / math.sqrt(denominator)
+
+
+def test_fast_kernels_equal_the_definitions_bit_for_bit() -> None:
+    """Sizes 0-60, 2-101 distinct values (heavy ties): the same float, not an approximation."""
+    rng = random.Random(11)
+    for _ in range(400):
+        n, k = rng.randint(0, 60), rng.choice([2, 3, 5, 101])
+        a = [rng.randrange(k) for _ in range(n)]
+        b = [rng.randrange(k) for _ in range(n)]
+        assert kendall_tau_b(a, b) == _pairwise_tau_b(a, b)
+        if n >= 2 and len(set(a)) > 1 and len(set(b)) > 1:
+            assert kendall_tau_b(a, b) == pytest.approx(stats.kendalltau(a, b).statistic)
+        count = min(k, 5)
+        ia, ib = [x % count for x in a], [x % count for x in b]
+        if n and len(set(ia) | set(ib)) > 1:
+            assert quadratic_kappa(ia, ib, count) == pytest.approx(cohen_kappa_score(
+                ia, ib, labels=list(range(count)), weights="quadratic"))
 
 
 def test_confusion_matrix_is_sklearns() -> None:
