@@ -92,17 +92,21 @@ def until_done(ws: Workspace, job_id: str) -> list[str]:
     raise AssertionError(f"batch never ended: {seen}")
 
 
+N_EQUAL = 60
+"""Cases judged live and by batch: enough for several batch lines, few enough to be quick."""
+
+
 def test_batch_run_equals_live_run(tmp_path: Path, server: Any) -> None:
-    suite = make_suite(tmp_path / "live", 200)
-    make_suite(tmp_path / "batch", 200)
+    suite = make_suite(tmp_path / "live", N_EQUAL)
+    make_suite(tmp_path / "batch", N_EQUAL)
     live_ws = open_ws(tmp_path / "live", server)
     live = run_suite(live_ws, RunRequest(suite=suite))
-    assert live.run.totals.scored == 200 and live.run.totals.calls == 200
+    assert live.run.totals.scored == N_EQUAL and live.run.totals.calls == N_EQUAL
 
     ws = open_ws(tmp_path / "batch", server)
     server.reset_stats()
     done = submit_batch(ws, RunRequest(suite=suite))
-    assert done.job is not None and done.submitted == 200 and done.cached == 0
+    assert done.job is not None and done.submitted == N_EQUAL and done.cached == 0
     assert done.job.status == "submitted" and done.job.jobs[0].status == "validating"
     early = collect_batch(ws, done.job.id)  # still in progress: nothing collected
     assert early.report is None and early.exit_code == EXIT_PENDING
@@ -113,7 +117,7 @@ def test_batch_run_equals_live_run(tmp_path: Path, server: Any) -> None:
 
     # The same cache entries (keys, requests, replies) and the same verdicts as live.
     a, b = entries(live_ws), entries(ws)
-    assert a.keys() == b.keys() and len(a) == 200
+    assert a.keys() == b.keys() and len(a) == N_EQUAL
     for key in a:
         assert a[key]["request"] == b[key]["request"]
         assert [t["text"] for t in a[key]["turns"]] == [t["text"] for t in b[key]["turns"]]
@@ -125,28 +129,28 @@ def test_batch_run_equals_live_run(tmp_path: Path, server: Any) -> None:
 
     # The ledger: every judgment billed at the batch rate, half the live price.
     t = collected.report.run.totals
-    assert (t.batchCalls, t.calls, t.judgedAnew, t.cacheHits) == (200, 0, 200, 0)
+    assert (t.batchCalls, t.calls, t.judgedAnew, t.cacheHits) == (N_EQUAL, 0, N_EQUAL, 0)
     assert t.promptTokens == live.run.totals.promptTokens
     assert live.run.totals.costUsd is not None and t.batchCostUsd is not None
     assert t.batchCostUsd == pytest.approx(live.run.totals.costUsd / 2, rel=1e-6)
     assert t.costUsd == pytest.approx(t.batchCostUsd)
     # The judge's own line says the same: paid judgments, not cache hits.
     (entry,) = t.ledger.values()
-    assert (entry.judgments, entry.cacheHits) == (200, 0)
+    assert (entry.judgments, entry.cacheHits) == (N_EQUAL, 0)
     assert (entry.promptTokens, entry.completionTokens) == (t.promptTokens, t.completionTokens)
     assert entry.costUsd == pytest.approx(t.batchCostUsd)
     with ws.open_store() as store:
-        assert store.get_run(collected.job.runId or "").totals.batchCalls == 200
+        assert store.get_run(collected.job.runId or "").totals.batchCalls == N_EQUAL
 
     # Collecting again changes nothing; a plain run now replays without a call.
     again = collect_batch(ws, done.job.id)
     assert again.report is None and again.exit_code == 0
     replay = run_suite(ws, RunRequest(suite=suite))
-    assert replay.run.totals.cacheHits == 200 and replay.run.totals.calls == 0
+    assert replay.run.totals.cacheHits == N_EQUAL and replay.run.totals.calls == 0
     assert batch_stats(server)["batches"] >= 1 and server.stats()["requests"] == 0
     # Everything cached: --batch has nothing to send.
     nothing = submit_batch(ws, RunRequest(suite=suite))
-    assert nothing.job is None and nothing.cached == 200
+    assert nothing.job is None and nothing.cached == N_EQUAL
 
 
 @pytest.mark.parametrize("live", [True, False])
