@@ -32,7 +32,7 @@ from ..core.intervals import Interval
 from ..core.labels import human_labels, parse_labels
 from ..core.models import RunInfo
 from ..core.suite import HumanLabel
-from .comparing import _bands, _human_labels, _judge_results
+from .comparing import judge_results, run_bands, suite_human_labels
 from .workspace import Workspace
 
 __all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "agreement_op"]
@@ -93,7 +93,7 @@ TRACKED: Final = ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgree
 def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path | None,
             workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
     if labels_file is None:
-        return _human_labels(infos, suite_file, workspace, notes)
+        return suite_human_labels(infos, suite_file, workspace, notes)
     try:
         text = labels_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -180,9 +180,9 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
     with workspace.open_store() as store:
         for info in infos:
             results = list(store.iter_results(info.id))
-            bands = _bands(info, workspace, notes)
+            bands = run_bands(info, workspace, notes)
             for model in info.models:
-                comparison = compare_runs({model: _judge_results(results, model)}, bands,
+                comparison = compare_runs({model: judge_results(results, model)}, bands,
                                           human=labels, intervals=True)
                 (human,) = comparison.human
                 if human.labelled == 0:

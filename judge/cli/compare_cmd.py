@@ -23,9 +23,20 @@ from ..core.agreement import (
     PairStats,
     StatIntervals,
 )
-from ..core.intervals import Interval
 from .options import StoreOption
-from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
+from .output import (
+    Cell,
+    Column,
+    band_style,
+    console,
+    emit_json,
+    interval_text,
+    number_text,
+    plural,
+    share_text,
+    styled,
+    table,
+)
 
 __all__ = ["FLIPS_SHOWN", "register"]
 
@@ -73,34 +84,21 @@ def _confusion(title: str, matrix: ConfusionMatrix) -> None:
     table(["people", *(Column(label, "right") for label in matrix.labels)], cells, title=title)
 
 
-def _num(value: float | None, places: int = 2) -> str:
-    return "—" if value is None else f"{value:.{places}f}"
-
-
 def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f}"
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0%}"
-
-
-def _ci(value: str, interval: Interval | None, places: int = 2) -> str:
-    """``value [low, high]``: the statistic with its bootstrap 95 % interval when known."""
-    if interval is None or interval.low is None or interval.high is None:
-        return value
-    return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
 
 
 def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
     cells: list[list[Cell]] = []
     for label, s in rows:
         ci = s.intervals or StatIntervals()
-        cells.append([label, str(s.n), _ci(_num(s.weightedKappa), ci.weightedKappa),
-                      _ci(_num(s.spearmanRho), ci.spearmanRho),
-                      _ci(_num(s.kendallTau), ci.kendallTau),
-                      _ci(_num(s.meanAbsDiff, 1), ci.meanAbsDiff, 1), _signed(s.meanDiff),
-                      _ci(_share(s.exactBandAgreement), ci.exactBandAgreement)])
+        cells.append([label, str(s.n),
+                      interval_text(number_text(s.weightedKappa), ci.weightedKappa),
+                      interval_text(number_text(s.spearmanRho), ci.spearmanRho),
+                      interval_text(number_text(s.kendallTau), ci.kendallTau),
+                      interval_text(number_text(s.meanAbsDiff, 1), ci.meanAbsDiff, 1),
+                      _signed(s.meanDiff),
+                      interval_text(share_text(s.exactBandAgreement), ci.exactBandAgreement)])
     table(["scores", *(Column(n, "right") for n in ("n", "κ", "ρ", "τ", "MAD", "mean diff",
                                                     "same band"))], cells, title=title)
 
@@ -174,11 +172,12 @@ def _print(comparison: Comparison) -> None:
     if comparison.alpha is not None:
         a = comparison.alpha
         out.print()
-        cells: list[list[Cell]] = [["overall (final)", _ci(_num(a.overall), a.overallInterval)],
-                                   ["all categories (AI)", _num(a.aiAll)]]
+        cells: list[list[Cell]] = [
+            ["overall (final)", interval_text(number_text(a.overall), a.overallInterval)],
+            ["all categories (AI)", number_text(a.aiAll)]]
         for cat, values in a.categories.items():
-            cells.append([f"{cat} (AI)", _num(values.get("ai"))])
-            cells.append([f"{cat} (final)", _num(values.get("final"))])
+            cells.append([f"{cat} (AI)", number_text(values.get("ai"))])
+            cells.append([f"{cat} (final)", number_text(values.get("final"))])
         table(["scores", Column("α", "right")], cells,
               title=f"Krippendorff's α ({a.level}), {len(a.judges)} judges")
         for note in a.notes:
