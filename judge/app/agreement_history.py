@@ -32,6 +32,7 @@ from ..core.intervals import Interval
 from ..core.labels import human_labels, parse_labels
 from ..core.models import RunInfo
 from ..core.suite import HumanLabel
+from ..report.review_page import review_link
 from .comparing import judge_results, run_bands, suite_human_labels
 from .workspace import Workspace
 
@@ -56,6 +57,9 @@ class AgreementRow(Frozen):
     templateId: str
     templateHash: str
     agreement: HumanAgreement
+    reviewPage: str = ""
+    """The run's review page as ``judge review RUN`` serves it; a case's place on it is
+    ``#case=ID&category=CAT`` (:func:`judge.report.review_page.review_link`)."""
 
 
 class Movement(Frozen):
@@ -192,7 +196,7 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
                     runId=info.id, createdAt=info.createdAt, model=model,
                     rubric=info.rubric, rubricHash=info.rubricHash,
                     templateId=info.templateId, templateHash=info.templateHash,
-                    agreement=human))
+                    agreement=human, reviewPage=review_link(info.id)))
     if not rows:
         raise UsageError(f"no run of suite {suite!r} scored a labelled case "
                          f"({len(labels)} labelled)",

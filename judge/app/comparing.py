@@ -145,8 +145,8 @@ def suite_human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspac
     default file, or one that does not load, is a note in ``notes``.
     """
     suite_id = infos[0].suite
-    path = explicit or next((found for info in infos
-                             if (found := run_suite_file(info, workspace)) is not None), None)
+    path = explicit or next((there for info in infos
+                             if (there := run_suite_file(info, workspace)) is not None), None)
     if path is None:
         notes.append(f"suite file of {suite_id!r} not found: no agreement with human labels "
                      f"(pass --suite FILE)")

@@ -83,7 +83,8 @@ def _pm(value: float | None, interval: Interval | None, places: int = 2) -> str:
 def _print_detail(row: AgreementRow) -> None:
     h = row.agreement
     print_human_agreement(
-        h, f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", row.model)
+        h, f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", row.model,
+        row.runId)
     console().print(h.verdict, markup=False)
 
 

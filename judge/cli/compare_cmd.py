@@ -19,10 +19,12 @@ from ..app.workspace import Workspace
 from ..core.agreement import (
     Comparison,
     ConfusionMatrix,
+    Disagreement,
     HumanAgreement,
     PairStats,
     StatIntervals,
 )
+from ..report.review_page import review_link
 from .options import StoreOption
 from .output import (
     Cell,
@@ -124,10 +126,12 @@ def _print_notes(out: Any, rows: Sequence[tuple[str, PairStats]]) -> None:
         out.print(f"  [dim]… {len(seen) - 10} more notes in --json[/]")
 
 
-def print_human_agreement(h: HumanAgreement, title: str, judge: str) -> None:
+def print_human_agreement(h: HumanAgreement, title: str, judge: str,
+                          run_id: str | None = None) -> None:
     """One judge against the people: statistics, band confusion matrices, disagreements.
 
-    ``judge compare`` and ``judge agreement`` print it alike.
+    ``judge compare`` and ``judge agreement`` print it alike. With ``run_id``, each
+    disagreement carries the address of its case on the run's review page.
     """
     out = console()
     rows = _rows(h.overall, h.aiAll, h.categories)
@@ -138,9 +142,25 @@ def print_human_agreement(h: HumanAgreement, title: str, judge: str) -> None:
     for cat, matrix in h.categoryConfusion.items():
         _confusion(f"bands, people → {judge}, {cat} (AI)", matrix)
     if h.disagreements:
-        out.print("largest disagreements: " + ", ".join(
-            f"{d.caseId} {d.category} {d.human}→{d.judge}"
-            for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
+        print_disagreements(h.disagreements, run_id)
+
+
+def print_disagreements(found: Sequence[Disagreement], run_id: str | None) -> None:
+    """The largest disagreements, one a line, each with its case's review-page address.
+
+    The address works while ``judge review RUN`` serves the run on its default port.
+    """
+    out = console()
+    where = ("; the address opens the case on the review page while "
+             f"`judge review {run_id}` runs") if run_id else ""
+    out.print(f"largest disagreements (case, category, people → judge{where}):",
+              markup=False, highlight=False)
+    for d in found[:FLIPS_SHOWN]:
+        link = f"  {review_link(run_id, d.caseId, d.category)}" if run_id else ""
+        out.print(f"  {d.caseId}  {d.category}  {d.human}→{d.judge}{link}", markup=False,
+                  highlight=False, soft_wrap=True)
+    if len(found) > FLIPS_SHOWN:
+        out.print(f"  … and {len(found) - FLIPS_SHOWN} more (--json lists them all)")
 
 
 def _print(comparison: Comparison) -> None:
@@ -186,9 +206,10 @@ def _print(comparison: Comparison) -> None:
         out.print()
         out.print(f"[bold]against human labels[/] ({comparison.humanLabelled} labelled cases; "
                   f"mean diff = judge − human)")
+        runs = {j.name: j.runId for j in comparison.judges}
         for h in comparison.human:
             print_human_agreement(h, f"humans → {h.judge}: {plural(h.labelled, 'case')}",
-                                  h.judge)
+                                  h.judge, runs.get(h.judge))
             out.print(f"[bold]{escape(h.verdict)}[/]")
         for p in comparison.humanPairs:
             out.print(p.verdict, markup=False)

@@ -4,11 +4,13 @@ digest), then set against the labels; and the statistics checked against sklearn
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
@@ -19,11 +21,13 @@ from sklearn.metrics import confusion_matrix as sk_confusion
 from judge.app.agreement_history import agreement_op
 from judge.app.reporting import ReportRequest, build_report
 from judge.app.workspace import Workspace
+from judge.cli.compare_cmd import FLIPS_SHOWN
 from judge.core.agreement import band_index
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
 from judge.report.charts import figures
 from judge.report.html import render_report
+from judge.report.review_page import review_link
 from judge.system.resources import open_suite
 
 MODEL = "hosted_vllm/fake-judge"
@@ -154,3 +158,39 @@ def test_report_plots_agreement_with_people_over_the_runs(ws: tuple[Path, str, s
     # The first run's report plots only the runs up to it.
     assert [p.runId for p in build_report(Workspace.open(root, env={}),
                                           ReportRequest(run=first)).people] == [first]
+
+
+def test_disagreements_link_to_their_case_on_the_review_page(
+        ws: tuple[Path, str, str]) -> None:
+    root, first, second = ws
+    history = agreement_op(Workspace.open(root, env={}), [first, second])
+    row = history.rows[1]
+    assert row.reviewPage == f"http://127.0.0.1:8765/review/{second}"
+    found = row.agreement.disagreements
+    assert found, "the fake judge parts from the people somewhere"
+    proc = run_judge(["agreement", second], root)  # one run: the detail is shown
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("largest disagreements"))
+    assert f"`judge review {second}` runs" in lines[head]
+    for d, line in zip(found[:FLIPS_SHOWN], lines[head + 1:], strict=False):
+        link = review_link(second, d.caseId, d.category)
+        assert line.split() == [d.caseId, d.category, f"{d.human}→{d.judge}", link]
+        assert link == (f"http://127.0.0.1:8765/review/{second}#case="
+                        f"{quote(d.caseId, safe='')}&category={d.category}")
+    data = build_report(Workspace.open(root, env={}), ReportRequest(run=second))
+    shown = data.peopleDisagreements
+    assert [(x.caseId, x.category, x.size) for x in shown] == \
+        [(d.caseId, d.category, d.size) for d in found[:len(shown)]] and shown
+    assert {x.runId for x in shown} == {second}
+    page = render_report(data)
+    for x in shown:
+        assert f'<a href="{html.escape(x.link)}" class="u">' in page
+    assert "works while that command runs" in page
+
+
+def test_review_links_are_plain_ascii_whatever_the_ids() -> None:
+    link = review_link("run-1", "a b\x1b[31m<x>&\"é", "cat/1")
+    assert link == ("http://127.0.0.1:8765/review/run-1#case=a%20b%1B%5B31m%3Cx%3E%26%22%C3%A9"
+                    "&category=cat%2F1")
+    assert review_link("r", port=9000) == "http://127.0.0.1:9000/review/r"

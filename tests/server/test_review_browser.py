@@ -26,10 +26,11 @@ import uvicorn
 from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
 from report_runs import SCRIPT, hostile_runs
 
-from judge.app.reviewing import export_labels, import_labels, labels_path
+from judge.app.reviewing import export_labels, import_labels, labels_path, review_page_data
 from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
 from judge.core.labels import parse_labels
+from judge.report.review_page import review_link
 from judge.server.app import create_app
 from judge.store.labels import LabelStore
 
@@ -189,6 +190,46 @@ def test_label_by_keys_and_clicks_reload_store_and_file_agree(
         json.loads(line)["case"] for line in text.splitlines())
     assert import_labels(ws, run_id, path) == 0  # idempotent: nothing changes
     assert export_labels(ws, run_id).read_text() == text
+
+
+def test_a_link_opens_its_case_in_a_tab_lent_the_token(
+        workspace: tuple[Path, str, str], browser: Browser) -> None:
+    """A link from the report or the terminal opens the page at its case and category; the
+    new tab has no token and borrows it from the tab judge review's address opened."""
+    root, run_id, base = workspace
+    data = review_page_data(Workspace.open(root, env={}), run_id)
+    cases, third = data["cases"], data["scale"]["bands"][2]
+    target = cases[2]
+    category = target["categories"][1]["category"]
+    holder = browser.page
+    holder.open("about:blank", "true")  # then a full load, not a same-page fragment move
+    holder.open(f"{base}/review/{run_id}#token={TOKEN}", READY)
+    assert _case_id(holder) != target["id"]
+    port = int(base.rsplit(":", 1)[1])
+    tab = browser.new_page()
+    tab.open(review_link(run_id, target["id"], category, port=port), READY)
+    assert _case_id(tab) == target["id"]
+    assert tab.evaluate("document.querySelector('#case .category.focused')"
+                        ".getAttribute('data-category')") == category
+    assert tab.evaluate("location.hash") == ""  # the fragment is read, then dropped
+    tab.evaluate("(() => { const n = document.getElementById('reviewer'); n.value = 'cy';"
+                 " n.dispatchEvent(new Event('change')); })()")
+    _key(tab, "3")  # a band on the focused category: saved with the lent token
+    tab.wait_for("document.getElementById('review').getAttribute('data-saves') === '1'")
+    assert tab.evaluate("document.getElementById('status').textContent") == \
+        f"saved {target['id']} / {category}"
+    assert tab.errors() == [] and holder.errors() == []
+    with Workspace.open(root, env={}).open_store() as store:
+        mine = [lb for lb in LabelStore(store).of_suite("task-evaluation-example")
+                if lb.reviewer == "cy"]
+    midpoint = int((third["min"] + third["max"]) / 2 + 0.5)  # as JS's Math.round
+    assert [(lb.case, lb.category, lb.score) for lb in mine] == [(target["id"], category,
+                                                                  midpoint)]
+    # in an open page, a changed fragment moves to its case too
+    other = cases[3]
+    holder.evaluate(f"location.hash = {json.dumps('case=' + other['id'])}")
+    holder.wait_for(f"document.getElementById('case').getAttribute('data-case') === "
+                    f"{json.dumps(other['id'])}")
 
 
 def test_writes_need_the_token_and_refuse_other_origins(
