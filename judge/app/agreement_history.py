@@ -26,17 +26,21 @@ from pathlib import Path
 from typing import Final
 
 from ..core.agreement import HumanAgreement, PairStats, compare_runs
-from ..core.errors import UsageError
+from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen
 from ..core.intervals import Interval
-from ..core.labels import human_labels, parse_labels
+from ..core.labels import Label, human_labels, parse_labels
 from ..core.models import RunInfo
+from ..core.panel import headline_of
 from ..core.suite import HumanLabel
 from ..report.review_page import review_link
+from ..store.labels import LabelStore
 from .comparing import judge_results, run_bands, suite_human_labels
+from .gate import headline_results
 from .workspace import Workspace
 
-__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "agreement_op"]
+__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "RunAgreement",
+           "agreement_op", "stored_agreement"]
 
 HISTORY_RUNS: Final = 20
 """Runs read when none is given: the newest of the suite."""
@@ -203,3 +207,61 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
                          fix="judge the suite (judge run SUITE) or label cases it judges")
     return AgreementHistory(suite=suite, labelled=len(labels), rows=tuple(rows),
                             movements=tuple(_movements(rows)), notes=tuple(notes))
+
+
+class RunAgreement(Frozen):
+    """A run's headline results against the people's labels in the store (``judge history``).
+
+    Point estimates on the overall scores, no intervals: ``judge agreement`` has those.
+    """
+
+    runId: str
+    judge: str
+    """The run's headline judge (a model, or the panel's aggregate)."""
+    labelled: int
+    """Cases of the suite the store holds people's labels for."""
+    n: int
+    """Of them, the cases this run scored."""
+    weightedKappa: float | None
+    meanAbsDiff: float | None
+    exactBandAgreement: float | None
+    spearmanRho: float | None
+
+
+def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
+                     ) -> dict[str, RunAgreement | None]:
+    """Each run's headline judge against its suite's labels in the run store, by run id.
+
+    None for a run whose suite has no stored label, no model judged, or whose rubric is gone
+    (the labels are read on its scale). One read of the labels per suite, one of the
+    results per run; no bootstrap.
+    """
+    out: dict[str, RunAgreement | None] = {}
+    with workspace.open_store() as store:
+        by_suite: dict[str, list[Label]] = {}
+        for info in infos:
+            labels = by_suite.get(info.suite)
+            if labels is None:
+                labels = by_suite[info.suite] = LabelStore(store).of_suite(info.suite)
+            if not labels:
+                out[info.id] = None
+                continue
+            try:
+                rubric = workspace.run_rubric(info)
+            except ConfigError:
+                out[info.id] = None
+                continue
+            human = human_labels(labels, rubric)
+            judge = headline_of(info)[0]
+            if judge is None:  # no model judged the run: nothing to set against the people
+                out[info.id] = None
+                continue
+            comparison = compare_runs({judge: headline_results(store, info)}, rubric.bands,
+                                      human=human)
+            (h,) = comparison.human
+            s = h.overall
+            out[info.id] = RunAgreement(
+                runId=info.id, judge=judge, labelled=len(human), n=s.n,
+                weightedKappa=s.weightedKappa, meanAbsDiff=s.meanAbsDiff,
+                exactBandAgreement=s.exactBandAgreement, spearmanRho=s.spearmanRho)
+    return out

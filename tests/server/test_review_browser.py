@@ -322,3 +322,97 @@ def test_judge_review_serves_the_page_with_a_fresh_token(
         proc.wait(30)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+RESEARCH_SUITE = ROOT / "examples" / "research-agent" / "suite.yaml"
+
+
+@pytest.fixture(scope="module")
+def level_workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
+    """The research-agent example (a rubric judged by level names) judged by the fake judge."""
+    root = tmp_path_factory.mktemp("review-levels")
+    shutil.copy(RESEARCH_SUITE, root / "suite.yaml")
+    fake = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        ws = Workspace.open(root, {"model": ["hosted_vllm/fake-judge"],
+                                   "api_base": f"{fake.base_url}/v1"}, env={})
+        report = run_suite(ws, RunRequest(suite=root / "suite.yaml", check=False))
+        assert report.run.status == "complete"
+    finally:
+        fake.stop()
+    served = Served(root)
+    try:
+        yield root, report.run.id, served.base
+    finally:
+        served.stop()
+
+
+def test_a_level_rubric_is_labelled_by_level_keys_and_clicks(
+        level_workspace: tuple[Path, str, str], browser: Browser) -> None:
+    root, run_id, base = level_workspace
+    data = review_page_data(Workspace.open(root, env={}), run_id)
+    assert data["scale"]["style"] == "levels"
+    levels = [lv["name"] for lv in data["scale"]["levels"]]
+    assert levels == ["excellent", "good", "acceptable", "poor", "failed"]
+    categories = [c["id"] for c in data["scale"]["categories"]]
+    page = browser.page
+    page.open("about:blank", "true")
+    page.open(f"{base}/review/{run_id}#token={TOKEN}", READY)
+    assert page.errors() == [] and page.dialogs() == []
+    page.evaluate("(() => { const n = document.getElementById('reviewer'); n.value = 'lev';"
+                  " n.dispatchEvent(new Event('change')); })()")
+    # a level rubric offers one button per level and no 0..100 score field
+    assert page.evaluate("[...document.querySelectorAll('#case .category')[0]"
+                         ".querySelectorAll('.choice')].map(b => b.getAttribute('data-choice'))"
+                         ) == levels
+    assert page.evaluate("document.querySelectorAll('#case input.score').length") == 0
+    first = _case_id(page)
+    saves = 0
+
+    def saved(expected: str) -> None:
+        nonlocal saves
+        saves += 1
+        page.wait_for(f"document.getElementById('review').getAttribute('data-saves') === "
+                      f"'{saves}'")
+        assert page.evaluate("document.getElementById('status').textContent") == expected
+
+    _key(page, "1")  # excellent on the first dimension
+    saved(f"saved {first} / {categories[0]}")
+    _key(page, "ArrowDown")
+    _key(page, "4")  # poor on the second
+    saved(f"saved {first} / {categories[1]}")
+    _key(page, "d")
+    saved(f"saved {first} / {categories[1]}")
+    _key(page, "j")
+    second = _case_id(page)
+    assert second != first
+    block = f"#case .category[data-category='{categories[2]}']"
+    page.click(f"{block} .choice[data-choice='good']")
+    saved(f"saved {second} / {categories[2]}")
+    _key(page, "6")  # no sixth level: nothing is sent
+    page.pump(0.3)
+    assert page.evaluate("document.getElementById('review').getAttribute('data-saves')") == \
+        str(saves)
+
+    page.open(f"{base}/review/{run_id}", READY)  # reload: resumes at the second case
+    assert _case_id(page) == second
+    assert _chosen(page)[categories[2]]["band"] == "2 good"
+    _key(page, "k")
+    shown = _chosen(page)
+    assert shown[categories[0]]["band"] == "1 excellent"
+    assert shown[categories[1]] == {"band": "4 poor", "verdict": "disagree", "note": ""}
+    assert page.errors() == [] and page.dialogs() == []
+
+    expected = {(first, categories[0]): ("excellent", None),
+                (first, categories[1]): ("poor", False),
+                (second, categories[2]): ("good", None)}
+    ws = Workspace.open(root, env={})
+    with ws.open_store() as store:
+        stored = LabelStore(store).of_suite("research-agent-example")
+    assert {(lb.case, lb.category): (lb.level, lb.agree) for lb in stored} == expected
+    assert all(lb.score is None and lb.reviewer == "lev" for lb in stored)
+    path = export_labels(ws, run_id)
+    from_file = parse_labels(path.read_text())
+    assert {(lb.case, lb.category): (lb.level, lb.agree) for lb in from_file} == expected
+    assert all(lb.score is None for lb in from_file)
+    assert import_labels(ws, run_id, path) == 0
