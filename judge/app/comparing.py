@@ -16,14 +16,14 @@ from ..core.agreement import Comparison, compare_runs
 from ..core.errors import ConfigError, UsageError
 from ..core.labels import human_labels, parse_labels
 from ..core.models import CaseResult, RunInfo
-from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.suite import HumanLabel
 from ..system.resources import open_suite
 from .reviewing import labels_path, run_suite_file
 from .workspace import Workspace
 
-__all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results", "run_bands",
-           "suite_human_labels"]
+__all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results",
+           "labels_file_labels", "run_bands", "suite_human_labels"]
 
 MIN_PREFIX = 8
 """Shortest run-id prefix used in a judge's name."""
@@ -170,6 +170,16 @@ def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[
 
     They are the suite's human labels too, and win over a case's inline ``human:``.
     """
+    if not labels_path(suite_file).is_file():
+        return {}
+    return labels_file_labels(suite_file, workspace.run_rubric(info))
+
+
+def labels_file_labels(suite_file: Path, rubric: Rubric) -> dict[str, HumanLabel]:
+    """The people's labels of the labels file beside ``suite_file``, read on ``rubric``.
+
+    Empty when there is no such file; UsageError when it cannot be read.
+    """
     path = labels_path(suite_file)
     if not path.is_file():
         return {}
@@ -178,4 +188,4 @@ def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read labels file {path}: {exc}", fix="check the file") \
             from None
-    return human_labels(parse_labels(text, str(path)), workspace.run_rubric(info))
+    return human_labels(parse_labels(text, str(path)), rubric)
