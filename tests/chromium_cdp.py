@@ -15,6 +15,7 @@ import struct
 import subprocess
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 import zlib
 from pathlib import Path
@@ -160,8 +161,9 @@ class Browser:
         self.proc = subprocess.Popen(
             [str(CHROMIUM), *FLAGS, f"--user-data-dir={self.profile}", "about:blank"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.extra: list[Page] = []
         try:
-            port = self._port()
+            self.port = port = self._port()
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list",
                                         timeout=STEP_TIMEOUT) as reply:
                 targets = json.loads(reply.read())
@@ -172,6 +174,19 @@ class Browser:
         except BaseException:
             self.close()
             raise
+
+    def new_page(self, url: str = "about:blank") -> Page:
+        """Another tab of the same browser (its profile, storage and origins shared)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/json/new?{urllib.parse.quote(url, safe='')}",
+            method="PUT")
+        with urllib.request.urlopen(request, timeout=STEP_TIMEOUT) as reply:
+            target = json.loads(reply.read())
+        page = Page(target["webSocketDebuggerUrl"])
+        for domain in ("Page", "Runtime", "Network", "Log"):
+            page.send(f"{domain}.enable")
+        self.extra.append(page)
+        return page
 
     def _port(self) -> int:
         marker = self.profile / "DevToolsActivePort"
@@ -190,6 +205,8 @@ class Browser:
         page = getattr(self, "page", None)
         if page is not None:
             page.close()
+        for other in getattr(self, "extra", ()):
+            other.close()
         self.proc.terminate()
         try:
             self.proc.wait(10)

@@ -26,16 +26,21 @@ from pathlib import Path
 from typing import Final
 
 from ..core.agreement import HumanAgreement, PairStats, compare_runs
-from ..core.errors import UsageError
+from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen
 from ..core.intervals import Interval
-from ..core.labels import human_labels, parse_labels
+from ..core.labels import Label, human_labels, parse_labels
 from ..core.models import RunInfo
+from ..core.panel import headline_of
 from ..core.suite import HumanLabel
-from .comparing import _bands, _human_labels, _judge_results
+from ..report.review_page import review_link
+from ..store.labels import LabelStore
+from .comparing import judge_results, run_bands, suite_human_labels
+from .gate import headline_results
 from .workspace import Workspace
 
-__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "agreement_op"]
+__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "RunAgreement",
+           "agreement_op", "stored_agreement"]
 
 HISTORY_RUNS: Final = 20
 """Runs read when none is given: the newest of the suite."""
@@ -56,6 +61,9 @@ class AgreementRow(Frozen):
     templateId: str
     templateHash: str
     agreement: HumanAgreement
+    reviewPage: str = ""
+    """The run's review page as ``judge review RUN`` serves it; a case's place on it is
+    ``#case=ID&category=CAT`` (:func:`judge.report.review_page.review_link`)."""
 
 
 class Movement(Frozen):
@@ -93,7 +101,7 @@ TRACKED: Final = ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgree
 def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path | None,
             workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
     if labels_file is None:
-        return _human_labels(infos, suite_file, workspace, notes)
+        return suite_human_labels(infos, suite_file, workspace, notes)
     try:
         text = labels_file.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
@@ -180,9 +188,9 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
     with workspace.open_store() as store:
         for info in infos:
             results = list(store.iter_results(info.id))
-            bands = _bands(info, workspace, notes)
+            bands = run_bands(info, workspace, notes)
             for model in info.models:
-                comparison = compare_runs({model: _judge_results(results, model)}, bands,
+                comparison = compare_runs({model: judge_results(results, model)}, bands,
                                           human=labels, intervals=True)
                 (human,) = comparison.human
                 if human.labelled == 0:
@@ -192,10 +200,68 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
                     runId=info.id, createdAt=info.createdAt, model=model,
                     rubric=info.rubric, rubricHash=info.rubricHash,
                     templateId=info.templateId, templateHash=info.templateHash,
-                    agreement=human))
+                    agreement=human, reviewPage=review_link(info.id)))
     if not rows:
         raise UsageError(f"no run of suite {suite!r} scored a labelled case "
                          f"({len(labels)} labelled)",
                          fix="judge the suite (judge run SUITE) or label cases it judges")
     return AgreementHistory(suite=suite, labelled=len(labels), rows=tuple(rows),
                             movements=tuple(_movements(rows)), notes=tuple(notes))
+
+
+class RunAgreement(Frozen):
+    """A run's headline results against the people's labels in the store (``judge history``).
+
+    Point estimates on the overall scores, no intervals: ``judge agreement`` has those.
+    """
+
+    runId: str
+    judge: str
+    """The run's headline judge (a model, or the panel's aggregate)."""
+    labelled: int
+    """Cases of the suite the store holds people's labels for."""
+    n: int
+    """Of them, the cases this run scored."""
+    weightedKappa: float | None
+    meanAbsDiff: float | None
+    exactBandAgreement: float | None
+    spearmanRho: float | None
+
+
+def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
+                     ) -> dict[str, RunAgreement | None]:
+    """Each run's headline judge against its suite's labels in the run store, by run id.
+
+    None for a run whose suite has no stored label, no model judged, or whose rubric is gone
+    (the labels are read on its scale). One read of the labels per suite, one of the
+    results per run; no bootstrap.
+    """
+    out: dict[str, RunAgreement | None] = {}
+    with workspace.open_store() as store:
+        by_suite: dict[str, list[Label]] = {}
+        for info in infos:
+            labels = by_suite.get(info.suite)
+            if labels is None:
+                labels = by_suite[info.suite] = LabelStore(store).of_suite(info.suite)
+            if not labels:
+                out[info.id] = None
+                continue
+            try:
+                rubric = workspace.run_rubric(info)
+            except ConfigError:
+                out[info.id] = None
+                continue
+            human = human_labels(labels, rubric)
+            judge = headline_of(info)[0]
+            if judge is None:  # no model judged the run: nothing to set against the people
+                out[info.id] = None
+                continue
+            comparison = compare_runs({judge: headline_results(store, info)}, rubric.bands,
+                                      human=human)
+            (h,) = comparison.human
+            s = h.overall
+            out[info.id] = RunAgreement(
+                runId=info.id, judge=judge, labelled=len(human), n=s.n,
+                weightedKappa=s.weightedKappa, meanAbsDiff=s.meanAbsDiff,
+                exactBandAgreement=s.exactBandAgreement, spearmanRho=s.spearmanRho)
+    return out

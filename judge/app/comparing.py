@@ -16,12 +16,14 @@ from ..core.agreement import Comparison, compare_runs
 from ..core.errors import ConfigError, UsageError
 from ..core.labels import human_labels, parse_labels
 from ..core.models import CaseResult, RunInfo
-from ..core.rubric import DEFAULT_BANDS, Band, rubric_hash
+from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.suite import HumanLabel
 from ..system.resources import open_suite
+from .reviewing import labels_path, run_suite_file
 from .workspace import Workspace
 
-__all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names"]
+__all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results",
+           "labels_file_labels", "run_bands", "suite_human_labels"]
 
 MIN_PREFIX = 8
 """Shortest run-id prefix used in a judge's name."""
@@ -47,10 +49,10 @@ def compare_runs_op(workspace: Workspace, run_ids: Sequence[str],
     notes = [f"run {info.id} is {info.status}: its missing cases are counted as missing"
              for info in infos if info.status != "complete"]
     names = judge_names(judges)
-    scales = {info.id: _bands(info, workspace, notes) for info in infos}
-    named = {name: _judge_results(results[info.id], model)
+    scales = {info.id: run_bands(info, workspace, notes) for info in infos}
+    named = {name: judge_results(results[info.id], model)
              for name, (info, model) in zip(names, judges, strict=True)}
-    human = _human_labels(infos, suite_file, workspace, notes)
+    human = suite_human_labels(infos, suite_file, workspace, notes)
     comparison = compare_runs(
         named, scales[infos[0].id], human=human, intervals=True,
         judge_bands={name: scales[info.id] for name, (info, _) in zip(names, judges,
@@ -116,12 +118,12 @@ def _short_ids(ids: Sequence[str]) -> dict[str, str]:
     return {i: i for i in ids}
 
 
-def _judge_results(results: Sequence[CaseResult], model: str) -> list[CaseResult]:
+def judge_results(results: Sequence[CaseResult], model: str) -> list[CaseResult]:
     """A judge's own results, plus the run's deterministic ones (counted, never compared)."""
     return [r for r in results if r.judge is None or r.judge.model == model]
 
 
-def _bands(info: RunInfo, workspace: Workspace, notes: list[str]) -> tuple[Band, ...]:
+def run_bands(info: RunInfo, workspace: Workspace, notes: list[str]) -> tuple[Band, ...]:
     """The band scale of the run's rubric (the default scale when the file is gone)."""
     try:
         rubric = workspace.run_rubric(info)
@@ -135,25 +137,16 @@ def _bands(info: RunInfo, workspace: Workspace, notes: list[str]) -> tuple[Band,
     return rubric.bands
 
 
-def _suite_file(infos: Sequence[RunInfo], workspace: Workspace) -> Path | None:
-    """The runs' suite file where it still is (a relative path: in the cwd or the workspace)."""
-    for info in infos:
-        if not info.suitePath:
-            continue
-        path = Path(info.suitePath)
-        candidates = [path] if path.is_absolute() else [Path.cwd() / path,
-                                                        workspace.root / path]
-        for candidate in candidates:
-            if candidate.is_file():
-                return candidate
-    return None
+def suite_human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspace: Workspace,
+                       notes: list[str]) -> dict[str, HumanLabel]:
+    """The people's labels by case id: the suite's ``human:`` fields and its labels file.
 
-
-def _human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspace: Workspace,
-                  notes: list[str]) -> dict[str, HumanLabel]:
-    """Human labels by case id from the suite file; a missing default file is a note."""
+    ``explicit`` names the suite file (default: the runs' own, where it still is); a missing
+    default file, or one that does not load, is a note in ``notes``.
+    """
     suite_id = infos[0].suite
-    path = explicit or _suite_file(infos, workspace)
+    path = explicit or next((there for info in infos
+                             if (there := run_suite_file(info, workspace)) is not None), None)
     if path is None:
         notes.append(f"suite file of {suite_id!r} not found: no agreement with human labels "
                      f"(pass --suite FILE)")
@@ -177,7 +170,17 @@ def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[
 
     They are the suite's human labels too, and win over a case's inline ``human:``.
     """
-    path = suite_file.with_name(f"{suite_file.stem}.labels.jsonl")
+    if not labels_path(suite_file).is_file():
+        return {}
+    return labels_file_labels(suite_file, workspace.run_rubric(info))
+
+
+def labels_file_labels(suite_file: Path, rubric: Rubric) -> dict[str, HumanLabel]:
+    """The people's labels of the labels file beside ``suite_file``, read on ``rubric``.
+
+    Empty when there is no such file; UsageError when it cannot be read.
+    """
+    path = labels_path(suite_file)
     if not path.is_file():
         return {}
     try:
@@ -185,4 +188,4 @@ def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[
     except (OSError, UnicodeDecodeError) as exc:
         raise UsageError(f"cannot read labels file {path}: {exc}", fix="check the file") \
             from None
-    return human_labels(parse_labels(text, str(path)), workspace.run_rubric(info))
+    return human_labels(parse_labels(text, str(path)), rubric)

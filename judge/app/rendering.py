@@ -13,6 +13,7 @@ from ..core.errors import UsageError
 from ..core.evidence import build_bundle
 from ..core.output_schema import output_schema
 from ..render.prompts import RenderedPrompt
+from .prompt_examples import with_label_examples
 from .suites import load_checked
 from .workspace import Workspace
 
@@ -56,7 +57,9 @@ def render_case(workspace: Workspace, request: RenderRequest) -> RenderedCase:
                          file=str(request.suite),
                          fix=f"use one of: {shown or '(the suite has no cases)'}")
     bundle = build_bundle(case.evidence, rubric.evidence)
-    prompt = workspace.renderer(request.template).render(rubric, case, bundle)
+    renderer, _ = with_label_examples(workspace.renderer(request.template), rubric, suite.id,
+                                      suite.cases, workspace.path(request.suite))
+    prompt = renderer.render(rubric, case, bundle)
     turns = bound_conversation(case.conversation).ids() if case.conversation else ()
     return RenderedCase(prompt=prompt, schema=output_schema(rubric, bundle.ids() + turns))
 

@@ -12,6 +12,7 @@ file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge sw
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -33,6 +34,7 @@ from ..report.data import (
     AgreementView,
     CategoryView,
     PairPoints,
+    PeopleDisagreement,
     PeoplePoint,
     ReportData,
     RubricView,
@@ -41,6 +43,7 @@ from ..report.data import (
     category_distributions,
     pair_points,
 )
+from ..report.review_page import review_link
 from ..report.samples import CaseSample, PromptMessage, PromptSource, case_sample
 from ..report.transcripts import transcripts
 from ..store.runs import RunStore
@@ -64,6 +67,9 @@ DIFF_FIELDS = ("suite", "rubric", "rubricHash", "templateId", "templateHash", "m
 """Run settings the report compares between the run and the other run."""
 
 _MIN_PREFIX = 8
+
+PEOPLE_DISAGREEMENTS = 10
+"""Disagreements with the people the report lists per judge of the reported run."""
 
 
 class ReportRequest(BaseModel):
@@ -122,7 +128,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         categories=category_distributions(results, [c.id for c in rubric.categories]),
         against=against, agreement=agreement, notes=tuple(notes),
         transcripts=shown_transcripts, samples=samples,
-        people=_people(workspace, run) if human else ())
+        **_people(workspace, run))
 
 
 # -- parts ---------------------------------------------------------------------------------
@@ -168,10 +174,12 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         return {}
 
 
-def _people(workspace: Workspace, run: RunInfo) -> tuple[PeoplePoint, ...]:
+def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
     """Agreement with people over the suite's newest runs up to this one (``judge agreement``).
 
-    Nothing when no run of them scored a labelled case (the report then has no such section).
+    ``people`` (a point per run and judge) and ``peopleDisagreements`` (this run's largest,
+    each linked to its case on the review page); nothing when no run of them scored a
+    labelled case (the report then has no such section).
     """
     with workspace.open_store() as store:
         ids = [i.id for i in store.list_runs(suite=run.suite, limit=None)
@@ -179,8 +187,15 @@ def _people(workspace: Workspace, run: RunInfo) -> tuple[PeoplePoint, ...]:
     try:
         history = agreement_op(workspace, ids)
     except UsageError:
-        return ()
+        return {}
     points = []
+    disagreements = [
+        PeopleDisagreement(runId=row.runId, model=row.model, caseId=d.caseId,
+                           category=d.category, human=d.human, judge=d.judge,
+                           humanBand=d.humanBand, judgeBand=d.judgeBand, size=d.size,
+                           link=review_link(row.runId, d.caseId, d.category))
+        for row in history.rows if row.runId == run.id
+        for d in row.agreement.disagreements[:PEOPLE_DISAGREEMENTS]]
     for row in history.rows:
         s = row.agreement.overall
         ci = s.intervals
@@ -193,7 +208,7 @@ def _people(workspace: Workspace, run: RunInfo) -> tuple[PeoplePoint, ...]:
             kappaHigh=k.high if k else None, mad=s.meanAbsDiff,
             madLow=m.low if m else None, madHigh=m.high if m else None,
             sameBand=s.exactBandAgreement))
-    return tuple(points)
+    return {"people": tuple(points), "peopleDisagreements": tuple(disagreements)}
 
 
 def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:

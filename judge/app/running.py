@@ -41,6 +41,7 @@ from ..system.clock import new_run_id, utc_now
 from ..system.resources import SuiteSource, open_suite
 from .gate import GateVerdict, gate, headline_results
 from .lifecycle import owner_here
+from .prompt_examples import with_label_examples
 from .sharding import GroupCheck, gate_group, group_settings
 from .workspace import JudgePool, Workspace
 
@@ -299,6 +300,12 @@ class _Run:
         if self.rubric.calibrated is not None and self.needs_judge:
             for model in self.models:  # a calibration maps one judge's scores, no other's
                 check_judge(self.rubric.calibrated[2], model, "this run")
+        if self.renderer is not None:  # the people's labelled examples, when the rubric asks
+            source = self.selected.source
+            self.renderer, none = with_label_examples(
+                self.renderer, self.rubric, source.id, source.cases(),
+                workspace.path(request.suite))
+            self.notices = (*self.notices, *((none,) if none else ()))
         self.rubric_hash = rubric_hash(self.rubric)
         self.plan = self._plan()
 

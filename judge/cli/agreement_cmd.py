@@ -15,9 +15,19 @@ from rich.markup import escape
 from ..app.agreement_history import AgreementHistory, AgreementRow, agreement_op
 from ..app.workspace import Workspace
 from ..core.intervals import Interval
-from .compare_cmd import _ci, _num, _share, print_human_agreement
+from .compare_cmd import print_human_agreement
 from .options import StoreOption
-from .output import Cell, Column, console, emit_json, plural, table
+from .output import (
+    Cell,
+    Column,
+    console,
+    emit_json,
+    interval_text,
+    number_text,
+    plural,
+    share_text,
+    table,
+)
 
 __all__ = ["register"]
 
@@ -67,13 +77,14 @@ def _key(row: AgreementRow) -> str:
 
 
 def _pm(value: float | None, interval: Interval | None, places: int = 2) -> str:
-    return _ci(_num(value, places), interval, places)
+    return interval_text(number_text(value, places), interval, places)
 
 
 def _print_detail(row: AgreementRow) -> None:
     h = row.agreement
     print_human_agreement(
-        h, f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", row.model)
+        h, f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", row.model,
+        row.runId)
     console().print(h.verdict, markup=False)
 
 
@@ -85,7 +96,7 @@ def _print(history: AgreementHistory, detail: bool) -> None:
         ci = s.intervals
         cells.append([row.runId, _key(row), str(row.agreement.labelled),
                       _pm(s.weightedKappa, ci.weightedKappa if ci else None),
-                      _ci(_share(s.exactBandAgreement),
+                      interval_text(share_text(s.exactBandAgreement),
                           ci.exactBandAgreement if ci else None),
                       _pm(s.meanAbsDiff, ci.meanAbsDiff if ci else None, 1),
                       _pm(s.spearmanRho, ci.spearmanRho if ci else None)])

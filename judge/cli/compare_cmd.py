@@ -19,13 +19,26 @@ from ..app.workspace import Workspace
 from ..core.agreement import (
     Comparison,
     ConfusionMatrix,
+    Disagreement,
     HumanAgreement,
     PairStats,
     StatIntervals,
 )
-from ..core.intervals import Interval
+from ..report.review_page import review_link
 from .options import StoreOption
-from .output import Cell, Column, band_style, console, emit_json, plural, styled, table
+from .output import (
+    Cell,
+    Column,
+    band_style,
+    console,
+    emit_json,
+    interval_text,
+    number_text,
+    plural,
+    share_text,
+    styled,
+    table,
+)
 
 __all__ = ["FLIPS_SHOWN", "register"]
 
@@ -73,34 +86,21 @@ def _confusion(title: str, matrix: ConfusionMatrix) -> None:
     table(["people", *(Column(label, "right") for label in matrix.labels)], cells, title=title)
 
 
-def _num(value: float | None, places: int = 2) -> str:
-    return "—" if value is None else f"{value:.{places}f}"
-
-
 def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f}"
-
-
-def _share(value: float | None) -> str:
-    return "—" if value is None else f"{value:.0%}"
-
-
-def _ci(value: str, interval: Interval | None, places: int = 2) -> str:
-    """``value [low, high]``: the statistic with its bootstrap 95 % interval when known."""
-    if interval is None or interval.low is None or interval.high is None:
-        return value
-    return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
 
 
 def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
     cells: list[list[Cell]] = []
     for label, s in rows:
         ci = s.intervals or StatIntervals()
-        cells.append([label, str(s.n), _ci(_num(s.weightedKappa), ci.weightedKappa),
-                      _ci(_num(s.spearmanRho), ci.spearmanRho),
-                      _ci(_num(s.kendallTau), ci.kendallTau),
-                      _ci(_num(s.meanAbsDiff, 1), ci.meanAbsDiff, 1), _signed(s.meanDiff),
-                      _ci(_share(s.exactBandAgreement), ci.exactBandAgreement)])
+        cells.append([label, str(s.n),
+                      interval_text(number_text(s.weightedKappa), ci.weightedKappa),
+                      interval_text(number_text(s.spearmanRho), ci.spearmanRho),
+                      interval_text(number_text(s.kendallTau), ci.kendallTau),
+                      interval_text(number_text(s.meanAbsDiff, 1), ci.meanAbsDiff, 1),
+                      _signed(s.meanDiff),
+                      interval_text(share_text(s.exactBandAgreement), ci.exactBandAgreement)])
     table(["scores", *(Column(n, "right") for n in ("n", "κ", "ρ", "τ", "MAD", "mean diff",
                                                     "same band"))], cells, title=title)
 
@@ -126,10 +126,12 @@ def _print_notes(out: Any, rows: Sequence[tuple[str, PairStats]]) -> None:
         out.print(f"  [dim]… {len(seen) - 10} more notes in --json[/]")
 
 
-def print_human_agreement(h: HumanAgreement, title: str, judge: str) -> None:
+def print_human_agreement(h: HumanAgreement, title: str, judge: str,
+                          run_id: str | None = None) -> None:
     """One judge against the people: statistics, band confusion matrices, disagreements.
 
-    ``judge compare`` and ``judge agreement`` print it alike.
+    ``judge compare`` and ``judge agreement`` print it alike. With ``run_id``, each
+    disagreement carries the address of its case on the run's review page.
     """
     out = console()
     rows = _rows(h.overall, h.aiAll, h.categories)
@@ -140,9 +142,25 @@ def print_human_agreement(h: HumanAgreement, title: str, judge: str) -> None:
     for cat, matrix in h.categoryConfusion.items():
         _confusion(f"bands, people → {judge}, {cat} (AI)", matrix)
     if h.disagreements:
-        out.print("largest disagreements: " + ", ".join(
-            f"{d.caseId} {d.category} {d.human}→{d.judge}"
-            for d in h.disagreements[:FLIPS_SHOWN]), markup=False)
+        print_disagreements(h.disagreements, run_id)
+
+
+def print_disagreements(found: Sequence[Disagreement], run_id: str | None) -> None:
+    """The largest disagreements, one a line, each with its case's review-page address.
+
+    The address works while ``judge review RUN`` serves the run on its default port.
+    """
+    out = console()
+    where = ("; the address opens the case on the review page while "
+             f"`judge review {run_id}` runs") if run_id else ""
+    out.print(f"largest disagreements (case, category, people → judge{where}):",
+              markup=False, highlight=False)
+    for d in found[:FLIPS_SHOWN]:
+        link = f"  {review_link(run_id, d.caseId, d.category)}" if run_id else ""
+        out.print(f"  {d.caseId}  {d.category}  {d.human}→{d.judge}{link}", markup=False,
+                  highlight=False, soft_wrap=True)
+    if len(found) > FLIPS_SHOWN:
+        out.print(f"  … and {len(found) - FLIPS_SHOWN} more (--json lists them all)")
 
 
 def _print(comparison: Comparison) -> None:
@@ -174,11 +192,12 @@ def _print(comparison: Comparison) -> None:
     if comparison.alpha is not None:
         a = comparison.alpha
         out.print()
-        cells: list[list[Cell]] = [["overall (final)", _ci(_num(a.overall), a.overallInterval)],
-                                   ["all categories (AI)", _num(a.aiAll)]]
+        cells: list[list[Cell]] = [
+            ["overall (final)", interval_text(number_text(a.overall), a.overallInterval)],
+            ["all categories (AI)", number_text(a.aiAll)]]
         for cat, values in a.categories.items():
-            cells.append([f"{cat} (AI)", _num(values.get("ai"))])
-            cells.append([f"{cat} (final)", _num(values.get("final"))])
+            cells.append([f"{cat} (AI)", number_text(values.get("ai"))])
+            cells.append([f"{cat} (final)", number_text(values.get("final"))])
         table(["scores", Column("α", "right")], cells,
               title=f"Krippendorff's α ({a.level}), {len(a.judges)} judges")
         for note in a.notes:
@@ -187,9 +206,10 @@ def _print(comparison: Comparison) -> None:
         out.print()
         out.print(f"[bold]against human labels[/] ({comparison.humanLabelled} labelled cases; "
                   f"mean diff = judge − human)")
+        runs = {j.name: j.runId for j in comparison.judges}
         for h in comparison.human:
             print_human_agreement(h, f"humans → {h.judge}: {plural(h.labelled, 'case')}",
-                                  h.judge)
+                                  h.judge, runs.get(h.judge))
             out.print(f"[bold]{escape(h.verdict)}[/]")
         for p in comparison.humanPairs:
             out.print(p.verdict, markup=False)

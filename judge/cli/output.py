@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.canonical import stable_json
+from ..core.intervals import Interval
 from ..core.models import JudgeLedger
 from .app import forced_plain
 
@@ -39,10 +40,13 @@ __all__ = [
     "emit_json",
     "emit_json_streaming",
     "err_console",
+    "interval_text",
     "ledger_lines",
     "markup",
+    "number_text",
     "plain_output",
     "plural",
+    "share_text",
     "styled",
     "table",
 ]
@@ -135,6 +139,23 @@ def markup(text: str) -> Text:
 def plural(count: int, noun: str, many: str | None = None) -> str:
     """``1 case``, ``2 cases``."""
     return f"{count} {noun if count == 1 else (many or noun + 's')}"
+
+
+def number_text(value: float | None, places: int = 2) -> str:
+    """A statistic with ``places`` decimals, ``—`` when unknown."""
+    return "—" if value is None else f"{value:.{places}f}"
+
+
+def share_text(value: float | None) -> str:
+    """A share as a whole percentage (``83%``), ``—`` when unknown."""
+    return "—" if value is None else f"{value:.0%}"
+
+
+def interval_text(value: str, interval: Interval | None, places: int = 2) -> str:
+    """``value [low, high]``: a statistic with its 95 % interval when known."""
+    if interval is None or interval.low is None or interval.high is None:
+        return value
+    return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
 
 
 def cost_text(cost: float | None, calls: int) -> str:

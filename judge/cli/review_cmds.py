@@ -24,6 +24,7 @@ from ..app.bind import TOKEN_ENV
 from ..app.calibrating import calibrate, fold_summary
 from ..app.reviewing import export_labels, import_labels, next_cases
 from ..app.workspace import Workspace
+from ..report.review_page import REVIEW_PORT, review_link
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table
 
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
 
 def review(
     run_id: Annotated[str, typer.Argument(metavar="RUN", help="Stored run id (or a prefix).")],
-    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free one).")] = 8765,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0: any free one).")] = REVIEW_PORT,
     export: Annotated[bool, typer.Option(
         "--export", help="Write the labels from the store to the labels file and exit.")] = False,
     import_file: Annotated[Path | None, typer.Option(
@@ -82,7 +83,7 @@ def _serve_review(workspace: Workspace, run_id: str, port: int) -> None:
     token = workspace.env.get(TOKEN_ENV) or secrets.token_urlsafe(24)
     env = {**workspace.env, TOKEN_ENV: token}
     shown = "#token=" + token if not workspace.env.get(TOKEN_ENV) else ""
-    typer.echo(f"review page: http://127.0.0.1:{port}/review/{run.id}{shown}", err=True)
+    typer.echo(f"review page: {review_link(run.id, port=port)}{shown}", err=True)
     serve(workspace.root, "127.0.0.1", port, env=env, token=token)
 
 

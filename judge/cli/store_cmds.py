@@ -9,8 +9,9 @@ stays light (``bench/shards.py`` measures it).
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.text import Text
@@ -29,9 +30,13 @@ from .output import (
     cost_text,
     emit_json,
     ledger_lines,
+    number_text,
     styled,
     table,
 )
+
+if TYPE_CHECKING:
+    from ..app.agreement_history import RunAgreement
 
 __all__ = ["register"]
 
@@ -55,14 +60,26 @@ def _workspace(store: str | None) -> StoreLocation:
 def history(
     suite: Annotated[str | None, typer.Argument(help="Only runs of this suite.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 20,
+    agreement: Annotated[bool, typer.Option(
+        "--agreement", help="Add each run's agreement with the people's labels in the store "
+                            "(weighted κ on bands, MAD, labelled cases scored).")] = False,
     store: StoreOption = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """List stored runs, newest first."""
+    """List stored runs, newest first.
+
+    With --agreement, each run's headline judge against the people's labels the store holds
+    for its suite (`judge review`), so a template edit or a judge swap that moved agreement
+    shows run by run; `judge agreement` gives the intervals and the detail.
+    """
     found = run_history(_workspace(store), suite, limit=limit)
     runs = found.runs
+    people = _agreement(store, runs) if agreement else None
     if json_out:
-        emit_json([r.model_dump(mode="json") for r in runs])
+        emit_json([{**r.model_dump(mode="json"),
+                    **({"agreement": None if (a := people.get(r.id)) is None
+                        else a.model_dump(mode="json")} if people is not None else {})}
+                   for r in runs])
         return
     out = console()
     if not runs:
@@ -73,11 +90,33 @@ def history(
         t = r.totals
         rows.append([r.id, r.createdAt[:16].replace("T", " "), r.suite, r.rubric,
                      ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cacheMisses})",
-                     cost_text(t.costUsd, t.calls + t.batchCalls), _status(r.status)])
+                     cost_text(t.costUsd, t.calls + t.batchCalls), _status(r.status),
+                     *(_agreement_cells(people.get(r.id)) if people is not None else [])])
     # The id is shown whole: it is what `judge show` takes, and its time prefix is shared by
     # runs started in the same minute. The creation time is cut to the minute.
     table(["run", "created (UTC)", "suite", "rubric", "judges",
-           "cases (scored/unscored/missing)", "cost", "status"], rows)
+           "cases (scored/unscored/missing)", "cost", "status",
+           *((Column("people κ", "right"), Column("MAD", "right"),
+              Column("labelled", "right")) if people is not None else ())], rows)
+    if people is not None and not any(people.values()):
+        out.print("no run above has people's labels in the store: label cases with "
+                  "`judge review RUN`, or load a labels file with `judge review RUN --import "
+                  "FILE`", markup=False)
+
+
+def _agreement(store: str | None, runs: Sequence[RunInfo]) -> dict[str, RunAgreement | None]:
+    # The workspace (rubrics) is opened only for --agreement: plain history stays light.
+    from ..app.agreement_history import stored_agreement
+    from ..app.workspace import Workspace
+
+    return stored_agreement(Workspace.open(overrides={"store_url": store}), runs)
+
+
+def _agreement_cells(a: RunAgreement | None) -> list[Cell]:
+    if a is None:
+        return ["—", "—", "—"]
+    return [number_text(a.weightedKappa), number_text(a.meanAbsDiff, 1),
+            f"{a.n} of {a.labelled}"]
 
 
 def show(

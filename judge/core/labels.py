@@ -27,7 +27,7 @@ from .exact import round_half_up
 from .frozen import Frozen
 from .models import CaseResult
 from .rubric import Rubric
-from .scoring import level_score
+from .scoring import compute_overall_score, level_score
 from .suite import HumanLabel
 from .validation_text import format_validation_error
 
@@ -145,12 +145,20 @@ def _scored(labels: Iterable[Label], rubric: Rubric) -> dict[tuple[str, str], di
 
 
 def human_labels(labels: Iterable[Label], rubric: Rubric) -> dict[str, HumanLabel]:
-    """Per case, the people's scores per category (reviewers averaged, half up)."""
+    """Per case, the people's scores per category (reviewers averaged, half up).
+
+    A case labelled in every category of the rubric also gets the people's overall score,
+    the rubric's weighted overall of theirs (:func:`compute_overall_score`, as the core
+    computes a case's); a partly labelled case has none (it would be another quantity).
+    """
     cases: dict[str, dict[str, int]] = {}
     for (case, cat), by in _scored(labels, rubric).items():
         mean = Fraction(sum(by.values()), len(by))
         cases.setdefault(case, {})[cat] = round_half_up(mean)
-    return {case: HumanLabel(categories=cats) for case, cats in sorted(cases.items())}
+    every = {c.id for c in rubric.categories}
+    return {case: HumanLabel(categories=cats, overall=compute_overall_score(cats, rubric)
+                             if set(cats) == every else None)
+            for case, cats in sorted(cases.items())}
 
 
 def reviewer_alpha(labels: Iterable[Label], rubric: Rubric) -> dict[str, float | None]:

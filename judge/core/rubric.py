@@ -35,6 +35,7 @@ __all__ = [
     "Band",
     "Blend",
     "Category",
+    "LabelExamples",
     "Level",
     "MissingPolicy",
     "Rubric",
@@ -99,6 +100,22 @@ class Category(Frozen):
     """For ``levels`` rubrics: what each level means for this category."""
 
 
+class LabelExamples(Frozen):
+    """Show the judge K cases the people labelled (``examples:`` in a rubric; off by default).
+
+    Chosen from the training folds only: a labelled case never sees itself or a case of its
+    own fold (``folds`` by a seeded hash of the case id, :func:`judge.core.calibration.fold_of`),
+    so agreement on every labelled case stays held out (see judge.core.label_examples).
+    """
+
+    count: int = Field(strict=True, ge=1, le=8)
+    """How many labelled examples the prompt shows."""
+    folds: int = Field(default=5, strict=True, ge=2, le=20)
+    """Folds the labelled cases are split into; a case's examples come from the others."""
+    seed: int = Field(default=0, strict=True, ge=0)
+    """Seed of the fold assignment."""
+
+
 DEFAULT_BLEND = Blend(deterministic=0.7, ai=0.3)
 DEFAULT_BANDS: tuple[Band, ...] = (
     Band(name="failing", min=0, max=39),
@@ -144,6 +161,8 @@ class Rubric(Frozen):
     calibration: str | None = None
     """A calibration file (``judge calibrate``), relative to the rubric file: the judge's AI
     scores are mapped to people's scale before the blend (see judge.core.calibration)."""
+    examples: LabelExamples | None = None
+    """Labelled examples in the prompt (a template that shows them: ``judge-examples``)."""
     _calibrated: tuple[dict[str, tuple[int, ...]], str, Any] | None = PrivateAttr(default=None)
     """The loaded calibration: its tables per category, its digest, the file's model."""
     _derived: dict[str, Any] = PrivateAttr(default_factory=dict)
@@ -219,6 +238,8 @@ def rubric_hash(rubric: Rubric) -> str:
         data["calibration"] = {"file": data["calibration"], "sha256": rubric.calibrated[1]}
     elif data["calibration"] is None:
         del data["calibration"]
+    if data["examples"] is None:  # as for calibration: an opt-in key hashes only when set
+        del data["examples"]
     return hashlib.sha256(canonical_json(data).encode()).hexdigest()
 
 

@@ -26,6 +26,13 @@ is not.
   (what the cap dropped, or none) and ``items`` (``id``, ``title``, ``excerpt``, ``refs``:
   ``(key, value)`` pairs); every string of an item is untrusted.
 
+- ``examples``: cases the people labelled, shown as examples when the rubric opts in
+  (``examples:``; :mod:`judge.core.label_examples` picks them from the training folds
+  only), empty otherwise; each with ``task`` and ``output`` (untrusted) and ``scores``:
+  ``(category, score, band)`` triples, or ``(category, score, level)`` for a level rubric
+  (trusted: rubric names and integers). The ``judge-examples`` template shows them through
+  the ``examples.md.j2`` partial, fenced like evidence.
+
 **Pairwise context** (:meth:`PromptRenderer.render_pair`, template ``pairwise``): ``task``,
 ``response_1`` and ``response_2`` (the two responses in the order shown; untrusted),
 ``criteria`` (lines of the suite's criteria; trusted configuration) and ``groups`` (as above,
@@ -66,6 +73,7 @@ rendering uses exactly that snapshot, so the hash always describes what was rend
 
 from __future__ import annotations
 
+import copy
 import functools
 import json
 import operator
@@ -92,7 +100,8 @@ from ..core.errors import TemplateError
 from ..core.evidence import EvidenceBundle
 from ..core.limits import MAX_PROMPT_CHARS
 from ..core.rubric import Rubric
-from ..core.suite import Case
+from ..core.scoring import band_for
+from ..core.suite import Case, HumanLabel
 from ..system.resources import shipped_dir
 
 __all__ = [
@@ -101,6 +110,7 @@ __all__ = [
     "RENDERER_VERSION",
     "RENDER_SECONDS",
     "TEMPLATE_SUFFIX",
+    "ExampleView",
     "PromptRenderer",
     "Quoted",
     "RenderedPrompt",
@@ -450,6 +460,35 @@ class RenderedPrompt:
 
 
 @dataclass(frozen=True, slots=True)
+class ExampleView:
+    """A labelled case shown to the judge as an example: its text and the people's scores."""
+
+    id: str
+    """The case id (not shown by the shipped partial; a case id is case data)."""
+    task: Untrusted
+    output: Untrusted
+    scores: tuple[tuple[str, int, str], ...]
+    """``(category, people's score, band or level name)`` in rubric order."""
+
+    @classmethod
+    def of(cls, case: Case, human: HumanLabel, rubric: Rubric) -> ExampleView:
+        """The example of ``case`` with the people's label ``human``, read on ``rubric``."""
+        scores = []
+        for cat in rubric.categories:
+            score = human.categories.get(cat.id)
+            if score is None:
+                continue
+            if rubric.style == "levels":  # the rubric's level nearest the people's score
+                name = min(rubric.levels, key=lambda lv: (abs(lv.value * 100 - score),
+                                                          -lv.value)).name
+            else:
+                name = band_for(score, rubric.bands)
+            scores.append((cat.id, score, name))
+        return cls(id=case.id, task=Untrusted(input_text(case.input)),
+                   output=Untrusted(output_text(case.output)), scores=tuple(scores))
+
+
+@dataclass(frozen=True, slots=True)
 class _CategoryView:
     id: str
     definition: str
@@ -715,6 +754,20 @@ class PromptRenderer:
         self._root = self._env.get_template(name)
         self._rubrics: dict[int, tuple[Rubric, _RubricView]] = {}
         self._fast_evidence = self._use_fast_evidence(name, sources)
+        self._sources = sources
+        self._examples: Mapping[str, tuple[ExampleView, ...]] = {}
+
+    @property
+    def shows_examples(self) -> bool:
+        """Whether a template of this renderer reads the ``examples`` context value."""
+        return any("examples" in meta.find_undeclared_variables(self._env.parse(src))
+                   for src, _ in self._sources.values())
+
+    def with_examples(self, by_case: Mapping[str, Sequence[ExampleView]]) -> PromptRenderer:
+        """A renderer that shows each case id's labelled examples (the same templates)."""
+        other = copy.copy(self)
+        other._examples = {k: tuple(v) for k, v in by_case.items()}
+        return other
 
     def _use_fast_evidence(self, root: str, sources: Mapping[str, tuple[str, str]]) -> bool:
         """Render the shipped evidence partial in Python when nothing else reads ``groups``.
@@ -853,6 +906,7 @@ class PromptRenderer:
             "rubric": self._rubric_context(rubric),
             "task": Untrusted(input_text(case.input)),
             "output": Untrusted(output_text(case.output)),
+            "examples": self._examples.get(case.id, ()),
             **_conversation_context(case),
         }
         if self._fast_evidence:

@@ -33,6 +33,7 @@ __all__ = [
     "CategoryView",
     "Mark",
     "PairPoints",
+    "PeopleDisagreement",
     "PeoplePoint",
     "ReportData",
     "RubricView",
@@ -173,6 +174,24 @@ class PeoplePoint(Frozen):
     sameBand: float | None = None
 
 
+class PeopleDisagreement(Frozen):
+    """A case where a judge of the reported run and the people part most, with its link.
+
+    ``link`` is the case's place on the review page (``judge review RUN`` on 127.0.0.1).
+    """
+
+    runId: str
+    model: str
+    caseId: str
+    category: str
+    human: int
+    judge: int
+    humanBand: str
+    judgeBand: str
+    size: int
+    link: str
+
+
 class ReportData(Frozen):
     """Everything one report shows."""
 
@@ -197,6 +216,8 @@ class ReportData(Frozen):
     when the suite file is gone)."""
     people: tuple[PeoplePoint, ...] = ()
     """Agreement with people over the suite's stored runs, oldest first (when labelled)."""
+    peopleDisagreements: tuple[PeopleDisagreement, ...] = ()
+    """The reported run's largest disagreements with the people, largest first."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

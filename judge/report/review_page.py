@@ -4,6 +4,12 @@ The shell holds no value of the run: the script fetches the run's cases from
 ``/api/review/RUN`` (``connect-src 'self'``) and puts every value in with ``textContent``, so
 hostile case text, evidence or rationales stay text. The script runs by its hash, never as
 an inline handler, and nothing may be loaded from elsewhere.
+
+A case's place on the page is ``/review/RUN#case=ID&category=CAT`` (:func:`review_link`): the
+page opens at that case (and category) on load and when the fragment changes. A tab opened
+without the write token in its fragment asks the page's other tabs of the same origin for
+it (a ``BroadcastChannel``), so a link from the report or the terminal opens a case while
+``judge review RUN`` runs and its printed address is open in a tab.
 """
 
 from __future__ import annotations
@@ -13,8 +19,14 @@ import hashlib
 import html
 from functools import cache
 from pathlib import Path
+from typing import Final
+from urllib.parse import quote
 
-__all__ = ["review_csp", "review_html"]
+__all__ = ["REVIEW_HOST", "REVIEW_PORT", "review_csp", "review_html", "review_link"]
+
+REVIEW_HOST: Final = "127.0.0.1"
+REVIEW_PORT: Final = 8765
+"""``judge review RUN``'s default port: the one links to the page name."""
 
 _ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -31,6 +43,20 @@ def review_csp(*, header: bool = True) -> str:
             "connect-src 'self'; img-src data:; form-action 'none'; base-uri 'none'; "
             "frame-src 'none'; object-src 'none'" + ("; frame-ancestors 'none'" if header
                                                       else ""))
+
+
+def review_link(run_id: str, case_id: str | None = None, category: str | None = None, *,
+                port: int = REVIEW_PORT) -> str:
+    """The review page of ``run_id`` at a case (and category) as ``judge review`` serves it.
+
+    ``http://127.0.0.1:8765/review/RUN#case=ID&category=CAT``: every part percent-encoded, so
+    the address is plain ASCII with no markup or terminal control in it, whatever the ids.
+    """
+    url = f"http://{REVIEW_HOST}:{port}/review/{quote(run_id, safe='')}"
+    parts = [f"{name}={quote(value, safe='')}" for name, value in (("case", case_id),
+                                                                    ("category", category))
+             if value is not None]
+    return url + ("#" + "&".join(parts) if parts else "")
 
 
 def review_html(run_id: str) -> str:

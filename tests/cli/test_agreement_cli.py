@@ -4,11 +4,13 @@ digest), then set against the labels; and the statistics checked against sklearn
 
 from __future__ import annotations
 
+import html
 import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
@@ -19,11 +21,14 @@ from sklearn.metrics import confusion_matrix as sk_confusion
 from judge.app.agreement_history import agreement_op
 from judge.app.reporting import ReportRequest, build_report
 from judge.app.workspace import Workspace
+from judge.cli.compare_cmd import FLIPS_SHOWN
 from judge.core.agreement import band_index
+from judge.core.labels import Label, dump_labels
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
 from judge.report.charts import figures
 from judge.report.html import render_report
+from judge.report.review_page import review_link
 from judge.system.resources import open_suite
 
 MODEL = "hosted_vllm/fake-judge"
@@ -154,3 +159,78 @@ def test_report_plots_agreement_with_people_over_the_runs(ws: tuple[Path, str, s
     # The first run's report plots only the runs up to it.
     assert [p.runId for p in build_report(Workspace.open(root, env={}),
                                           ReportRequest(run=first)).people] == [first]
+
+
+def test_disagreements_link_to_their_case_on_the_review_page(
+        ws: tuple[Path, str, str]) -> None:
+    root, first, second = ws
+    history = agreement_op(Workspace.open(root, env={}), [first, second])
+    row = history.rows[1]
+    assert row.reviewPage == f"http://127.0.0.1:8765/review/{second}"
+    found = row.agreement.disagreements
+    assert found, "the fake judge parts from the people somewhere"
+    proc = run_judge(["agreement", second], root)  # one run: the detail is shown
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.startswith("largest disagreements"))
+    assert f"`judge review {second}` runs" in lines[head]
+    for d, line in zip(found[:FLIPS_SHOWN], lines[head + 1:], strict=False):
+        link = review_link(second, d.caseId, d.category)
+        assert line.split() == [d.caseId, d.category, f"{d.human}→{d.judge}", link]
+        assert link == (f"http://127.0.0.1:8765/review/{second}#case="
+                        f"{quote(d.caseId, safe='')}&category={d.category}")
+    data = build_report(Workspace.open(root, env={}), ReportRequest(run=second))
+    shown = data.peopleDisagreements
+    assert [(x.caseId, x.category, x.size) for x in shown] == \
+        [(d.caseId, d.category, d.size) for d in found[:len(shown)]] and shown
+    assert {x.runId for x in shown} == {second}
+    page = render_report(data)
+    for x in shown:
+        assert f'<a href="{html.escape(x.link)}" class="u">' in page
+    assert "works while that command runs" in page
+
+
+def test_review_links_are_plain_ascii_whatever_the_ids() -> None:
+    link = review_link("run-1", "a b\x1b[31m<x>&\"é", "cat/1")
+    assert link == ("http://127.0.0.1:8765/review/run-1#case=a%20b%1B%5B31m%3Cx%3E%26%22%C3%A9"
+                    "&category=cat%2F1")
+    assert review_link("r", port=9000) == "http://127.0.0.1:9000/review/r"
+
+
+def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str],
+                                                        tmp_path: Path) -> None:
+    root, first, second = ws
+    source = open_suite(root / "suite.yaml")
+    labels = [Label(suite=source.id, case=c.id, category=cat, reviewer="ana",
+                    at="2026-12-02T19:00:00Z", score=score, run=first)
+              for c in source.cases() if c.human is not None
+              for cat, score in sorted(c.human.categories.items())]
+    assert len(labels) > 10
+    path = tmp_path / "people.labels.jsonl"
+    path.write_text(dump_labels(labels), encoding="utf-8")
+    plain = run_judge(["history", "--json"], root)
+    assert plain.returncode == 0, plain.stderr
+    assert all("agreement" not in r for r in json.loads(plain.stdout))  # unchanged shape
+    none_yet = run_judge(["history", "--agreement", "--json"], root)
+    assert [r["agreement"] for r in json.loads(none_yet.stdout)] == [None, None]
+    proc = run_judge(["review", first, "--import", str(path)], root)
+    assert proc.returncode == 0, proc.stderr
+    proc = run_judge(["history", "--agreement", "--json"], root)
+    assert proc.returncode == 0, proc.stderr
+    rows = {r["id"]: r["agreement"] for r in json.loads(proc.stdout)}
+    expected = agreement_op(Workspace.open(root, env={}), [first, second], labels_file=path)
+    assert set(rows) == {first, second}
+    for row in expected.rows:
+        got, s = rows[row.runId], row.agreement.overall
+        assert got["judge"] == MODEL and got["n"] == s.n > 5
+        assert got["labelled"] == len({lb.case for lb in labels})
+        assert got["weightedKappa"] == pytest.approx(s.weightedKappa)
+        assert got["meanAbsDiff"] == pytest.approx(s.meanAbsDiff)
+        assert got["exactBandAgreement"] == pytest.approx(s.exactBandAgreement)
+    human = run_judge(["history", "--agreement"], root)
+    assert human.returncode == 0, human.stderr
+    for row in expected.rows:
+        line = next(x for x in human.stdout.splitlines() if x.startswith(row.runId))
+        s = row.agreement.overall
+        assert f"{s.weightedKappa:.2f}" in line and f"{s.meanAbsDiff:.1f}" in line
+        assert f"{s.n} of {len({lb.case for lb in labels})}" in line

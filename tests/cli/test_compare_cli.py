@@ -17,6 +17,7 @@ from judge.app.comparing import compare_runs_op, judge_names
 from judge.app.runs import show_run
 from judge.app.workspace import Workspace as JudgeWorkspace
 from judge.core.models import RunInfo
+from judge.report.review_page import review_link
 
 PLAIN = "hosted_vllm/fake-judge"
 PLUS = "hosted_vllm/fake-judge+15"
@@ -162,6 +163,14 @@ def test_human_output_has_tables_flips_and_a_verdict(ws: Workspace,
     assert f"{PLUS} scores" in " ".join(out.split()) and "points higher" in out
     assert "against human labels" in out
     assert "nan" not in out.lower()
+    # each judge's largest disagreements with the people link to its run's review page
+    data = json.loads(ws.judge("compare", *two_runs, "--json")[1])
+    runs = {j["name"]: j["runId"] for j in data["judges"]}
+    assert any(h["disagreements"] for h in data["human"])
+    for h in data["human"]:
+        for d in h["disagreements"][:3]:
+            link = review_link(runs[h["judge"]], d["caseId"], d["category"])
+            assert f"{d['caseId']}  {d['category']}  {d['human']}→{d['judge']}  {link}" in out
 
 
 def test_same_judge_rerun_is_named_by_run_and_agrees_perfectly(

@@ -4,6 +4,8 @@ reviewers is the krippendorff package's, and `--next` deals across bands."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import krippendorff
 import numpy as np
 import pytest
@@ -19,6 +21,7 @@ from judge.core.labels import (
     reviewer_alpha,
 )
 from judge.core.models import CaseResult
+from judge.core.scoring import compute_overall_score
 from judge.system.resources import load_rubric
 
 
@@ -70,6 +73,20 @@ def test_human_labels_average_reviewers_half_up_and_alpha_matches_krippendorff()
     assert alpha[cat] == pytest.approx(krippendorff.alpha(reliability_data=data,
                                                           level_of_measurement="interval"))
     assert alpha["processCompliance"] is None
+
+
+def test_a_case_labelled_in_every_category_gets_the_rubrics_weighted_overall() -> None:
+    rubric = load_rubric("task-evaluation")
+    scores = dict(zip((c.id for c in rubric.categories), (41, 77, 90, 12, 65, 58),
+                      strict=False))
+    full = [_label("a", cat, "ana", s) for cat, s in scores.items()]
+    part = [_label("b", cat, "ana", s) for cat, s in list(scores.items())[:-1]]
+    human = human_labels([*full, *part], rubric)
+    weights = {c.id: Fraction(str(c.weight)) for c in rubric.categories}
+    exact = sum(scores[c] * w for c, w in weights.items()) / sum(weights.values())
+    assert human["a"].overall == int(exact + Fraction(1, 2))  # half up, exact
+    assert human["a"].overall == compute_overall_score(scores, rubric)
+    assert human["b"].overall is None  # a partly labelled case has no people's overall
 
 
 def test_next_deals_across_bands_and_puts_judge_disagreement_first() -> None:

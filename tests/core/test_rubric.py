@@ -77,6 +77,13 @@ def test_rubric_hash_is_stable_and_sensitive() -> None:
     assert rubric_hash(a) == rubric_hash(b)
     changed = parse_rubric(_replace(TASK_TEXT, "pass_score: 60", "pass_score: 61"), "c.yaml")
     assert rubric_hash(changed) != rubric_hash(a)
+    # examples from labels: off by default (the hash as before the key existed), part of
+    # the hash when set
+    shown = parse_rubric(_replace(TASK_TEXT, "pass_score: 60",
+                                  "pass_score: 60\nexamples: {count: 3}"), "d.yaml")
+    assert shown.examples is not None and (shown.examples.folds, shown.examples.seed) == (5, 0)
+    assert a.examples is None and rubric_hash(shown) != rubric_hash(a)
+    assert "examples" not in a.model_dump(mode="json", exclude_none=True)
 
 
 # --- broken rubrics ----------------------------------------------------------------------
@@ -121,6 +128,12 @@ BROKEN: dict[str, tuple[Mutation, str, str]] = {
                            "pass_score", "100"),
     "bad_style": (lambda: _replace(TASK_TEXT, "style: scores", "style: grades"),
                   "style", "scores"),
+    "examples_count_0": (lambda: _replace(TASK_TEXT, "pass_score: 60",
+                                          "pass_score: 60\nexamples: {count: 0}"),
+                         "examples.count", "1"),
+    "examples_unknown_key": (lambda: _replace(TASK_TEXT, "pass_score: 60",
+                                              "pass_score: 60\nexamples: {count: 2, fold: 3}"),
+                             "fold", "unknown key"),
 }
 
 

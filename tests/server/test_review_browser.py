@@ -26,10 +26,11 @@ import uvicorn
 from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
 from report_runs import SCRIPT, hostile_runs
 
-from judge.app.reviewing import export_labels, import_labels, labels_path
+from judge.app.reviewing import export_labels, import_labels, labels_path, review_page_data
 from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
 from judge.core.labels import parse_labels
+from judge.report.review_page import review_link
 from judge.server.app import create_app
 from judge.store.labels import LabelStore
 
@@ -191,6 +192,46 @@ def test_label_by_keys_and_clicks_reload_store_and_file_agree(
     assert export_labels(ws, run_id).read_text() == text
 
 
+def test_a_link_opens_its_case_in_a_tab_lent_the_token(
+        workspace: tuple[Path, str, str], browser: Browser) -> None:
+    """A link from the report or the terminal opens the page at its case and category; the
+    new tab has no token and borrows it from the tab judge review's address opened."""
+    root, run_id, base = workspace
+    data = review_page_data(Workspace.open(root, env={}), run_id)
+    cases, third = data["cases"], data["scale"]["bands"][2]
+    target = cases[2]
+    category = target["categories"][1]["category"]
+    holder = browser.page
+    holder.open("about:blank", "true")  # then a full load, not a same-page fragment move
+    holder.open(f"{base}/review/{run_id}#token={TOKEN}", READY)
+    assert _case_id(holder) != target["id"]
+    port = int(base.rsplit(":", 1)[1])
+    tab = browser.new_page()
+    tab.open(review_link(run_id, target["id"], category, port=port), READY)
+    assert _case_id(tab) == target["id"]
+    assert tab.evaluate("document.querySelector('#case .category.focused')"
+                        ".getAttribute('data-category')") == category
+    assert tab.evaluate("location.hash") == ""  # the fragment is read, then dropped
+    tab.evaluate("(() => { const n = document.getElementById('reviewer'); n.value = 'cy';"
+                 " n.dispatchEvent(new Event('change')); })()")
+    _key(tab, "3")  # a band on the focused category: saved with the lent token
+    tab.wait_for("document.getElementById('review').getAttribute('data-saves') === '1'")
+    assert tab.evaluate("document.getElementById('status').textContent") == \
+        f"saved {target['id']} / {category}"
+    assert tab.errors() == [] and holder.errors() == []
+    with Workspace.open(root, env={}).open_store() as store:
+        mine = [lb for lb in LabelStore(store).of_suite("task-evaluation-example")
+                if lb.reviewer == "cy"]
+    midpoint = int((third["min"] + third["max"]) / 2 + 0.5)  # as JS's Math.round
+    assert [(lb.case, lb.category, lb.score) for lb in mine] == [(target["id"], category,
+                                                                  midpoint)]
+    # in an open page, a changed fragment moves to its case too
+    other = cases[3]
+    holder.evaluate(f"location.hash = {json.dumps('case=' + other['id'])}")
+    holder.wait_for(f"document.getElementById('case').getAttribute('data-case') === "
+                    f"{json.dumps(other['id'])}")
+
+
 def test_writes_need_the_token_and_refuse_other_origins(
         workspace: tuple[Path, str, str]) -> None:
     _, run_id, base = workspace
@@ -281,3 +322,97 @@ def test_judge_review_serves_the_page_with_a_fresh_token(
         proc.wait(30)
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+RESEARCH_SUITE = ROOT / "examples" / "research-agent" / "suite.yaml"
+
+
+@pytest.fixture(scope="module")
+def level_workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, str]]:
+    """The research-agent example (a rubric judged by level names) judged by the fake judge."""
+    root = tmp_path_factory.mktemp("review-levels")
+    shutil.copy(RESEARCH_SUITE, root / "suite.yaml")
+    fake = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        ws = Workspace.open(root, {"model": ["hosted_vllm/fake-judge"],
+                                   "api_base": f"{fake.base_url}/v1"}, env={})
+        report = run_suite(ws, RunRequest(suite=root / "suite.yaml", check=False))
+        assert report.run.status == "complete"
+    finally:
+        fake.stop()
+    served = Served(root)
+    try:
+        yield root, report.run.id, served.base
+    finally:
+        served.stop()
+
+
+def test_a_level_rubric_is_labelled_by_level_keys_and_clicks(
+        level_workspace: tuple[Path, str, str], browser: Browser) -> None:
+    root, run_id, base = level_workspace
+    data = review_page_data(Workspace.open(root, env={}), run_id)
+    assert data["scale"]["style"] == "levels"
+    levels = [lv["name"] for lv in data["scale"]["levels"]]
+    assert levels == ["excellent", "good", "acceptable", "poor", "failed"]
+    categories = [c["id"] for c in data["scale"]["categories"]]
+    page = browser.page
+    page.open("about:blank", "true")
+    page.open(f"{base}/review/{run_id}#token={TOKEN}", READY)
+    assert page.errors() == [] and page.dialogs() == []
+    page.evaluate("(() => { const n = document.getElementById('reviewer'); n.value = 'lev';"
+                  " n.dispatchEvent(new Event('change')); })()")
+    # a level rubric offers one button per level and no 0..100 score field
+    assert page.evaluate("[...document.querySelectorAll('#case .category')[0]"
+                         ".querySelectorAll('.choice')].map(b => b.getAttribute('data-choice'))"
+                         ) == levels
+    assert page.evaluate("document.querySelectorAll('#case input.score').length") == 0
+    first = _case_id(page)
+    saves = 0
+
+    def saved(expected: str) -> None:
+        nonlocal saves
+        saves += 1
+        page.wait_for(f"document.getElementById('review').getAttribute('data-saves') === "
+                      f"'{saves}'")
+        assert page.evaluate("document.getElementById('status').textContent") == expected
+
+    _key(page, "1")  # excellent on the first dimension
+    saved(f"saved {first} / {categories[0]}")
+    _key(page, "ArrowDown")
+    _key(page, "4")  # poor on the second
+    saved(f"saved {first} / {categories[1]}")
+    _key(page, "d")
+    saved(f"saved {first} / {categories[1]}")
+    _key(page, "j")
+    second = _case_id(page)
+    assert second != first
+    block = f"#case .category[data-category='{categories[2]}']"
+    page.click(f"{block} .choice[data-choice='good']")
+    saved(f"saved {second} / {categories[2]}")
+    _key(page, "6")  # no sixth level: nothing is sent
+    page.pump(0.3)
+    assert page.evaluate("document.getElementById('review').getAttribute('data-saves')") == \
+        str(saves)
+
+    page.open(f"{base}/review/{run_id}", READY)  # reload: resumes at the second case
+    assert _case_id(page) == second
+    assert _chosen(page)[categories[2]]["band"] == "2 good"
+    _key(page, "k")
+    shown = _chosen(page)
+    assert shown[categories[0]]["band"] == "1 excellent"
+    assert shown[categories[1]] == {"band": "4 poor", "verdict": "disagree", "note": ""}
+    assert page.errors() == [] and page.dialogs() == []
+
+    expected = {(first, categories[0]): ("excellent", None),
+                (first, categories[1]): ("poor", False),
+                (second, categories[2]): ("good", None)}
+    ws = Workspace.open(root, env={})
+    with ws.open_store() as store:
+        stored = LabelStore(store).of_suite("research-agent-example")
+    assert {(lb.case, lb.category): (lb.level, lb.agree) for lb in stored} == expected
+    assert all(lb.score is None and lb.reviewer == "lev" for lb in stored)
+    path = export_labels(ws, run_id)
+    from_file = parse_labels(path.read_text())
+    assert {(lb.case, lb.category): (lb.level, lb.agree) for lb in from_file} == expected
+    assert all(lb.score is None for lb in from_file)
+    assert import_labels(ws, run_id, path) == 0

@@ -5,13 +5,39 @@
 (function () {
   const root = document.getElementById("review");
   const runId = root.getAttribute("data-run");
-  const hash = new URLSearchParams(location.hash.slice(1));
-  if (hash.get("token")) {
-    sessionStorage.setItem("judge-token", hash.get("token"));
-    history.replaceState(null, "", location.pathname);
+  // The fragment: #token=… (the address judge review prints), #case=ID&category=CAT (a
+  // link from the report or the terminal). It is read, then dropped from the address bar.
+  function fragment() {
+    const hash = new URLSearchParams(location.hash.slice(1));
+    if (hash.get("token")) sessionStorage.setItem("judge-token", hash.get("token"));
+    if (location.hash) history.replaceState(null, "", location.pathname);
+    return { case: hash.get("case"), category: hash.get("category") };
   }
-  const token = sessionStorage.getItem("judge-token") || "";
-  const headers = token ? { Authorization: "Bearer " + token } : {};
+  const wanted = fragment();
+  let token = sessionStorage.getItem("judge-token") || "";
+  // A tab opened from a link has no token: it asks the page's other tabs (same origin only).
+  const channel = "BroadcastChannel" in window ? new BroadcastChannel("judge-review-token")
+    : null;
+  if (channel) channel.addEventListener("message", ev => {
+    const m = ev.data || {};
+    if (m.ask && token) channel.postMessage({ token: token });
+    else if (typeof m.token === "string" && !token) {
+      token = m.token;
+      sessionStorage.setItem("judge-token", token);
+    }
+  });
+  function askToken() {
+    return new Promise(resolve => {
+      if (token || !channel) { resolve(); return; }
+      channel.postMessage({ ask: true });
+      let waited = 0;
+      const timer = setInterval(() => {
+        waited += 50;
+        if (token || waited >= 2000) { clearInterval(timer); resolve(); }
+      }, 50);
+    });
+  }
+  function headers() { return token ? { Authorization: "Bearer " + token } : {}; }
   let data = null, order = [], pos = 0, focusCat = 0, reviewer = "";
   const mine = new Map(); // case + "\u0000" + category -> label
 
@@ -208,7 +234,7 @@
       level: before.level ?? null, agree: before.agree ?? null, note: before.note || "",
       ...change };
     const resp = await fetch("/api/review/" + encodeURIComponent(runId) + "/labels", {
-      method: "POST", headers: { ...headers, "Content-Type": "application/json" },
+      method: "POST", headers: { ...headers(), "Content-Type": "application/json" },
       body: JSON.stringify({ reviewer: reviewer, labels: [label] }) });
     saves += 1;
     root.setAttribute("data-saves", String(saves));
@@ -262,9 +288,27 @@
       .forEach(l => mine.set(key(l.case, l.category), l));
   }
 
+  // Open at a case (and category) a link named; every filter shows it.
+  function goTo(caseId, category) {
+    const c = data.cases.find(x => x.id === caseId);
+    if (!c) { status("case " + caseId + " is not in run " + runId); return false; }
+    if (!filtered().some(x => x.id === caseId)) document.getElementById("filter").value = "all";
+    order = filtered();
+    pos = order.findIndex(x => x.id === caseId);
+    const at = c.categories.findIndex(x => x.category === category);
+    focusCat = at >= 0 ? at : 0;
+    render();
+    return true;
+  }
+
   async function start() {
-    const resp = await fetch("/api/review/" + encodeURIComponent(runId), { headers });
-    if (!resp.ok) { status("cannot load run: " + resp.status); return; }
+    await askToken();
+    const resp = await fetch("/api/review/" + encodeURIComponent(runId), { headers: headers() });
+    if (!resp.ok) {
+      status("cannot load run: " + resp.status + (resp.status === 401 ? " (open the address " +
+        "judge review printed, with its #token, in a tab; links then work in any tab)" : ""));
+      return;
+    }
     data = await resp.json();
     document.getElementById("title").textContent =
       "Review " + data.run.id + " · " + data.run.suite + " · " + data.run.rubric;
@@ -284,6 +328,11 @@
     document.addEventListener("keydown", keys);
     const last = localStorage.getItem("judge-review-pos:" + runId);
     reorder(last);
+    if (wanted.case) goTo(wanted.case, wanted.category);
+    window.addEventListener("hashchange", () => {
+      const next = fragment();
+      if (next.case) goTo(next.case, next.category);
+    });
     document.documentElement.setAttribute("data-ready", "1");
   }
   start();
