@@ -4,7 +4,8 @@ The child takes the caller's fds 0/1/2, cwd, environment and argv, runs ``judge.
 exactly as a direct run would, and its exit status goes back to the client. A request whose
 installation digest differs from the one this worker started with makes it stop and remove its
 socket (the client runs that command directly and the next use starts a fresh worker): stale
-code is never served. The worker ends after ``JUDGE_WORKER_IDLE`` seconds (default 600) idle.
+code is never served. The worker ends after ``JUDGE_WORKER_IDLE`` seconds idle (the client
+sets it from the ``worker_idle`` setting; default 600).
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from pathlib import Path
 
 from . import client
 
-__all__ = ["DEFAULT_IDLE_S", "serve"]
-
-DEFAULT_IDLE_S = 600.0
+__all__ = ["serve"]
 
 
 def _child(conn: socket.socket, head: dict[str, object], fds: list[int]) -> None:
@@ -158,5 +157,5 @@ def serve(path: Path, idle_s: float) -> None:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), float(os.environ.get("JUDGE_WORKER_IDLE", DEFAULT_IDLE_S)))
+    serve(Path(sys.argv[1]), float(os.environ.get("JUDGE_WORKER_IDLE", client.DEFAULT_IDLE_S)))
     os._exit(0)  # imported libraries' non-daemon threads must not keep a stopped worker alive

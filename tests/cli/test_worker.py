@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from judge.app.settings import Settings, load_settings
+from judge.core.errors import UsageError
 from judge.worker import client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,11 +130,63 @@ def test_worker_gives_the_same_bytes_and_exit_codes(runtime: Path) -> None:
     assert mode == 0o600
 
 
-def test_ci_and_no_worker_switch_it_off() -> None:
-    assert not client.enabled({})
-    assert client.enabled({"JUDGE_WORKER": "1"})
-    assert not client.enabled({"JUDGE_WORKER": "1", "CI": "true"})
-    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "1"})
+def test_ci_and_no_worker_switch_it_off(tmp_path: Path) -> None:
+    assert not client.enabled({}, str(tmp_path))
+    assert client.enabled({"JUDGE_WORKER": "1"}, str(tmp_path))
+    assert not client.enabled({"JUDGE_WORKER": "1", "CI": "true"}, str(tmp_path))
+    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "1"}, str(tmp_path))
+
+
+def test_the_worker_setting_and_its_precedence(tmp_path: Path) -> None:
+    """judge.toml's ``worker`` turns it on; JUDGE_WORKER overrides the file; CI and
+    JUDGE_NO_WORKER win over both; pyproject's [tool.judge] counts only without judge.toml."""
+    ws = str(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.judge]\nworker = true\n")
+    assert client.enabled({}, ws)
+    (tmp_path / "judge.toml").write_text("worker = false\n")  # judge.toml first, as the loader
+    assert not client.enabled({}, ws)
+    (tmp_path / "judge.toml").write_text("worker = true\nworker_idle = 30\n")
+    assert client.enabled({}, ws)
+    assert client.idle_seconds({}, ws) == 30
+    assert client.idle_seconds({"JUDGE_WORKER_IDLE": "7"}, ws) == 7
+    assert not client.enabled({"JUDGE_WORKER": "0"}, ws)
+    assert not client.enabled({"CI": "1"}, ws)
+    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "yes"}, ws)
+    settings, sources = load_settings(tmp_path, None, {})
+    assert (settings.worker, settings.worker_idle, sources["worker"]) == (True, 30, "judge.toml")
+    (tmp_path / "judge.toml").write_text("worker = [true\n")  # malformed: off, direct names it
+    assert not client.enabled({}, ws)
+    with pytest.raises(UsageError, match="invalid TOML"):
+        load_settings(tmp_path, None, {})
+
+
+@pytest.mark.parametrize("value", ["1", "0", "true", "FALSE", "yes", "no", "on", "off", "t",
+                                   "n", "2", "maybe", " true", "worker"])
+def test_the_client_reads_a_bool_as_the_settings_loader_does(tmp_path: Path,
+                                                              value: str) -> None:
+    """Env and file: the client's verdict is the loader's; what the loader refuses is off."""
+    try:
+        loaded: bool | None = load_settings(tmp_path, None, {"JUDGE_WORKER": value})[0].worker
+    except UsageError:
+        loaded = None
+    assert client.enabled({"JUDGE_WORKER": value}, str(tmp_path)) is (loaded is True)
+    (tmp_path / "judge.toml").write_text(f"worker = {json.dumps(value)}\n")
+    try:
+        loaded = load_settings(tmp_path, None, {})[0].worker
+    except UsageError:
+        loaded = None
+    assert client.enabled({}, str(tmp_path)) is (loaded is True)
+
+
+@pytest.mark.parametrize("value", ["30", "0", "-1", "abc", "86401", "1e3"])
+def test_the_idle_timeout_is_checked_as_the_loader_does(tmp_path: Path, value: str) -> None:
+    try:
+        loaded: float | None = load_settings(tmp_path, None,
+                                             {"JUDGE_WORKER_IDLE": value})[0].worker_idle
+    except UsageError:
+        loaded = None
+    assert client.idle_seconds({"JUDGE_WORKER_IDLE": value}, str(tmp_path)) == loaded
+    assert client.DEFAULT_IDLE_S == Settings.model_fields["worker_idle"].default
 
 
 def test_sigterm_to_the_client_ends_the_child(runtime: Path) -> None:
