@@ -79,7 +79,8 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
         control = head.get("control")
         if control == "status":
             conn.sendall(json.dumps({"pid": os.getpid(), "digest": expected,
-                                     "idle_timeout": state["idle"]}).encode() + b"\n")
+                                     "idle_timeout": state["idle"],
+                                     "served": int(state["served"])}).encode() + b"\n")
             return
         if control == "stop":
             conn.sendall(b'{"stopped": true}\n')
@@ -94,6 +95,7 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
         pid = os.fork()
         if pid == 0:
             _child(conn, head, fds)
+        state["served"] += 1
         for fd in fds:
             os.close(fd)
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
@@ -129,7 +131,7 @@ def serve(path: Path, idle_s: float) -> None:
     inode = path.stat().st_ino
     sock.listen(16)
     sock.settimeout(0.2)
-    state = {"last": time.monotonic(), "idle": idle_s}
+    state = {"last": time.monotonic(), "idle": idle_s, "served": 0.0}
     busy: list[threading.Thread] = []
     stop = threading.Event()
     try:
