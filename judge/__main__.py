@@ -1,8 +1,9 @@
 """``python -m judge`` and the ``judge`` console script.
 
 Before anything heavy is imported, the warm worker (:mod:`judge.worker`) is asked to run the
-command when it is enabled (``JUDGE_WORKER=1``; never under ``CI`` or ``JUDGE_NO_WORKER=1``);
-on any worker error the command runs directly, exactly as without the worker.
+command when it is enabled (the ``worker`` setting or ``JUDGE_WORKER=1``; never under ``CI`` or
+``JUDGE_NO_WORKER=1``); on any worker error the command runs directly, exactly as without the
+worker.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from ..core.conversation import ToolCall, Turn
 from ..core.evidence import EvidenceProfile, GroupSpec
 from ..core.rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
 from ..core.suite import Case, Check, HumanLabel, Suite
+from .settings import Settings
 
 __all__ = ["SCHEMA_DIALECT", "SchemaKind", "json_schema", "reference_page", "schema_text"]
 
@@ -228,7 +229,11 @@ def _default(prop: dict[str, Any], required: bool) -> str:
         kinds = {prop.get("type")} | {p.get("type") for p in prop.get("anyOf", ())}
         return "`{}`" if "object" in kinds else "`[]`" if "array" in kinds else "—"
     text = json.dumps(prop["default"], ensure_ascii=False)
-    return f"`{text}`" if len(text) <= 60 else "see the shipped rubrics"
+    names = isinstance(prop["default"], list) and all(isinstance(v, str)
+                                                      for v in prop["default"])
+    if len(text) <= 60 or names:
+        return f"`{text}`"  # short, or a list of names (the settings' suite globs)
+    return "see the shipped rubrics"
 
 
 def _cell(text: str) -> str:
@@ -254,13 +259,13 @@ def reference_page() -> str:
     suite, rubric = json_schema(SchemaKind.suite), json_schema(SchemaKind.rubric)
     mapping = suite["oneOf"][0]
     lines = [
-        "# Suite and rubric files: reference",
+        "# Suite, rubric and settings files: reference",
         "",
         "<!-- Generated from the pydantic models by `judge schema reference > "
         "docs/reference.md`;",
         "     tests/app/test_schemas.py fails when it is out of date. Do not edit by hand. -->",
         "",
-        "Every key, its type, its default and what it means, for the two files people write.",
+        "Every key, its type, its default and what it means, for the three files people write.",
         "The same facts as JSON Schemas (draft 2020-12), for editors and CI:",
         "[`docs/schemas/suite.schema.json`](schemas/suite.schema.json) and",
         "[`docs/schemas/rubric.schema.json`](schemas/rubric.schema.json)",
@@ -298,4 +303,17 @@ def reference_page() -> str:
     for name in ("Rubric", "Category", "Blend", "MissingPolicy", "Level", "Band",
                  "EvidenceProfile", "GroupSpec"):
         lines += _model_section(name, rubric["$defs"][name])
-    return "\n".join(lines).rstrip() + "\n"
+    lines += ["## Settings file", "",
+              "`judge.toml` in the workspace, else `[tool.judge]` in `pyproject.toml`. A "
+              "`JUDGE_<NAME>` environment variable overrides the file and a flag overrides "
+              "both; `judge config` shows the values in effect and where each came from.", ""]
+    return "\n".join([*lines, *_model_section("Settings", _settings_schema())]).rstrip() + "\n"
+
+
+def _settings_schema() -> dict[str, Any]:
+    """The settings model's schema, each key described by its attribute docstring."""
+    schema = Settings.model_json_schema()
+    for field, text in _field_docs(Settings).items():
+        schema["properties"][field]["description"] = text
+    schema["description"] = " ".join(inspect.cleandoc(Settings.__doc__ or "").split())
+    return schema

@@ -126,6 +126,11 @@ class Settings(BaseModel):
     """``judge serve``: the names the ``Host`` header may carry besides the bind address
     (and, on loopback, ``localhost``); any other is refused (DNS rebinding). A
     comma-separated string is accepted."""
+    worker: bool = False
+    """Run commands in the warm worker (docs/worker.md); ``JUDGE_NO_WORKER=1`` and ``CI`` turn
+    it off whatever this says. Read by the ``judge`` entry point before the application."""
+    worker_idle: float = Field(default=600.0, gt=0, le=86_400)
+    """Seconds the warm worker stays up with no command before it ends."""
 
     @field_validator("model", "suites", "server_hosts", mode="before")
     @classmethod

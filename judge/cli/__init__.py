@@ -19,7 +19,7 @@ from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
 from .app import PipeClosed, build_app
 
-__all__ = ["PIPE_CLOSED", "main"]
+__all__ = ["PIPE_CLOSED", "explain", "main", "print_error"]
 
 PIPE_CLOSED = 141
 """Exit status when the reader of stdout went away: 128 + SIGPIPE (13)."""
@@ -54,12 +54,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.stdout.flush()  # a pipe closed after the last write shows up here
     except (PipeClosed, BrokenPipeError):
         _pipe_closed()
-    except ConfigError as exc:
-        _error(f"error: {exc.render()}", 2)
-    except StoreError as exc:
-        _error(f"error: {exc}", 2)
     except JudgeError as exc:
-        _error(f"error: {exc}", 1)
+        _error(*explain(exc))
     except Exception as exc:  # a bug of ours: one readable line unless asked for more
         if os.environ.get("JUDGE_DEBUG"):
             raise
@@ -67,7 +63,29 @@ def main(argv: list[str] | None = None) -> None:
                "run again with JUDGE_DEBUG=1 for the traceback", 70)
 
 
+def explain(exc: JudgeError) -> tuple[str, int]:
+    """The line a failed command prints, and its exit code.
+
+    Bad input (a file, the place and the fix) and an unreadable store exit 2, any other
+    judge error 1.
+    """
+    if isinstance(exc, ConfigError):
+        return f"error: {exc.render()}", 2
+    return f"error: {exc}", 2 if isinstance(exc, StoreError) else 1
+
+
+def print_error(exc: JudgeError) -> int:
+    """Print :func:`explain`'s line (credentials masked) on stderr; its exit code."""
+    text, code = explain(exc)
+    _say(text)
+    return code
+
+
+def _say(text: str) -> None:
+    print(Redactor(secret_values(os.environ))(text), file=sys.stderr)
+
+
 def _error(text: str, code: int) -> None:
     """Print an error with every credential of the environment masked, and exit ``code``."""
-    print(Redactor(secret_values(os.environ))(text), file=sys.stderr)
+    _say(text)
     sys.exit(code)

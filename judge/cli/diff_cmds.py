@@ -27,7 +27,7 @@ from .output import (
     table,
 )
 
-__all__ = ["RATIONALE_WIDTH", "register"]
+__all__ = ["RATIONALE_WIDTH", "print_diff", "register"]
 
 
 RATIONALE_WIDTH = 60
@@ -59,7 +59,7 @@ def diff(
     if json_out:
         emit_json(report.model_dump(mode="json"))
         return
-    _print_diff(report)
+    print_diff(report)
 
 
 def stability(
@@ -127,7 +127,8 @@ def _outcome(case: CaseDiff) -> tuple[Cell, Cell]:
     return band, verdict
 
 
-def _print_diff(report: RunDiff) -> None:
+def print_diff(report: RunDiff) -> None:
+    """``judge diff``'s view: the header, the changed cases, the counts and the noise."""
     out = console()
     a, b = report.a, report.b
     out.print(f"[bold]A[/] {escape(a.id)}  vs  [bold]B[/] {escape(b.id)}  "

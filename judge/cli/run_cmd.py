@@ -13,20 +13,25 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as Bar
 from rich.text import Text
 
+from ..app.diffing import diff_runs
 from ..app.gate import GateVerdict
 from ..app.running import RunReport, RunRequest, run_suite
 from ..app.runs import iter_results
 from ..app.sharding import GroupCheck
+from ..app.watching import MAX_RERUNS, MAX_WAIT_S, Watcher, watched_files
 from ..app.workspace import Workspace
-from ..core.errors import UsageError
+from ..core.errors import JudgeError, UsageError
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import Rubric
 from ..core.shards import Shard
 from ..core.summary import Summary
 from ..engine.runner import Progress
+from ..system.resources import open_suite
 from ..system.tuning import settle_heap, tuned
+from . import print_error
 from .batch_cmds import submit as submit_batch
+from .diff_cmds import print_diff
 from .options import (
     ApiBaseOption,
     CacheDirOption,
@@ -122,6 +127,15 @@ def run(
         "--batch", help="Send the cache misses as a provider batch job (about half the "
                         "price, results within 24 h) and return at once with its id; "
                         "`judge batch wait JOB` finishes the run.")] = False,
+    watch: Annotated[bool, typer.Option(
+        "--watch", help="After the run, wait for a save of the suite, the rubric, a "
+                        "template (prompts/) or judge.toml, re-run (only changed prompts "
+                        "are re-judged), show what moved as `judge diff` does, and wait "
+                        "again. Ctrl-C ends it (exit 0; 130 if it interrupts a run).")]
+    = False,
+    watch_runs: Annotated[int, typer.Option(
+        "--watch-runs", hidden=True, min=0, help="With --watch: stop after N reruns.")]
+    = MAX_RERUNS,
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 
@@ -144,6 +158,12 @@ def run(
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
                          ids=tuple(case or ()), check=not no_check, shard=part, group=group,
                          across_judges=across_judges)
+    if watch:
+        if json_out or batch:
+            raise UsageError("--watch prints for people after every save",
+                             where="--json" if json_out else "--batch",
+                             fix="leave out --watch, or that flag")
+        raise typer.Exit(_Watch(overrides, request, watch_runs).loop())
     if batch:
         raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
@@ -343,6 +363,78 @@ def _print_comparison(verdict: GateVerdict | None) -> None:
         out.print(Text.assemble("  ", ("•", "red"), f" {reason}"))
     for sentence in c.noiseReasons:
         out.print(f"  ~ {sentence}", markup=False)
+
+
+class _Watch:
+    """``--watch``: run, then re-run on each save and print what moved against the last run.
+
+    Each rerun opens the workspace anew (a saved ``judge.toml`` counts) and goes through
+    :func:`run_suite` as a plain run does, so only the cases whose prompt changed miss the
+    cache. A bad edit prints the usual error (the file, the place, the fix) and nothing is
+    written; the watch goes on, and the next diff is against the last run that worked.
+    Bounded: ``watching.MAX_RERUNS`` reruns, ``watching.MAX_WAIT_S`` without a save.
+    """
+
+    def __init__(self, overrides: dict[str, Any], request: RunRequest, max_runs: int) -> None:
+        self.overrides, self.request, self.max_runs = overrides, request, max_runs
+        self.root = Path.cwd()
+        self.rubrics: list[str | None] = [overrides.get("rubric")]
+        self.previous: RunInfo | None = None
+        self.watcher = Watcher(files=lambda: watched_files(self.root, self.request.suite,
+                                                           self.rubrics))
+
+    def loop(self) -> int:
+        """Exit 0 when Ctrl-C ends the wait or a bound is reached; 130 when it ends a run."""
+        err = err_console()
+        for rerun in range(self.max_runs + 1):
+            self.watcher.mark()  # before the run: a save while it runs re-runs at once
+            try:
+                if self.once():
+                    return 130
+            except KeyboardInterrupt:  # outside the run proper (opening, printing)
+                return 130
+            if rerun == self.max_runs:
+                break
+            err.print(f"watching {plural(len(self.watcher.last), 'file')}: save one to re-run "
+                      "(Ctrl-C ends)", markup=False)
+            try:
+                changed = self.watcher.wait()
+            except KeyboardInterrupt:
+                return 0
+            if not changed:
+                err.print(f"no save in {MAX_WAIT_S / 3600:g} h: the watch ends", markup=False)
+                return 0
+            err.print("saved: " + ", ".join(self._shown(p) for p in changed) + "; re-running",
+                      markup=False)
+        return 0
+
+    def _shown(self, path: Path) -> str:
+        return str(path.relative_to(self.root)) if path.is_relative_to(self.root) else str(path)
+
+    def once(self) -> bool:
+        """One run and its diff against the previous one; True when Ctrl-C interrupted it."""
+        try:
+            workspace = Workspace.open(overrides=self.overrides)
+            self.rubrics[1:] = [workspace.settings.rubric, _suite_rubric(self.request.suite)]
+            report = run_suite(workspace, self.request, observer=_Display())
+        except JudgeError as exc:
+            print_error(exc)
+            return False
+        _report(workspace, report, json_out=False)
+        if self.previous is not None and not report.interrupted:
+            console().print(f"what moved since run {self.previous.id}:", markup=False)
+            print_diff(diff_runs(workspace, self.previous.id, report.run.id))
+        if not report.interrupted:
+            self.previous = report.run
+        return report.interrupted
+
+
+def _suite_rubric(suite: Path) -> str | None:
+    """The rubric the suite file names, if it can be read (the run names any error)."""
+    try:
+        return open_suite(suite).rubric
+    except (JudgeError, OSError):
+        return None
 
 
 class _Display:

@@ -3,8 +3,9 @@
 Each command runs in a child forked from a parent that has already imported the application
 (issue 32, item 1).
 
-Off by default in this first version: on only with ``JUDGE_WORKER=1``, and never when ``CI``
-is set or ``JUDGE_NO_WORKER=1``. Any worker error falls back to the direct run, unchanged.
+Off by default: on with the ``worker`` setting (``judge.toml``) or ``JUDGE_WORKER=1``, and
+never when ``CI`` is set or ``JUDGE_NO_WORKER=1`` (:func:`judge.worker.client.enabled` holds
+the order). Any worker error falls back to the direct run, unchanged.
 
 Layer: door (the CLI's front). May import: the CLI (the server side only); ``judge.__main__``
 imports the client, which imports nothing but the standard library: it decides before typer.

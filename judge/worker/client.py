@@ -18,20 +18,87 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["digest", "enabled", "run", "runtime_dir", "socket_path", "spawn", "status",
-           "stop", "workspace"]
+__all__ = ["DEFAULT_IDLE_S", "digest", "enabled", "file_settings", "idle_seconds", "run",
+           "runtime_dir", "socket_path", "spawn", "status", "stop", "workspace"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 START_WAIT_S = 10.0
+DEFAULT_IDLE_S = 600.0
 
 
-def enabled(env: os._Environ[str] | dict[str, str] = os.environ) -> bool:
-    """On only when asked (``JUDGE_WORKER=1``); always off under ``CI`` or ``JUDGE_NO_WORKER=1``."""
-    if env.get("CI") or env.get("JUDGE_NO_WORKER") == "1":
+_TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
+_FALSE = frozenset({"0", "off", "f", "false", "n", "no"})
+"""The strings pydantic reads as a bool: the settings loader and this client agree."""
+
+
+def _as_bool(value: object) -> bool | None:
+    """``value`` as the settings loader reads a bool; None when it would refuse it."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.lower()
+        return True if word in _TRUE else False if word in _FALSE else None
+    return None
+
+
+def file_settings(cwd: str | None = None) -> dict[str, object]:
+    """The settings file the application reads in ``cwd`` (judge.toml, else pyproject's).
+
+    ``judge.toml``, else ``pyproject.toml``'s ``[tool.judge]``; empty when absent or
+    unreadable (the direct run that follows then names the error).
+    """
+    folder = Path(cwd or os.getcwd())
+    for name, section in (("judge.toml", ()), ("pyproject.toml", ("tool", "judge"))):
+        path = folder / name
+        if not path.is_file():
+            continue
+        try:
+            data: object = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError):
+            return {}
+        for part in section:
+            data = data.get(part) if isinstance(data, dict) else None
+        if data is None and section:
+            continue
+        return dict(data) if isinstance(data, dict) else {}
+    return {}
+
+
+def enabled(env: Mapping[str, str] = os.environ, cwd: str | None = None) -> bool:
+    """Whether this command goes to the worker; the first rule that speaks decides.
+
+    1. ``JUDGE_NO_WORKER`` true: off.  2. ``CI`` set (non-empty): off.
+    3. ``JUDGE_WORKER`` set: its value.  4. the ``worker`` setting of the settings file.
+    5. off. A value the settings loader would refuse counts as off (the direct run names it).
+    """
+    if _as_bool(env.get("JUDGE_NO_WORKER", "")) or env.get("CI"):
         return False
-    return env.get("JUDGE_WORKER") == "1"
+    if env.get("JUDGE_WORKER"):
+        return _as_bool(env["JUDGE_WORKER"]) is True
+    return _as_bool(file_settings(cwd).get("worker", False)) is True
+
+
+def idle_seconds(env: Mapping[str, str] = os.environ, cwd: str | None = None) -> float | None:
+    """The idle timeout a new worker gets, in seconds; None when it is not valid.
+
+    ``JUDGE_WORKER_IDLE``, else the ``worker_idle`` setting, else 600 s. None when it is not
+    a number the settings loader takes (0 < s ≤ a day): the command runs directly and the
+    loader names the error.
+    """
+    raw = env.get("JUDGE_WORKER_IDLE") or file_settings(cwd).get("worker_idle", DEFAULT_IDLE_S)
+    if isinstance(raw, bool):
+        return None
+    try:
+        seconds = float(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return seconds if 0 < seconds <= 86_400 else None
 
 
 def runtime_dir() -> Path:
@@ -73,39 +140,41 @@ def digest() -> str:
     return h.hexdigest()
 
 
-def spawn(path: Path) -> None:
+def spawn(path: Path, idle_s: float = DEFAULT_IDLE_S) -> None:
     """Start a worker for ``path`` in its own session, detached from this terminal."""
     with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
         subprocess.Popen(
             [sys.executable, "-m", "judge.worker.server", str(path)],
             stdin=null_in, stdout=null_out, stderr=null_out, start_new_session=True,
-            cwd=str(workspace()), env={**os.environ, "PYTHONPATH": str(PACKAGE.parent)
-                                       + os.pathsep + os.environ.get("PYTHONPATH", "")},
+            cwd=str(workspace()), env={**os.environ, "JUDGE_WORKER_IDLE": repr(idle_s),
+                                       "PYTHONPATH": str(PACKAGE.parent) + os.pathsep
+                                       + os.environ.get("PYTHONPATH", "")},
         )
 
 
-def _connect(path: Path, start: bool) -> socket.socket | None:
+def _try_connect(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
         return sock
     except OSError:
         sock.close()
-    if not start:
         return None
+
+
+def _connect(path: Path, start: bool) -> socket.socket | None:
+    sock = _try_connect(path)
+    idle = idle_seconds()
+    if sock is not None or not start or idle is None:
+        return sock
     if path.exists():  # a stale socket: nobody listens
         path.unlink(missing_ok=True)
-    spawn(path)
+    spawn(path, idle)
     deadline = time.monotonic() + START_WAIT_S
-    while time.monotonic() < deadline:
+    while sock is None and time.monotonic() < deadline:
         time.sleep(0.02)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            sock.connect(str(path))
-            return sock
-        except OSError:
-            sock.close()
-    return None
+        sock = _try_connect(path)
+    return sock
 
 
 def _lines(sock: socket.socket) -> list[dict[str, int | bool]]:

@@ -4,7 +4,8 @@ The child takes the caller's fds 0/1/2, cwd, environment and argv, runs ``judge.
 exactly as a direct run would, and its exit status goes back to the client. A request whose
 installation digest differs from the one this worker started with makes it stop and remove its
 socket (the client runs that command directly and the next use starts a fresh worker): stale
-code is never served. The worker ends after ``JUDGE_WORKER_IDLE`` seconds (default 600) idle.
+code is never served. The worker ends after ``JUDGE_WORKER_IDLE`` seconds idle (the client
+sets it from the ``worker_idle`` setting; default 600).
 """
 
 from __future__ import annotations
@@ -21,9 +22,7 @@ from pathlib import Path
 
 from . import client
 
-__all__ = ["DEFAULT_IDLE_S", "serve"]
-
-DEFAULT_IDLE_S = 600.0
+__all__ = ["serve"]
 
 
 def _child(conn: socket.socket, head: dict[str, object], fds: list[int]) -> None:
@@ -80,7 +79,8 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
         control = head.get("control")
         if control == "status":
             conn.sendall(json.dumps({"pid": os.getpid(), "digest": expected,
-                                     "idle_timeout": state["idle"]}).encode() + b"\n")
+                                     "idle_timeout": state["idle"],
+                                     "served": int(state["served"])}).encode() + b"\n")
             return
         if control == "stop":
             conn.sendall(b'{"stopped": true}\n')
@@ -95,6 +95,7 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
         pid = os.fork()
         if pid == 0:
             _child(conn, head, fds)
+        state["served"] += 1
         for fd in fds:
             os.close(fd)
         conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
@@ -130,7 +131,7 @@ def serve(path: Path, idle_s: float) -> None:
     inode = path.stat().st_ino
     sock.listen(16)
     sock.settimeout(0.2)
-    state = {"last": time.monotonic(), "idle": idle_s}
+    state = {"last": time.monotonic(), "idle": idle_s, "served": 0.0}
     busy: list[threading.Thread] = []
     stop = threading.Event()
     try:
@@ -158,5 +159,5 @@ def serve(path: Path, idle_s: float) -> None:
 
 
 if __name__ == "__main__":
-    serve(Path(sys.argv[1]), float(os.environ.get("JUDGE_WORKER_IDLE", DEFAULT_IDLE_S)))
+    serve(Path(sys.argv[1]), float(os.environ.get("JUDGE_WORKER_IDLE", client.DEFAULT_IDLE_S)))
     os._exit(0)  # imported libraries' non-daemon threads must not keep a stopped worker alive

@@ -6,8 +6,10 @@ stopped (and, if need be, killed) at the test's end.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -16,11 +18,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import EXAMPLE_SUITE, judge_env
 
+from judge.app.settings import Settings, load_settings
+from judge.app.workspace import Workspace
+from judge.core.errors import UsageError
 from judge.worker import client
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,11 +135,63 @@ def test_worker_gives_the_same_bytes_and_exit_codes(runtime: Path) -> None:
     assert mode == 0o600
 
 
-def test_ci_and_no_worker_switch_it_off() -> None:
-    assert not client.enabled({})
-    assert client.enabled({"JUDGE_WORKER": "1"})
-    assert not client.enabled({"JUDGE_WORKER": "1", "CI": "true"})
-    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "1"})
+def test_ci_and_no_worker_switch_it_off(tmp_path: Path) -> None:
+    assert not client.enabled({}, str(tmp_path))
+    assert client.enabled({"JUDGE_WORKER": "1"}, str(tmp_path))
+    assert not client.enabled({"JUDGE_WORKER": "1", "CI": "true"}, str(tmp_path))
+    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "1"}, str(tmp_path))
+
+
+def test_the_worker_setting_and_its_precedence(tmp_path: Path) -> None:
+    """judge.toml's ``worker`` turns it on; JUDGE_WORKER overrides the file; CI and
+    JUDGE_NO_WORKER win over both; pyproject's [tool.judge] counts only without judge.toml."""
+    ws = str(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.judge]\nworker = true\n")
+    assert client.enabled({}, ws)
+    (tmp_path / "judge.toml").write_text("worker = false\n")  # judge.toml first, as the loader
+    assert not client.enabled({}, ws)
+    (tmp_path / "judge.toml").write_text("worker = true\nworker_idle = 30\n")
+    assert client.enabled({}, ws)
+    assert client.idle_seconds({}, ws) == 30
+    assert client.idle_seconds({"JUDGE_WORKER_IDLE": "7"}, ws) == 7
+    assert not client.enabled({"JUDGE_WORKER": "0"}, ws)
+    assert not client.enabled({"CI": "1"}, ws)
+    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "yes"}, ws)
+    settings, sources = load_settings(tmp_path, None, {})
+    assert (settings.worker, settings.worker_idle, sources["worker"]) == (True, 30, "judge.toml")
+    (tmp_path / "judge.toml").write_text("worker = [true\n")  # malformed: off, direct names it
+    assert not client.enabled({}, ws)
+    with pytest.raises(UsageError, match="invalid TOML"):
+        load_settings(tmp_path, None, {})
+
+
+@pytest.mark.parametrize("value", ["1", "0", "true", "FALSE", "yes", "no", "on", "off", "t",
+                                   "n", "2", "maybe", " true", "worker"])
+def test_the_client_reads_a_bool_as_the_settings_loader_does(tmp_path: Path,
+                                                              value: str) -> None:
+    """Env and file: the client's verdict is the loader's; what the loader refuses is off."""
+    try:
+        loaded: bool | None = load_settings(tmp_path, None, {"JUDGE_WORKER": value})[0].worker
+    except UsageError:
+        loaded = None
+    assert client.enabled({"JUDGE_WORKER": value}, str(tmp_path)) is (loaded is True)
+    (tmp_path / "judge.toml").write_text(f"worker = {json.dumps(value)}\n")
+    try:
+        loaded = load_settings(tmp_path, None, {})[0].worker
+    except UsageError:
+        loaded = None
+    assert client.enabled({}, str(tmp_path)) is (loaded is True)
+
+
+@pytest.mark.parametrize("value", ["30", "0", "-1", "abc", "86401", "1e3"])
+def test_the_idle_timeout_is_checked_as_the_loader_does(tmp_path: Path, value: str) -> None:
+    try:
+        loaded: float | None = load_settings(tmp_path, None,
+                                             {"JUDGE_WORKER_IDLE": value})[0].worker_idle
+    except UsageError:
+        loaded = None
+    assert client.idle_seconds({"JUDGE_WORKER_IDLE": value}, str(tmp_path)) == loaded
+    assert client.DEFAULT_IDLE_S == Settings.model_fields["worker_idle"].default
 
 
 def test_sigterm_to_the_client_ends_the_child(runtime: Path) -> None:
@@ -218,3 +277,157 @@ def test_the_idle_timeout_ends_the_worker(runtime: Path) -> None:
     assert _wait(lambda: not _alive(worker), 30)
     assert not any(runtime.iterdir())
     assert _status(env) is None
+
+
+# -- equivalence on the loopback fake judge -------------------------------------------------
+
+MODEL = "hosted_vllm/fake-judge"
+RUN_ID = re.compile(r"\d{8}T\d{6}-[0-9a-f]{6}")
+ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?"
+                      r"(?:Z|[+-]\d{2}:\d{2})?")
+SECONDS = re.compile(r"\b\d+\.\d+ ?s\b")
+PROGRESS = re.compile(r"^judged \d+/\d+ · .*\n", re.MULTILINE)
+LEGITIMATE = ("run ids (a timestamp and a random tag), timestamps, wall and call durations, "
+              "the process id a run records, a cache entry's digest (it covers its createdAt), "
+              "the workspace's own path, and stderr's progress lines (one every 5 s: how "
+              "many a run prints depends on how long it takes, the worker's point)")
+"""What two direct runs in two workspaces differ by too; everything else must be the same."""
+TIMED = re.compile(r'"(createdAt|finishedAt|startedAt|wallSeconds|latencyMs|elapsedMs|seconds|'
+                   r'pid)": (?:"[^"]*"|[-+.\deE]+|null)')
+"""JSON keys whose values are durations, moments or a process id."""
+
+
+def _normal(text: str, root: Path) -> str:
+    """``text`` with the legitimately different parts replaced, run ids by order of use."""
+    ids: dict[str, str] = {}
+    text = text.replace(str(root), "WORKSPACE")
+    text = RUN_ID.sub(lambda m: ids.setdefault(m.group(), f"RUN{len(ids) + 1}"), text)
+    text = re.sub(r"\b\d{8}T\d{6}\b", "STAMP", text)  # a run id's time, shown alone
+    text = TIMED.sub(lambda m: f'"{m.group(1)}": T', text)
+    return PROGRESS.sub("", SECONDS.sub("Ns", ISO_TIME.sub("TIME", text)))
+
+
+def _rows(root: Path) -> list[str]:
+    """Every stored run and case result, oldest first, less the legitimately different."""
+    with Workspace.open(root, env={}).open_store() as store:
+        runs = sorted(store.list_runs(limit=None), key=lambda r: r.id)
+        rows: list[Any] = []
+        for run in runs:
+            rows.append(run.model_dump(mode="json"))
+            rows += [r.model_dump(mode="json") for r in store.iter_results(run.id)]
+    return _normal(json.dumps(rows, indent=1, sort_keys=True), root).splitlines()
+
+
+def _entries(export: Path) -> list[str]:
+    """A cache export's entries, each without its digest (it covers the entry's createdAt)."""
+    lines = []
+    for line in export.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(line)
+        entry.pop("digest")
+        lines.append(_normal(json.dumps(entry, indent=1, sort_keys=True), export.parent))
+    return lines
+
+
+def _delta(seen: dict[str, tuple[str, str, int]]) -> str:
+    """Where the two sides differ, as a unified diff (the assertion's message)."""
+    return "\n".join(difflib.unified_diff(
+        "\n".join(map(str, seen["direct"])).splitlines(),
+        "\n".join(map(str, seen["worker"])).splitlines(), "direct", "worker", lineterm=""))
+
+
+def _run_ids(root: Path) -> list[str]:
+    with Workspace.open(root, env={}).open_store() as store:
+        return sorted(r.id for r in store.list_runs(limit=None))
+
+
+def test_a_set_of_commands_gives_the_same_everything_both_ways(
+        runtime: Path, fake_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """stdout and stderr bytes, exit codes, the report's and the cache export's bytes, the
+    store's rows: identical with and without the worker, but for ``LEGITIMATE``."""
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # this process asks the worker too
+    roots = {"direct": tmp_path / "direct", "worker": tmp_path / "worker"}
+    try:
+        _equivalence(roots, runtime, fake_server)
+    finally:
+        client.stop(client.socket_path(str(roots["worker"])))
+
+
+def _equivalence(roots: dict[str, Path], runtime: Path, fake_server: Any) -> None:
+    env = {k: v for k, v in judge_env().items() if k != "CI"}
+    env.update(XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
+    envs = {"direct": {**env, "JUDGE_NO_WORKER": "1"}, "worker": dict(env)}
+    for name, root in roots.items():
+        root.mkdir()
+        shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
+        (root / "judge.toml").write_text(f'worker = {"true" if name == "worker" else "false"}\n'
+                                         f'model = "{MODEL}"\n'
+                                         f'api_base = "{fake_server.base_url}/v1"\n')
+        (root / "rubrics").mkdir()
+        shutil.copy(ROOT / "rubrics" / "task-evaluation.yaml", root / "rubrics" / "heavy.yaml")
+        heavy = root / "rubrics" / "heavy.yaml"
+        heavy.write_text(heavy.read_text().replace("id: task-evaluation", "id: heavy", 1)
+                         .replace("weight: 0.45", "weight: 0.55", 1)
+                         .replace("weight: 0.25", "weight: 0.15", 1))
+
+    issued: list[list[str]] = []
+
+    def both(args: list[str]) -> dict[str, subprocess.CompletedProcess[bytes]]:
+        issued.append(args)
+        done = {}
+        for name, root in roots.items():
+            done[name] = subprocess.run([sys.executable, "-m", "judge", *args], cwd=root,
+                                        env=envs[name], capture_output=True, timeout=TIMEOUT,
+                                        check=False)
+        return done
+
+    def same(args: list[str]) -> int:
+        done = both(args)
+        seen = {name: (_normal(p.stdout.decode(), roots[name]),
+                       _normal(p.stderr.decode(), roots[name]), p.returncode)
+                for name, p in done.items()}
+        assert seen["worker"] == seen["direct"], (args, _delta(seen))
+        return done["direct"].returncode
+
+    assert same(["run", "suite.yaml"]) == 0  # cold: every LLM case asks the fake judge
+    assert same(["run", "suite.yaml", "--json"]) == 0  # warm: all from the cache
+    ids = {name: _run_ids(root) for name, root in roots.items()}
+    assert len(ids["direct"]) == len(ids["worker"]) == 2
+    first, second = (ids["direct"][0], ids["worker"][0]), (ids["direct"][1], ids["worker"][1])
+
+    def per_side(make: Callable[[str], list[str]]) -> int:
+        """A command naming a run: each side its own id (the ids differ legitimately)."""
+        issued.append(make("direct"))
+        done = {name: subprocess.run([sys.executable, "-m", "judge", *make(name)],
+                                     cwd=roots[name], env=envs[name], capture_output=True,
+                                     timeout=TIMEOUT, check=False) for name in roots}
+        seen = {name: (_normal(p.stdout.decode(), roots[name]),
+                       _normal(p.stderr.decode(), roots[name]), p.returncode)
+                for name, p in done.items()}
+        assert seen["worker"] == seen["direct"], (make("direct"), _delta(seen))
+        return done["direct"].returncode
+
+    side = {"direct": 0, "worker": 1}
+    assert per_side(lambda n: ["rescore", first[side[n]], "--rubric", "heavy"]) == 0
+    assert per_side(lambda n: ["diff", first[side[n]], second[side[n]]]) == 0
+    assert per_side(lambda n: ["show", second[side[n]]]) == 0
+    assert per_side(lambda n: ["report", second[side[n]], "--against", first[side[n]],
+                               "-o", "report.html"]) == 0
+    assert same(["history"]) == 0
+    assert same(["check"]) == 0
+    assert same(["cache", "export", "cache.jsonl"]) == 0
+    assert same(["run", "suite.yaml", "--offline", "--json"]) == 0
+    assert same(["run", "no-such-suite.yaml"]) == 2
+    assert same(["rubric", "validate", "rubrics/heavy.yaml"]) == 0
+
+    reports = {name: _normal((root / "report.html").read_text(encoding="utf-8"), root)
+               for name, root in roots.items()}
+    assert reports["worker"] == reports["direct"], _delta(
+        {n: (r, "", 0) for n, r in reports.items()})
+    entries = {name: _entries(root / "cache.jsonl") for name, root in roots.items()}
+    assert entries["worker"] == entries["direct"]
+    assert len(entries["direct"]) >= 12  # one entry per LLM case
+    assert _rows(roots["worker"]) == _rows(roots["direct"])
+    served = client.status(client.socket_path(str(roots["worker"])))
+    assert served is not None and served["served"] == len(issued) == 12  # it ran them all
+    assert client.status(client.socket_path(str(roots["direct"]))) is None
+    assert fake_server.stats()["requests"] == 2 * len(entries["direct"])
