@@ -325,8 +325,8 @@ def read_rows(rows: list[tuple[str, dict[str, float], float]], results: int,
     out = [
         f"**(b) Reading a store of {results:,} case results** ({results // per_run} runs of "
         f"{per_run:,}); whole process, medians of {repeats}; `judge show` prints its first "
-        f"page of 50. PostgreSQL is read through libpq (`judge.store.libpq`), SQLite through "
-        f"sqlite3: neither imports SQLAlchemy nor psycopg.",
+        f"page of 50. Both engines are read through `RunStore` (SQLAlchemy Core; psycopg on "
+        f"PostgreSQL).",
         "",
         "Cells: median wall (median CPU; fastest wall). The verdict is on the median walls; "
         "on a loaded machine the CPU is what to read.",

@@ -1,7 +1,7 @@
 """Stored runs: find one, read its results, list a suite's history, export (no model, no cache).
 
 Each operation takes a Workspace or a :class:`~judge.app.store_access.StoreLocation` (what
-the ``history``/``show``/``export`` doors open: no SQLAlchemy, no judges) and reads through
+the ``history``/``show``/``export`` doors open: no cache, no judges) and reads through
 :func:`~judge.app.store_access.reading`.
 """
 

@@ -1,18 +1,15 @@
-"""Where a workspace's run store is, and reading it the light way when that is enough.
+"""Where a workspace's run store is, for the operations that only read it.
 
-``judge history``, ``show`` and ``export`` only read the store. Opening the whole
-:class:`~judge.app.workspace.Workspace` (cache, judges, prompts) and SQLAlchemy would cost
-those commands more than their own work, so their doors open a :class:`StoreLocation`
-(the settings and the folder, nothing else) and the operations read through
-:func:`reading`: the driver-level :class:`~judge.store.reader.StoreReader` when the store
-is there at the head revision and has no run of this host to mark abandoned, else the
-full :class:`~judge.store.runs.RunStore` as the workspace opens it.
+``judge history``, ``show`` and ``export`` only read the store: their doors open a
+:class:`StoreLocation` (the settings and the folder; no cache, judges or prompts) rather
+than the whole :class:`~judge.app.workspace.Workspace`, and the operations read through
+:func:`reading`, which opens the one :class:`~judge.store.runs.RunStore` as the workspace
+does (created or migrated as needed, abandoned runs of this host marked).
 """
 
 from __future__ import annotations
 
 import os
-import socket
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,13 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..cache.signing import SECRET_ENV
-from ..store.reader import RunReader, StoreReader, open_reader
 from .settings import Settings, load_settings
 
 if TYPE_CHECKING:
     from ..store.runs import RunStore
 
-__all__ = ["StoreLocation", "StoreSource", "needs_reaping", "reading"]
+__all__ = ["StoreLocation", "StoreSource", "reading"]
 
 
 class StoreSource(Protocol):
@@ -73,31 +69,14 @@ class StoreLocation:
 
     def open_store(self) -> RunStore:
         """The full run store, as :meth:`Workspace.open_store` opens it."""
-        # Imported here: SQLAlchemy and the lifecycle's imports are what a light read avoids.
+        # Imported when a store is opened: importing this module loads no SQLAlchemy.
         from .lifecycle import open_reaped
 
         return open_reaped(self.settings.store_url, self.root, secret=self.store_secret)
 
 
-def needs_reaping(reader: StoreReader) -> bool:
-    """Whether a run of this host other than ours is still ``running`` (it may be dead).
-
-    Such a run is left to :func:`judge.app.lifecycle.reap_abandoned` on the full store,
-    which tells a dead owner from a live one.
-    """
-    here, me = socket.gethostname(), os.getpid()
-    return any(r.owner is not None and r.owner.host == here and r.owner.pid != me
-               for r in reader.runs_with_status("running"))
-
-
 @contextmanager
-def reading(source: StoreSource) -> Iterator[RunReader]:
-    """The store of ``source`` to read: light when it can be, else the full store."""
-    reader = open_reader(source.settings.store_url, source.root, secret=source.store_secret)
-    if reader is not None:
-        with reader:
-            if not needs_reaping(reader):
-                yield reader
-                return
+def reading(source: StoreSource) -> Iterator[RunStore]:
+    """The run store of ``source``, open for the length of the ``with`` block."""
     with source.open_store() as store:
         yield store

@@ -1,11 +1,11 @@
 """The run store: runs and case results in SQL, read and migrated.
 
-SQLAlchemy Core for writes, the light reader for ``history``/``show``, schema revisions
-and migrations (Alembic), provider batch jobs.
+SQLAlchemy Core for reads and writes, row seals, schema revisions and migrations
+(Alembic), provider batch jobs, the review page's labels.
 
 Layer: adapter. May import: ``judge.core``, ``judge.system``.
 
-Modules: ``batch_jobs``, ``libpq``, ``reader``, ``revisions``, ``runs``, ``migrations``. This
+Modules: ``batch_jobs``, ``labels``, ``runs``, ``seal``, ``migrations``. This
 ``__init__`` imports nothing: import from the module.
 """
 

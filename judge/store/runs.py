@@ -54,14 +54,20 @@ from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ..core.canonical import canonical_json
-from ..core.errors import StoreError
+from ..core.errors import AmbiguousRunError, StoreError, UnknownRunError
 from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.secrets import MASK, mask_url
 from .labels import define_labels
-from .migrations import HEAD, SchemaState, create_head, pending, schema_state, upgrade
-from .reader import ambiguous_prefix, checked_result, checked_run, unknown_run
-from .revisions import STORE_FORMAT_VERSION
-from .seal import Damage, Sealer, check_copies, run_copies_ok
+from .migrations import (
+    HEAD,
+    STORE_FORMAT_VERSION,
+    SchemaState,
+    create_head,
+    pending,
+    schema_state,
+    upgrade,
+)
+from .seal import Damage, DamagedRowError, Sealer, check_copies, run_copies_ok
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
 
@@ -211,6 +217,44 @@ def _configure_sqlite(engine: Engine) -> None:
         # mode (SQLITE_BUSY_SNAPSHOT); IMMEDIATE takes it first, under the busy timeout.
         immediate = conn.get_execution_options().get(_IMMEDIATE, False)
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+
+def _checked_run(url: str, sealer: Sealer, row: tuple[Any, ...]) -> RunInfo:
+    """A run row (id, suite, status, info, version, seal) as a value, once it verifies.
+
+    DamagedRowError (exit 2, naming the run) for a seal or copy that does not match, or a
+    value that no longer parses: a damaged run is never shown. StoreError for a row format
+    newer than this code reads.
+    """
+    run_id, suite, status, text, version, seal = row
+    why = sealer.problem((run_id, text, int(version)), seal)
+    if why is None and not run_copies_ok(text, run_id, suite, status):
+        why = "its id, suite or status columns disagree with its stored value"
+    if why is None:
+        if int(version) > STORE_FORMAT_VERSION:
+            raise StoreError(f"{url} holds runs in store format {version}, newer than "
+                             f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
+        try:
+            return RunInfo.model_validate_json(text)
+        except ValueError:  # pydantic's ValidationError: bytes that no longer parse
+            why = "its stored value does not parse"
+    raise DamagedRowError(url, Damage(str(run_id), None, "", 0, why))
+
+
+def _checked_result(url: str, sealer: Sealer, run_id: str, row: tuple[Any, ...]) -> CaseResult:
+    """A result row (case, model, sample, copies, text, version, seal) once it verifies."""
+    case_id, model, sample, status, score, band, passed, text, version, seal = row
+    if int(version) > STORE_FORMAT_VERSION:
+        raise StoreError(f"{url} holds results in store format {version}, newer than "
+                         f"this judgeflow reads ({STORE_FORMAT_VERSION}): upgrade judgeflow")
+    why = sealer.problem((run_id, case_id, model, int(sample), text, int(version)), seal) \
+        or check_copies(text, status, score, band, passed)
+    if why is None:
+        try:
+            return CaseResult.model_validate_json(text)
+        except ValueError:
+            why = "its stored value does not parse"
+    raise DamagedRowError(url, Damage(run_id, str(case_id), str(model), int(sample), why))
 
 
 def _result_key(result: CaseResult) -> tuple[str, str, int]:
@@ -588,10 +632,12 @@ class RunStore:
 
     def _stream(self, query: Select[Any], batch: int, run_id: str) -> Iterator[CaseResult]:
         try:
-            with self._engine.connect() as conn:
-                rows = conn.execution_options(yield_per=batch).execute(query)
+            # The result closed with the generator: a stream given up half-way leaves no
+            # server-side cursor open on PostgreSQL.
+            with self._engine.connect() as conn, \
+                    conn.execution_options(yield_per=batch).execute(query) as rows:
                 for row in rows:
-                    yield checked_result(self.url, self._sealer, run_id, tuple(row))
+                    yield _checked_result(self.url, self._sealer, run_id, tuple(row))
         except SQLAlchemyError as exc:
             raise self._failed(exc) from exc
 
@@ -636,7 +682,7 @@ class RunStore:
         }
 
     def _parse_run(self, *row: Any) -> RunInfo:
-        return checked_run(self.url, self._sealer, tuple(row))
+        return _checked_run(self.url, self._sealer, tuple(row))
 
     @staticmethod
     def _runs_query(suite: str | None, status: str | None) -> Select[Any]:
@@ -663,7 +709,7 @@ class RunStore:
         if not found:
             raise self._unknown(run_id)
         if len(found) > 1:
-            raise ambiguous_prefix(self.url, run_id, found)
+            raise self._ambiguous(run_id, found)
         return found[0]
 
     def _load_run(self, conn: Connection, run_id: str) -> RunInfo:
@@ -673,8 +719,17 @@ class RunStore:
             raise self._unknown(run_id)
         return self._parse_run(*row)
 
+    def _ambiguous(self, run_id: str, found: Sequence[str]) -> StoreError:
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        exc = AmbiguousRunError(f"run id prefix {run_id!r} is ambiguous in {self.url}: it "
+                                f"starts {shown}; give more characters")
+        exc.store = self.url
+        return exc
+
     def _unknown(self, run_id: str) -> StoreError:
-        return unknown_run(self.url, run_id)
+        exc = UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        exc.store = self.url
+        return exc
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         message = self._scrub(exc)

@@ -21,18 +21,32 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
-from ..revisions import HEAD, LEGACY, REVISIONS
-
 __all__ = [
     "HEAD",
     "LEGACY",
     "REVISIONS",
+    "STORE_FORMAT_VERSION",
     "SchemaState",
     "create_head",
     "pending",
     "schema_state",
     "upgrade",
 ]
+
+REVISIONS: Final[tuple[tuple[str, bool], ...]] = (
+    ("0001", True),  # the schema of the releases before migrations (runs, case_results)
+    ("0002", True),  # runs.run_group, shard_index, shard_count: sharded runs
+    ("0003", True),  # runs.seal, case_results.seal: sealed rows (judge.store.seal)
+    ("0004", True),  # labels: people's labels from the review page
+)
+"""Every revision in order, with whether it is additive (safe to apply on open)."""
+
+STORE_FORMAT_VERSION: Final = 1
+"""Written in every row of the store; a row from a newer format is refused, not misread."""
+
+HEAD: Final = REVISIONS[-1][0]
+LEGACY: Final = REVISIONS[0][0]
+"""The revision of a store written before migrations: the tables and no version table."""
 
 _SCRIPTS: Final = Path(__file__).resolve().parent
 

@@ -1,6 +1,6 @@
-"""The light store reader (no SQLAlchemy, no psycopg) reads what RunStore reads, and steps
-aside when it cannot serve; ``judge show`` pages; ``history``/``show`` start without the heavy
-imports; on PostgreSQL it reads through libpq itself (judge.store.libpq)."""
+"""What ``judge history``, ``show`` and ``export`` read through RunStore: pages, prefixes,
+failures; a dead run of this host is marked abandoned on the way; ``judge show`` pages; the
+doors start without the judge's imports (no LiteLLM, Jinja, httpx, diskcache, Alembic)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ from test_store import canonical, make_result, make_run
 from judge.app.runs import show_run
 from judge.app.store_access import StoreLocation, reading
 from judge.core.errors import StoreError, UnknownRunError
-from judge.core.models import RunOwner
-from judge.store import libpq
-from judge.store.reader import StoreReader, open_reader
+from judge.core.models import CaseResult, RunOwner
 from judge.store.runs import RunStore
 
 # Run in a child process: each `judge ARGS --store URL` call of argv[1] (JSON), then the heavy
@@ -39,8 +37,8 @@ LIGHT_CALLS = (
     "        else:\n"
     "            code = 0\n"
     "    done.append([code, out.getvalue(), err.getvalue()])\n"
-    "heavy = sorted(m for m in ('sqlalchemy', 'psycopg', 'litellm', 'jinja2', 'alembic',"
-    " 'httpx', 'diskcache') if m in sys.modules)\n"
+    "heavy = sorted(m for m in ('litellm', 'jinja2', 'alembic', 'httpx', 'diskcache')"
+    " if m in sys.modules)\n"
     "print(json.dumps({'calls': done, 'heavy': heavy}))\n")
 
 
@@ -70,58 +68,40 @@ def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield url
 
 
-def test_reader_reads_what_the_store_reads(filled: str, tmp_path: Path) -> None:
-    reader = open_reader(filled, tmp_path)
-    assert isinstance(reader, StoreReader)
-    with reader, RunStore(filled) as store:
-        assert reader.url == store.url
-        assert reader.list_runs() == store.list_runs()
-        assert reader.list_runs("other", limit=5) == store.list_runs("other", limit=5)
-        assert [r.id for r in reader.list_runs(limit=1)] == ["r-0002-bb"]
-        assert reader.get_run("r-0001") == store.get_run("r-0001-aa")
-        for ask in ({}, {"offset": 25}, {"offset": 3, "limit": 4}, {"failures_only": True},
-                    {"failures_only": True, "offset": 2, "limit": 3}, {"limit": 0},
-                    {"offset": 5, "limit": 2}):  # a page of one batch: one query
-            mine = [canonical(r) for r in reader.iter_results("r-0001-aa", batch=2, **ask)]
-            theirs = [canonical(r) for r in store.iter_results("r-0001-aa", **ask)]
-            assert mine == theirs, ask
+def _failing(results: list[CaseResult]) -> list[CaseResult]:
+    """What ``--failures`` keeps, by judge.app.runs.is_failure's rule, in Python."""
+    return [r for r in results if r.status != "scored" or r.passed is False]
+
+
+def test_the_store_reads_pages_prefixes_and_failures(filled: str) -> None:
+    with RunStore(filled) as store:
+        assert [r.id for r in store.list_runs()] == ["r-0002-bb", "r-0001-aa"]
+        assert [r.id for r in store.list_runs("other", limit=5)] == ["r-0002-bb"]
+        assert [r.id for r in store.list_runs(limit=1)] == ["r-0002-bb"]
+        assert store.get_run("r-0001") == store.get_run("r-0001-aa")
         everything = list(store.iter_results("r-0001-aa"))
-        failing = [r for r in everything if r.status != "scored" or r.passed is False]
+        assert [r.id for r in everything] == [f"case-{i:05d}" for i in range(30)]
+        failing = _failing(everything)
         assert 0 < len(failing) < 30
-        assert reader.result_count("r-0001-aa") == store.result_count("r-0001-aa") == 30
-        assert reader.result_count("r-0001-aa", failures_only=True) == len(failing) == \
-            store.result_count("r-0001-aa", failures_only=True)
-        assert reader.result_count("r-0002-bb") == 0
+        for ask, expected in (({"offset": 25}, everything[25:]),
+                              ({"offset": 3, "limit": 4}, everything[3:7]),
+                              ({"failures_only": True}, failing),
+                              ({"failures_only": True, "offset": 2, "limit": 3}, failing[2:5]),
+                              ({"limit": 0}, []), ({"offset": 5, "limit": 2}, everything[5:7])):
+            got = [canonical(r) for r in store.iter_results("r-0001-aa", batch=2, **ask)]
+            assert got == [canonical(r) for r in expected], ask
+        assert store.result_count("r-0001-aa") == 30
+        assert store.result_count("r-0001-aa", failures_only=True) == len(failing)
+        assert store.result_count("r-0002-bb") == 0
         with pytest.raises(StoreError, match=r"ambiguous.*r-0001-aa, r-0002-bb"):
-            reader.get_run("r-000")
-        for call in (lambda: reader.get_run("nope"), lambda: reader.iter_results("nope"),
-                     lambda: reader.result_count("nope"), lambda: reader.get_run("")):
+            store.get_run("r-000")
+        for call in (lambda: store.get_run("nope"), lambda: store.iter_results("nope"),
+                     lambda: store.result_count("nope"), lambda: store.get_run("")):
             with pytest.raises(UnknownRunError, match="judge history"):
                 call()
         # LIKE's wildcards in a prefix are plain characters.
         with pytest.raises(UnknownRunError):
-            reader.get_run("r-%")
-
-
-def test_reader_steps_aside_for_what_it_cannot_serve(tmp_path: Path) -> None:
-    missing = tmp_path / "none.db"
-    assert open_reader(f"sqlite:///{missing}", tmp_path) is None
-    assert not missing.exists()  # nothing created: RunStore does that
-    assert open_reader("sqlite://", tmp_path) is None
-    assert open_reader(f"sqlite:///{tmp_path}/x.db?mode=ro", tmp_path) is None
-    empty = tmp_path / "empty.db"
-    empty.write_bytes(b"")
-    assert open_reader(f"sqlite:///{empty}", tmp_path) is None  # no schema yet
-    older = f"sqlite:///{tmp_path / 'old.db'}"
-    RunStore(older).close()
-    with RunStore(older) as store, store.engine.begin() as conn:
-        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0001'")
-    assert open_reader(older, tmp_path) is None  # to migrate: RunStore decides
-    # A relative path is the workspace's, as RunStore resolves it.
-    RunStore("sqlite:///rel/judge.db", workspace=tmp_path).close()
-    reader = open_reader("sqlite:///rel/judge.db", tmp_path)
-    assert reader is not None and reader.url == f"sqlite:///{tmp_path / 'rel' / 'judge.db'}"
-    reader.close()
+            store.get_run("r-%")
 
 
 def test_a_run_of_this_host_still_running_goes_to_the_full_store(tmp_path: Path) -> None:
@@ -135,10 +115,8 @@ def test_a_run_of_this_host_still_running_goes_to_the_full_store(tmp_path: Path)
         store.add_results(run.id, [make_result(1), make_result(2)])
     where = StoreLocation.open(tmp_path, {"store_url": url}, env={})
     with reading(where) as store:
-        assert isinstance(store, RunStore)  # the reaper needs it
         assert store.get_run("r-dead").status == "abandoned"
-    with reading(where) as store:
-        assert isinstance(store, StoreReader)  # nothing left to reap: light again
+        assert store.result_count("r-dead") == 2
 
 
 def test_show_pages(filled: str, tmp_path: Path) -> None:
@@ -176,53 +154,21 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
 
 
 @pytest.mark.postgres
-def test_postgres_reads_through_libpq(pg_url: str, tmp_path: Path) -> None:
+def test_postgres_streams_and_gives_up_half_way(pg_url: str) -> None:
     with RunStore(pg_url) as store:
         store.create_run(make_run("r-ünï"))
         store.add_results("r-ünï", [make_result(i) for i in range(25)])
-    reader = open_reader(pg_url, tmp_path)
-    assert isinstance(reader, StoreReader)
-    with reader, RunStore(pg_url) as store:
-        stream = reader.iter_results("r-ünï", batch=4)
+    with RunStore(pg_url) as store:
+        stream = store.iter_results("r-ünï", batch=4)
         first = [canonical(next(stream)) for _ in range(5)]
-        stream.close()  # given up half-way: its cursor and transaction end with it
-        again = [canonical(r) for r in reader.iter_results("r-ünï", batch=4)]
-        assert again == [canonical(r) for r in store.iter_results("r-ünï")]
-        assert again[:5] == first and len(again) == 25 == reader.result_count("r-ünï")
-    # The values as psycopg gives them: integers, booleans, NULL, text in UTF-8.
-    conn = libpq.connect("postgresql://" + pg_url.split("://", 1)[1])
-    assert conn is not None
-    try:
-        assert conn.execute("SELECT $1::int, $2::boolean, NULL, $3::text, 7::bigint, $4",
-                            [-3, False, "é✓ 'x'", None]) == [(-3, False, None, "é✓ 'x'", 7,
-                                                              None)]
-        with pytest.raises(libpq.PgError, match="no_such_table"):
-            conn.execute("SELECT * FROM no_such_table")
-        assert conn.execute("SELECT 1") == [(1,)]  # an error leaves it usable
-    finally:
-        conn.close()
-    with pytest.raises(libpq.PgError, match="closed"):
-        conn.execute("SELECT 1")
-    with pytest.raises(libpq.ConninfoError):
-        libpq.connect("host=127.0.0.1 no_such_option=1")
-
-
-@pytest.mark.postgres
-def test_postgres_reader_steps_aside(pg_url: str, tmp_path: Path,
-                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    RunStore(pg_url).close()
-    # A URL libpq does not take (SQLAlchemy's own parsing decides), and no libpq to load.
-    assert open_reader(pg_url + "?no_such_option=1", tmp_path) is None
-    monkeypatch.setattr(libpq, "library", lambda: None)
-    assert open_reader(pg_url, tmp_path) is None
-    monkeypatch.undo()
-    with pytest.raises(StoreError, match="run store postgresql"):
-        open_reader(pg_url.replace(pg_url.rsplit("/", 1)[1], "no_such_db"), tmp_path)
+        stream.close()  # given up half-way: its connection goes back to the pool
+        again = [canonical(r) for r in store.iter_results("r-ünï", batch=4)]
+        assert again == [canonical(make_result(i)) for i in range(25)]
+        assert again[:5] == first and store.result_count("r-ünï") == 25
 
 
 @pytest.mark.postgres
 def test_postgres_history_starts_light(pg_url: str, tmp_path: Path) -> None:
     with RunStore(pg_url) as store:
         store.create_run(make_run("r-0001-aa"))
-    # Neither SQLAlchemy nor psycopg: the reader goes through libpq.
     assert "r-0001-aa" in _light_calls([["history"]], pg_url, tmp_path)[0]
