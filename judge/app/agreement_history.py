@@ -27,7 +27,7 @@ from typing import Final
 
 from ..core.agreement import HumanAgreement, PairStats, compare_runs
 from ..core.errors import ConfigError, UsageError
-from ..core.frozen import Frozen
+from ..core.frozen import Frozen, wire_value
 from ..core.intervals import Interval
 from ..core.labels import Label, human_labels, parse_labels
 from ..core.models import RunInfo
@@ -142,7 +142,7 @@ def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
 
 
 def _interval(stats: PairStats, name: str) -> Interval | None:
-    return getattr(stats.intervals, name, None) if stats.intervals is not None else None
+    return wire_value(stats.intervals, name) if stats.intervals is not None else None
 
 
 def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
@@ -154,8 +154,8 @@ def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
             ("template", (a.templateId, a.templateHash) != (b.templateId, b.templateHash)))
             if differs)
         for name in TRACKED:
-            before = getattr(a.agreement.overall, name)
-            after = getattr(b.agreement.overall, name)
+            before = wire_value(a.agreement.overall, name)
+            after = wire_value(b.agreement.overall, name)
             ci = _interval(a.agreement.overall, name)
             beyond = None
             if after is not None and ci is not None and ci.low is not None \

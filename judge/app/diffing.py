@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..core.errors import UsageError
-from ..core.frozen import Frozen
+from ..core.frozen import Frozen, wire_value
 from ..core.models import CaseResult, CaseStatus, RunInfo
 from ..core.noise import SideNoise
 from ..core.panel import StabilityReport
@@ -63,7 +63,7 @@ class RunSide(Frozen):
     @classmethod
     def of(cls, run: RunInfo) -> RunSide:
         """The side of ``run``."""
-        return cls(id=run.id, **{name: getattr(run, name) for name in RUN_FIELDS})
+        return cls(id=run.id, **{name: wire_value(run, name) for name in RUN_FIELDS})
 
 
 class CategoryDiff(Frozen):

@@ -31,7 +31,7 @@ from fractions import Fraction
 from typing import Literal
 
 from .exact import round_half_up
-from .frozen import Frozen
+from .frozen import Frozen, wire_value
 from .models import AdvisoryScore, CaseResult, CategoryScore, CitedEvidence, JudgeMeta, RunInfo
 from .rubric import Rubric
 from .scoring import score_case
@@ -127,7 +127,7 @@ def _meta(members: Sequence[CaseResult], base: JudgeMeta, *, model: str, sample:
     modes = {m.outputMode for m in known}
 
     def total(name: str) -> float | None:
-        return _sum_or_none(getattr(m, name) for m in known) if complete else None
+        return _sum_or_none(wire_value(m, name) for m in known) if complete else None
 
     prompt, completion = total("promptTokens"), total("completionTokens")
     cost, latency = total("costUsd"), total("latencyMs")
