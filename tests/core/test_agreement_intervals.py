@@ -21,6 +21,7 @@ from judge.core.agreement import (
     quadratic_kappa,
     spearman_rho,
 )
+from judge.core.frozen import wire_value
 from judge.core.models import CaseResult, CategoryScore, JudgeMeta
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
@@ -108,8 +109,8 @@ def test_pair_intervals_are_seeded_and_hold_the_estimate() -> None:
     assert ci is not None
     for name in ("weightedKappa", "spearmanRho", "kendallTau", "meanAbsDiff",
                  "exactBandAgreement"):
-        interval = getattr(ci, name)
-        point = getattr(first, name)
+        interval = wire_value(ci, name)
+        point = wire_value(first, name)
         assert interval is not None and interval.low is not None and interval.high is not None
         assert interval.estimate == pytest.approx(point)
         assert interval.low <= point <= interval.high
