@@ -72,23 +72,23 @@ def _measure(root: Path, count: int, folds: int) -> int:
         people = list(store.iter_results(runs["hosted_vllm/fake-judge"].id))
     labels = []
     for r in people:
-        for c in r.categoryScores:
-            assert c.aiScore is not None
+        for c in r.category_scores:
+            assert c.ai_score is not None
             noise = hashlib.sha256(f"{r.id}/{c.category}".encode()).digest()[0] % 7 - 3
             labels.append(Label(suite="calib", case=r.id, category=c.category, reviewer="ana",
                                 at="2026-12-02T06:00:00Z",
-                                score=min(100, max(0, c.aiScore + noise))))
+                                score=min(100, max(0, c.ai_score + noise))))
     (root / "calib.labels.jsonl").write_text(dump_labels(labels))
     report = calibrate(ws, [runs["hosted_vllm/fake-judge~40-70"].id],
                        root / "calib.labels.jsonl", folds=folds)
     print("| category | held-out cases | MAD before | MAD after | band agreement before |"
           " after | weighted κ before | after |")
     print("|---|---|---|---|---|---|---|---|")
-    for cat, f in report.calibration.crossValidation.items():
+    for cat, f in report.calibration.cross_validation.items():
         b, a = f.before, f.after
-        print(f"| {cat} | {f.cases} | {b.meanAbsDiff:.1f} | {a.meanAbsDiff:.1f} | "
-              f"{b.exactBandAgreement:.0%} | {a.exactBandAgreement:.0%} | "
-              f"{b.weightedKappa:.2f} | {a.weightedKappa:.2f} |")
+        print(f"| {cat} | {f.cases} | {b.mean_abs_diff:.1f} | {a.mean_abs_diff:.1f} | "
+              f"{b.exact_band_agreement:.0%} | {a.exact_band_agreement:.0%} | "
+              f"{b.weighted_kappa:.2f} | {a.weighted_kappa:.2f} |")
     return 0
 
 

@@ -101,7 +101,7 @@ def measure(root: Path, suite: Path, scenario: Scenario) -> Row:
         server.stop()
         asyncio.run(aclose_clients())
     entry = report.run.totals.ledger[MODEL]
-    return Row(scenario, entry.judgments, entry.calls, entry.promptTokens, entry.cachedTokens)
+    return Row(scenario, entry.judgments, entry.calls, entry.prompt_tokens, entry.cached_tokens)
 
 
 def table(rows: list[Row], cases: int, seconds: float) -> str:

@@ -79,12 +79,12 @@ def _fill(root: Path, runs: int, count: int) -> str:
         people = list(store.iter_results(ids[0]))
     labels = []
     for r in people:
-        for c in r.categoryScores:
-            assert c.aiScore is not None
+        for c in r.category_scores:
+            assert c.ai_score is not None
             noise = hashlib.sha256(f"{r.id}/{c.category}".encode()).digest()[0] % 7 - 3
             labels.append(Label(suite="hist", case=r.id, category=c.category, reviewer="ana",
                                 at="2026-12-02T06:00:00Z",
-                                score=min(100, max(0, c.aiScore + noise))))
+                                score=min(100, max(0, c.ai_score + noise))))
     path = root / "people.labels.jsonl"  # not beside the suite: the store's labels only
     path.write_text(dump_labels(labels))
     _timed(["review", ids[0], "--import", str(path)], root)

@@ -68,9 +68,9 @@ class Row:
 def _result(case_id: str, score: int, key: str, *, cached: bool = False,
             sample: int = 0) -> CaseResult:
     meta = JudgeMeta(model="fake-judge~8", temperature=0.0, seed=sample, sample=sample,
-                     templateId="t", templateHash="th", rubricHash="rh", cacheKey=key,
+                     template_id="t", template_hash="th", rubric_hash="rh", cache_key=key,
                      cached=cached)
-    return CaseResult(id=case_id, status="scored", overallScore=score, band="b",
+    return CaseResult(id=case_id, status="scored", overall_score=score, band="b",
                       passed=score >= 50, judge=meta)
 
 
@@ -107,18 +107,18 @@ def _trial(row: Row, index: int, spread: float, replay_mismatches: list[str]) ->
     verdict = statistical_compare(baseline, after, before=noise, after=noise)
     exact = compare(baseline, after)
     row.trials += 1
-    row.blocked += verdict.hasRegression
-    row.exact_blocked += exact.hasRegression
+    row.blocked += verdict.has_regression
+    row.exact_blocked += exact.has_regression
     test = verdict.test
-    assert test is not None and test.lowerBound is not None
-    row.strict_blocked += test.lowerBound > THRESHOLD * 100
-    row.mean_drops.append(test.meanDrop)
-    row.listed += len(verdict.regressedCases)
-    row.exact_listed += len(exact.regressedCases)
+    assert test is not None and test.lower_bound is not None
+    row.strict_blocked += test.lower_bound > THRESHOLD * 100
+    row.mean_drops.append(test.mean_drop)
+    row.listed += len(verdict.regressed_cases)
+    row.exact_listed += len(exact.regressed_cases)
     row.false_listed += sum(shifts[ids.index(c)] <= THRESHOLD * 100
-                            for c in verdict.regressedCases)
+                            for c in verdict.regressed_cases)
     if index < 20:
-        replay = [_result(r.id, max((r.overallScore or 0) - shifts[i], 0), f"b{i}", cached=True)
+        replay = [_result(r.id, max((r.overall_score or 0) - shifts[i], 0), f"b{i}", cached=True)
                   for i, r in enumerate(before)]
         same = statistical_compare(baseline, replay, before=noise, after=noise)
         if same.model_copy(update={"test": None}) != compare(baseline, replay):

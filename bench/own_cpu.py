@@ -117,9 +117,9 @@ def one_run(work: Path, suite: Path, name: str, *, profile: cProfile.Profile | N
         profile.disable()
     cpu = time.process_time() - start - judges.completer.cpu
     t = report.run.totals
-    assert t.scored == t.cases and t.judgedAnew == judges.completer.attempts, t
+    assert t.scored == t.cases and t.judged_anew == judges.completer.attempts, t
     gc.unfreeze()
-    return cpu, t.judgedAnew
+    return cpu, t.judged_anew
 
 
 def main(argv: Sequence[str] | None = None) -> int:

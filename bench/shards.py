@@ -227,17 +227,17 @@ def shards(server: str, cases: int, tmp: Path, repeats: int,
 
 
 def result(i: int, run_id: str) -> CaseResult:
-    meta = JudgeMeta(model=MODEL, outputMode="json_object", temperature=0.0, seed=42,
-                     templateId="judge", templateHash="t" * 64, rubricHash="r" * 64,
-                     cacheKey=f"{i:064x}", cached=False, promptTokens=1800,
-                     completionTokens=240, latencyMs=12.5)
+    meta = JudgeMeta(model=MODEL, output_mode="json_object", temperature=0.0, seed=42,
+                     template_id="judge", template_hash="t" * 64, rubric_hash="r" * 64,
+                     cache_key=f"{i:064x}", cached=False, prompt_tokens=1800,
+                     completion_tokens=240, latency_ms=12.5)
     score = 40 + i % 60
-    cats = tuple(CategoryScore(category=c, weight=w, deterministicScore=score, aiScore=score,
-                               finalScore=score, band="acceptable")
+    cats = tuple(CategoryScore(category=c, weight=w, deterministic_score=score, ai_score=score,
+                               final_score=score, band="acceptable")
                  for c, w in (("agentPerformance", 0.3), ("taskOutcomeQuality", 0.45),
                               ("processCompliance", 0.25)))
-    return CaseResult(id=f"case-{i:06d}", status="scored", overallScore=score,
-                      band="acceptable", passed=score >= 60, categoryScores=cats, judge=meta)
+    return CaseResult(id=f"case-{i:06d}", status="scored", overall_score=score,
+                      band="acceptable", passed=score >= 60, category_scores=cats, judge=meta)
 
 
 def fill(url: str, total: int, per_run: int) -> str:
@@ -245,9 +245,9 @@ def fill(url: str, total: int, per_run: int) -> str:
         last = ""
         for r in range(total // per_run):
             run = RunInfo(id=f"run-{r:04d}", suite="bench", rubric="task-evaluation",
-                          rubricHash="r" * 64, models=(MODEL,), seed=42, temperature=0.0,
-                          templateId="judge", templateHash="t" * 64,
-                          createdAt=f"2026-01-01T00:{r // 60:02d}:{r % 60:02d}Z",
+                          rubric_hash="r" * 64, models=(MODEL,), seed=42, temperature=0.0,
+                          template_id="judge", template_hash="t" * 64,
+                          created_at=f"2026-01-01T00:{r // 60:02d}:{r % 60:02d}Z",
                           status="complete")
             store.create_run(run)
             batch = [result(i, run.id) for i in range(per_run)]

@@ -73,26 +73,26 @@ def example_runs() -> tuple[Path, str, str]:
 
 
 def _meta(model: str, key: str) -> JudgeMeta:
-    return JudgeMeta(model=model, temperature=0.0, seed=42, templateId="judge",
-                     templateHash="t" * 64, rubricHash="r" * 64, cacheKey=key, cached=False,
-                     promptTokens=1200, completionTokens=300, costUsd=0.0012)
+    return JudgeMeta(model=model, temperature=0.0, seed=42, template_id="judge",
+                     template_hash="t" * 64, rubric_hash="r" * 64, cache_key=key, cached=False,
+                     prompt_tokens=1200, completion_tokens=300, cost_usd=0.0012)
 
 
 def _store_run(root: Path, run_id: str, model: str, results: list[CaseResult], *,
                suite: str = "hostile", rubric: str = "task-evaluation",
                suite_path: str | None = None) -> None:
-    info = RunInfo(id=run_id, suite=suite, suitePath=suite_path, rubric=rubric,
-                   rubricHash=rubric_hash(load_rubric(rubric)), models=(model,), seed=42,
-                   temperature=0.0, templateId="judge", templateHash="t" * 64,
-                   createdAt="2026-01-01T00:00:00.000000Z")
+    info = RunInfo(id=run_id, suite=suite, suite_path=suite_path, rubric=rubric,
+                   rubric_hash=rubric_hash(load_rubric(rubric)), models=(model,), seed=42,
+                   temperature=0.0, template_id="judge", template_hash="t" * 64,
+                   created_at="2026-01-01T00:00:00.000000Z")
     with RunStore(_workspace(root).settings.store_url, workspace=root) as store:
         store.create_run(info)
         store.add_results(run_id, results)
         store.finish_run(run_id, status="complete", totals=RunTotals(
             cases=len(results), scored=sum(r.status == "scored" for r in results),
             unscored=sum(r.status == "unscored" for r in results), judgments=len(results),
-            judgedAnew=len(results), calls=len(results), promptTokens=1200 * len(results),
-            completionTokens=300 * len(results), costUsd=0.0012 * len(results)))
+            judged_anew=len(results), calls=len(results), prompt_tokens=1200 * len(results),
+            completion_tokens=300 * len(results), cost_usd=0.0012 * len(results)))
 
 
 def _case(index: int, model: str, shift: int, *, hostile: bool, excerpt_chars: int = 0,
@@ -121,18 +121,18 @@ def _case(index: int, model: str, shift: int, *, hostile: bool, excerpt_chars: i
         final = round(0.7 * det + 0.3 * ai)
         rationale = (f"{BIDI} {SCRIPT} {STYLE}" if hostile
                      else (f"Category {name}: " + filler)[:rationale_chars])
-        scores.append(CategoryScore(category=name, deterministicScore=det, aiScore=ai,
-                                    finalScore=final, weight=weight, band=band_for(final),
+        scores.append(CategoryScore(category=name, deterministic_score=det, ai_score=ai,
+                                    final_score=final, weight=weight, band=band_for(final),
                                     rationale=rationale,
                                     evidence=(items[n].id, f"missing{END}" if hostile
                                               else items[0].id)))
-    overall = round(sum(s.finalScore * w for s, w in zip(scores, weights, strict=True)
-                        if s.finalScore is not None))
+    overall = round(sum(s.final_score * w for s, w in zip(scores, weights, strict=True)
+                        if s.final_score is not None))
     checks = (CheckResult(type="regex", value=JS_URL, category=None, passed=False,
                           detail=STYLE),) if hostile else ()
-    return CaseResult(id=case_id, status="scored", overallScore=overall,
+    return CaseResult(id=case_id, status="scored", overall_score=overall,
                       band=band_for(overall), passed=overall >= 60,
-                      categoryScores=tuple(scores), judge=_meta(model, case_id),
+                      category_scores=tuple(scores), judge=_meta(model, case_id),
                       evidence=tuple(items), checks=checks,
                       tags=(STYLE, BIDI) if hostile else ("bugfix", "backend"))
 

@@ -25,6 +25,8 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Final
 
+from pydantic import Field
+
 from ..core.agreement import HumanAgreement, PairStats, compare_runs
 from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen, wire_value
@@ -53,15 +55,15 @@ NO_LABELS_FIX: Final = ("label cases with `judge review RUN` and export them "
 class AgreementRow(Frozen):
     """One judge of one run against the people."""
 
-    runId: str
-    createdAt: str
+    run_id: str = Field(alias="runId")
+    created_at: str = Field(alias="createdAt")
     model: str
     rubric: str
-    rubricHash: str
-    templateId: str
-    templateHash: str
+    rubric_hash: str = Field(alias="rubricHash")
+    template_id: str = Field(alias="templateId")
+    template_hash: str = Field(alias="templateHash")
     agreement: HumanAgreement
-    reviewPage: str = ""
+    review_page: str = Field("", alias="reviewPage")
     """The run's review page as ``judge review RUN`` serves it; a case's place on it is
     ``#case=ID&category=CAT`` (:func:`judge.report.review_page.review_link`)."""
 
@@ -69,16 +71,16 @@ class AgreementRow(Frozen):
 class Movement(Frozen):
     """How a statistic of the overall scores moved from one row to the next."""
 
-    fromRun: str
-    toRun: str
-    fromModel: str
-    toModel: str
+    from_run: str = Field(alias="fromRun")
+    to_run: str = Field(alias="toRun")
+    from_model: str = Field(alias="fromModel")
+    to_model: str = Field(alias="toModel")
     statistic: str
     """``weightedKappa``, ``meanAbsDiff``, ``spearmanRho`` or ``exactBandAgreement``."""
     before: float | None
     after: float | None
     change: float | None
-    beyondInterval: bool | None
+    beyond_interval: bool | None = Field(alias="beyondInterval")
     """The later estimate lies outside the earlier row's 95 % interval (None: unknown)."""
     changed: tuple[str, ...]
     """What differs between the rows' keys: ``model``, ``rubric``, ``template``."""
@@ -138,7 +140,7 @@ def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
             fix="give runs of one suite; `judge history SUITE` lists them")
     if len({i.id for i in infos}) < len(infos):
         raise UsageError("a run is given twice", fix="give each run once")
-    return sorted(infos, key=lambda i: (i.createdAt, i.id))
+    return sorted(infos, key=lambda i: (i.created_at, i.id))
 
 
 def _interval(stats: PairStats, name: str) -> Interval | None:
@@ -150,8 +152,8 @@ def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
     for a, b in pairwise(rows):
         changed = tuple(what for what, differs in (
             ("model", a.model != b.model),
-            ("rubric", (a.rubric, a.rubricHash) != (b.rubric, b.rubricHash)),
-            ("template", (a.templateId, a.templateHash) != (b.templateId, b.templateHash)))
+            ("rubric", (a.rubric, a.rubric_hash) != (b.rubric, b.rubric_hash)),
+            ("template", (a.template_id, a.template_hash) != (b.template_id, b.template_hash)))
             if differs)
         for name in TRACKED:
             before = wire_value(a.agreement.overall, name)
@@ -162,10 +164,10 @@ def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
                     and ci.high is not None:
                 beyond = not ci.low <= after <= ci.high
             found.append(Movement(
-                fromRun=a.runId, toRun=b.runId, fromModel=a.model, toModel=b.model,
+                from_run=a.run_id, to_run=b.run_id, from_model=a.model, to_model=b.model,
                 statistic=name, before=before, after=after,
                 change=None if before is None or after is None else after - before,
-                beyondInterval=beyond, changed=changed))
+                beyond_interval=beyond, changed=changed))
     return found
 
 
@@ -197,10 +199,10 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
                     notes.append(f"run {info.id} ({model}) scored no labelled case: left out")
                     continue
                 rows.append(AgreementRow(
-                    runId=info.id, createdAt=info.createdAt, model=model,
-                    rubric=info.rubric, rubricHash=info.rubricHash,
-                    templateId=info.templateId, templateHash=info.templateHash,
-                    agreement=human, reviewPage=review_link(info.id)))
+                    run_id=info.id, created_at=info.created_at, model=model,
+                    rubric=info.rubric, rubric_hash=info.rubric_hash,
+                    template_id=info.template_id, template_hash=info.template_hash,
+                    agreement=human, review_page=review_link(info.id)))
     if not rows:
         raise UsageError(f"no run of suite {suite!r} scored a labelled case "
                          f"({len(labels)} labelled)",
@@ -215,17 +217,17 @@ class RunAgreement(Frozen):
     Point estimates on the overall scores, no intervals: ``judge agreement`` has those.
     """
 
-    runId: str
+    run_id: str = Field(alias="runId")
     judge: str
     """The run's headline judge (a model, or the panel's aggregate)."""
     labelled: int
     """Cases of the suite the store holds people's labels for."""
     n: int
     """Of them, the cases this run scored."""
-    weightedKappa: float | None
-    meanAbsDiff: float | None
-    exactBandAgreement: float | None
-    spearmanRho: float | None
+    weighted_kappa: float | None = Field(alias="weightedKappa")
+    mean_abs_diff: float | None = Field(alias="meanAbsDiff")
+    exact_band_agreement: float | None = Field(alias="exactBandAgreement")
+    spearman_rho: float | None = Field(alias="spearmanRho")
 
 
 def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
@@ -261,7 +263,7 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
             (h,) = comparison.human
             s = h.overall
             out[info.id] = RunAgreement(
-                runId=info.id, judge=judge, labelled=len(human), n=s.n,
-                weightedKappa=s.weightedKappa, meanAbsDiff=s.meanAbsDiff,
-                exactBandAgreement=s.exactBandAgreement, spearmanRho=s.spearmanRho)
+                run_id=info.id, judge=judge, labelled=len(human), n=s.n,
+                weighted_kappa=s.weighted_kappa, mean_abs_diff=s.mean_abs_diff,
+                exact_band_agreement=s.exact_band_agreement, spearman_rho=s.spearman_rho)
     return out

@@ -244,7 +244,7 @@ def submit_batch(ws: Workspace, request: RunRequest, *,
                                              keys=tuple(part_keys),
                                              tag=f"{job_id}/{len(provider_jobs)}"))
             chunks.append(part_lines)
-    job = BatchJob(id=job_id, suite=setup.plan.run.suite, createdAt=now(),
+    job = BatchJob(id=job_id, suite=setup.plan.run.suite, created_at=now(),
                    request=request.model_dump(mode="json"),
                    settings=_saved_settings(ws), explicit=tuple(explicit),
                    jobs=tuple(provider_jobs), judgments=judgments, cached=cached)
@@ -259,7 +259,7 @@ def _send_missing(batches: BatchStore, job: BatchJob, clients: Mapping[str, Batc
                         chunks: Mapping[int, list[dict[str, Any]]] | None) -> BatchJob:
     """Create the provider jobs not yet recorded (found again by tag first), saving each."""
     for index, pj in enumerate(job.jobs):
-        if pj.providerJobId is not None:
+        if pj.provider_job_id is not None:
             continue
         client = clients[pj.model]
         state = client.find(_TAG, pj.tag)
@@ -286,9 +286,9 @@ class _NeedLines(Exception):
 
 def _updated(pj: ProviderJob, state: BatchState, *, input_file: str | None = None) -> ProviderJob:
     return pj.model_copy(update={
-        "providerJobId": state.id, "status": state.status,
-        "inputFileId": input_file or pj.inputFileId,
-        "outputFileId": state.output_file_id, "errorFileId": state.error_file_id,
+        "provider_job_id": state.id, "status": state.status,
+        "input_file_id": input_file or pj.input_file_id,
+        "output_file_id": state.output_file_id, "error_file_id": state.error_file_id,
         "counts": dict(state.counts), "errors": state.errors})
 
 
@@ -331,10 +331,10 @@ def _poll(ws: Workspace, batches: BatchStore, job: BatchJob) -> BatchJob:
             job = _send_missing(batches, job, clients,
                                       {need.index: _lines_for(ws, job, need.index)})
     for index, pj in enumerate(job.jobs):
-        if pj.providerJobId is None or pj.status in _DONE:
+        if pj.provider_job_id is None or pj.status in _DONE:
             continue
         job = _with_job(job, index, _updated(pj, clients[pj.model].retrieve(
-            pj.providerJobId)))
+            pj.provider_job_id)))
     batches.save(job)
     return job
 
@@ -365,9 +365,9 @@ def cancel_batch(ws: Workspace, job_id: str | None = None) -> BatchJob:
 
         clients = _clients(jws, sorted({pj.model for pj in job.jobs}))
         for index, pj in enumerate(job.jobs):
-            if pj.providerJobId is not None and pj.status not in _DONE:
+            if pj.provider_job_id is not None and pj.status not in _DONE:
                 job = _with_job(job, index, _updated(pj, clients[pj.model].cancel(
-                    pj.providerJobId)))
+                    pj.provider_job_id)))
         batches.save(job)
         return job
 
@@ -431,7 +431,7 @@ def _download(ws: Workspace, job: BatchJob) -> tuple[dict[str, BatchItem], dict[
         mode = client.mode(JudgeRequest(model=pj.model, messages=(), temperature=0, seed=None,
                                         schema=None, output_mode=ws.settings.output_mode))
         found: list[BatchItem] = []
-        for file_id in (pj.errorFileId, pj.outputFileId):
+        for file_id in (pj.error_file_id, pj.output_file_id):
             if file_id:
                 found += parse_result_lines(client.download(file_id).splitlines(), mode,
                                             client.price)
@@ -562,24 +562,24 @@ def _ledger_totals(totals: RunTotals, results: Iterable[CaseResult], job: BatchJ
     paid: dict[str, Usage] = {}  # per judge: what its batch-answered judgments cost
     for r in results:
         m = r.judge
-        if m is None or m.aggregate is not None or not m.cached or m.cacheKey not in batch_keys:
+        if m is None or m.aggregate is not None or not m.cached or m.cache_key not in batch_keys:
             continue
-        repairs += m.repairTurns
-        used = Usage.of(m, cached=m.cachedTokens, written=m.cacheWriteTokens)
+        repairs += m.repair_turns
+        used = Usage.of(m, cached=m.cached_tokens, written=m.cache_write_tokens)
         every += used
         paid[m.model] = paid.get(m.model, ZERO) + used
     n = every.judgments
     judges = {model: _with_batch(entry, paid[model]) if model in paid else entry
               for model, entry in totals.ledger.items()}
     return totals.model_copy(update={
-        "cacheHits": totals.cacheHits - n, "savedCalls": max(0, totals.savedCalls - n - repairs),
-        "judgedAnew": totals.judgedAnew + n, "calls": totals.calls + ledger.repairCalls,
-        "promptTokens": totals.promptTokens + every.prompt_tokens,
-        "completionTokens": totals.completionTokens + every.completion_tokens,
-        "cachedTokens": totals.cachedTokens + every.cached_tokens,
-        "cacheWriteTokens": totals.cacheWriteTokens + every.cache_write_tokens,
-        "costUsd": (Usage.from_cost(totals.costUsd) + every).cost_usd(), "batchCalls": n,
-        "batchCostUsd": ledger.costUsd, "ledger": judges})
+        "cache_hits": totals.cache_hits - n, "saved_calls": max(0, totals.saved_calls - n - repairs),
+        "judged_anew": totals.judged_anew + n, "calls": totals.calls + ledger.repair_calls,
+        "prompt_tokens": totals.prompt_tokens + every.prompt_tokens,
+        "completion_tokens": totals.completion_tokens + every.completion_tokens,
+        "cached_tokens": totals.cached_tokens + every.cached_tokens,
+        "cache_write_tokens": totals.cache_write_tokens + every.cache_write_tokens,
+        "cost_usd": (Usage.from_cost(totals.cost_usd) + every).cost_usd(), "batch_calls": n,
+        "batch_cost_usd": ledger.cost_usd, "ledger": judges})
 
 
 def _with_batch(entry: JudgeLedger, p: Usage) -> JudgeLedger:
@@ -589,12 +589,12 @@ def _with_batch(entry: JudgeLedger, p: Usage) -> JudgeLedger:
     paid (at the batch rate), so they move from ``cacheHits`` to the usage.
     """
     return entry.model_copy(update={
-        "cacheHits": max(0, entry.cacheHits - p.judgments),
-        "promptTokens": entry.promptTokens + p.prompt_tokens,
-        "completionTokens": entry.completionTokens + p.completion_tokens,
-        "cachedTokens": entry.cachedTokens + p.cached_tokens,
-        "cacheWriteTokens": entry.cacheWriteTokens + p.cache_write_tokens,
-        "costUsd": (Usage.from_cost(entry.costUsd) + p).cost_usd()})
+        "cache_hits": max(0, entry.cache_hits - p.judgments),
+        "prompt_tokens": entry.prompt_tokens + p.prompt_tokens,
+        "completion_tokens": entry.completion_tokens + p.completion_tokens,
+        "cached_tokens": entry.cached_tokens + p.cached_tokens,
+        "cache_write_tokens": entry.cache_write_tokens + p.cache_write_tokens,
+        "cost_usd": (Usage.from_cost(entry.cost_usd) + p).cost_usd()})
 
 
 def collect_batch(ws: Workspace, job_id: str | None = None, *,
@@ -612,7 +612,7 @@ def collect_batch(ws: Workspace, job_id: str | None = None, *,
         jws = _job_workspace(ws, job)
         if job.status == "finished":
             return BatchCollected(job, None, (f"batch job {job.id} is finished: run "
-                                              f"{job.runId} (`judge show {job.runId}`)",))
+                                              f"{job.run_id} (`judge show {job.run_id}`)",))
         if job.status != "collected":
             _check_cache_mode(jws)
             job = _poll(jws, batches, job)
@@ -630,6 +630,6 @@ def collect_batch(ws: Workspace, job_id: str | None = None, *,
     with ws.open_store() as store:
         totals = _ledger_totals(report.run.totals, store.iter_results(report.run.id), job)
         run = store.finish_run(report.run.id, totals=totals, status=report.run.status)
-        job = job.model_copy(update={"status": "finished", "runId": run.id})
+        job = job.model_copy(update={"status": "finished", "run_id": run.id})
         BatchStore(store).save(job)
     return BatchCollected(job, dataclasses.replace(report, run=run))

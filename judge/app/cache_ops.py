@@ -17,6 +17,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, TextIO
 
+from pydantic import Field
+
 from ..cache.disk import ExportResult, JudgmentCache, import_line
 from ..cache.entry import entry_problems
 from ..cache.replay_store import ReplayStore
@@ -66,8 +68,8 @@ class CacheStats(Frozen):
     models: dict[str, int]
     oldest: str | None
     newest: str | None
-    indexRecords: int
-    indexCorrupt: int = 0
+    index_records: int = Field(alias="indexRecords")
+    index_corrupt: int = Field(0, alias="indexCorrupt")
     """Replay index records that fail their seal or cannot be used (verify names them)."""
     shared: SharedTierStats | None = None
     """The shared tier (``cache_url``), when one is configured."""
@@ -155,7 +157,7 @@ class PruneEntry(Frozen):
 
     key: str
     model: str | None
-    createdAt: str | None
+    created_at: str | None = Field(alias="createdAt")
     reason: str
 
 
@@ -370,7 +372,7 @@ def prune_cache(workspace: Workspace, request: PruneRequest,
         if chosen and not r.dry_run and (confirm is None or confirm(len(chosen))):
             removed = cache.remove(item["key"] for item in chosen)
     entries = tuple(PruneEntry(key=_name(item["key"]), model=item["model"],
-                               createdAt=item["createdAt"], reason=item["reason"])
+                               created_at=item["createdAt"], reason=item["reason"])
                     for item in chosen)
     return PruneReport(dry_run=r.dry_run, entries=entries, removed=removed)
 

@@ -86,7 +86,7 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
         pairs = {}
         for cid, result in scores.items():
             given = human.get(cid)
-            ai = next((c.aiScore for c in result.categoryScores if c.category == cat), None)
+            ai = next((c.ai_score for c in result.category_scores if c.category == cat), None)
             if given is not None and cat in given.categories and ai is not None:
                 pairs[cid] = (ai, given.categories[cat])
         if len(pairs) < max(min_labels, folds):
@@ -101,7 +101,7 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
     digest = hashlib.sha256(canonical_json(
         [lb.model_dump(mode="json") for lb in labels]).encode()).hexdigest()
     cal = Calibration(judge=model, rubric=rubric.id, scale=rubric_scale(rubric),
-                      categories=maps, crossValidation=reports, labelsDigest=digest,
+                      categories=maps, cross_validation=reports, labels_digest=digest,
                       runs=tuple(i.id for i in infos))
     slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
     target = out or workspace.root / "calibrations" / f"{rubric.id}.{slug}.json"
@@ -120,6 +120,6 @@ def fold_summary(report: FoldReport) -> str:
     def num(v: float | None) -> str:
         return "—" if v is None else f"{v:.1f}"
 
-    return (f"MAD {num(b.meanAbsDiff)} -> {num(a.meanAbsDiff)}, band "
-            f"{pct(b.exactBandAgreement)} -> {pct(a.exactBandAgreement)} (held out, "
+    return (f"MAD {num(b.mean_abs_diff)} -> {num(a.mean_abs_diff)}, band "
+            f"{pct(b.exact_band_agreement)} -> {pct(a.exact_band_agreement)} (held out, "
             f"{report.folds} folds, {report.cases} cases)")

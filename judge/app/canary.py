@@ -130,7 +130,7 @@ def _tolerances(store: RunStore, suite: str, models: tuple[str, ...],
         for r in store.iter_results(run.id):
             if r.judge is None or r.judge.sample != -1 or r.judge.model != models[0]:
                 continue
-            for c in r.categoryScores:
+            for c in r.category_scores:
                 if c.spread is not None:
                     spreads.setdefault(c.category, []).append(c.spread)
         if spreads:
@@ -165,7 +165,7 @@ async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
                           template_hash=renderer.template_hash, rubric_hash=plan.rubric_hash)
         before = scored_result(prep, plan.rubric, cached, None, None)
         base = {"case": pick.case.id, "model": pick.model, "sample": pick.sample, "key": key,
-                "cachedOverall": before.overallScore, "cachedBand": before.band,
+                "cachedOverall": before.overall_score, "cachedBand": before.band,
                 "cachedModel": turn_totals(cached_turns)["modelReported"],
                 "cachedFingerprint": _fingerprint(cached_turns)}
         if done.value is None:
@@ -176,9 +176,9 @@ async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
         result = scored_result(prep, plan.rubric, done.value, meta, None)
         exact, diffs = compare_verdicts(cached, done.value)
         return CanaryItem(**base, status="compared", exact=exact, diffs=diffs,
-                          freshOverall=result.overallScore, freshBand=result.band,
-                          freshModel=meta.modelReported,
-                          freshFingerprint=_fingerprint(done.turns)), result
+                          fresh_overall=result.overall_score, fresh_band=result.band,
+                          fresh_model=meta.model_reported,
+                          fresh_fingerprint=_fingerprint(done.turns)), result
 
     try:
         pairs = await asyncio.gather(*(one(p, f) for p, f in chosen))
@@ -238,7 +238,7 @@ def _with_health(summary: DriftSummary, results: list[CaseResult],
         health.add(result)
     built = health.build()
     notices = tuple(f"judge health: {p}" for p in built.problems) if built else ()
-    return summary.model_copy(update={"judgeHealth": built,
+    return summary.model_copy(update={"judge_health": built,
                                       "notices": (*summary.notices, *notices)})
 
 
@@ -248,19 +248,19 @@ def _store(store: RunStore, setup: RunSetup, request: CanaryRequest, summary: Dr
     suite = plan.run.suite
     verdict: Mapping[str, Any] = summary.model_dump(mode="json", exclude={"categories"})
     run = plan.run.model_copy(update={
-        "id": new_run_id(now()), "suite": f"{suite}:canary", "createdAt": now(),
+        "id": new_run_id(now()), "suite": f"{suite}:canary", "created_at": now(),
         "owner": owner_here(),
         "settings": {**plan.run.settings, "kind": "canary", "canaryOf": suite,
                      "sample": request.sample, "sampleSeed": request.seed,
                      "canary": dict(verdict)}})
     store.create_run(run)
     store.add_results(run.id, results)
-    cost = [r.judge.costUsd for r in results if r.judge is not None]
+    cost = [r.judge.cost_usd for r in results if r.judge is not None]
     totals = RunTotals(
         cases=len(results), scored=sum(r.status == "scored" for r in results),
         unscored=sum(r.status == "unscored" for r in results), calls=calls,
-        promptTokens=sum((r.judge.promptTokens or 0) for r in results if r.judge),
-        completionTokens=sum((r.judge.completionTokens or 0) for r in results if r.judge),
-        costUsd=None if any(c is None for c in cost) else round(sum(c or 0 for c in cost), 10),
-        judgments=len(results), judgedAnew=len(results))
+        prompt_tokens=sum((r.judge.prompt_tokens or 0) for r in results if r.judge),
+        completion_tokens=sum((r.judge.completion_tokens or 0) for r in results if r.judge),
+        cost_usd=None if any(c is None for c in cost) else round(sum(c or 0 for c in cost), 10),
+        judgments=len(results), judged_anew=len(results))
     return store.finish_run(run.id, totals=totals, status="complete")

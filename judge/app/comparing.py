@@ -57,7 +57,7 @@ def compare_runs_op(workspace: Workspace, run_ids: Sequence[str],
         named, scales[infos[0].id], human=human, intervals=True,
         judge_bands={name: scales[info.id] for name, (info, _) in zip(names, judges,
                                                                         strict=True)})
-    counts = tuple(c.model_copy(update={"runId": info.id, "model": model})
+    counts = tuple(c.model_copy(update={"run_id": info.id, "model": model})
                    for c, (info, model) in zip(comparison.judges, judges, strict=True))
     return comparison.model_copy(update={"judges": counts,
                                          "notes": (*notes, *comparison.notes)})
@@ -87,8 +87,8 @@ def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
         return models
     runs = {info.id: info for info, _ in judges}
     prefix = _short_ids(list(runs))
-    rubrics = {(i.rubric, i.rubricHash) for i in runs.values()}
-    templates = {(i.templateId, i.templateHash) for i in runs.values()}
+    rubrics = {(i.rubric, i.rubric_hash) for i in runs.values()}
+    templates = {(i.template_id, i.template_hash) for i in runs.values()}
     names = []
     for info, model in judges:
         parts = [prefix[info.id]]
@@ -96,11 +96,11 @@ def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
             parts.append(model)
         if len(rubrics) > 1:
             same_id = len({r for r, _ in rubrics}) == 1
-            parts.append(f"{info.rubric}@{info.rubricHash[:8]}" if same_id else info.rubric)
+            parts.append(f"{info.rubric}@{info.rubric_hash[:8]}" if same_id else info.rubric)
         if len(templates) > 1:
             same_id = len({t for t, _ in templates}) == 1
-            parts.append(f"{info.templateId}@{info.templateHash[:8]}" if same_id
-                         else info.templateId)
+            parts.append(f"{info.template_id}@{info.template_hash[:8]}" if same_id
+                         else info.template_id)
         if len(parts) == 1:
             parts.append(model)
         names.append(":".join(parts))
@@ -131,7 +131,7 @@ def run_bands(info: RunInfo, workspace: Workspace, notes: list[str]) -> tuple[Ba
         notes.append(f"rubric {info.rubric!r} of run {info.id} is not found: bands are read "
                      f"on the default scale")
         return DEFAULT_BANDS
-    if rubric_hash(rubric) != info.rubricHash:
+    if rubric_hash(rubric) != info.rubric_hash:
         notes.append(f"rubric {info.rubric!r} changed since run {info.id}: bands of AI scores "
                      f"are read on the current file's scale")
     return rubric.bands

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pydantic import Field
+
 from ..core.errors import UsageError
 from ..core.frozen import Frozen, wire_value
 from ..core.models import CaseResult, CaseStatus, RunInfo
@@ -51,9 +53,9 @@ class RunSide(Frozen):
     id: str
     suite: str
     rubric: str
-    rubricHash: str
-    templateId: str
-    templateHash: str
+    rubric_hash: str = Field(alias="rubricHash")
+    template_id: str = Field(alias="templateId")
+    template_hash: str = Field(alias="templateHash")
     models: tuple[str, ...]
     panel: str | None
     seed: int | None
@@ -89,7 +91,7 @@ class CaseDiff(Frozen):
     passed: tuple[bool | None, bool | None]
     delta: int | None
     """B − A of the overall score, when both have one."""
-    rationaleChanged: bool
+    rationale_changed: bool = Field(alias="rationaleChanged")
     categories: tuple[CategoryDiff, ...]
     movement: Movement | None = None
     """The overall score's movement, beyond or within the judge's noise (with the interval
@@ -106,25 +108,25 @@ class RunDiff(Frozen):
     compared: int
     """Cases both runs hold."""
     changed: int
-    bandChanged: int
-    rationaleChanged: int
-    categoryOnly: int
+    band_changed: int = Field(alias="bandChanged")
+    rationale_changed: int = Field(alias="rationaleChanged")
+    category_only: int = Field(alias="categoryOnly")
     """Cases whose outcome is the same but a category's AI or final score moved."""
-    onlyA: tuple[str, ...]
-    onlyB: tuple[str, ...]
+    only_a: tuple[str, ...] = Field(alias="onlyA")
+    only_b: tuple[str, ...] = Field(alias="onlyB")
     cases: tuple[CaseDiff, ...]
     """The changed cases (every shared case when asked for all), by case id."""
-    beyondNoise: int = 0
+    beyond_noise: int = Field(0, alias="beyondNoise")
     """Overall scores that moved beyond the judge's noise (BH at 5 % over the cases)."""
-    withinNoise: int = 0
+    within_noise: int = Field(0, alias="withinNoise")
     """Overall scores that moved within what the judge's noise explains."""
-    exactMoves: int = 0
+    exact_moves: int = Field(0, alias="exactMoves")
     """Moved with the same judgment on both sides: exact, all of it real."""
-    unknownNoise: int = 0
+    unknown_noise: int = Field(0, alias="unknownNoise")
     """Moved, re-asked, with no noise estimate on either side."""
-    noiseSources: tuple[str | None, str | None] = (None, None)
+    noise_sources: tuple[str | None, str | None] = Field((None, None), alias="noiseSources")
     """The noise assumed for A and for B, and where it came from."""
-    rationaleCases: dict[str, tuple[str, ...]] = {}
+    rationale_cases: dict[str, tuple[str, ...]] = Field({}, alias="rationaleCases")
     """Cases whose rationale changed, each with its categories: what ``rationaleChanged``
     counts, listed (issue 33)."""
 
@@ -143,23 +145,23 @@ class RunStability(Frozen):
 
 def _case_diff(a: CaseResult, b: CaseResult) -> CaseDiff:
     change = case_change(a, b)
-    cats_a = {c.category: c for c in a.categoryScores}
-    cats_b = {c.category: c for c in b.categoryScores}
+    cats_a = {c.category: c for c in a.category_scores}
+    cats_b = {c.category: c for c in b.category_scores}
     categories = []
     for name in dict.fromkeys([*cats_a, *cats_b]):
         ca, cb = cats_a.get(name), cats_b.get(name)
         categories.append(CategoryDiff(
-            category=name, ai=(ca.aiScore if ca else None, cb.aiScore if cb else None),
-            final=(ca.finalScore if ca else None, cb.finalScore if cb else None),
+            category=name, ai=(ca.ai_score if ca else None, cb.ai_score if cb else None),
+            final=(ca.final_score if ca else None, cb.final_score if cb else None),
             rationale=(ca.rationale if ca else None, cb.rationale if cb else None),
             changed=name in change.categories))
     return CaseDiff(
         id=a.id, changed=change.changed, status=(a.status, b.status),
-        overall=(a.overallScore, b.overallScore), band=(a.band, b.band),
+        overall=(a.overall_score, b.overall_score), band=(a.band, b.band),
         passed=(a.passed, b.passed),
-        delta=None if a.overallScore is None or b.overallScore is None
-        else b.overallScore - a.overallScore,
-        rationaleChanged=any(c.rationale[0] != c.rationale[1] for c in categories),
+        delta=None if a.overall_score is None or b.overall_score is None
+        else b.overall_score - a.overall_score,
+        rationale_changed=any(c.rationale[0] != c.rationale[1] for c in categories),
         categories=tuple(categories))
 
 
@@ -179,25 +181,25 @@ def build_diff(run_a: RunInfo, results_a: Iterable[CaseResult], run_b: RunInfo,
             for i in shared]
     moved = [m for m in moves.values() if m.delta != 0]
     return RunDiff(
-        beyondNoise=sum(m.noise == "beyond" for m in moved),
-        withinNoise=sum(m.noise == "within" for m in moved),
-        exactMoves=sum(m.noise == "exact" for m in moved),
-        unknownNoise=sum(m.noise == "unknown" for m in moved),
-        noiseSources=(noise_a.source if noise_a else None, noise_b.source if noise_b else None),
+        beyond_noise=sum(m.noise == "beyond" for m in moved),
+        within_noise=sum(m.noise == "within" for m in moved),
+        exact_moves=sum(m.noise == "exact" for m in moved),
+        unknown_noise=sum(m.noise == "unknown" for m in moved),
+        noise_sources=(noise_a.source if noise_a else None, noise_b.source if noise_b else None),
         a=side_a, b=side_b, differs=differs, compared=len(shared),
         changed=sum(r.changed for r in rows),
-        bandChanged=sum(r.band[0] != r.band[1] for r in rows),
-        rationaleChanged=sum(r.rationaleChanged for r in rows),
-        categoryOnly=sum(not r.changed and any(c.changed for c in r.categories) for r in rows),
-        onlyA=tuple(sorted(set(a_by) - set(b_by))), onlyB=tuple(sorted(set(b_by) - set(a_by))),
+        band_changed=sum(r.band[0] != r.band[1] for r in rows),
+        rationale_changed=sum(r.rationale_changed for r in rows),
+        category_only=sum(not r.changed and any(c.changed for c in r.categories) for r in rows),
+        only_a=tuple(sorted(set(a_by) - set(b_by))), only_b=tuple(sorted(set(b_by) - set(a_by))),
         cases=tuple(rows if everything else [r for r in rows if r.changed]),
-        rationaleCases=rationale_cases(rows))
+        rationale_cases=rationale_cases(rows))
 
 
 def rationale_cases(rows: Iterable[CaseDiff]) -> dict[str, tuple[str, ...]]:
     """Each case whose rationale changed, with the categories where it did."""
     return {r.id: tuple(c.category for c in r.categories if c.rationale[0] != c.rationale[1])
-            for r in rows if r.rationaleChanged}
+            for r in rows if r.rationale_changed}
 
 
 def _rescored(run_a: RunInfo, run_b: RunInfo) -> bool:

@@ -70,8 +70,8 @@ def write_csv(info: RunInfo, results: Iterable[CaseResult], sink: TextIO) -> int
             writer.writerow(_csv_row(info, result, categories))
             continue
         held.append(result)
-        if result.categoryScores:
-            categories = [c.category for c in result.categoryScores]
+        if result.category_scores:
+            categories = [c.category for c in result.category_scores]
             start(categories)
     if categories is None:
         start([])
@@ -79,13 +79,13 @@ def write_csv(info: RunInfo, results: Iterable[CaseResult], sink: TextIO) -> int
 
 
 def _csv_row(info: RunInfo, r: CaseResult, categories: list[str]) -> list[str]:
-    by_cat = {c.category: c for c in r.categoryScores}
+    by_cat = {c.category: c for c in r.category_scores}
     row = [info.id, r.id, r.judge.model if r.judge else "", str(r.judge.sample if r.judge else 0),
-           r.status, _cell(r.overallScore), _cell(r.band), _cell(r.passed), _cell(r.reason)]
+           r.status, _cell(r.overall_score), _cell(r.band), _cell(r.passed), _cell(r.reason)]
     for name in categories:
         c = by_cat.get(name)
         row += ["", "", "", ""] if c is None else [
-            _cell(c.deterministicScore), _cell(c.aiScore), _cell(c.finalScore), _cell(c.band)]
+            _cell(c.deterministic_score), _cell(c.ai_score), _cell(c.final_score), _cell(c.band)]
     return row
 
 

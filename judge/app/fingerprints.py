@@ -28,10 +28,10 @@ def reported_identity(results: Iterable[CaseResult]) -> tuple[set[str], set[str]
     for r in results:
         if r.judge is None or r.judge.aggregate is not None:
             continue
-        if r.judge.modelReported:
-            models.add(r.judge.modelReported)
-        if r.judge.systemFingerprint:
-            prints.add(r.judge.systemFingerprint)
+        if r.judge.model_reported:
+            models.add(r.judge.model_reported)
+        if r.judge.system_fingerprint:
+            prints.add(r.judge.system_fingerprint)
     return models, prints
 
 
@@ -48,10 +48,10 @@ def fingerprint_notice(workspace: Workspace, run: RunInfo,
             if not path.exists():
                 return None
             baseline = load_baseline(path)
-        if not baseline.recordedFrom or baseline.recordedFrom == run.id:
+        if not baseline.recorded_from or baseline.recorded_from == run.id:
             return None
         with workspace.open_store() as store:
-            then = reported_identity(store.iter_results(baseline.recordedFrom))
+            then = reported_identity(store.iter_results(baseline.recorded_from))
             now = reported_identity(store.iter_results(run.id))
     except JudgeError:
         return None
@@ -64,5 +64,5 @@ def fingerprint_notice(workspace: Workspace, run: RunInfo,
     if not changes:
         return None
     return (f"the judge reports another identity than when the baseline was recorded "
-            f"(run {baseline.recordedFrom}): {'; '.join(changes)} — `judge canary` tells "
+            f"(run {baseline.recorded_from}): {'; '.join(changes)} — `judge canary` tells "
             f"whether its verdicts drifted")

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.baseline import Baseline, Comparison, build_baseline, compare, pick_primary
 from ..core.errors import ConfigError, JudgeError, UsageError
@@ -64,16 +64,18 @@ __all__ = [
 class GateVerdict(BaseModel):
     """The gate's answer for one run: compared, or a baseline recorded, or skipped (why)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     run: str
     suite: str
-    baselinePath: str
+    baseline_path: str = Field(alias="baselinePath")
     comparison: Comparison | None
     """None when nothing was compared (a baseline was just recorded, or the run cannot be
     compared: see ``skipped``)."""
-    baselineRecorded: bool = False
-    baselineId: str | None = None
+    baseline_recorded: bool = Field(False, alias="baselineRecorded")
+    baseline_id: str | None = Field(None, alias="baselineId")
     skipped: str | None = None
     """Why there is no comparison and no baseline was recorded."""
     notices: tuple[str, ...] = ()
@@ -83,7 +85,7 @@ class GateVerdict(BaseModel):
     @property
     def has_regression(self) -> bool:
         """A regression was found."""
-        return self.comparison is not None and self.comparison.hasRegression
+        return self.comparison is not None and self.comparison.has_regression
 
     @property
     def blocked(self) -> bool:
@@ -94,12 +96,12 @@ class GateVerdict(BaseModel):
         """The one JSON shape every door prints: the wire's fields in camelCase, flat."""
         body: dict[str, Any] = {
             "hasRegression": self.has_regression, "scoreDelta": None, "previousScore": None,
-            "currentScore": None, "baselineId": self.baselineId, "blockedReasons": [],
+            "currentScore": None, "baselineId": self.baseline_id, "blockedReasons": [],
         }
         if self.comparison is not None:
             body.update(self.comparison.model_dump(mode="json"))
-        body.update({"run": self.run, "suite": self.suite, "baselinePath": self.baselinePath,
-                     "baselineRecorded": self.baselineRecorded, "skipped": self.skipped,
+        body.update({"run": self.run, "suite": self.suite, "baselinePath": self.baseline_path,
+                     "baselineRecorded": self.baseline_recorded, "skipped": self.skipped,
                      "notices": list(self.notices), "blocked": self.blocked})
         return body
 
@@ -148,13 +150,13 @@ def noise_of_run(workspace: Workspace, run: RunInfo) -> NoiseModel | None:
     if run.samples > 1:
         with workspace.open_store() as store:
             measured = measure_noise(store.iter_results(run.id), model=model,
-                                     rubric_hash=run.rubricHash, template_id=run.templateId,
-                                     template_hash=run.templateHash, suite=run.suite,
+                                     rubric_hash=run.rubric_hash, template_id=run.template_id,
+                                     template_hash=run.template_hash, suite=run.suite,
                                      source=f"samples of run {run.id}", runs=(run.id,))
         if measured is not None:
             return measured
-    return load_noise(workspace.baselines_dir, noise_key(model, run.rubricHash,
-                                                         run.templateHash))
+    return load_noise(workspace.baselines_dir, noise_key(model, run.rubric_hash,
+                                                         run.template_hash))
 
 
 def side_noise(model: NoiseModel | None) -> SideNoise | None:
@@ -177,7 +179,7 @@ def make_baseline(run: RunInfo, results: Sequence[CaseResult], threshold: float,
                          fix="judge the suite until every case is scored, then record "
                              "(`judge history` lists runs)")
     try:
-        return build_baseline(run.suite, run.rubric, run.rubricHash, run.models, results,
+        return build_baseline(run.suite, run.rubric, run.rubric_hash, run.models, results,
                               run_id=run.id, threshold=threshold, spreads=spreads,
                               noise=noise)
     except ValueError as exc:
@@ -189,9 +191,9 @@ def _notices(baseline: Baseline, run: RunInfo) -> tuple[str, ...]:
     notes = []
     if baseline.suite != run.suite:
         notes.append(f"baseline is of suite {baseline.suite!r}, the run of {run.suite!r}")
-    if baseline.rubricHash != run.rubricHash:
+    if baseline.rubric_hash != run.rubric_hash:
         notes.append(f"the rubric changed since the baseline ({baseline.rubric} "
-                     f"{baseline.rubricHash[:12]} → {run.rubric} {run.rubricHash[:12]})")
+                     f"{baseline.rubric_hash[:12]} → {run.rubric} {run.rubric_hash[:12]})")
     if tuple(baseline.models[:1]) != tuple(run.models[:1]):
         notes.append(f"the judge changed since the baseline "
                      f"({', '.join(baseline.models) or '—'} → {', '.join(run.models) or '—'})")
@@ -202,7 +204,7 @@ def judge_mismatch(baseline: Baseline, run: RunInfo) -> str | None:
     """Why ``run`` is not compared with ``baseline`` (another judge), or None."""
     if tuple(baseline.models) == tuple(run.models):
         return None
-    return (f"not compared: the baseline {baseline.baselineId} was recorded by judge "
+    return (f"not compared: the baseline {baseline.baseline_id} was recorded by judge "
             f"{', '.join(baseline.models) or '—'}, this run was judged by "
             f"{', '.join(run.models) or '—'} (a judge change is not a regression); fix: "
             "pass --across-judges to compare them anyway, or record this judge's run as the "
@@ -240,28 +242,28 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
         save_baseline(path, baseline)
         # Compared with itself: no regression, and every door shows the same fields.
         return GateVerdict(**base, comparison=compare(baseline, results),
-                           baselineRecorded=True, baselineId=baseline.baselineId,
+                           baseline_recorded=True, baseline_id=baseline.baseline_id,
                            notices=(f"no baseline for suite {run.suite}: recorded {path} from "
                                     f"run {run.id}",))
     baseline = load_baseline(path)
     mismatch = None if across_judges else judge_mismatch(baseline, run)
     if mismatch is not None:
-        return GateVerdict(**base, comparison=None, baselineId=baseline.baselineId,
+        return GateVerdict(**base, comparison=None, baseline_id=baseline.baseline_id,
                            skipped=mismatch)
     comparison, noise_notes = compare_with_noise(workspace, baseline, run, results)
     drift = fingerprint_notice(workspace, run, baseline)
-    return GateVerdict(**base, comparison=comparison, baselineId=baseline.baselineId,
+    return GateVerdict(**base, comparison=comparison, baseline_id=baseline.baseline_id,
                        notices=_notices(baseline, run) + noise_notes
                        + ((drift,) if drift else ()))
 
 
 def _recorded_noise(workspace: Workspace, baseline: Baseline) -> NoiseModel | None:
     """The baseline side's noise: embedded in the file, else that of the run it came from."""
-    if baseline.noise is not None or baseline.recordedFrom is None:
+    if baseline.noise is not None or baseline.recorded_from is None:
         return baseline.noise
     try:
         with workspace.open_store() as store:
-            recorded = store.get_run(baseline.recordedFrom)
+            recorded = store.get_run(baseline.recorded_from)
     except JudgeError:
         return None
     return noise_of_run(workspace, recorded)

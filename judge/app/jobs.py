@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import JudgeError, RunActiveError
 from ..core.models import CaseResult, RunInfo
@@ -55,35 +55,39 @@ class StoppingError(JudgeError):
 class ProgressView(BaseModel):
     """A run's live counters."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     total: int
     done: int
-    cacheHits: int
+    cache_hits: int = Field(alias="cacheHits")
     unscored: int
-    cacheMisses: int
+    cache_misses: int = Field(alias="cacheMisses")
     judgments: int
-    judgedAnew: int
-    promptTokens: int
-    completionTokens: int
-    costUsd: float | None
-    elapsedSeconds: float
+    judged_anew: int = Field(alias="judgedAnew")
+    prompt_tokens: int = Field(alias="promptTokens")
+    completion_tokens: int = Field(alias="completionTokens")
+    cost_usd: float | None = Field(alias="costUsd")
+    elapsed_seconds: float = Field(alias="elapsedSeconds")
 
     @classmethod
     def of(cls, p: Progress, elapsed: float | None = None) -> ProgressView:
         """A snapshot of ``p`` (``elapsed``: the run's own wall time, once it ended)."""
-        return cls(total=p.total, done=p.done, cacheHits=p.cache_hits, unscored=p.unscored,
-                   cacheMisses=p.misses, judgments=p.judgments, judgedAnew=p.judged_anew,
-                   promptTokens=p.spent.prompt_tokens,
-                   completionTokens=p.spent.completion_tokens, costUsd=p.spent.cost_usd(),
-                   elapsedSeconds=round(time.monotonic() - p.started if elapsed is None
+        return cls(total=p.total, done=p.done, cache_hits=p.cache_hits, unscored=p.unscored,
+                   cache_misses=p.misses, judgments=p.judgments, judged_anew=p.judged_anew,
+                   prompt_tokens=p.spent.prompt_tokens,
+                   completion_tokens=p.spent.completion_tokens, cost_usd=p.spent.cost_usd(),
+                   elapsed_seconds=round(time.monotonic() - p.started if elapsed is None
                                         else elapsed, 3))
 
 
 class RunView(BaseModel):
     """A run as a door shows it: state, progress, and once it ended its summary and verdict."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     id: str
     suite: str
@@ -97,7 +101,7 @@ class RunView(BaseModel):
     """The gate's verdict, :meth:`judge.app.gate.GateVerdict.public` (``judge check --json``);
     None while running, when the run was not compared, or for a run this process did not
     make (reading a run never records a baseline)."""
-    exitCode: int | None = None
+    exit_code: int | None = Field(None, alias="exitCode")
     """The exit status ``judge run`` gives the same outcome (None while running)."""
     reason: str | None = None
     """Why the run failed: the first unscored judgment's reason."""
@@ -165,9 +169,9 @@ class ActiveRun:
         return RunView(
             id=report.run.id, suite=report.run.suite, status=status, active=False,
             run=report.run, summary=report.summary,
-            progress=ProgressView.of(self.progress, report.run.totals.wallSeconds),
+            progress=ProgressView.of(self.progress, report.run.totals.wall_seconds),
             regression=report.verdict.public() if report.verdict is not None else None,
-            exitCode=report.exit_code,
+            exit_code=report.exit_code,
             reason=report.first_failure if report.no_judgment else None,
             missing=report.missing, notices=report.notices)
 

@@ -37,7 +37,7 @@ def reap_abandoned(store: RunStore) -> list[str]:
         counts = store.count_results(run.id)
         totals = run.totals.model_copy(update={
             "cases": sum(counts.values()), "scored": counts["scored"],
-            "unscored": counts["unscored"], "cacheMisses": counts["cache_miss"]})
+            "unscored": counts["unscored"], "cache_misses": counts["cache_miss"]})
         store.finish_run(run.id, totals=RunTotals.model_validate(totals.model_dump()),
                          status="abandoned")
         reaped.append(run.id)

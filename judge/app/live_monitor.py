@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import SuiteError
 from ..core.models import CaseResult
@@ -38,14 +38,16 @@ __all__ = ["IngestReport", "LiveMonitor", "MonitorView", "MonitorWindow", "monit
 class MonitorWindow(BaseModel):
     """What the verdict covers: the last ``records`` of at most ``capacity`` received."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     capacity: int
     records: int
     received: int
     """Records received for the suite since the process started."""
-    firstReceivedAt: str | None = None
-    lastReceivedAt: str | None = None
+    first_received_at: str | None = Field(None, alias="firstReceivedAt")
+    last_received_at: str | None = Field(None, alias="lastReceivedAt")
 
 
 class MonitorView(BaseModel):
@@ -104,8 +106,8 @@ class LiveMonitor:
         times = [at for at, _ in window.records]
         return MonitorView(suite=entry.id, monitor=verdict, window=MonitorWindow(
             capacity=window.records.maxlen or 0, records=len(window.records),
-            received=window.received, firstReceivedAt=times[0] if times else None,
-            lastReceivedAt=times[-1] if times else None))
+            received=window.received, first_received_at=times[0] if times else None,
+            last_received_at=times[-1] if times else None))
 
     async def ingest(self, suite: str,
                      records: Sequence[Case | Mapping[str, Any]]) -> IngestReport:
@@ -125,7 +127,7 @@ class LiveMonitor:
             result = by_id.get(case.id)
             record: dict[str, Any] = {"id": case.id}
             if result is not None:
-                record.update(passed=result.passed, overallScore=result.overallScore)
+                record.update(passed=result.passed, overallScore=result.overall_score)
             window.records.append((at, record))
         window.received += len(cases)
         return IngestReport(suite=entry.id, received=len(cases), sampled=len(picked),

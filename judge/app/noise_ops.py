@@ -42,8 +42,8 @@ def measure_run_noise(workspace: Workspace, run_id: str, *,
                              f"noise needs samples of one judge",
                              fix="judge with --samples K (K >= 2), or `judge noise probe SUITE`")
         measured = measure_noise(store.iter_results(run.id), model=model,
-                                 rubric_hash=run.rubricHash, template_id=run.templateId,
-                                 template_hash=run.templateHash, suite=run.suite,
+                                 rubric_hash=run.rubric_hash, template_id=run.template_id,
+                                 template_hash=run.template_hash, suite=run.suite,
                                  source=source or f"samples of run {run.id}", runs=(run.id,))
     if measured is None:
         raise UsageError(f"run {run.id} has no case scored twice: nothing to measure",

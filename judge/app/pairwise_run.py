@@ -99,7 +99,7 @@ class PairwiseReport:
     @property
     def exit_code(self) -> int:
         """0, or 3 when offline replay missed judgments."""
-        return EXIT_CACHE_MISS if self.summary.cacheMisses else 0
+        return EXIT_CACHE_MISS if self.summary.cache_misses else 0
 
     def public(self) -> dict[str, Any]:
         """The document every door prints for ``--json``."""

@@ -122,7 +122,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         against = _against_baseline(workspace, run, results)
     agreement = _agreement(judged, bands, human, workspace, notes) if len(judged) >= 2 else None
     return ReportData(
-        generatedAt=now or utc_now(), version=__version__, run=run, rubric=rubric,
+        generated_at=now or utc_now(), version=__version__, run=run, rubric=rubric,
         headline=headline_of(run)[0], cases=tuple(results), human=human,
         bands=band_counts(results, bands),
         categories=category_distributions(results, [c.id for c in rubric.categories]),
@@ -142,26 +142,26 @@ def _rubric(workspace: Workspace, run: RunInfo,
         notes.append(f"rubric {run.rubric!r} is not found: bands are read on the default "
                      f"scale")
         bands = tuple(sorted(DEFAULT_BANDS, key=lambda b: b.min))
-        return RubricView(id=run.rubric, hash=run.rubricHash, currentHash=None, bands=bands,
+        return RubricView(id=run.rubric, hash=run.rubric_hash, current_hash=None, bands=bands,
                           categories=()), bands
     current = rubric_hash(rubric)
-    if current != run.rubricHash:
-        notes.append(f"rubric {run.rubric!r} changed since the run ({run.rubricHash[:12]} → "
+    if current != run.rubric_hash:
+        notes.append(f"rubric {run.rubric!r} changed since the run ({run.rubric_hash[:12]} → "
                      f"{current[:12]}): bands are read on the current file")
     bands = tuple(sorted(rubric.bands, key=lambda b: b.min))
     cats = tuple(CategoryView(id=c.id, weight=c.weight)
                  for c in rubric.categories)
-    return RubricView(id=run.rubric, hash=run.rubricHash, currentHash=current, bands=bands,
+    return RubricView(id=run.rubric, hash=run.rubric_hash, current_hash=current, bands=bands,
                       categories=cats), bands
 
 
 def _human_labels(workspace: Workspace, run: RunInfo,
                   notes: list[str]) -> dict[str, HumanLabel]:
-    if not run.suitePath:
+    if not run.suite_path:
         return {}
-    path = workspace.path(run.suitePath)
+    path = workspace.path(run.suite_path)
     if not path.is_file():
-        notes.append(f"suite file {run.suitePath} not found: no human labels shown")
+        notes.append(f"suite file {run.suite_path} not found: no human labels shown")
         return {}
     try:
         source = open_suite(path)
@@ -183,37 +183,37 @@ def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
     """
     with workspace.open_store() as store:
         ids = [i.id for i in store.list_runs(suite=run.suite, limit=None)
-               if (i.createdAt, i.id) <= (run.createdAt, run.id)][:HISTORY_RUNS]
+               if (i.created_at, i.id) <= (run.created_at, run.id)][:HISTORY_RUNS]
     try:
         history = agreement_op(workspace, ids)
     except UsageError:
         return {}
     points = []
     disagreements = [
-        PeopleDisagreement(runId=row.runId, model=row.model, caseId=d.caseId,
+        PeopleDisagreement(run_id=row.run_id, model=row.model, case_id=d.case_id,
                            category=d.category, human=d.human, judge=d.judge,
-                           humanBand=d.humanBand, judgeBand=d.judgeBand, size=d.size,
-                           link=review_link(row.runId, d.caseId, d.category))
-        for row in history.rows if row.runId == run.id
+                           human_band=d.human_band, judge_band=d.judge_band, size=d.size,
+                           link=review_link(row.run_id, d.case_id, d.category))
+        for row in history.rows if row.run_id == run.id
         for d in row.agreement.disagreements[:PEOPLE_DISAGREEMENTS]]
     for row in history.rows:
         s = row.agreement.overall
         ci = s.intervals
-        k = ci.weightedKappa if ci else None
-        m = ci.meanAbsDiff if ci else None
+        k = ci.weighted_kappa if ci else None
+        m = ci.mean_abs_diff if ci else None
         points.append(PeoplePoint(
-            runId=row.runId, model=row.model, rubric=row.rubric, rubricHash=row.rubricHash,
-            templateId=row.templateId, templateHash=row.templateHash, n=s.n,
-            kappa=s.weightedKappa, kappaLow=k.low if k else None,
-            kappaHigh=k.high if k else None, mad=s.meanAbsDiff,
-            madLow=m.low if m else None, madHigh=m.high if m else None,
-            sameBand=s.exactBandAgreement))
+            run_id=row.run_id, model=row.model, rubric=row.rubric, rubric_hash=row.rubric_hash,
+            template_id=row.template_id, template_hash=row.template_hash, n=s.n,
+            kappa=s.weighted_kappa, kappa_low=k.low if k else None,
+            kappa_high=k.high if k else None, mad=s.mean_abs_diff,
+            mad_low=m.low if m else None, mad_high=m.high if m else None,
+            same_band=s.exact_band_agreement))
     return {"people": tuple(points), "peopleDisagreements": tuple(disagreements)}
 
 
 def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:
     """The cases of the suite the run judged, from its file (None if it is gone or another)."""
-    path = workspace.path(run.suitePath) if run.suitePath else None
+    path = workspace.path(run.suite_path) if run.suite_path else None
     if path is None or not path.is_file():
         return None
     try:
@@ -228,9 +228,9 @@ def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:
 def _cached_prompt(cache: JudgmentCache | None,
                    meta: JudgeMeta) -> tuple[PromptMessage, ...] | None:
     """The messages of the run's own cache entry for this judgment, when it is still there."""
-    if cache is None or not meta.cacheKey:
+    if cache is None or not meta.cache_key:
         return None
-    entry = cache.get(meta.cacheKey)
+    entry = cache.get(meta.cache_key)
     request = entry.get("request") if isinstance(entry, Mapping) else None
     messages = request.get("messages") if isinstance(request, Mapping) else None
     if not isinstance(messages, list) or not messages:
@@ -265,12 +265,12 @@ class _Rerender:
 
     def prompt(self, case: Case, meta: JudgeMeta) -> tuple[tuple[PromptMessage, ...], str]:
         """The messages (empty when they cannot be re-rendered faithfully) and why."""
-        renderer = self._renderer(meta.templateId)
-        if renderer is None or renderer.template_hash != meta.templateHash:
-            return (), (f"the run's cache entry is not here and template {meta.templateId!r} "
+        renderer = self._renderer(meta.template_id)
+        if renderer is None or renderer.template_hash != meta.template_hash:
+            return (), (f"the run's cache entry is not here and template {meta.template_id!r} "
                         "changed since the run (or is gone): the prompt cannot be re-rendered "
                         "as sent")
-        if self.rubric is None or self.rubric_hash != meta.rubricHash:
+        if self.rubric is None or self.rubric_hash != meta.rubric_hash:
             return (), ("the run's cache entry is not here and the rubric changed since the "
                         "run (or is gone): the prompt cannot be re-rendered as sent")
         try:
@@ -346,7 +346,7 @@ def _against_run(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
                      f"{run.suite!r}: only cases with the same id are compared")
     threshold = resolve_threshold(workspace, None)
     try:
-        reference = build_baseline(other.suite, other.rubric, other.rubricHash, other.models,
+        reference = build_baseline(other.suite, other.rubric, other.rubric_hash, other.models,
                                    other_results, run_id=other.id, threshold=threshold)
     except ValueError as exc:
         raise UsageError(f"run {other.id} cannot be compared with: {exc}",
@@ -369,11 +369,11 @@ def _against_baseline(workspace: Workspace, run: RunInfo,
     baseline: Baseline = load_baseline(path)
     comparison, _ = compare_with_noise(workspace, baseline, run, results)
     differs: dict[str, tuple[object, object]] = {}
-    if baseline.rubricHash != run.rubricHash:
-        differs["rubricHash"] = (baseline.rubricHash, run.rubricHash)
+    if baseline.rubric_hash != run.rubric_hash:
+        differs["rubricHash"] = (baseline.rubric_hash, run.rubric_hash)
     if tuple(baseline.models) != tuple(run.models):
         differs["models"] = (list(baseline.models), list(run.models))
-    return AgainstView(kind="baseline", label=baseline.baselineId, baselinePath=str(path),
+    return AgainstView(kind="baseline", label=baseline.baseline_id, baseline_path=str(path),
                        comparison=comparison, moves=case_moves(baseline, results, comparison),
                        differs=differs)
 
@@ -427,9 +427,9 @@ def _overall(results: Sequence[CaseResult]) -> dict[str, int]:
     """First-sample model judgments that were scored, by case id."""
     out: dict[str, int] = {}
     for r in results:
-        if (r.status == "scored" and r.overallScore is not None and r.judge is not None
-                and r.judgedBy == "llm" and r.judge.sample == 0 and r.id not in out):
-            out[r.id] = r.overallScore
+        if (r.status == "scored" and r.overall_score is not None and r.judge is not None
+                and r.judged_by == "llm" and r.judge.sample == 0 and r.id not in out):
+            out[r.id] = r.overall_score
     return out
 
 
@@ -446,9 +446,9 @@ def _agreement(judges: Sequence[_Judge], bands: Sequence[Band],
     scores = {n: _overall(j[2]) for n, j in zip(names, judges, strict=True)}
     pairs: list[PairPoints] = []
     for pair in comparison.pairs:
-        flips = [f.caseId for f in pair.bandFlips]
-        pairs.append(pair_points(pair.judgeA, scores[pair.judgeA], pair.judgeB,
-                                 scores[pair.judgeB], flips))
+        flips = [f.case_id for f in pair.band_flips]
+        pairs.append(pair_points(pair.judge_a, scores[pair.judge_a], pair.judge_b,
+                                 scores[pair.judge_b], flips))
     labels = {i: h.overall for i, h in human.items() if h.overall is not None}
     humans = tuple(pair_points("humans", labels, n, scores[n]) for n in names) if labels else ()
     return AgreementView(comparison=comparison, pairs=tuple(pairs),

@@ -65,7 +65,7 @@ class CaseMove:
     @classmethod
     def of(cls, old: CaseResult, new: CaseResult) -> CaseMove:
         """The move from ``old`` to ``new``."""
-        return cls(id=old.id, overall=(old.overallScore, new.overallScore),
+        return cls(id=old.id, overall=(old.overall_score, new.overall_score),
                    band=(old.band, new.band), passed=(old.passed, new.passed))
 
     def public(self) -> dict[str, Any]:
@@ -89,8 +89,8 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
                 from None
         created = now()
         info = source.model_copy(update={
-            "id": new_run_id(created), "rubric": rub.id, "rubricHash": rubric_hash(rub),
-            "createdAt": created, "status": "running",
+            "id": new_run_id(created), "rubric": rub.id, "rubric_hash": rubric_hash(rub),
+            "created_at": created, "status": "running",
             "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0,
                          **_calibration_setting(rub)}})
         builder = SummaryBuilder()
@@ -109,8 +109,8 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
             summary = builder.build()
             totals = source.totals.model_copy(update={
                 "calls": 0, "cases": summary.cases, "scored": summary.scored,
-                "unscored": summary.unscored, "cacheHits": 0, "promptTokens": 0,
-                "completionTokens": 0, "costUsd": 0.0, "wallSeconds": 0.0})
+                "unscored": summary.unscored, "cache_hits": 0, "prompt_tokens": 0,
+                "completion_tokens": 0, "cost_usd": 0.0, "wall_seconds": 0.0})
             final = store.finish_run(info.id, totals=totals, status="complete")
         except BaseException:
             store.delete_run(info.id)  # no half-stored run left behind

@@ -51,9 +51,9 @@ def labels_path(suite_file: Path) -> Path:
 
 def run_suite_file(info: RunInfo, workspace: Workspace) -> Path | None:
     """The run's suite file where it still is (relative: the cwd, then the workspace)."""
-    if not info.suitePath:
+    if not info.suite_path:
         return None
-    path = Path(info.suitePath)
+    path = Path(info.suite_path)
     for candidate in [path] if path.is_absolute() else [Path.cwd() / path,
                                                         workspace.root / path]:
         if candidate.is_file():
@@ -72,12 +72,12 @@ def _headline(info: RunInfo, results: Sequence[CaseResult]) -> tuple[list[CaseRe
     other: dict[str, CaseResult] = {}
     for r in results:
         if r.judge is None or r.judge.model == model or r.judge.sample != 0 \
-                or r.overallScore is None or r.id not in by_id:
+                or r.overall_score is None or r.id not in by_id:
             continue
-        mine = by_id[r.id].overallScore
+        mine = by_id[r.id].overall_score
         best = other.get(r.id)
-        if mine is not None and (best is None or abs(r.overallScore - mine)
-                                 > abs((best.overallScore or 0) - mine)):
+        if mine is not None and (best is None or abs(r.overall_score - mine)
+                                 > abs((best.overall_score or 0) - mine)):
             other[r.id] = r
     return head, other
 
@@ -107,14 +107,14 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
         o = other.get(r.id)
         seen = shown.get(r.id)
         rows.append({
-            "id": r.id, "status": r.status, "overallScore": r.overallScore, "band": r.band,
+            "id": r.id, "status": r.status, "overallScore": r.overall_score, "band": r.band,
             "input": case.input if case else None, "output": case.output if case else None,
             "evidence": [e.model_dump(mode="json") for e in r.evidence],
-            "categories": [c.model_dump(mode="json") for c in r.categoryScores],
+            "categories": [c.model_dump(mode="json") for c in r.category_scores],
             "transcript": None if seen is None else seen.model_dump(mode="json"),
             "other": None if o is None else {
-                "model": o.judge.model if o.judge else None, "overallScore": o.overallScore,
-                "categories": {c.category: c.aiScore for c in o.categoryScores}},
+                "model": o.judge.model if o.judge else None, "overallScore": o.overall_score,
+                "categories": {c.category: c.ai_score for c in o.category_scores}},
         })
     return {"run": {"id": info.id, "suite": info.suite, "rubric": info.rubric,
                     "models": list(info.models)},
@@ -143,7 +143,7 @@ def save_labels(workspace: Workspace, run_id: str, given: Sequence[dict[str, Any
 def _suite_file_of(workspace: Workspace, info: RunInfo) -> Path:
     path = run_suite_file(info, workspace)
     if path is None:
-        raise UsageError(f"the suite file of run {info.id} ({info.suitePath!r}) is not found",
+        raise UsageError(f"the suite file of run {info.id} ({info.suite_path!r}) is not found",
                          fix="run from the folder the run was made in, or pass --labels FILE")
     return path
 

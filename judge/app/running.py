@@ -261,7 +261,7 @@ class _Tally:
         for r in results:
             if r.status == "cache_miss":
                 self.missing.add(r.id)
-            if r.judgedBy != "llm":
+            if r.judged_by != "llm":
                 continue
             if r.status == "scored":
                 self.scored += 1
@@ -314,12 +314,12 @@ class _Run:
         r = self.renderer
         run = RunInfo(
             id=new_run_id(self.now()), suite=self.selected.source.id,
-            suitePath=str(self.request.suite), rubric=self.rubric.id,
-            rubricHash=self.rubric_hash, models=tuple(self.models), seed=s.seed,
+            suite_path=str(self.request.suite), rubric=self.rubric.id,
+            rubric_hash=self.rubric_hash, models=tuple(self.models), seed=s.seed,
             temperature=s.temperature, samples=s.samples,
             panel=s.panel if len(self.models) > 1 else None,
-            templateId=r.template_id if r else "none",
-            templateHash=r.template_hash if r else "none", createdAt=self.now(),
+            template_id=r.template_id if r else "none",
+            template_hash=r.template_hash if r else "none", created_at=self.now(),
             settings={"cacheMode": s.cache_mode, "concurrency": s.concurrency,
                       "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
                       "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm,

@@ -73,8 +73,8 @@ class GroupStatus:
         """The group as one run for the gate: the shards' identity, ``group:NAME`` as its id."""
         first = self.runs[0]
         return first.model_copy(update={
-            "id": f"group:{self.group}", "suitePath": first.suitePath,
-            "createdAt": max(r.createdAt for r in self.runs),
+            "id": f"group:{self.group}", "suite_path": first.suite_path,
+            "created_at": max(r.created_at for r in self.runs),
             "status": "complete" if self.complete else "interrupted",
             "settings": {"group": self.group, "shards": self.count,
                          "runs": [r.id for r in self.runs]},
@@ -117,7 +117,7 @@ def group_status(store: RunStore, group: str, suite: str | None = None) -> Group
     for index, run in sorted(latest.items()):
         if run.status != "complete":
             problems.append(f"shard {index}/{count} (run {run.id}) is {run.status}")
-    identities = {(r.rubricHash, r.models, r.samples, r.panel, r.templateHash)
+    identities = {(r.rubric_hash, r.models, r.samples, r.panel, r.template_hash)
                   for r in chosen}
     if len(identities) > 1:
         problems.append(f"the shards of group {group!r} were judged under different rubrics, "
@@ -166,7 +166,7 @@ def gate_group(workspace: Workspace, store: RunStore, group: str, suite: str | N
         path = baseline_file if baseline_file is not None else (
             workspace.baseline_path(suite_id) if suite_id else workspace.baselines_dir)
         verdict = GateVerdict(
-            run=f"group:{group}", suite=suite_id, baselinePath=str(path), comparison=None,
+            run=f"group:{group}", suite=suite_id, baseline_path=str(path), comparison=None,
             skipped=f"group {group!r} is incomplete: " + "; ".join(status.problems),
             blocking=workspace.settings.block_on_regression)
         return GroupCheck(status=status, verdict=verdict, summary=None)

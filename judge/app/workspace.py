@@ -284,7 +284,7 @@ class Workspace:
             return named
 
     def _rubric_named_by_suite(self, run: RunInfo) -> Rubric | None:
-        path = self.path(run.suitePath) if run.suitePath else None
+        path = self.path(run.suite_path) if run.suite_path else None
         if path is None or not path.is_file():
             return None
         try:

@@ -72,8 +72,8 @@ def agreement(
 
 
 def _key(row: AgreementRow) -> str:
-    return (f"{row.model}  rubric {row.rubric}@{row.rubricHash[:8]}  "
-            f"template {row.templateId}@{row.templateHash[:8]}")
+    return (f"{row.model}  rubric {row.rubric}@{row.rubric_hash[:8]}  "
+            f"template {row.template_id}@{row.template_hash[:8]}")
 
 
 def _pm(value: float | None, interval: Interval | None, places: int = 2) -> str:
@@ -83,8 +83,8 @@ def _pm(value: float | None, interval: Interval | None, places: int = 2) -> str:
 def _print_detail(row: AgreementRow) -> None:
     h = row.agreement
     print_human_agreement(
-        h, f"people → {row.model} (run {row.runId}): {plural(h.labelled, 'case')}", row.model,
-        row.runId)
+        h, f"people → {row.model} (run {row.run_id}): {plural(h.labelled, 'case')}", row.model,
+        row.run_id)
     console().print(h.verdict, markup=False)
 
 
@@ -94,12 +94,12 @@ def _print(history: AgreementHistory, detail: bool) -> None:
     for row in history.rows:
         s = row.agreement.overall
         ci = s.intervals
-        cells.append([row.runId, _key(row), str(row.agreement.labelled),
-                      _pm(s.weightedKappa, ci.weightedKappa if ci else None),
-                      interval_text(share_text(s.exactBandAgreement),
-                          ci.exactBandAgreement if ci else None),
-                      _pm(s.meanAbsDiff, ci.meanAbsDiff if ci else None, 1),
-                      _pm(s.spearmanRho, ci.spearmanRho if ci else None)])
+        cells.append([row.run_id, _key(row), str(row.agreement.labelled),
+                      _pm(s.weighted_kappa, ci.weighted_kappa if ci else None),
+                      interval_text(share_text(s.exact_band_agreement),
+                          ci.exact_band_agreement if ci else None),
+                      _pm(s.mean_abs_diff, ci.mean_abs_diff if ci else None, 1),
+                      _pm(s.spearman_rho, ci.spearman_rho if ci else None)])
     table(["run", "judge, rubric, template", *(Column(n, "right") for n in (
         "n", "κ", "same band", "MAD", "ρ"))], cells,
         title=f"agreement with people, suite {history.suite} ({history.labelled} labelled "
@@ -109,8 +109,8 @@ def _print(history: AgreementHistory, detail: bool) -> None:
         if m.change is None:
             continue
         what = ", ".join(m.changed) or "nothing in the keys"
-        beyond = "beyond the earlier interval" if m.beyondInterval else "within the interval"
-        out.print(f"{m.fromRun} → {m.toRun}: {m.statistic} {m.change:+.2f} ({beyond}; "
+        beyond = "beyond the earlier interval" if m.beyond_interval else "within the interval"
+        out.print(f"{m.from_run} → {m.to_run}: {m.statistic} {m.change:+.2f} ({beyond}; "
                   f"changed: {what})", markup=False)
     if detail:
         for row in history.rows:

@@ -117,9 +117,9 @@ def baseline_record(
         return
     note = "" if done.changed else " (unchanged)"
     console().print(
-        f"recorded {_shown(done.path)}{note}: baseline {baseline.baselineId} from run "
+        f"recorded {_shown(done.path)}{note}: baseline {baseline.baseline_id} from run "
         f"{done.run} — {plural(len(baseline.cases), 'case')}, score {baseline.score:.2f}, "
-        f"pass rate {baseline.passRate:.2%}, threshold {baseline.threshold * 100:g} points",
+        f"pass rate {baseline.pass_rate:.2%}, threshold {baseline.threshold * 100:g} points",
         markup=False)
 
 
@@ -135,7 +135,7 @@ def baseline_seal(
     """
     path, baseline, changed = seal_baseline(_workspace(directory=directory or dir_alias), suite)
     note = "sealed" if changed else "already sealed"
-    console().print(f"{_shown(path)}: {note} (baseline {baseline.baselineId}, threshold "
+    console().print(f"{_shown(path)}: {note} (baseline {baseline.baseline_id}, threshold "
                     f"{baseline.threshold * 100:g} points)", markup=False)
 
 
@@ -151,17 +151,17 @@ def baseline_show(
         emit_json(json.loads(baseline_text(baseline)))  # as the file says, digest included
         return
     out = console()
-    out.print(Text.assemble((baseline.baselineId, "bold"), f"  ({_shown(path)})"))
-    out.print(f"rubric {baseline.rubric} ({baseline.rubricHash[:12]}), judges "
-              f"{', '.join(baseline.models) or '—'}, from run {baseline.recordedFrom or '—'}",
+    out.print(Text.assemble((baseline.baseline_id, "bold"), f"  ({_shown(path)})"))
+    out.print(f"rubric {baseline.rubric} ({baseline.rubric_hash[:12]}), judges "
+              f"{', '.join(baseline.models) or '—'}, from run {baseline.recorded_from or '—'}",
               markup=False)
-    out.print(f"score {baseline.score:.2f}, pass rate {baseline.passRate:.2%}, "
+    out.print(f"score {baseline.score:.2f}, pass rate {baseline.pass_rate:.2%}, "
               f"threshold {baseline.threshold * 100:g} points, "
               f"{plural(len(baseline.cases), 'case')}", markup=False)
     rows: list[list[Cell]] = []
     for case_id, case in baseline.cases.items():
         rows.append([case_id, case.status,
-                     "—" if case.overallScore is None else str(case.overallScore),
+                     "—" if case.overall_score is None else str(case.overall_score),
                      styled(case.band or "—", band_style(case.band)),
                      "—" if case.passed is None else ("yes" if case.passed else "no"),
                      "—" if case.spread is None else str(case.spread)])
@@ -182,9 +182,9 @@ def baseline_list(
         if b is None:
             rows.append({"suite": e.suite, "path": str(e.path), "error": e.error})
             continue
-        rows.append({"suite": b.suite, "path": str(e.path), "baselineId": b.baselineId,
-                     "score": b.score, "passRate": b.passRate, "cases": len(b.cases),
-                     "threshold": b.threshold, "recordedFrom": b.recordedFrom})
+        rows.append({"suite": b.suite, "path": str(e.path), "baselineId": b.baseline_id,
+                     "score": b.score, "passRate": b.pass_rate, "cases": len(b.cases),
+                     "threshold": b.threshold, "recordedFrom": b.recorded_from})
     if json_out:
         emit_json(rows)
     else:
@@ -280,29 +280,29 @@ def _print_verdict(v: GateVerdict) -> None:
         return
     c = v.comparison
     assert c is not None
-    if v.baselineRecorded:
+    if v.baseline_recorded:
         out.print(styled(f"no baseline for suite {v.suite}: recorded "
-                         f"{_shown(Path(v.baselinePath))} from run {v.run}", "cyan"))
+                         f"{_shown(Path(v.baseline_path))} from run {v.run}", "cyan"))
     else:
         for notice in v.notices:
             out.print(styled(notice, "cyan"))
-    head = styled("⚠ regression", "red") if c.hasRegression else styled("✓ no regression",
+    head = styled("⚠ regression", "red") if c.has_regression else styled("✓ no regression",
                                                                          "green")
-    out.print(Text.assemble(head, f"  run {v.run} vs baseline ", (c.baselineId, "bold"),
+    out.print(Text.assemble(head, f"  run {v.run} vs baseline ", (c.baseline_id, "bold"),
                             f" (threshold {c.threshold * 100:g} points)"))
-    out.print(f"previous {c.previousScore:.2f} → current {c.currentScore:.2f} "
-              f"(delta {c.scoreDelta:+.2f}) over {plural(c.comparedCases, 'case')} scored in "
+    out.print(f"previous {c.previous_score:.2f} → current {c.current_score:.2f} "
+              f"(delta {c.score_delta:+.2f}) over {plural(c.compared_cases, 'case')} scored in "
               "both", markup=False)
-    if c.blockedReasons:
+    if c.blocked_reasons:
         out.print("blocked:" if v.blocking else "would block (--no-block):")
-        for reason in c.blockedReasons:
+        for reason in c.blocked_reasons:
             out.print(f"  • {reason}", markup=False)
-    for sentence in c.noiseReasons:
+    for sentence in c.noise_reasons:
         out.print(f"  ~ {sentence}", markup=False)
     for label, ids in (("noise, within the recorded spread", c.noise),
-                       ("improved", c.improvedCases),
-                       ("missing from this run", c.missingCases),
-                       ("new in this run", c.newCases)):
+                       ("improved", c.improved_cases),
+                       ("missing from this run", c.missing_cases),
+                       ("new in this run", c.new_cases)):
         if ids:
             out.print(f"{label}: {', '.join(ids)}", markup=False)
 
@@ -350,15 +350,15 @@ def monitor(
         emit_json(status.model_dump(mode="json"))
     else:
         style = _STATUS_STYLES[status.status]
-        rate_text = "—" if status.passRate is None else f"{status.passRate:.2%}"
+        rate_text = "—" if status.pass_rate is None else f"{status.pass_rate:.2%}"
         out = console()
         out.print(Text.assemble((status.status, style), f"  pass rate {rate_text} "
-                                f"(warning below {status.warningBelow:.0%}, critical below "
-                                f"{status.criticalBelow:.0%})"))
-        out.print(f"seen {status.seen}, sampled {status.sampled} (rate {status.sampleRate:g}, "
+                                f"(warning below {status.warning_below:.0%}, critical below "
+                                f"{status.critical_below:.0%})"))
+        out.print(f"seen {status.seen}, sampled {status.sampled} (rate {status.sample_rate:g}, "
                   f"seed {status.seed}): {status.passed} passed, {status.failed} failed, "
                   f"{status.unscored} unscored")
         if status.status == "insufficient":
-            out.print(f"[dim]fewer than {status.minSamples} scored samples: no verdict yet[/]")
+            out.print(f"[dim]fewer than {status.min_samples} scored samples: no verdict yet[/]")
     if status.status == "critical":
         raise typer.Exit(1)

@@ -69,21 +69,21 @@ def _job_json(job: BatchJob) -> dict[str, Any]:
 def _print_job(job: BatchJob) -> None:
     out = console()
     out.print(f"[bold]batch job {job.id}[/]  suite {job.suite}  {job.status}"
-              + (f"  run {job.runId}" if job.runId else ""))
+              + (f"  run {job.run_id}" if job.run_id else ""))
     for pj in job.jobs:
         counts = pj.counts
         done = f"{counts.get('completed', 0)}/{counts.get('total', len(pj.keys))}"
         failed = f", {counts['failed']} failed" if counts.get("failed") else ""
-        out.print(f"  {pj.model} ({pj.provider}) {pj.providerJobId or '—'}: {pj.status}, "
+        out.print(f"  {pj.model} ({pj.provider}) {pj.provider_job_id or '—'}: {pj.status}, "
                   f"{done} answered{failed}", markup=False)
         for error in pj.errors:
             out.print(f"    error: {error}", markup=False)
     if job.ledger is not None:
         led = job.ledger
-        cost = "unknown" if led.costUsd is None else f"${led.costUsd:.4f}"
+        cost = "unknown" if led.cost_usd is None else f"${led.cost_usd:.4f}"
         out.print(f"  collected: {led.answered} answered at the batch rate ({cost}), "
                   f"{len(led.failed)} unanswered, {len(led.invalid)} invalid after repair, "
-                  f"{led.repairCalls} live repair call(s), {len(led.refused)} answer(s) refused")
+                  f"{led.repair_calls} live repair call(s), {len(led.refused)} answer(s) refused")
         for cid, why in sorted(led.refused.items()):
             out.print(f"    refused {visible(cid)[:80]}: {why}", markup=False)
 
@@ -125,20 +125,20 @@ def _finish(done: BatchCollected, json_out: bool) -> None:
                                 markup=False)
         elif report is not None:
             t, s = report.run.totals, report.summary
-            cost = "unknown" if t.costUsd is None else f"${t.costUsd:.4f}"
-            batch_cost = "unknown" if t.batchCostUsd is None else f"${t.batchCostUsd:.4f}"
-            rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
+            cost = "unknown" if t.cost_usd is None else f"${t.cost_usd:.4f}"
+            batch_cost = "unknown" if t.batch_cost_usd is None else f"${t.batch_cost_usd:.4f}"
+            rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
             console().print(
                 f"run {report.run.id}: cases {s.cases}, scored {s.scored}, unscored "
-                f"{s.unscored}, pass rate {rate}, mean overall {s.meanOverall}; "
-                f"{t.batchCalls} judgment(s) at the batch rate ({batch_cost}), "
+                f"{s.unscored}, pass rate {rate}, mean overall {s.mean_overall}; "
+                f"{t.batch_calls} judgment(s) at the batch rate ({batch_cost}), "
                 f"{t.calls} live call(s), total cost {cost}", markup=False)
             verdict = report.verdict
             if verdict is not None and verdict.comparison is not None:
                 c = verdict.comparison
-                head = "regression" if c.hasRegression else "no regression"
-                console().print(f"{head} against {c.baselineId}: {c.previousScore} → "
-                                f"{c.currentScore} ({c.scoreDelta:+})", markup=False)
+                head = "regression" if c.has_regression else "no regression"
+                console().print(f"{head} against {c.baseline_id}: {c.previous_score} → "
+                                f"{c.current_score} ({c.score_delta:+})", markup=False)
             elif verdict is not None and verdict.skipped:
                 console().print(verdict.skipped, markup=False)
     raise typer.Exit(done.exit_code)

@@ -121,7 +121,7 @@ def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
                                               " (see judge cache verify)")])
     rows += [["on disk", f"{stats.bytes / 1e6:.1f} MB"], ["oldest", stats.oldest or "—"],
              ["newest", stats.newest or "—"],
-             ["replay index", plural(stats.indexRecords, "record")]]
+             ["replay index", plural(stats.index_records, "record")]]
     rows += [[f"model {model}", str(count)] for model, count in stats.models.items()]
     table(["", ""], rows, title=f"judgment cache at {shown}", show_header=False)
     if stats.shared is not None:
@@ -295,6 +295,6 @@ def cache_prune_cmd(
         return
     verb = "would remove" if dry_run else "removed"
     for e in report.entries:
-        typer.echo(f"{verb} {e.key}  {e.model or '—'}  {e.createdAt or '—'}  {e.reason}")
+        typer.echo(f"{verb} {e.key}  {e.model or '—'}  {e.created_at or '—'}  {e.reason}")
     count = len(report.entries) if dry_run else report.removed
     typer.echo(f"{verb} {plural(count, 'entry', 'entries')}")

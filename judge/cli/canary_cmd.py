@@ -61,14 +61,14 @@ def canary(
 def _print(report: CanaryReport) -> None:
     out = console()
     s = report.summary
-    rate = "—" if s.exactMatchRate is None else f"{s.exactMatchRate:.0%}"
+    rate = "—" if s.exact_match_rate is None else f"{s.exact_match_rate:.0%}"
     out.print(f"[bold]canary {report.run.id}[/]: {s.compared} of {s.sampled} re-asked "
               f"judgment(s) compared, {s.failed} failed · exact match {rate} · band flips "
-              f"{s.bandFlips}")
+              f"{s.band_flips}")
     rows: list[list[Cell]] = []
     for c in s.categories:
-        rows.append([c.category, f"{c.meanAbsDiff:.2f}", f"{c.meanDiff:+.2f}",
-                     str(c.maxAbsDiff), f"{c.tolerance.points:g} ({c.tolerance.source})",
+        rows.append([c.category, f"{c.mean_abs_diff:.2f}", f"{c.mean_diff:+.2f}",
+                     str(c.max_abs_diff), f"{c.tolerance.points:g} ({c.tolerance.source})",
                      styled("yes", "red") if c.drifted else styled("no", "green")])
     table(["category", *(Column(n, "right") for n in ("mean |Δ|", "mean Δ", "max |Δ|")),
            "tolerance", "drift"], rows)

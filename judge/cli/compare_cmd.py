@@ -95,12 +95,12 @@ def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
     for label, s in rows:
         ci = s.intervals or StatIntervals()
         cells.append([label, str(s.n),
-                      interval_text(number_text(s.weightedKappa), ci.weightedKappa),
-                      interval_text(number_text(s.spearmanRho), ci.spearmanRho),
-                      interval_text(number_text(s.kendallTau), ci.kendallTau),
-                      interval_text(number_text(s.meanAbsDiff, 1), ci.meanAbsDiff, 1),
-                      _signed(s.meanDiff),
-                      interval_text(share_text(s.exactBandAgreement), ci.exactBandAgreement)])
+                      interval_text(number_text(s.weighted_kappa), ci.weighted_kappa),
+                      interval_text(number_text(s.spearman_rho), ci.spearman_rho),
+                      interval_text(number_text(s.kendall_tau), ci.kendall_tau),
+                      interval_text(number_text(s.mean_abs_diff, 1), ci.mean_abs_diff, 1),
+                      _signed(s.mean_diff),
+                      interval_text(share_text(s.exact_band_agreement), ci.exact_band_agreement)])
     table(["scores", *(Column(n, "right") for n in ("n", "κ", "ρ", "τ", "MAD", "mean diff",
                                                     "same band"))], cells, title=title)
 
@@ -134,12 +134,12 @@ def print_human_agreement(h: HumanAgreement, title: str, judge: str,
     disagreement carries the address of its case on the run's review page.
     """
     out = console()
-    rows = _rows(h.overall, h.aiAll, h.categories)
+    rows = _rows(h.overall, h.ai_all, h.categories)
     _stats_table(title, rows)
     _print_notes(out, rows)
     if h.confusion is not None:
         _confusion(f"bands, people (rows) → {judge} (columns), overall", h.confusion)
-    for cat, matrix in h.categoryConfusion.items():
+    for cat, matrix in h.category_confusion.items():
         _confusion(f"bands, people → {judge}, {cat} (AI)", matrix)
     if h.disagreements:
         print_disagreements(h.disagreements, run_id)
@@ -156,8 +156,8 @@ def print_disagreements(found: Sequence[Disagreement], run_id: str | None) -> No
     out.print(f"largest disagreements (case, category, people → judge{where}):",
               markup=False, highlight=False)
     for d in found[:FLIPS_SHOWN]:
-        link = f"  {review_link(run_id, d.caseId, d.category)}" if run_id else ""
-        out.print(f"  {d.caseId}  {d.category}  {d.human}→{d.judge}{link}", markup=False,
+        link = f"  {review_link(run_id, d.case_id, d.category)}" if run_id else ""
+        out.print(f"  {d.case_id}  {d.category}  {d.human}→{d.judge}{link}", markup=False,
                   highlight=False, soft_wrap=True)
     if len(found) > FLIPS_SHOWN:
         out.print(f"  … and {len(found) - FLIPS_SHOWN} more (--json lists them all)")
@@ -167,25 +167,25 @@ def _print(comparison: Comparison) -> None:
     out = console()
     out.print("[bold]judges[/]")
     for j in comparison.judges:
-        source = f"run {j.runId}" if j.runId else ""
+        source = f"run {j.run_id}" if j.run_id else ""
         out.print(f"  {escape(j.name)}  {escape(source)}  {j.scored} scored, {j.unscored} "
-                  f"unscored, {j.cacheMiss} cache misses"
+                  f"unscored, {j.cache_miss} cache misses"
                   + (f", {j.deterministic} deterministic (not compared)"
                      if j.deterministic else ""))
     for pair in comparison.pairs:
         out.print()
         skipped = ", ".join(f"{n} {why.replace('_', ' ')}" for why, n in pair.skipped.items()
                             if n)
-        rows = _rows(pair.overall, pair.aiAll, pair.categories)
-        _stats_table(f"{pair.judgeA} → {pair.judgeB}: {plural(pair.aligned, 'case')}"
+        rows = _rows(pair.overall, pair.ai_all, pair.categories)
+        _stats_table(f"{pair.judge_a} → {pair.judge_b}: {plural(pair.aligned, 'case')}"
                      + (f" ({skipped} left out)" if skipped else ""), rows)
         _print_notes(out, rows)
-        flips = pair.bandFlips
+        flips = pair.band_flips
         out.print(f"band flips (overall): {len(flips)} of {plural(pair.overall.n, 'case')}")
         for f in flips[:FLIPS_SHOWN]:
-            out.print(Text.assemble(f"  {f.caseId}  ", styled(f.bandA, band_style(f.bandA)),
-                                    " → ", styled(f.bandB, band_style(f.bandB)),
-                                    f"  ({f.overallA} → {f.overallB})"))
+            out.print(Text.assemble(f"  {f.case_id}  ", styled(f.band_a, band_style(f.band_a)),
+                                    " → ", styled(f.band_b, band_style(f.band_b)),
+                                    f"  ({f.overall_a} → {f.overall_b})"))
         if len(flips) > FLIPS_SHOWN:
             out.print(f"  … and {len(flips) - FLIPS_SHOWN} more (--json lists them all)")
         out.print(f"[bold]{escape(pair.verdict)}[/]")
@@ -193,8 +193,8 @@ def _print(comparison: Comparison) -> None:
         a = comparison.alpha
         out.print()
         cells: list[list[Cell]] = [
-            ["overall (final)", interval_text(number_text(a.overall), a.overallInterval)],
-            ["all categories (AI)", number_text(a.aiAll)]]
+            ["overall (final)", interval_text(number_text(a.overall), a.overall_interval)],
+            ["all categories (AI)", number_text(a.ai_all)]]
         for cat, values in a.categories.items():
             cells.append([f"{cat} (AI)", number_text(values.get("ai"))])
             cells.append([f"{cat} (final)", number_text(values.get("final"))])
@@ -204,14 +204,14 @@ def _print(comparison: Comparison) -> None:
             out.print(f"  [dim]{escape(note)}[/]")
     if comparison.human:
         out.print()
-        out.print(f"[bold]against human labels[/] ({comparison.humanLabelled} labelled cases; "
+        out.print(f"[bold]against human labels[/] ({comparison.human_labelled} labelled cases; "
                   f"mean diff = judge − human)")
-        runs = {j.name: j.runId for j in comparison.judges}
+        runs = {j.name: j.run_id for j in comparison.judges}
         for h in comparison.human:
             print_human_agreement(h, f"humans → {h.judge}: {plural(h.labelled, 'case')}",
                                   h.judge, runs.get(h.judge))
             out.print(f"[bold]{escape(h.verdict)}[/]")
-        for p in comparison.humanPairs:
+        for p in comparison.human_pairs:
             out.print(p.verdict, markup=False)
     for note in comparison.notes:
         out.print(f"[yellow]note:[/] {escape(note)}")

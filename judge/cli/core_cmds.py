@@ -100,11 +100,11 @@ def score(
     payload: dict[str, Any] = {
         "rubric": rub.id,
         "status": result.status,
-        "overallScore": result.overallScore,
+        "overallScore": result.overall_score,
         "band": result.band,
         "passed": result.passed,
         "reason": result.reason,
-        "categoryScores": [c.model_dump(mode="json") for c in result.categoryScores],
+        "categoryScores": [c.model_dump(mode="json") for c in result.category_scores],
     }
     if json_out:
         emit_json(payload)

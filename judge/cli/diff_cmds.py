@@ -155,15 +155,15 @@ def print_diff(report: RunDiff) -> None:
         table(["case", "overall", "band", "pass", "category", "ai", "final", "rationale A",
                "rationale B"], rows[:-1])
     extra = []
-    if report.categoryOnly and len(report.cases) < report.compared:
-        extra.append(f"{report.categoryOnly} more moved only a category score (--all lists "
+    if report.category_only and len(report.cases) < report.compared:
+        extra.append(f"{report.category_only} more moved only a category score (--all lists "
                      f"them)")
-    if report.onlyA:
-        extra.append(f"only in A: {', '.join(report.onlyA)}")
-    if report.onlyB:
-        extra.append(f"only in B: {', '.join(report.onlyB)}")
+    if report.only_a:
+        extra.append(f"only in A: {', '.join(report.only_a)}")
+    if report.only_b:
+        extra.append(f"only in B: {', '.join(report.only_b)}")
     out.print(f"{report.changed} of {plural(report.compared, 'case')} changed "
-              f"({report.bandChanged} changed band, {report.rationaleChanged} changed "
+              f"({report.band_changed} changed band, {report.rationale_changed} changed "
               f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
     out.print(_noise_summary(report), markup=False)
     _print_rationale_cases(report)
@@ -184,23 +184,23 @@ def _moved(case: CaseDiff) -> Cell:
 
 def _noise_summary(report: RunDiff) -> str:
     """The count of moved scores beyond and within the judge's noise, and the noise assumed."""
-    parts = [f"{report.beyondNoise} moved beyond the judge's noise",
-             f"{report.withinNoise} within it"]
-    if report.exactMoves:
-        parts.append(f"{report.exactMoves} exact (same judgment both sides)")
-    if report.unknownNoise:
-        parts.append(f"{report.unknownNoise} re-asked with no noise estimate (measure one: "
+    parts = [f"{report.beyond_noise} moved beyond the judge's noise",
+             f"{report.within_noise} within it"]
+    if report.exact_moves:
+        parts.append(f"{report.exact_moves} exact (same judgment both sides)")
+    if report.unknown_noise:
+        parts.append(f"{report.unknown_noise} re-asked with no noise estimate (measure one: "
                      f"`judge noise probe SUITE`)")
-    sources = {s for s in report.noiseSources if s}
+    sources = {s for s in report.noise_sources if s}
     tail = f" (BH at 5 %; noise: {'; '.join(sorted(sources))})" if sources else ""
     return "overall scores: " + ", ".join(parts) + tail
 
 
 def _print_rationale_cases(report: RunDiff) -> None:
     """The cases the rationale count counts, with their categories."""
-    if report.rationaleCases:
+    if report.rationale_cases:
         listed = ", ".join(f"{case} ({', '.join(cats)})"
-                           for case, cats in report.rationaleCases.items())
+                           for case, cats in report.rationale_cases.items())
         console().print(f"changed rationale: {listed}", markup=False)
 
 
@@ -225,13 +225,13 @@ def _print_stability(measured: RunStability, show_all: bool) -> None:
                 cells.append("—" if cat is None else
                              "/".join(_short(v) for v in cat.ai)
                              + f" (spread {_short(cat.spread)}, final "
-                             + f"{_short(cat.finalSpread)})")
+                             + f"{_short(cat.final_spread)})")
             cells_rows.append([r.id, r.judge, bands, "/".join(_short(v) for v in r.overall),
                                _short(r.spread), *cells])
         table(["case", "judge", "bands", "overall", "spread",
                *[f"{c} ai per sample" for c in categories]], cells_rows,
               title="per sample; spread = max − min" if show_all
               else "cases whose band is not stable")
-    median = "—" if report.medianSpread is None else f"{report.medianSpread:g}"
+    median = "—" if report.median_spread is None else f"{report.median_spread:g}"
     out.print(f"{report.stable} of {plural(report.cases, 'case')} stable; median spread "
               f"{median} points", markup=False)

@@ -31,8 +31,8 @@ def register(app: typer.Typer) -> None:
 def _print(model: NoiseModel, path: Path) -> None:
     out = console()
     o = model.overall
-    out.print(f"{model.model}  rubric {model.rubricHash[:12]}  template {model.templateId}@"
-              f"{model.templateHash[:12]}", markup=False)
+    out.print(f"{model.model}  rubric {model.rubric_hash[:12]}  template {model.template_id}@"
+              f"{model.template_hash[:12]}", markup=False)
     out.print(f"overall: sd {o.sd:.2f} points an ask (95 % {o.low:.2f}-{o.high:.2f}, {o.df} "
               f"df) over {model.cases} cases, {model.asks} asks; {model.source}", markup=False)
     for name, e in model.ai.items():

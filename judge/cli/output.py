@@ -171,8 +171,8 @@ def cost_text(cost: float | None, calls: int) -> str:
 def calls_text(entry: JudgeLedger) -> str:
     """``18 calls = 14 requests + 4 retries (timeout 4)``: a judge's calls, itemised."""
     parts = [plural(entry.requests, "request")]
-    if entry.repairTurns:
-        parts.append(plural(entry.repairTurns, "repair turn"))
+    if entry.repair_turns:
+        parts.append(plural(entry.repair_turns, "repair turn"))
     if entry.retries:
         why = ", ".join(f"{reason} {n}" for reason, n in entry.retries.items())
         parts.append(f"{plural(sum(entry.retries.values()), 'retry', 'retries')} ({why})")
@@ -185,11 +185,11 @@ def ledger_lines(ledger: Mapping[str, JudgeLedger]) -> list[str]:
     """One line per judge: calls itemised, cache hits, tokens, cost."""
     lines = []
     for model, e in ledger.items():
-        reused = f" ({e.cachedTokens} prompt tokens from the provider's cache)" \
-            if e.cachedTokens else ""
-        lines.append(f"judge {model}: {calls_text(e)}; cache hits {e.cacheHits} of "
-                     f"{plural(e.judgments, 'judgment')}; tokens {e.promptTokens}+"
-                     f"{e.completionTokens}{reused}; {cost_text(e.costUsd, e.calls)}")
+        reused = f" ({e.cached_tokens} prompt tokens from the provider's cache)" \
+            if e.cached_tokens else ""
+        lines.append(f"judge {model}: {calls_text(e)}; cache hits {e.cache_hits} of "
+                     f"{plural(e.judgments, 'judgment')}; tokens {e.prompt_tokens}+"
+                     f"{e.completion_tokens}{reused}; {cost_text(e.cost_usd, e.calls)}")
     return lines
 
 

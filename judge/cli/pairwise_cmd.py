@@ -106,13 +106,13 @@ def _print(report: PairwiseReport) -> None:
             out.print(Text.assemble((r.id, "red"), f": {r.reason}"))
     s = report.summary
     out.print(f"pairs {s.pairs}: judged {s.judged}, unscored {s.unscored}"
-              + (f", cache misses {s.cacheMisses}" if s.cacheMisses else ""))
-    out.print(f"wins A [bold]{s.winsA}[/], wins B [bold]{s.winsB}[/], ties [bold]{s.ties}[/]")
-    out.print(f"flip rate [bold]{_pct(s.flipRate)}[/] ({s.flips} of {s.judged} pairs judged "
+              + (f", cache misses {s.cache_misses}" if s.cache_misses else ""))
+    out.print(f"wins A [bold]{s.wins_a}[/], wins B [bold]{s.wins_b}[/], ties [bold]{s.ties}[/]")
+    out.print(f"flip rate [bold]{_pct(s.flip_rate)}[/] ({s.flips} of {s.judged} pairs judged "
               "in both orders)")
-    out.print(f"position 1 won {s.positionOneWins} of {s.positionOneWins + s.positionTwoWins} "
-              f"decisive verdicts ({_pct(s.positionOneWinRate)}); {s.positionTies} tie verdicts")
+    out.print(f"position 1 won {s.position_one_wins} of {s.position_one_wins + s.position_two_wins} "
+              f"decisive verdicts ({_pct(s.position_one_win_rate)}); {s.position_ties} tie verdicts")
     if s.labelled:
-        out.print(f"agreement with humans [bold]{_pct(s.humanAgreement)}[/] ({s.agreements} "
+        out.print(f"agreement with humans [bold]{_pct(s.human_agreement)}[/] ({s.agreements} "
                   f"of {s.labelled} labelled pairs)")
     out.print(f"model calls {report.calls}, cache hits {report.cache_hits}", markup=False)

@@ -60,7 +60,7 @@ def report(
         emit_json({"path": str(output), "bytes": size, "run": data.run.id,
                    "cases": len(data.cases),
                    "against": data.against.label if data.against else None,
-                   "hasRegression": data.against.comparison.hasRegression
+                   "hasRegression": data.against.comparison.has_regression
                    if data.against else None,
                    "judges": [j.name for j in data.agreement.comparison.judges]
                    if data.agreement else list(data.run.models)})

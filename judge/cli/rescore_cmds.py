@@ -49,8 +49,8 @@ def rescore(
               f"0 model calls, {plural(report.cases_moved, 'case')} changed score, band or "
               "pass")
     _print_moves(report)
-    rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
-    out.print(f"pass rate {rate}, mean overall {summary.meanOverall}")
+    rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
+    out.print(f"pass rate {rate}, mean overall {summary.mean_overall}")
     out.print(EXACT_NOTE, markup=False)
 
 

@@ -110,12 +110,12 @@ def calibrate_cmd(
     if json_out:
         emit_json({"file": str(report.path), "skipped": report.skipped,
                    **json.loads(cal.model_dump_json(include={"judge", "rubric",
-                                                             "crossValidation"}))})
+                                                             "cross_validation"}))})
         return
     out_ = console()
     out_.print(f"calibration of {escape(cal.judge)} on rubric {escape(cal.rubric)} written "
                f"to {escape(str(report.path))}")
-    for cat, fold in cal.crossValidation.items():
+    for cat, fold in cal.cross_validation.items():
         out_.print(f"  {escape(cat)}: {fold_summary(fold)}")
     for cat, why in report.skipped.items():
         out_.print(f"  {escape(cat)}: not calibrated ({escape(why)})")

@@ -227,36 +227,36 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
         _case_table(workspace, rubric, run)
     elif summary.failures:
         _failure_table(rubric, summary)
-    rate = "—" if summary.passRate is None else f"{summary.passRate:.0%}"
-    mean = "—" if summary.meanOverall is None else f"{summary.meanOverall:.1f}"
+    rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
+    mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
     out.print(f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored "
               f"{summary.unscored}"
-              + (f", cache misses {summary.cacheMisses}" if summary.cacheMisses else "")
+              + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
               + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored}, pass ≥ "
               + f"{rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
-    if summary.categoryAverages:
+    if summary.category_averages:
         out.print("category averages: " + ", ".join(
-            f"{c} {v:.1f}" for c, v in summary.categoryAverages.items()), markup=False)
+            f"{c} {v:.1f}" for c, v in summary.category_averages.items()), markup=False)
     if summary.bands:
         out.print(Text.assemble("bands: ", *_band_counts(summary.bands)))
-    health = summary.judgeHealth
+    health = summary.judge_health
     if health is not None and health.degenerate:
         # Said before the totals, where a reader of the bands is still looking.
         out.print(styled("⚠ the judge looks degenerate: its AI scores carry little or no "
                          "information", "yellow"))
         for problem in health.problems:
             out.print(styled(f"  - {problem}", "yellow"))
-    out.print(f"model calls {t.calls}, cache hits {t.cacheHits}, tokens "
-              f"{t.promptTokens}+{t.completionTokens}, {cost_text(t.costUsd, t.calls)}, "
-              f"{t.wallSeconds:.1f}s", markup=False)
+    out.print(f"model calls {t.calls}, cache hits {t.cache_hits}, tokens "
+              f"{t.prompt_tokens}+{t.completion_tokens}, {cost_text(t.cost_usd, t.calls)}, "
+              f"{t.wall_seconds:.1f}s", markup=False)
     for line in ledger_lines(t.ledger):
         out.print(f"  {line}", markup=False)
     if t.judgments:
         out.print(cache_line(t), markup=False)
     if len(summaries) > 1:
         for name, s in summaries.items():
-            rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
-            out.print(f"  judge {name}: mean overall {s.meanOverall}, pass rate {rate}",
+            rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+            out.print(f"  judge {name}: mean overall {s.mean_overall}, pass rate {rate}",
                       markup=False)
 
 
@@ -284,8 +284,8 @@ def print_group(check: GroupCheck) -> None:
         return
     s = check.summary
     assert s is not None
-    rate = "—" if s.passRate is None else f"{s.passRate:.0%}"
-    mean = "—" if s.meanOverall is None else f"{s.meanOverall:.1f}"
+    rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+    mean = "—" if s.mean_overall is None else f"{s.mean_overall:.1f}"
     out.print(f"[bold]group {st.group}[/] complete: {st.count} shard(s), cases {s.cases}: "
               f"scored {s.scored}, unscored {s.unscored}  ·  pass rate [bold]{rate}[/]  ·  "
               f"mean overall [bold]{mean}[/]")
@@ -293,12 +293,12 @@ def print_group(check: GroupCheck) -> None:
 
 def cache_line(t: Any) -> str:
     """``cache: 14 of 16 judgments reused (saved 14 calls), 2 judged anew``."""
-    reused = t.cacheHits
-    line = (f"cache: {reused} of {t.judgments} judgments reused (saved {t.savedCalls} "
-            f"call{'s' if t.savedCalls != 1 else ''}), {t.judgedAnew} judged anew")
-    missing = t.judgments - reused - t.judgedAnew
+    reused = t.cache_hits
+    line = (f"cache: {reused} of {t.judgments} judgments reused (saved {t.saved_calls} "
+            f"call{'s' if t.saved_calls != 1 else ''}), {t.judged_anew} judged anew")
+    missing = t.judgments - reused - t.judged_anew
     line += f", {missing} not in the cache" if missing > 0 else ""
-    hits = getattr(t, "indexHits", 0)
+    hits = getattr(t, "index_hits", 0)
     return line + (f"; {hits} replayed through the index without rendering" if hits else "")
 
 
@@ -309,21 +309,21 @@ def _case_table(workspace: Workspace, rubric: Rubric, run: RunInfo) -> None:
     for r in iter_results(workspace, run.id):
         if r.judge is not None and (r.judge.model, r.judge.sample) != head:
             continue
-        by_cat = {c.category: c for c in r.categoryScores}
+        by_cat = {c.category: c for c in r.category_scores}
         cells: list[Cell] = []
         for cat in cats:
             c = by_cat.get(cat)
             if c is None:
                 cells.append("—")
                 continue
-            det = "—" if c.deterministicScore is None else str(c.deterministicScore)
-            ai = "—" if c.aiScore is None else str(c.aiScore)
-            final = "—" if c.finalScore is None else str(c.finalScore)
+            det = "—" if c.deterministic_score is None else str(c.deterministic_score)
+            ai = "—" if c.ai_score is None else str(c.ai_score)
+            final = "—" if c.final_score is None else str(c.final_score)
             cells.append(Text.assemble(f"{det}/{ai}→", (final, "bold")))
         verdict: Cell = "" if r.passed is None else (
             styled("✓", "green") if r.passed else styled("✗", "red"))
-        note = r.reason or ("" if r.judgedBy == "llm" else "deterministic")
-        rows.append([r.id, *cells, "—" if r.overallScore is None else str(r.overallScore),
+        note = r.reason or ("" if r.judged_by == "llm" else "deterministic")
+        rows.append([r.id, *cells, "—" if r.overall_score is None else str(r.overall_score),
                      styled(r.band or r.status, band_style(r.band)), verdict, note])
     table(["case", *cats, Column("overall", "right"), "band", "pass", "note"], rows,
           caption="per category: deterministic/ai → final")
@@ -333,11 +333,11 @@ def _failure_table(rubric: Rubric, summary: Summary) -> None:
     rows: list[list[Cell]] = []
     for f in summary.failures[:FAILURES_SHOWN]:
         reason = f.reason or f"below the pass mark ({rubric.pass_score})"
-        rows.append([f.id, f.status, "—" if f.overallScore is None else str(f.overallScore),
+        rows.append([f.id, f.status, "—" if f.overall_score is None else str(f.overall_score),
                      styled(f.band or "—", band_style(f.band)), reason])
-    more = summary.failuresTotal - len(rows)
+    more = summary.failures_total - len(rows)
     table(["case", "status", Column("overall", "right"), "band", "reason"], rows,
-          title=f"failures ({summary.failuresTotal})",
+          title=f"failures ({summary.failures_total})",
           caption=f"… and {more} more: judge show RUN --failures" if more > 0 else None)
 
 
@@ -348,20 +348,20 @@ def _print_comparison(verdict: GateVerdict | None) -> None:
     if verdict.skipped:
         out.print(styled(verdict.skipped, "yellow"))
         return
-    if verdict.baselineRecorded:
-        out.print(styled(f"no baseline yet: recorded {verdict.baselinePath}", "cyan"))
+    if verdict.baseline_recorded:
+        out.print(styled(f"no baseline yet: recorded {verdict.baseline_path}", "cyan"))
         return
     c = verdict.comparison
     assert c is not None
     for notice in verdict.notices:
         out.print(styled(notice, "cyan"))
-    head = styled("⚠ regression", "red") if c.hasRegression else styled("✓ no regression",
+    head = styled("⚠ regression", "red") if c.has_regression else styled("✓ no regression",
                                                                          "green")
-    out.print(Text.assemble(head, f" against {c.baselineId}: {c.previousScore} → "
-                                  f"{c.currentScore} ({c.scoreDelta:+})"))
-    for reason in c.blockedReasons:
+    out.print(Text.assemble(head, f" against {c.baseline_id}: {c.previous_score} → "
+                                  f"{c.current_score} ({c.score_delta:+})"))
+    for reason in c.blocked_reasons:
         out.print(Text.assemble("  ", ("•", "red"), f" {reason}"))
-    for sentence in c.noiseReasons:
+    for sentence in c.noise_reasons:
         out.print(f"  ~ {sentence}", markup=False)
 
 

@@ -88,9 +88,9 @@ def history(
     rows: list[list[Cell]] = []
     for r in runs:
         t = r.totals
-        rows.append([r.id, r.createdAt[:16].replace("T", " "), r.suite, r.rubric,
-                     ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cacheMisses})",
-                     cost_text(t.costUsd, t.calls + t.batchCalls), _status(r.status),
+        rows.append([r.id, r.created_at[:16].replace("T", " "), r.suite, r.rubric,
+                     ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cache_misses})",
+                     cost_text(t.cost_usd, t.calls + t.batch_calls), _status(r.status),
                      *(_agreement_cells(people.get(r.id)) if people is not None else [])])
     # The id is shown whole: it is what `judge show` takes, and its time prefix is shared by
     # runs started in the same minute. The creation time is cut to the minute.
@@ -115,7 +115,7 @@ def _agreement(store: str | None, runs: Sequence[RunInfo]) -> dict[str, RunAgree
 def _agreement_cells(a: RunAgreement | None) -> list[Cell]:
     if a is None:
         return ["—", "—", "—"]
-    return [number_text(a.weightedKappa), number_text(a.meanAbsDiff, 1),
+    return [number_text(a.weighted_kappa), number_text(a.mean_abs_diff, 1),
             f"{a.n} of {a.labelled}"]
 
 
@@ -182,29 +182,29 @@ def _status(status: str) -> Text:
 
 def _batch_text(t: RunTotals) -> str:
     """`` + 14 batch calls ($0.0018)``: the judgments a provider batch answered, if any."""
-    if not t.batchCalls:
+    if not t.batch_calls:
         return ""
-    cost = "cost unknown" if t.batchCostUsd is None else f"${t.batchCostUsd:.4f}"
-    return f" + {t.batchCalls} batch calls ({cost})"
+    cost = "cost unknown" if t.batch_cost_usd is None else f"${t.batch_cost_usd:.4f}"
+    return f" + {t.batch_calls} batch calls ({cost})"
 
 
 def _print_header(info: RunInfo) -> None:
     out = console()
     t = info.totals
-    tokens = f"{t.promptTokens} prompt + {t.completionTokens} completion"
+    tokens = f"{t.prompt_tokens} prompt + {t.completion_tokens} completion"
     out.print(Text.assemble((f"run {info.id}", "bold"), "  ", _status(info.status),
-                            f"  created {info.createdAt}"))
+                            f"  created {info.created_at}"))
     lines = [
-        f"suite      {info.suite}" + (f"  ({info.suitePath})" if info.suitePath else ""),
-        f"rubric     {info.rubric}  hash {info.rubricHash[:12]}",
-        f"template   {info.templateId}  hash {info.templateHash[:12]}",
+        f"suite      {info.suite}" + (f"  ({info.suite_path})" if info.suite_path else ""),
+        f"rubric     {info.rubric}  hash {info.rubric_hash[:12]}",
+        f"template   {info.template_id}  hash {info.template_hash[:12]}",
         f"judges     {', '.join(info.models)}  temperature {info.temperature:g}  "
         f"seed {info.seed}  samples {info.samples}",
         f"cases      {t.cases}: {t.scored} scored, {t.unscored} unscored, "
-        f"{t.cacheMisses} cache misses",
-        f"calls      {t.calls} model calls{_batch_text(t)}, {t.cacheHits} cache hits; "
-        f"{tokens} tokens; {cost_text(t.costUsd, t.calls + t.batchCalls)}; "
-        f"{t.wallSeconds:.1f} s",
+        f"{t.cache_misses} cache misses",
+        f"calls      {t.calls} model calls{_batch_text(t)}, {t.cache_hits} cache hits; "
+        f"{tokens} tokens; {cost_text(t.cost_usd, t.calls + t.batch_calls)}; "
+        f"{t.wall_seconds:.1f} s",
         *(f"           {line}" for line in ledger_lines(t.ledger)),
     ]
     if info.settings:
@@ -238,7 +238,7 @@ def _print_cases(view: RunView) -> None:
         return
     categories: list[str] = []
     for case in cases:
-        for c in case.categoryScores:
+        for c in case.category_scores:
             if c.category not in categories:
                 categories.append(c.category)
     per_judge = len(info.models) > 1 or info.samples > 1
@@ -248,7 +248,7 @@ def _print_cases(view: RunView) -> None:
         *(Column(c, "right") for c in categories), "reason"]
     rows: list[list[Cell]] = []
     for case in cases:
-        finals = {c.category: c.finalScore for c in case.categoryScores}
+        finals = {c.category: c.final_score for c in case.category_scores}
         judge = [case.judge.model if case.judge else "—",
                  str(case.judge.sample if case.judge else 0)] if per_judge else []
         verdict: Cell = "—" if case.passed is None else (
@@ -256,7 +256,7 @@ def _print_cases(view: RunView) -> None:
         status = case.status if case.status == "scored" else styled(case.status, "yellow")
         rows.append([
             case.id, *judge, status,
-            "—" if case.overallScore is None else str(case.overallScore),
+            "—" if case.overall_score is None else str(case.overall_score),
             styled(case.band or "—", band_style(case.band)), verdict,
             *("—" if finals.get(c) is None else str(finals[c]) for c in categories),
             case.reason or ""])

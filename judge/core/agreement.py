@@ -44,6 +44,8 @@ from fractions import Fraction
 from itertools import groupby
 from typing import Final, Literal
 
+from pydantic import Field
+
 from .frozen import Frozen
 from .intervals import DEFAULT_SEED, Interval, bootstrap, bootstrap_many, paired_bootstrap
 from .models import CaseResult
@@ -96,11 +98,11 @@ DISAGREEMENTS_KEPT: Final = 50
 class StatIntervals(Frozen):
     """Seeded percentile-bootstrap 95 % intervals over cases of a :class:`PairStats`."""
 
-    weightedKappa: Interval | None = None
-    spearmanRho: Interval | None = None
-    kendallTau: Interval | None = None
-    meanAbsDiff: Interval | None = None
-    exactBandAgreement: Interval | None = None
+    weighted_kappa: Interval | None = Field(None, alias="weightedKappa")
+    spearman_rho: Interval | None = Field(None, alias="spearmanRho")
+    kendall_tau: Interval | None = Field(None, alias="kendallTau")
+    mean_abs_diff: Interval | None = Field(None, alias="meanAbsDiff")
+    exact_band_agreement: Interval | None = Field(None, alias="exactBandAgreement")
 
 
 class PairStats(Frozen):
@@ -110,15 +112,15 @@ class PairStats(Frozen):
     intervals: StatIntervals | None = None
     """Bootstrap intervals (when asked for: ``judge compare`` does)."""
     """Cases both sides scored."""
-    weightedKappa: float | None = None
+    weighted_kappa: float | None = Field(None, alias="weightedKappa")
     """Quadratic-weighted Cohen's κ on band indices."""
-    spearmanRho: float | None = None
-    kendallTau: float | None = None
-    meanAbsDiff: float | None = None
+    spearman_rho: float | None = Field(None, alias="spearmanRho")
+    kendall_tau: float | None = Field(None, alias="kendallTau")
+    mean_abs_diff: float | None = Field(None, alias="meanAbsDiff")
     """Mean |b − a| in points."""
-    meanDiff: float | None = None
+    mean_diff: float | None = Field(None, alias="meanDiff")
     """Mean b − a in points: positive when b scores higher."""
-    exactBandAgreement: float | None = None
+    exact_band_agreement: float | None = Field(None, alias="exactBandAgreement")
     """Share of cases in the same band on both sides."""
     notes: tuple[str, ...] = ()
     """Why a statistic is None, when one is."""
@@ -135,18 +137,18 @@ class CategoryAgreement(Frozen):
 class BandFlip(Frozen):
     """A case whose overall band differs between two judges."""
 
-    caseId: str
-    bandA: str
-    bandB: str
-    overallA: int
-    overallB: int
+    case_id: str = Field(alias="caseId")
+    band_a: str = Field(alias="bandA")
+    band_b: str = Field(alias="bandB")
+    overall_a: int = Field(alias="overallA")
+    overall_b: int = Field(alias="overallB")
 
 
 class PairComparison(Frozen):
     """Everything about one pair of judges, ``judgeA`` first."""
 
-    judgeA: str
-    judgeB: str
+    judge_a: str = Field(alias="judgeA")
+    judge_b: str = Field(alias="judgeB")
     aligned: int
     """Cases both judges scored."""
     skipped: dict[str, int]
@@ -154,10 +156,10 @@ class PairComparison(Frozen):
     ``unscored``; each case counted once, under the first reason in that order."""
     overall: PairStats
     """On ``overallScore`` (final, authoritative)."""
-    aiAll: PairStats
+    ai_all: PairStats = Field(alias="aiAll")
     """On the AI scores of every category pooled: the judges' own agreement in one line."""
     categories: tuple[CategoryAgreement, ...]
-    bandFlips: tuple[BandFlip, ...]
+    band_flips: tuple[BandFlip, ...] = Field(alias="bandFlips")
     """Cases whose overall band flipped, by case id."""
     verdict: str
 
@@ -168,9 +170,9 @@ class AlphaReport(Frozen):
     judges: tuple[str, ...]
     level: Literal["interval", "ordinal"]
     overall: float | None
-    aiAll: float | None
+    ai_all: float | None = Field(alias="aiAll")
     categories: dict[str, dict[str, float | None]]
-    overallInterval: Interval | None = None
+    overall_interval: Interval | None = Field(None, alias="overallInterval")
     """Bootstrap interval over cases of ``overall`` (when asked for)."""
     """Per category: ``{"ai": α, "final": α}``."""
     notes: tuple[str, ...] = ()
@@ -186,28 +188,28 @@ class ConfusionMatrix(Frozen):
 class Disagreement(Frozen):
     """One case where a judge and the people part, by how far (points)."""
 
-    caseId: str
+    case_id: str = Field(alias="caseId")
     category: str
     """A category's AI score, or ``overall``."""
     human: int
     judge: int
-    humanBand: str
-    judgeBand: str
+    human_band: str = Field(alias="humanBand")
+    judge_band: str = Field(alias="judgeBand")
     size: int
 
 
 class HumanPairComparison(Frozen):
     """Is judge A closer to the people than judge B? Paired over the cases both scored."""
 
-    judgeA: str
-    judgeB: str
+    judge_a: str = Field(alias="judgeA")
+    judge_b: str = Field(alias="judgeB")
     n: int
-    madDifference: Interval | None
+    mad_difference: Interval | None = Field(alias="madDifference")
     """MAD(A, people) − MAD(B, people), points; below 0: A is closer."""
-    shareAFarther: float | None
+    share_a_farther: float | None = Field(alias="shareAFarther")
     """Share of bootstrap resamples in which A is not closer (a one-sided p-value of "A is
     closer")."""
-    kappaDifference: Interval | None
+    kappa_difference: Interval | None = Field(alias="kappaDifference")
     """κ(A, people) − κ(B, people)."""
     verdict: str
 
@@ -219,12 +221,12 @@ class HumanAgreement(Frozen):
     labelled: int
     """Labelled cases this judge scored."""
     overall: PairStats
-    aiAll: PairStats
+    ai_all: PairStats = Field(alias="aiAll")
     categories: tuple[CategoryAgreement, ...]
     verdict: str
     confusion: ConfusionMatrix | None = None
     """People's overall bands against the judge's."""
-    categoryConfusion: dict[str, ConfusionMatrix] = {}
+    category_confusion: dict[str, ConfusionMatrix] = Field({}, alias="categoryConfusion")
     """Per category, bands of the people's score against the judge's AI score."""
     disagreements: tuple[Disagreement, ...] = ()
     """The largest (by points) first, then by case id; at most :data:`DISAGREEMENTS_KEPT`."""
@@ -237,10 +239,10 @@ class JudgeCounts(Frozen):
     cases: int
     scored: int
     unscored: int
-    cacheMiss: int
+    cache_miss: int = Field(alias="cacheMiss")
     deterministic: int
     """Deterministic cases: not judged by a model, so left out of every statistic."""
-    runId: str | None = None
+    run_id: str | None = Field(None, alias="runId")
     """The run the judgments come from (set by ``judge compare``)."""
     model: str | None = None
     """The judge model (set by ``judge compare``)."""
@@ -253,10 +255,10 @@ class Comparison(Frozen):
     pairs: tuple[PairComparison, ...]
     alpha: AlphaReport | None = None
     """Present with three or more judges."""
-    humanLabelled: int = 0
+    human_labelled: int = Field(0, alias="humanLabelled")
     """Suite cases with human labels."""
     human: tuple[HumanAgreement, ...] = ()
-    humanPairs: tuple[HumanPairComparison, ...] = ()
+    human_pairs: tuple[HumanPairComparison, ...] = Field((), alias="humanPairs")
     """Every pair of judges, on their agreement with the people."""
     notes: tuple[str, ...] = ()
 
@@ -334,8 +336,8 @@ def pairwise_agreement(a: Sequence[int], b: Sequence[int],
     if intervals:
         found = _intervals(list(zip(a, b, idx_a, idx_b, strict=True)),
                            max(len(scale_a), len(scale_b)))
-    return PairStats(n=n, weightedKappa=kappa, spearmanRho=rho, kendallTau=tau,
-                     meanAbsDiff=mean_abs, meanDiff=mean_diff, exactBandAgreement=same_band,
+    return PairStats(n=n, weighted_kappa=kappa, spearman_rho=rho, kendall_tau=tau,
+                     mean_abs_diff=mean_abs, mean_diff=mean_diff, exact_band_agreement=same_band,
                      notes=tuple(notes), intervals=found)
 
 
@@ -415,7 +417,7 @@ def krippendorff_alpha(matrix: Sequence[Sequence[int | None]],
 
 def _usable(result: CaseResult) -> bool:
     """A model judgment of the first sample (deterministic results have no judge)."""
-    return (result.judgedBy == "llm" and result.judge is not None
+    return (result.judged_by == "llm" and result.judge is not None
             and result.judge.sample == 0)
 
 
@@ -459,11 +461,11 @@ class _Side:
 
     @classmethod
     def of_result(cls, r: CaseResult, scale: Sequence[Band]) -> _Side:
-        overall = None if r.overallScore is None else (
-            r.overallScore, _stored_band(r.band, r.overallScore, scale))
-        ai = {c.category: c.aiScore for c in r.categoryScores if c.aiScore is not None}
-        final = {c.category: (c.finalScore, _stored_band(c.band, c.finalScore, scale))
-                 for c in r.categoryScores if c.finalScore is not None}
+        overall = None if r.overall_score is None else (
+            r.overall_score, _stored_band(r.band, r.overall_score, scale))
+        ai = {c.category: c.ai_score for c in r.category_scores if c.ai_score is not None}
+        final = {c.category: (c.final_score, _stored_band(c.band, c.final_score, scale))
+                 for c in r.category_scores if c.final_score is not None}
         return cls(overall, ai, final)
 
     @classmethod
@@ -508,15 +510,15 @@ def verdict(stats: PairStats, name_a: str, name_b: str, *, what: str = "AI score
     """One line for a reader: how closely the two agree, and a bias when there is one."""
     if stats.n == 0:
         return f"no case scored by both {name_a} and {name_b}"
-    diff = stats.meanDiff if stats.meanDiff is not None else 0.0
-    kappa = stats.weightedKappa
+    diff = stats.mean_diff if stats.mean_diff is not None else 0.0
+    kappa = stats.weighted_kappa
     words = "disagree"
     if kappa is not None:
         words = next((w for t, w in KAPPA_WORDS if kappa >= t), "disagree")
-    elif stats.meanAbsDiff is not None and stats.meanAbsDiff < 1:
+    elif stats.mean_abs_diff is not None and stats.mean_abs_diff < 1:
         words = "agree closely"
     k = "κ undefined" if kappa is None else f"κ {kappa:.2f}"
-    rho = "" if stats.spearmanRho is None else f", ρ {stats.spearmanRho:.2f}"
+    rho = "" if stats.spearman_rho is None else f", ρ {stats.spearman_rho:.2f}"
     detail = f"({what}, {k}{rho}, n {stats.n})"
     if abs(diff) < BIAS_POINTS:
         return f"{name_a} and {name_b} {words}, mean diff {_signed(diff)} {detail}"
@@ -532,7 +534,7 @@ def _collect(name: str, results: Iterable[CaseResult],
     by_id: dict[str, CaseResult] = {}
     deterministic = 0
     for r in results:
-        if r.judgedBy == "deterministic" or r.judge is None:
+        if r.judged_by == "deterministic" or r.judge is None:
             deterministic += 1
             continue
         if not _usable(r):
@@ -547,7 +549,7 @@ def _collect(name: str, results: Iterable[CaseResult],
     statuses = [r.status for r in by_id.values()]
     counts = JudgeCounts(name=name, cases=len(by_id), scored=statuses.count("scored"),
                          unscored=statuses.count("unscored"),
-                         cacheMiss=statuses.count("cache_miss"), deterministic=deterministic)
+                         cache_miss=statuses.count("cache_miss"), deterministic=deterministic)
     return by_id, counts
 
 
@@ -555,7 +557,7 @@ def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:
     seen: list[str] = []
     for by_id in judged:
         for r in by_id.values():
-            for c in r.categoryScores:
+            for c in r.category_scores:
                 if c.category not in seen:
                     seen.append(c.category)
     return seen
@@ -582,15 +584,15 @@ def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str,
         pairs.append((x, y))
         if x.overall is not None and y.overall is not None and (
                 band_index(x.overall[1], scale_a) != band_index(y.overall[1], scale_b)):
-            flips.append(BandFlip(caseId=case_id, bandA=x.overall[1], bandB=y.overall[1],
-                                  overallA=x.overall[0], overallB=y.overall[0]))
+            flips.append(BandFlip(case_id=case_id, band_a=x.overall[1], band_b=y.overall[1],
+                                  overall_a=x.overall[0], overall_b=y.overall[0]))
     overall, ai_all, cats = _agreement(pairs, categories, scale_a, scale_b, name_a, name_b,
                                        intervals)
     line = verdict(ai_all, name_a, name_b) if ai_all.n else verdict(
         overall, name_a, name_b, what="overall scores")
-    return PairComparison(judgeA=name_a, judgeB=name_b, aligned=len(pairs), skipped=skipped,
-                          overall=overall, aiAll=ai_all, categories=cats,
-                          bandFlips=tuple(flips), verdict=line)
+    return PairComparison(judge_a=name_a, judge_b=name_b, aligned=len(pairs), skipped=skipped,
+                          overall=overall, ai_all=ai_all, categories=cats,
+                          band_flips=tuple(flips), verdict=line)
 
 
 def _panel_alpha(names: Sequence[str], judged: Sequence[Mapping[str, CaseResult]],
@@ -619,7 +621,7 @@ def _panel_alpha(names: Sequence[str], judged: Sequence[Mapping[str, CaseResult]
         # One column per (case, category).
         return [_category_score(r, c, "ai") for c in categories]
 
-    overall = alpha("overall", lambda r: [None if r is None else r.overallScore])
+    overall = alpha("overall", lambda r: [None if r is None else r.overall_score])
     ai_all = alpha("AI scores, all categories", pooled_ai)
     cats = {c: {"ai": alpha(f"{c} (AI)", category_cell(c, "ai")),
                 "final": alpha(f"{c} (final)", category_cell(c, "final"))}
@@ -627,14 +629,14 @@ def _panel_alpha(names: Sequence[str], judged: Sequence[Mapping[str, CaseResult]
     overall_interval = None
     if intervals and overall is not None:
         columns = [[None if (r := by_id.get(i)) is None or r.status != "scored"
-                    else r.overallScore for by_id in judged] for i in ids]
+                    else r.overall_score for by_id in judged] for i in ids]
 
         def resampled(cols: Sequence[list[int | None]]) -> float | None:
             return _alpha([[col[j] for col in cols] for j in range(len(judged))], level)[0]
 
         overall_interval = bootstrap(columns, resampled, resamples=AGREEMENT_RESAMPLES)
-    return AlphaReport(judges=tuple(names), level=level, overall=overall, aiAll=ai_all,
-                       categories=cats, notes=tuple(notes), overallInterval=overall_interval)
+    return AlphaReport(judges=tuple(names), level=level, overall=overall, ai_all=ai_all,
+                       categories=cats, notes=tuple(notes), overall_interval=overall_interval)
 
 
 Cell = Callable[[CaseResult | None], list[int | None]]
@@ -645,9 +647,9 @@ def _category_score(r: CaseResult | None, category: str,
                     part: Literal["ai", "final"]) -> int | None:
     if r is None:
         return None
-    for c in r.categoryScores:
+    for c in r.category_scores:
         if c.category == category:
-            return c.aiScore if part == "ai" else c.finalScore
+            return c.ai_score if part == "ai" else c.final_score
     return None
 
 
@@ -697,7 +699,7 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                                          what="overall scores vs human labels")
             ids = [i for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             humans.append(HumanAgreement(
-                judge=name, labelled=len(sides), overall=overall, aiAll=ai_all,
+                judge=name, labelled=len(sides), overall=overall, ai_all=ai_all,
                 categories=cats, verdict=line,
                 **_human_detail(ids, sides, categories, rubric_bands, scales[name])))
     human_pairs: tuple[HumanPairComparison, ...] = ()
@@ -706,7 +708,7 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
             human_pair_comparison(names[i], names[j], judged[i], judged[j], labels)
             for i in range(len(names)) for j in range(i + 1, len(names)))
     return Comparison(judges=tuple(c[1] for c in collected), pairs=pairs, alpha=alpha,
-                      humanLabelled=len(labels), human=tuple(humans), humanPairs=human_pairs,
+                      human_labelled=len(labels), human=tuple(humans), human_pairs=human_pairs,
                       notes=tuple(notes))
 
 
@@ -833,9 +835,9 @@ def _human_detail(ids: Sequence[str], sides: Sequence[tuple[_Side, _Side]],
             overall_h.append(h.overall[1])
             overall_j.append(j.overall[1])
             if h.overall[0] != j.overall[0]:
-                found.append(Disagreement(caseId=case_id, category="overall",
+                found.append(Disagreement(case_id=case_id, category="overall",
                                           human=h.overall[0], judge=j.overall[0],
-                                          humanBand=h.overall[1], judgeBand=j.overall[1],
+                                          human_band=h.overall[1], judge_band=j.overall[1],
                                           size=abs(h.overall[0] - j.overall[0])))
         for c in categories:
             if c in h.ai and c in j.ai:
@@ -843,10 +845,10 @@ def _human_detail(ids: Sequence[str], sides: Sequence[tuple[_Side, _Side]],
                 per_cat[c][0].append(hb)
                 per_cat[c][1].append(jb)
                 if h.ai[c] != j.ai[c]:
-                    found.append(Disagreement(caseId=case_id, category=c, human=h.ai[c],
-                                              judge=j.ai[c], humanBand=hb, judgeBand=jb,
+                    found.append(Disagreement(case_id=case_id, category=c, human=h.ai[c],
+                                              judge=j.ai[c], human_band=hb, judge_band=jb,
                                               size=abs(h.ai[c] - j.ai[c])))
-    found.sort(key=lambda d: (-d.size, d.caseId, d.category))
+    found.sort(key=lambda d: (-d.size, d.case_id, d.category))
     return {
         "confusion": confusion_matrix(overall_h, overall_j, scale_h) if overall_h else None,
         "categoryConfusion": {c: confusion_matrix(hs, js, scale_h)
@@ -866,8 +868,8 @@ def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
     for case_id in sorted(set(a) & set(b) & set(labels)):
         ra, rb, h = a[case_id], b[case_id], labels[case_id].overall
         if (h is not None and ra.status == "scored" and rb.status == "scored"
-                and ra.overallScore is not None and rb.overallScore is not None):
-            rows.append((h, ra.overallScore, rb.overallScore))
+                and ra.overall_score is not None and rb.overall_score is not None):
+            rows.append((h, ra.overall_score, rb.overall_score))
 
     def mad(k: int) -> Callable[[Sequence[tuple[int, int, int]]], float | None]:
         return lambda s: math.fsum(abs(r[k] - r[0]) for r in s) / len(s) if s else None
@@ -886,9 +888,9 @@ def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
     kappas = paired_bootstrap(rows, kappa(1), kappa(2), resamples=AGREEMENT_RESAMPLES) \
         if rows else None
     if found is None:
-        return HumanPairComparison(judgeA=name_a, judgeB=name_b, n=len(rows),
-                                   madDifference=None, shareAFarther=None,
-                                   kappaDifference=None,
+        return HumanPairComparison(judge_a=name_a, judge_b=name_b, n=len(rows),
+                                   mad_difference=None, share_a_farther=None,
+                                   kappa_difference=None,
                                    verdict=f"no case labelled and scored by both {name_a} "
                                            f"and {name_b}")
     interval, p_not_greater = found
@@ -903,6 +905,6 @@ def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
         line = (f"{name_a} and {name_b} are not told apart by their agreement with the "
                 f"people: MAD difference {interval.estimate:+.1f} points, the 95 % interval "
                 f"includes 0 (n {len(rows)})")
-    return HumanPairComparison(judgeA=name_a, judgeB=name_b, n=len(rows),
-                               madDifference=interval, shareAFarther=share_a_farther,
-                               kappaDifference=kappas[0] if kappas else None, verdict=line)
+    return HumanPairComparison(judge_a=name_a, judge_b=name_b, n=len(rows),
+                               mad_difference=interval, share_a_farther=share_a_farther,
+                               kappa_difference=kappas[0] if kappas else None, verdict=line)

@@ -52,7 +52,7 @@ class BaselineCase(Frozen):
     """One case as the baseline remembers it."""
 
     status: CaseStatus
-    overallScore: Score | None
+    overall_score: Score | None = Field(alias="overallScore")
     band: str | None
     passed: bool | None
     spread: int | None = Field(default=None, ge=0, le=100)
@@ -64,19 +64,19 @@ class Baseline(Frozen):
 
     version: Literal[1] = 1
     suite: str = Field(min_length=1)
-    baselineId: str
+    baseline_id: str = Field(alias="baselineId")
     """``<suite>@<first 12 hex of sha256 of the canonical cases>``; the run id is not in it."""
     rubric: str
-    rubricHash: str
+    rubric_hash: str = Field(alias="rubricHash")
     models: tuple[str, ...]
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0, le=1)
     """Largest allowed drop as a fraction of 0..100 (0.05 is 5 points)."""
     score: float
     """Mean overallScore of the scored cases, rounded half up to 2 decimals."""
-    passRate: float = Field(ge=0, le=1)
+    pass_rate: float = Field(ge=0, le=1, alias="passRate")
     """Passed cases over all cases (an unscored case has not passed), 4 decimals."""
     cases: dict[str, BaselineCase]
-    recordedFrom: str | None = None
+    recorded_from: str | None = Field(None, alias="recordedFrom")
     """The run the scores came from; informative only, not part of ``baselineId``."""
     judgments: dict[str, str] | None = None
     """Per case, the cache key of the judgment recorded: a later run that replays the same
@@ -89,8 +89,8 @@ class Baseline(Frozen):
     @model_validator(mode="after")
     def _id_matches_cases(self) -> Baseline:
         expected = baseline_id(self.suite, self.cases)
-        if self.baselineId != expected:
-            raise ValueError(f"baselineId {self.baselineId!r} does not match the cases "
+        if self.baseline_id != expected:
+            raise ValueError(f"baselineId {self.baseline_id!r} does not match the cases "
                              f"(expected {expected!r}): the cases were edited by hand")
         return self
 
@@ -98,29 +98,29 @@ class Baseline(Frozen):
 class Comparison(Frozen):
     """The regression gate's verdict: a current run against a baseline."""
 
-    hasRegression: bool
-    scoreDelta: float
+    has_regression: bool = Field(alias="hasRegression")
+    score_delta: float = Field(alias="scoreDelta")
     """``currentScore - previousScore``, from the exact means, rounded half up to 2 decimals."""
-    previousScore: float
+    previous_score: float = Field(alias="previousScore")
     """Baseline mean over the cases scored in both (0.0 when there are none)."""
-    currentScore: float
+    current_score: float = Field(alias="currentScore")
     """Current mean over the same cases, so added or removed cases do not move it."""
-    comparedCases: int
+    compared_cases: int = Field(alias="comparedCases")
     """How many cases were scored in both and make up the two means."""
-    baselineId: str
-    blockedReasons: tuple[str, ...]
+    baseline_id: str = Field(alias="baselineId")
+    blocked_reasons: tuple[str, ...] = Field(alias="blockedReasons")
     """Human sentences; the mean's reason first, then by case id."""
     threshold: float
-    regressedCases: tuple[str, ...]
-    newlyUnscored: tuple[str, ...]
-    improvedCases: tuple[str, ...]
+    regressed_cases: tuple[str, ...] = Field(alias="regressedCases")
+    newly_unscored: tuple[str, ...] = Field(alias="newlyUnscored")
+    improved_cases: tuple[str, ...] = Field(alias="improvedCases")
     """Rose by more than the threshold, or were unscored and are now scored."""
-    missingCases: tuple[str, ...]
+    missing_cases: tuple[str, ...] = Field(alias="missingCases")
     """In the baseline, not in the current run (a filtered run): reported, not blocked."""
-    newCases: tuple[str, ...]
+    new_cases: tuple[str, ...] = Field(alias="newCases")
     noise: tuple[str, ...]
     """Dropped by more than the threshold but within threshold + their recorded spread."""
-    noiseReasons: tuple[str, ...] = ()
+    noise_reasons: tuple[str, ...] = Field((), alias="noiseReasons")
     """One sentence per ``noise`` case, by case id: the drop and the judge's measured noise."""
     test: GateTest | None = None
     """How the verdict was reached (:mod:`judge.core.significance`); None from
@@ -209,27 +209,27 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
     if unknown:
         raise ValueError(f"spread given for cases not in the results: {', '.join(unknown)}")
     cases = {
-        case_id: BaselineCase(status=r.status, overallScore=r.overallScore, band=r.band,
+        case_id: BaselineCase(status=r.status, overall_score=r.overall_score, band=r.band,
                               passed=r.passed, spread=spreads.get(case_id))
         for case_id, r in sorted(by_id.items())
     }
-    scores = [c.overallScore for c in cases.values()
-              if c.status == "scored" and c.overallScore is not None]
+    scores = [c.overall_score for c in cases.values()
+              if c.status == "scored" and c.overall_score is not None]
     if not scores:
         raise ValueError(f"no case of suite {suite!r} is scored: a baseline needs scores "
                          f"to compare against")
     passed = sum(1 for c in cases.values() if c.passed is True)
     return Baseline(
         suite=suite,
-        baselineId=baseline_id(suite, cases),
+        baseline_id=baseline_id(suite, cases),
         rubric=rubric,
-        rubricHash=rubric_hash,
+        rubric_hash=rubric_hash,
         models=tuple(models),
         threshold=threshold,
         score=_rounded(Fraction(sum(scores), len(scores)), 2),
-        passRate=_rounded(Fraction(passed, len(cases)), 4),
+        pass_rate=_rounded(Fraction(passed, len(cases)), 4),
         cases=cases,
-        recordedFrom=run_id,
+        recorded_from=run_id,
         judgments={case_id: key for case_id, r in sorted(by_id.items())
                    if (key := judgment_key(r)) is not None} or None,
         noise=noise,
@@ -341,8 +341,8 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
         if result is None:
             missing.append(case_id)
             continue
-        before = was.overallScore if was.status == "scored" else None
-        after = result.overallScore if result.status == "scored" else None
+        before = was.overall_score if was.status == "scored" else None
+        after = result.overall_score if result.status == "scored" else None
         if before is None:
             if after is not None:
                 improved.append(case_id)
@@ -378,21 +378,21 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
         reasons.insert(0, f"mean score fell by {_points(previous - present)} points "
                           f"({_points(previous)} → {_points(present)}, threshold {limit_text})")
     return Comparison(
-        hasRegression=bool(reasons),
-        scoreDelta=_rounded(present - previous, 2),
-        previousScore=_rounded(previous, 2),
-        currentScore=_rounded(present, 2),
-        comparedCases=compared,
-        baselineId=baseline.baselineId,
-        blockedReasons=tuple(reasons),
+        has_regression=bool(reasons),
+        score_delta=_rounded(present - previous, 2),
+        previous_score=_rounded(previous, 2),
+        current_score=_rounded(present, 2),
+        compared_cases=compared,
+        baseline_id=baseline.baseline_id,
+        blocked_reasons=tuple(reasons),
         threshold=limit_value,
-        regressedCases=tuple(regressed),
-        newlyUnscored=tuple(unscored),
-        improvedCases=tuple(improved),
-        missingCases=tuple(missing),
-        newCases=tuple(sorted(set(now) - set(baseline.cases))),
+        regressed_cases=tuple(regressed),
+        newly_unscored=tuple(unscored),
+        improved_cases=tuple(improved),
+        missing_cases=tuple(missing),
+        new_cases=tuple(sorted(set(now) - set(baseline.cases))),
         noise=tuple(noise),
-        noiseReasons=tuple(noise_reasons),
+        noise_reasons=tuple(noise_reasons),
     )
 
 
@@ -404,8 +404,8 @@ def check(baseline: Baseline, current: Iterable[CaseResult], *, threshold: float
     reports. The raised error carries the comparison as ``.comparison``.
     """
     result = compare(baseline, current, threshold=threshold)
-    if block and result.hasRegression:
+    if block and result.has_regression:
         raise RegressionBlocked(
-            f"regression against baseline {result.baselineId}: "
-            + "; ".join(result.blockedReasons), comparison=result)
+            f"regression against baseline {result.baseline_id}: "
+            + "; ".join(result.blocked_reasons), comparison=result)
     return result

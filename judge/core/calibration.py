@@ -100,9 +100,9 @@ class Calibration(Frozen):
     scale: dict[str, Any]
     """The rubric's scale when fitted (:func:`rubric_scale`): style, levels, bands."""
     categories: dict[str, CategoryMap] = Field(min_length=1)
-    crossValidation: dict[str, FoldReport] = Field(default_factory=dict)
+    cross_validation: dict[str, FoldReport] = Field(default_factory=dict, alias="crossValidation")
     """Per category, the held-out agreement of k-fold cross-validation."""
-    labelsDigest: str = ""
+    labels_digest: str = Field("", alias="labelsDigest")
     """sha256 of the labels it was fitted on (their canonical JSON)."""
     runs: tuple[str, ...] = ()
     """The stored runs whose AI scores were used."""

@@ -46,19 +46,19 @@ class CanaryItem(Frozen):
     """Every category got the same score (and level) as cached."""
     diffs: dict[str, int] = Field(default_factory=dict)
     """Per category: fresh AI score - cached AI score."""
-    cachedOverall: int | None = None
-    freshOverall: int | None = None
-    cachedBand: str | None = None
-    freshBand: str | None = None
-    cachedModel: str | None = None
-    freshModel: str | None = None
-    cachedFingerprint: str | None = None
-    freshFingerprint: str | None = None
+    cached_overall: int | None = Field(None, alias="cachedOverall")
+    fresh_overall: int | None = Field(None, alias="freshOverall")
+    cached_band: str | None = Field(None, alias="cachedBand")
+    fresh_band: str | None = Field(None, alias="freshBand")
+    cached_model: str | None = Field(None, alias="cachedModel")
+    fresh_model: str | None = Field(None, alias="freshModel")
+    cached_fingerprint: str | None = Field(None, alias="cachedFingerprint")
+    fresh_fingerprint: str | None = Field(None, alias="freshFingerprint")
 
     @property
     def band_flip(self) -> bool:
         """The case's band changed."""
-        return self.status == "compared" and self.cachedBand != self.freshBand
+        return self.status == "compared" and self.cached_band != self.fresh_band
 
 
 class CategoryDrift(Frozen):
@@ -66,9 +66,9 @@ class CategoryDrift(Frozen):
 
     category: str
     compared: int
-    meanAbsDiff: float
-    meanDiff: float
-    maxAbsDiff: int
+    mean_abs_diff: float = Field(alias="meanAbsDiff")
+    mean_diff: float = Field(alias="meanDiff")
+    max_abs_diff: int = Field(alias="maxAbsDiff")
     tolerance: Tolerance
     drifted: bool
 
@@ -79,20 +79,20 @@ class DriftSummary(Frozen):
     sampled: int
     compared: int
     failed: int
-    exactMatchRate: float | None
-    bandFlips: int
+    exact_match_rate: float | None = Field(alias="exactMatchRate")
+    band_flips: int = Field(alias="bandFlips")
     categories: tuple[CategoryDrift, ...]
-    modelsCached: tuple[str, ...]
-    modelsFresh: tuple[str, ...]
-    fingerprintsCached: tuple[str, ...]
-    fingerprintsFresh: tuple[str, ...]
+    models_cached: tuple[str, ...] = Field(alias="modelsCached")
+    models_fresh: tuple[str, ...] = Field(alias="modelsFresh")
+    fingerprints_cached: tuple[str, ...] = Field(alias="fingerprintsCached")
+    fingerprints_fresh: tuple[str, ...] = Field(alias="fingerprintsFresh")
     drifted: bool
     reasons: tuple[str, ...]
     """Why it drifted (empty when not)."""
     notices: tuple[str, ...] = ()
     """What changed without being drift (a new model id or fingerprint), and what the
     judge-health check found in the fresh verdicts."""
-    judgeHealth: JudgeHealth | None = None
+    judge_health: JudgeHealth | None = Field(None, alias="judgeHealth")
     """The health check over the fresh verdicts (:mod:`judge.core.judge_health`)."""
 
 
@@ -122,17 +122,17 @@ def summarize(items: Sequence[CanaryItem], tolerances: Mapping[str, Tolerance],
         tol = tolerances.get(name, default)
         drifted = mean_abs > tol.points
         categories.append(CategoryDrift(
-            category=name, compared=len(diffs), meanAbsDiff=round(mean_abs, 2),
-            meanDiff=round(sum(diffs) / len(diffs), 2), maxAbsDiff=max(abs(d) for d in diffs),
+            category=name, compared=len(diffs), mean_abs_diff=round(mean_abs, 2),
+            mean_diff=round(sum(diffs) / len(diffs), 2), max_abs_diff=max(abs(d) for d in diffs),
             tolerance=tol, drifted=drifted))
         if drifted:
             reasons.append(f"{name}: fresh AI scores differ from the cached ones by "
                            f"{mean_abs:.2f} points on average, beyond the tolerance of "
                            f"{tol.points:g} ({tol.source})")
-    before = _seen([i.cachedModel for i in compared])
-    after = _seen([i.freshModel for i in compared])
-    fp_before = _seen([i.cachedFingerprint for i in compared])
-    fp_after = _seen([i.freshFingerprint for i in compared])
+    before = _seen([i.cached_model for i in compared])
+    after = _seen([i.fresh_model for i in compared])
+    fp_before = _seen([i.cached_fingerprint for i in compared])
+    fp_after = _seen([i.fresh_fingerprint for i in compared])
     notices = []
     if before and after and before != after:
         notices.append(f"the provider reports another model: {', '.join(before)} → "
@@ -142,9 +142,9 @@ def summarize(items: Sequence[CanaryItem], tolerances: Mapping[str, Tolerance],
                        f"{', '.join(fp_before) or '—'} → {', '.join(fp_after) or '—'}")
     return DriftSummary(
         sampled=len(items), compared=len(compared), failed=len(items) - len(compared),
-        exactMatchRate=round(sum(i.exact for i in compared) / len(compared), 4)
+        exact_match_rate=round(sum(i.exact for i in compared) / len(compared), 4)
         if compared else None,
-        bandFlips=sum(i.band_flip for i in compared), categories=tuple(categories),
-        modelsCached=before, modelsFresh=after, fingerprintsCached=fp_before,
-        fingerprintsFresh=fp_after, drifted=bool(reasons), reasons=tuple(reasons),
+        band_flips=sum(i.band_flip for i in compared), categories=tuple(categories),
+        models_cached=before, models_fresh=after, fingerprints_cached=fp_before,
+        fingerprints_fresh=fp_after, drifted=bool(reasons), reasons=tuple(reasons),
         notices=tuple(notices))

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import NormalDist
 from typing import Final, Literal, TypeVar
 
+from pydantic import Field
+
 from .frozen import Frozen
 
 __all__ = [
@@ -318,9 +320,9 @@ class MeanTest(Frozen):
     n: int
     interval: Interval
     """Two-sided ``level`` interval of the mean (t; exact when every value is equal)."""
-    lowerBound: float
+    lower_bound: float = Field(alias="lowerBound")
     """One-sided ``level`` lower bound of the mean."""
-    pValue: float
+    p_value: float = Field(alias="pValue")
     """One-sided p-value of ``mean > null``."""
     null: float
 
@@ -339,15 +341,15 @@ def mean_test(values: Sequence[float], *, null: float = 0.0,
     sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1)) if n > 1 else 0.0
     if sd == 0:
         exact = Interval(estimate=mean, low=mean, high=mean, level=level, method="exact", n=n)
-        return MeanTest(mean=mean, sd=0.0, n=n, interval=exact, lowerBound=mean,
-                        pValue=0.0 if mean > null else 1.0, null=null)
+        return MeanTest(mean=mean, sd=0.0, n=n, interval=exact, lower_bound=mean,
+                        p_value=0.0 if mean > null else 1.0, null=null)
     se = sd / math.sqrt(n)
     two = t_ppf((1 + level) / 2, n - 1) * se
     interval = Interval(estimate=mean, low=mean - two, high=mean + two, level=level,
                         method="t", n=n)
     return MeanTest(mean=mean, sd=sd, n=n, interval=interval,
-                    lowerBound=mean - t_ppf(level, n - 1) * se,
-                    pValue=t_sf((mean - null) / se, n - 1), null=null)
+                    lower_bound=mean - t_ppf(level, n - 1) * se,
+                    p_value=t_sf((mean - null) / se, n - 1), null=null)
 
 
 def benjamini_hochberg(p_values: Mapping[str, float], q: float = 0.05) -> frozenset[str]:

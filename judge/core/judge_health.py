@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from .models import CaseResult
 
@@ -42,20 +42,22 @@ _WORD = re.compile(r"[^\W\d_]{2,}")
 class JudgeHealth(BaseModel):
     """What the health check saw in a run's AI verdicts, and the problems it names."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid",
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     scores: int
     """AI category scores looked at (LLM-judged, scored cases)."""
-    distinctScores: int
-    topScore: int | None = None
+    distinct_scores: int = Field(alias="distinctScores")
+    top_score: int | None = Field(None, alias="topScore")
     """The most common AI score."""
-    topShare: float = 0.0
+    top_share: float = Field(0.0, alias="topShare")
     """Its share of the scores, 0..1 (4 places)."""
     rationales: int = 0
-    templateText: int = 0
+    template_text: int = Field(0, alias="templateText")
     """Rationales that repeat the template (a placeholder's shape, or its own text)."""
-    shortRationales: int = 0
-    citationsOnly: int = 0
+    short_rationales: int = Field(0, alias="shortRationales")
+    citations_only: int = Field(0, alias="citationsOnly")
     problems: tuple[str, ...] = ()
     """One line per problem found; empty when the judge looks healthy."""
 
@@ -82,13 +84,13 @@ class HealthBuilder:
 
     def add(self, result: CaseResult) -> None:
         """Count one result's AI scores and rationales (LLM-judged, scored ones only)."""
-        if result.judgedBy != "llm" or result.status != "scored":
+        if result.judged_by != "llm" or result.status != "scored":
             return
         ids = {e.id for e in result.evidence}
-        for cat in result.categoryScores:
-            if cat.aiScore is None:
+        for cat in result.category_scores:
+            if cat.ai_score is None:
                 continue
-            self.values[cat.aiScore] += 1
+            self.values[cat.ai_score] += 1
             self._rationale(cat.rationale or "", ids | set(cat.evidence))
 
     def _rationale(self, text: str, ids: set[str]) -> None:
@@ -127,7 +129,7 @@ class HealthBuilder:
             if self.citations >= SHARE * self.rationales:
                 problems.append(f"{self.citations} of {self.rationales} rationales are "
                                 "citations only, no words")
-        return JudgeHealth(scores=total, distinctScores=len(self.values), topScore=top,
-                           topShare=share, rationales=self.rationales,
-                           templateText=self.template_text, shortRationales=self.short,
-                           citationsOnly=self.citations, problems=tuple(problems))
+        return JudgeHealth(scores=total, distinct_scores=len(self.values), top_score=top,
+                           top_share=share, rationales=self.rationales,
+                           template_text=self.template_text, short_rationales=self.short,
+                           citations_only=self.citations, problems=tuple(problems))

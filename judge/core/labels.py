@@ -195,13 +195,13 @@ def pick_next(results: Sequence[CaseResult], rubric: Rubric, n: int, *,
     done = set(labelled)
     queues: dict[str, list[tuple[int, int, str, str]]] = {}
     for r in results:
-        if r.id in done or r.overallScore is None:
+        if r.id in done or r.overall_score is None:
             continue
         gap = 0
         if other is not None and (o := other.get(r.id)) is not None \
-                and o.overallScore is not None:
-            gap = abs(o.overallScore - r.overallScore)
-        edge = _edge_distance(r.overallScore, rubric)
+                and o.overall_score is not None:
+            gap = abs(o.overall_score - r.overall_score)
+        edge = _edge_distance(r.overall_score, rubric)
         why = (f"judges differ by {gap}" if gap else
                f"{edge} from a band edge" if edge <= 3 else f"band {r.band}")
         queues.setdefault(str(r.band), []).append((-gap, edge, r.id, why))

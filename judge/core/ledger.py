@@ -29,7 +29,7 @@ class CallCounts:
     """What a model client sent: kept by the client, read once when the run ends."""
 
     requests: int = 0
-    repairTurns: int = 0
+    repair_turns: int = 0
     fallbacks: int = 0
     retries: dict[str, int] = field(default_factory=dict)
 
@@ -42,7 +42,7 @@ class CallCounts:
 class JudgeTally:
     """What one judge's results say, counted as they arrive."""
 
-    cacheHits: int = 0
+    cache_hits: int = 0
     usage: Usage = ZERO
     """The judgments and what the ones asked of a model used (cache hits add no usage)."""
 
@@ -64,16 +64,16 @@ def retry_reason(status: int | None, error_name: str) -> str:
 def tally(tallies: dict[str, JudgeTally], result: CaseResult) -> None:
     """Count one finished judgment under its judge; aggregates (panel, median) are not calls."""
     meta = result.judge
-    if meta is None or meta.aggregate is not None or result.judgedBy != "llm":
+    if meta is None or meta.aggregate is not None or result.judged_by != "llm":
         return
     t = tallies.setdefault(meta.model, JudgeTally())
     if meta.cached:
-        t.cacheHits += 1
+        t.cache_hits += 1
         t.usage += Usage(judgments=1)
     elif result.status == "cache_miss":  # nothing was asked: no usage, and no unknown cost
         t.usage += Usage(judgments=1)
     else:
-        t.usage += Usage.of(meta, cached=meta.cachedTokens, written=meta.cacheWriteTokens)
+        t.usage += Usage.of(meta, cached=meta.cached_tokens, written=meta.cache_write_tokens)
 
 
 def build_ledger(tallies: Mapping[str, JudgeTally],
@@ -86,13 +86,13 @@ def build_ledger(tallies: Mapping[str, JudgeTally],
         if not isinstance(counts, CallCounts):
             counts = CallCounts()
         retries = {r: counts.retries[r] for r in RETRY_REASONS if counts.retries.get(r)}
-        calls = counts.requests + counts.repairTurns + sum(retries.values()) + counts.fallbacks
+        calls = counts.requests + counts.repair_turns + sum(retries.values()) + counts.fallbacks
         u = t.usage
         cost = u.cost_usd() if u.cost is not None or calls else 0.0
         ledger[model] = JudgeLedger(
-            model=model, judgments=u.judgments, cacheHits=t.cacheHits,
-            requests=counts.requests, repairTurns=counts.repairTurns, retries=retries,
-            fallbacks=counts.fallbacks, calls=calls, promptTokens=u.prompt_tokens,
-            completionTokens=u.completion_tokens, cachedTokens=u.cached_tokens,
-            cacheWriteTokens=u.cache_write_tokens, costUsd=cost)
+            model=model, judgments=u.judgments, cache_hits=t.cache_hits,
+            requests=counts.requests, repair_turns=counts.repair_turns, retries=retries,
+            fallbacks=counts.fallbacks, calls=calls, prompt_tokens=u.prompt_tokens,
+            completion_tokens=u.completion_tokens, cached_tokens=u.cached_tokens,
+            cache_write_tokens=u.cache_write_tokens, cost_usd=cost)
     return ledger

@@ -56,9 +56,9 @@ class CategoryScore(Frozen):
     """The persisted per-category payload, plus the rule that produced the final."""
 
     category: str
-    deterministicScore: Score | None = None
-    aiScore: Score | None = None
-    finalScore: Score | None = None
+    deterministic_score: Score | None = Field(None, alias="deterministicScore")
+    ai_score: Score | None = Field(None, alias="aiScore")
+    final_score: Score | None = Field(None, alias="finalScore")
     """Authoritative: computed by the core from the two inputs above."""
     weight: float = Field(gt=0, le=1)
     band: str | None = None
@@ -69,7 +69,7 @@ class CategoryScore(Frozen):
     level: str | None = None
     spread: int | None = Field(default=None, ge=0, le=100)
     """On a sample aggregate: max - min of the K samples' AI scores (the judge's noise)."""
-    finalSpread: int | None = Field(default=None, ge=0, le=100)
+    final_spread: int | None = Field(default=None, ge=0, le=100, alias="finalSpread")
     """On a sample aggregate: max - min of the K samples' final scores."""
 
 
@@ -77,10 +77,10 @@ class CaseScore(Frozen):
     """The authoritative score of one case under one rubric."""
 
     status: Literal["scored", "unscored"]
-    overallScore: Score | None = None
+    overall_score: Score | None = Field(None, alias="overallScore")
     band: str | None = None
     passed: bool | None = None
-    categoryScores: tuple[CategoryScore, ...] = ()
+    category_scores: tuple[CategoryScore, ...] = Field((), alias="categoryScores")
     reason: str | None = None
     """Why the case is unscored, when it is."""
 
@@ -118,31 +118,31 @@ class JudgeMeta(Frozen):
     """
 
     model: str
-    outputMode: str | None = None
+    output_mode: str | None = Field(None, alias="outputMode")
     """Structured-output mode used: ``json_schema``, ``json_object`` or ``prompt``."""
     temperature: float
     seed: int | None
     sample: int = 0
     """Which of ``--samples K`` this judgment is (0 for the first; -1 for their aggregate)."""
-    templateId: str
-    templateHash: str
-    rubricHash: str
-    cacheKey: str
+    template_id: str = Field(alias="templateId")
+    template_hash: str = Field(alias="templateHash")
+    rubric_hash: str = Field(alias="rubricHash")
+    cache_key: str = Field(alias="cacheKey")
     cached: bool
-    repairTurns: int = 0
-    promptTokens: int | None = None
-    completionTokens: int | None = None
-    costUsd: float | None = None
+    repair_turns: int = Field(0, alias="repairTurns")
+    prompt_tokens: int | None = Field(None, alias="promptTokens")
+    completion_tokens: int | None = Field(None, alias="completionTokens")
+    cost_usd: float | None = Field(None, alias="costUsd")
     """None when the price is unknown, never a made-up zero."""
-    latencyMs: float | None = None
-    finishReason: str | None = None
-    modelReported: str | None = None
-    systemFingerprint: str | None = None
+    latency_ms: float | None = Field(None, alias="latencyMs")
+    finish_reason: str | None = Field(None, alias="finishReason")
+    model_reported: str | None = Field(None, alias="modelReported")
+    system_fingerprint: str | None = Field(None, alias="systemFingerprint")
     """The provider's ``system_fingerprint`` of the last turn, when it gave one."""
-    cachedTokens: int | None = None
+    cached_tokens: int | None = Field(None, alias="cachedTokens")
     """Of ``promptTokens``, those the provider read from its prompt cache (billed at its
     cached rate); None when any turn's provider did not say."""
-    cacheWriteTokens: int | None = None
+    cache_write_tokens: int | None = Field(None, alias="cacheWriteTokens")
     """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
     aggregate: str | None = None
     """None for one judgment. On a result that combines others, how: ``median`` or ``mean``.
@@ -151,7 +151,7 @@ class JudgeMeta(Frozen):
     tokens and cost are the members' sums, ``cached`` is true when every member was."""
     members: tuple[str, ...] = ()
     """What an aggregate combined: ``model#sample`` of each member judgment."""
-    scoreMode: str | None = None
+    score_mode: str | None = Field(None, alias="scoreMode")
     """How the AI scores were read: ``direct`` (the answer written) or ``expected`` (the
     probability-weighted value over the allowed answers); None on records made before it."""
 
@@ -161,17 +161,17 @@ class CaseResult(Frozen):
 
     id: str
     status: CaseStatus
-    overallScore: Score | None = None
+    overall_score: Score | None = Field(None, alias="overallScore")
     band: str | None = None
     passed: bool | None = None
-    categoryScores: tuple[CategoryScore, ...] = ()
+    category_scores: tuple[CategoryScore, ...] = Field((), alias="categoryScores")
     reason: str | None = None
-    judgedBy: Literal["llm", "deterministic"] = "llm"
+    judged_by: Literal["llm", "deterministic"] = Field("llm", alias="judgedBy")
     judge: JudgeMeta | None = None
     checks: tuple[CheckResult, ...] = ()
     evidence: tuple[CitedEvidence, ...] = ()
     """The cited items, with references and bounded excerpts."""
-    evidenceDropped: dict[str, int] = Field(default_factory=dict)
+    evidence_dropped: dict[str, int] = Field(default_factory=dict, alias="evidenceDropped")
     """Items each group's cap left out of the prompt."""
     tags: tuple[str, ...] = ()
     complexity: str | None = None
@@ -190,11 +190,11 @@ class JudgeLedger(Frozen):
     model: str
     judgments: int = 0
     """Judgments of this judge the run needed (cases x samples)."""
-    cacheHits: int = 0
+    cache_hits: int = Field(0, alias="cacheHits")
     """Of those, reused from the cache: no call."""
     requests: int = 0
     """First requests of judgments asked of the model this run (one per judgment)."""
-    repairTurns: int = 0
+    repair_turns: int = Field(0, alias="repairTurns")
     """Follow-up requests showing the model its invalid reply (at most ``max_repairs`` each)."""
     retries: dict[str, int] = {}
     """Requests sent again after a transport fault, by reason: ``429``, ``5xx``, ``timeout``,
@@ -203,13 +203,13 @@ class JudgeLedger(Frozen):
     """Requests sent again in another structured-output mode after the server rejected one."""
     calls: int = 0
     """Requests on the wire: the sum of the four counts above."""
-    promptTokens: int = 0
-    completionTokens: int = 0
-    cachedTokens: int = 0
+    prompt_tokens: int = Field(0, alias="promptTokens")
+    completion_tokens: int = Field(0, alias="completionTokens")
+    cached_tokens: int = Field(0, alias="cachedTokens")
     """Of ``promptTokens``, those read from the provider's prompt cache (its cached rate)."""
-    cacheWriteTokens: int = 0
+    cache_write_tokens: int = Field(0, alias="cacheWriteTokens")
     """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
-    costUsd: float | None = None
+    cost_usd: float | None = Field(None, alias="costUsd")
     """None when any paid call's price is unknown, never a made-up zero."""
 
 
@@ -219,31 +219,31 @@ class RunTotals(Frozen):
     cases: int = 0
     scored: int = 0
     unscored: int = 0
-    cacheMisses: int = 0
-    cacheHits: int = 0
+    cache_misses: int = Field(0, alias="cacheMisses")
+    cache_hits: int = Field(0, alias="cacheHits")
     calls: int = 0
     """Model calls this run paid for (repair turns and retries included)."""
-    promptTokens: int = 0
-    completionTokens: int = 0
-    cachedTokens: int = 0
+    prompt_tokens: int = Field(0, alias="promptTokens")
+    completion_tokens: int = Field(0, alias="completionTokens")
+    cached_tokens: int = Field(0, alias="cachedTokens")
     """Of ``promptTokens``, those read from the provider's prompt cache (every judge's)."""
-    cacheWriteTokens: int = 0
+    cache_write_tokens: int = Field(0, alias="cacheWriteTokens")
     """Of ``promptTokens``, those written to the provider's prompt cache (Anthropic)."""
-    costUsd: float | None = None
+    cost_usd: float | None = Field(None, alias="costUsd")
     """None when any paid call's price is unknown."""
-    wallSeconds: float = 0.0
+    wall_seconds: float = Field(0.0, alias="wallSeconds")
     judgments: int = 0
     """Judgments the run needed (judged cases x judges x samples); aggregates not counted."""
-    judgedAnew: int = 0
+    judged_anew: int = Field(0, alias="judgedAnew")
     """Judgments not found in the cache and asked of a model this run."""
-    savedCalls: int = 0
+    saved_calls: int = Field(0, alias="savedCalls")
     """Model calls the cache spared: one per reused judgment plus its stored repair turns."""
-    indexHits: int = 0
+    index_hits: int = Field(0, alias="indexHits")
     """Reused judgments found through the replay index, with no prompt rendered."""
-    batchCalls: int = 0
+    batch_calls: int = Field(0, alias="batchCalls")
     """Of the judgments asked anew, those answered by a provider batch job (billed at the
     batch rate; their tokens and cost are in the totals above, not in ``calls``)."""
-    batchCostUsd: float | None = 0.0
+    batch_cost_usd: float | None = Field(0.0, alias="batchCostUsd")
     """What the batch-answered judgments cost at the batch rate; None when unknown."""
     ledger: dict[str, JudgeLedger] = {}
     """Per judge model: its calls itemised (requests, repair turns, retries by reason, mode
@@ -263,9 +263,9 @@ class RunInfo(Frozen):
     version: Literal[1] = 1
     id: str
     suite: str
-    suitePath: str | None = None
+    suite_path: str | None = Field(None, alias="suitePath")
     rubric: str
-    rubricHash: str
+    rubric_hash: str = Field(alias="rubricHash")
     models: tuple[str, ...]
     """Judge models; several make a panel."""
     seed: int | None
@@ -274,9 +274,9 @@ class RunInfo(Frozen):
     panel: str | None = None
     """With several judges: how their AI scores combine (``median``/``mean``) into the panel
     result, model ``panel:<panel>``, which is the run's headline."""
-    templateId: str
-    templateHash: str
-    createdAt: str
+    template_id: str = Field(alias="templateId")
+    template_hash: str = Field(alias="templateHash")
+    created_at: str = Field(alias="createdAt")
     """ISO 8601 UTC, passed in by the caller (the core has no clock)."""
     status: Literal["running", "complete", "interrupted", "failed", "abandoned"] = "running"
     settings: dict[str, Any] = Field(default_factory=dict)

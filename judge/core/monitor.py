@@ -64,22 +64,24 @@ class MonitorConfig(BaseModel):
 class MonitorStatus(BaseModel):
     """What the monitor saw and its verdict."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid",
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     seen: int
     sampled: int
     passed: int
     failed: int
     unscored: int
-    passRate: float | None
+    pass_rate: float | None = Field(alias="passRate")
     """Passed over scored samples (4 decimals, half up); None when nothing sampled is scored."""
     status: Status
-    sampleRate: float
+    sample_rate: float = Field(alias="sampleRate")
     seed: int
-    warningBelow: float
-    criticalBelow: float
-    minSamples: int
-    passScore: int | None
+    warning_below: float = Field(alias="warningBelow")
+    critical_below: float = Field(alias="criticalBelow")
+    min_samples: int = Field(alias="minSamples")
+    pass_score: int | None = Field(alias="passScore")
 
 
 def _key(record: Mapping[str, Any], seed: int) -> bytes:
@@ -157,12 +159,12 @@ def evaluate(records: Iterable[Mapping[str, Any]], config: MonitorConfig) -> Mon
         passed=counts["passed"],
         failed=counts["failed"],
         unscored=counts["unscored"],
-        passRate=rate,
+        pass_rate=rate,
         status=_status(counts["passed"], scored, config),
-        sampleRate=config.sample_rate,
+        sample_rate=config.sample_rate,
         seed=config.seed,
-        warningBelow=config.warning_below,
-        criticalBelow=config.critical_below,
-        minSamples=config.min_samples,
-        passScore=config.pass_score,
+        warning_below=config.warning_below,
+        critical_below=config.critical_below,
+        min_samples=config.min_samples,
+        pass_score=config.pass_score,
     )

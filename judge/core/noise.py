@@ -64,9 +64,9 @@ class NoiseModel(Frozen):
     key: str
     """:func:`noise_key` of model, rubric hash and template hash."""
     model: str
-    rubricHash: str
-    templateId: str
-    templateHash: str
+    rubric_hash: str = Field(alias="rubricHash")
+    template_id: str = Field(alias="templateId")
+    template_hash: str = Field(alias="templateHash")
     overall: NoiseEstimate
     """Spread of one ask's overall score."""
     final: dict[str, NoiseEstimate] = {}
@@ -126,23 +126,23 @@ def measure_noise(results: Iterable[CaseResult], *, model: str, rubric_hash: str
     asks = 0
     for r in results:
         if (r.judge is None or r.judge.model != model or r.judge.sample < 0
-                or r.status != "scored" or r.overallScore is None):
+                or r.status != "scored" or r.overall_score is None):
             continue
         asks += 1
-        overall.setdefault(r.id, []).append(r.overallScore)
-        for c in r.categoryScores:
-            if c.finalScore is not None:
-                final.setdefault(c.category, {}).setdefault(r.id, []).append(c.finalScore)
-            if c.aiScore is not None:
-                ai.setdefault(c.category, {}).setdefault(r.id, []).append(c.aiScore)
+        overall.setdefault(r.id, []).append(r.overall_score)
+        for c in r.category_scores:
+            if c.final_score is not None:
+                final.setdefault(c.category, {}).setdefault(r.id, []).append(c.final_score)
+            if c.ai_score is not None:
+                ai.setdefault(c.category, {}).setdefault(r.id, []).append(c.ai_score)
     head = _estimate(overall.values())
     if head is None:
         return None
     per_final = {k: e for k, v in sorted(final.items()) if (e := _estimate(v.values()))}
     per_ai = {k: e for k, v in sorted(ai.items()) if (e := _estimate(v.values()))}
     return NoiseModel(key=noise_key(model, rubric_hash, template_hash), model=model,
-                      rubricHash=rubric_hash, templateId=template_id,
-                      templateHash=template_hash, overall=head, final=per_final, ai=per_ai,
+                      rubric_hash=rubric_hash, template_id=template_id,
+                      template_hash=template_hash, overall=head, final=per_final, ai=per_ai,
                       cases=sum(1 for v in overall.values() if len(v) > 1), asks=asks,
                       source=source, suite=suite, runs=tuple(runs))
 
@@ -156,11 +156,11 @@ def judgment_key(result: CaseResult) -> str | None:
     judge = result.judge
     if judge is None:
         return None
-    if judge.cacheKey:
-        return judge.cacheKey
+    if judge.cache_key:
+        return judge.cache_key
     if not judge.members:
         return None
-    return "aggregate:" + sha256_hex({"model": judge.model, "templateHash": judge.templateHash,
+    return "aggregate:" + sha256_hex({"model": judge.model, "templateHash": judge.template_hash,
                                       "seed": judge.seed, "members": list(judge.members),
                                       "aggregate": judge.aggregate})[:32]
 
@@ -212,23 +212,23 @@ class GateTest(Frozen):
     """``statistical``; ``exact-replay`` (every compared case is the same judgment on both
     sides: exact, no noise); ``exact-no-noise`` (re-asked cases, no noise estimate: the exact
     rule, with a warning)."""
-    meanDrop: float
+    mean_drop: float = Field(alias="meanDrop")
     """``previous - current`` over the compared cases, in points (positive: a drop)."""
     interval: Interval | None
     """Two-sided 95 % t interval of the mean drop (None under an exact rule)."""
-    lowerBound: float | None
+    lower_bound: float | None = Field(alias="lowerBound")
     """One-sided 95 % lower bound of the mean drop."""
-    pValue: float | None
+    p_value: float | None = Field(alias="pValue")
     """One-sided p-value of "the mean dropped" (paired t test)."""
     test: str
     """The test, in words."""
-    noiseBefore: SideNoise | None = None
-    noiseAfter: SideNoise | None = None
-    exactCases: int = 0
+    noise_before: SideNoise | None = Field(None, alias="noiseBefore")
+    noise_after: SideNoise | None = Field(None, alias="noiseAfter")
+    exact_cases: int = Field(0, alias="exactCases")
     """Compared cases that reuse the same judgment on both sides (no noise)."""
-    noisyCases: int = 0
+    noisy_cases: int = Field(0, alias="noisyCases")
     """Compared cases re-asked on at least one side."""
     fdr: float = FDR
-    withinNoise: tuple[str, ...] = ()
+    within_noise: tuple[str, ...] = Field((), alias="withinNoise")
     """Dropped by more than the threshold, but not beyond what the noise explains."""
     warning: str | None = None

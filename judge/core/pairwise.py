@@ -326,17 +326,17 @@ class OrderVerdict(Frozen):
     rationale: str = ""
     reason: str | None = None
     """Why there is no verdict, when there is none."""
-    cacheKey: str
+    cache_key: str = Field(alias="cacheKey")
     cached: bool = False
     """Whether this run read the verdict from the cache."""
-    repairTurns: int = 0
-    outputMode: str | None = None
-    promptTokens: int | None = None
-    completionTokens: int | None = None
-    costUsd: float | None = None
-    latencyMs: float | None = None
-    finishReason: str | None = None
-    modelReported: str | None = None
+    repair_turns: int = Field(0, alias="repairTurns")
+    output_mode: str | None = Field(None, alias="outputMode")
+    prompt_tokens: int | None = Field(None, alias="promptTokens")
+    completion_tokens: int | None = Field(None, alias="completionTokens")
+    cost_usd: float | None = Field(None, alias="costUsd")
+    latency_ms: float | None = Field(None, alias="latencyMs")
+    finish_reason: str | None = Field(None, alias="finishReason")
+    model_reported: str | None = Field(None, alias="modelReported")
 
 
 class PairResult(Frozen):
@@ -386,25 +386,25 @@ class PairSummary(Frozen):
     judged: int
     """Pairs with a valid verdict in both orders."""
     unscored: int
-    cacheMisses: int
-    winsA: int
-    winsB: int
+    cache_misses: int = Field(alias="cacheMisses")
+    wins_a: int = Field(alias="winsA")
+    wins_b: int = Field(alias="winsB")
     ties: int
     """Judged pairs whose result is a tie (flips included)."""
     flips: int
-    flipRate: float | None
+    flip_rate: float | None = Field(alias="flipRate")
     """Flipped pairs / judged pairs; None when none was judged."""
-    positionOneWins: int
+    position_one_wins: int = Field(alias="positionOneWins")
     """Valid verdicts, over both orders, that picked position 1."""
-    positionTwoWins: int
-    positionTies: int
+    position_two_wins: int = Field(alias="positionTwoWins")
+    position_ties: int = Field(alias="positionTies")
     """Valid verdicts that answered tie."""
-    positionOneWinRate: float | None
+    position_one_win_rate: float | None = Field(alias="positionOneWinRate")
     """positionOneWins / (positionOneWins + positionTwoWins); None without a decisive verdict."""
     labelled: int
     """Judged pairs with a human ``preferred``."""
     agreements: int
-    humanAgreement: float | None
+    human_agreement: float | None = Field(alias="humanAgreement")
     """agreements / labelled; None when no judged pair is labelled."""
 
 
@@ -425,11 +425,11 @@ def summarize(results: Iterable[PairResult]) -> PairSummary:
     return PairSummary(
         pairs=len(items), judged=len(judged),
         unscored=sum(r.status == "unscored" for r in items),
-        cacheMisses=sum(r.status == "cache_miss" for r in items),
-        winsA=sum(r.result == "A" for r in judged), winsB=sum(r.result == "B" for r in judged),
+        cache_misses=sum(r.status == "cache_miss" for r in items),
+        wins_a=sum(r.result == "A" for r in judged), wins_b=sum(r.result == "B" for r in judged),
         ties=sum(r.result == "tie" for r in judged), flips=flips,
-        flipRate=_rate(flips, len(judged)), positionOneWins=p1, positionTwoWins=p2,
-        positionTies=sum(v.winner == "tie" for v in valid),
-        positionOneWinRate=_rate(p1, p1 + p2), labelled=len(labelled), agreements=agreements,
-        humanAgreement=_rate(agreements, len(labelled)),
+        flip_rate=_rate(flips, len(judged)), position_one_wins=p1, position_two_wins=p2,
+        position_ties=sum(v.winner == "tie" for v in valid),
+        position_one_win_rate=_rate(p1, p1 + p2), labelled=len(labelled), agreements=agreements,
+        human_agreement=_rate(agreements, len(labelled)),
     )

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
+from pydantic import Field
+
 from .exact import round_half_up
 from .frozen import Frozen, wire_value
 from .models import AdvisoryScore, CaseResult, CategoryScore, CitedEvidence, JudgeMeta, RunInfo
@@ -124,7 +126,7 @@ def _meta(members: Sequence[CaseResult], base: JudgeMeta, *, model: str, sample:
     metas = [m.judge for m in members]
     known = [m for m in metas if m is not None]
     complete = len(known) == len(metas)
-    modes = {m.outputMode for m in known}
+    modes = {m.output_mode for m in known}
 
     def total(name: str) -> float | None:
         return _sum_or_none(wire_value(m, name) for m in known) if complete else None
@@ -134,19 +136,19 @@ def _meta(members: Sequence[CaseResult], base: JudgeMeta, *, model: str, sample:
     cached, written = total("cachedTokens"), total("cacheWriteTokens")
     return base.model_copy(update={
         "model": model,
-        "outputMode": modes.pop() if len(modes) == 1 else None,
+        "output_mode": modes.pop() if len(modes) == 1 else None,
         "sample": sample,
-        "cacheKey": "",
+        "cache_key": "",
         "cached": complete and all(m.cached for m in known),
-        "repairTurns": sum(m.repairTurns for m in known),
-        "promptTokens": None if prompt is None else int(prompt),
-        "completionTokens": None if completion is None else int(completion),
-        "cachedTokens": None if cached is None else int(cached),
-        "cacheWriteTokens": None if written is None else int(written),
-        "costUsd": None if cost is None else round(cost, 10),
-        "latencyMs": None if latency is None else round(latency, 3),
-        "finishReason": None,
-        "modelReported": None,
+        "repair_turns": sum(m.repair_turns for m in known),
+        "prompt_tokens": None if prompt is None else int(prompt),
+        "completion_tokens": None if completion is None else int(completion),
+        "cached_tokens": None if cached is None else int(cached),
+        "cache_write_tokens": None if written is None else int(written),
+        "cost_usd": None if cost is None else round(cost, 10),
+        "latency_ms": None if latency is None else round(latency, 3),
+        "finish_reason": None,
+        "model_reported": None,
         "aggregate": method,
         "members": tuple(_label(m) for m in members),
     })
@@ -212,30 +214,30 @@ def aggregate(members: Sequence[tuple[str, CaseResult]], rubric: Rubric,
         reason = f"{method} of {what}: {_label(bad)} is {bad.status}" + \
             (f" ({bad.reason})" if bad.reason else "")
         cats = () if status == "cache_miss" else tuple(
-            CategoryScore(category=c.id, deterministicScore=signals.get(c.id),
+            CategoryScore(category=c.id, deterministic_score=signals.get(c.id),
                           weight=c.weight, rule="unscored") for c in rubric.categories)
         return first.model_copy(update={
-            "status": status, "overallScore": None, "band": None, "passed": None,
-            "categoryScores": cats, "reason": reason, "judge": meta, "evidence": (),
+            "status": status, "overall_score": None, "band": None, "passed": None,
+            "category_scores": cats, "reason": reason, "judge": meta, "evidence": (),
             "spread": None})
-    by_member = [{c.category: c for c in r.categoryScores} for r in results]
+    by_member = [{c.category: c for c in r.category_scores} for r in results]
     advisory: dict[str, AdvisoryScore] = {}
     spreads: dict[str, tuple[int | None, int | None]] = {}
     for cat in rubric.categories:
         rows = [b.get(cat.id) for b in by_member]
         if samples_spread:
-            spreads[cat.id] = (_spread([r.aiScore if r else None for r in rows]),
-                               _spread([r.finalScore if r else None for r in rows]))
+            spreads[cat.id] = (_spread([r.ai_score if r else None for r in rows]),
+                               _spread([r.final_score if r else None for r in rows]))
         else:
             spreads[cat.id] = (_largest([r.spread if r else None for r in rows]),
-                               _largest([r.finalSpread if r else None for r in rows]))
+                               _largest([r.final_spread if r else None for r in rows]))
         given = [(name, r) for (name, _), r in zip(members, rows, strict=True)
-                 if r is not None and r.aiScore is not None]
+                 if r is not None and r.ai_score is not None]
         if not given:
             continue
-        scores = [(r.aiScore, r.level) for _, r in given if r.aiScore is not None]
+        scores = [(r.ai_score, r.level) for _, r in given if r.ai_score is not None]
         value = combine([s for s, _ in scores], method)
-        listed = ", ".join(f"{name} {r.aiScore}" if name else str(r.aiScore)
+        listed = ", ".join(f"{name} {r.ai_score}" if name else str(r.ai_score)
                            for name, r in given)
         cited = dict.fromkeys(i for _, r in given for i in r.evidence)
         advisory[cat.id] = AdvisoryScore(
@@ -244,13 +246,13 @@ def aggregate(members: Sequence[tuple[str, CaseResult]], rubric: Rubric,
             evidence=tuple(cited))
     score = score_case(rubric, signals, advisory)
     cats = tuple(c.model_copy(update={"spread": spreads[c.category][0],
-                                      "finalSpread": spreads[c.category][1]})
-                 for c in score.categoryScores)
-    spread = _spread([r.overallScore for r in results]) if samples_spread \
+                                      "final_spread": spreads[c.category][1]})
+                 for c in score.category_scores)
+    spread = _spread([r.overall_score for r in results]) if samples_spread \
         else _largest([r.spread for r in results])
     return first.model_copy(update={
-        "status": score.status, "overallScore": score.overallScore, "band": score.band,
-        "passed": score.passed, "categoryScores": cats, "reason": score.reason,
+        "status": score.status, "overall_score": score.overall_score, "band": score.band,
+        "passed": score.passed, "category_scores": cats, "reason": score.reason,
         "judge": meta, "evidence": _evidence(results), "spread": spread})
 
 
@@ -291,7 +293,7 @@ class CategorySamples(Frozen):
     final: tuple[int | None, ...]
     spread: int | None
     """max - min of the AI scores (None when a sample has none)."""
-    finalSpread: int | None
+    final_spread: int | None = Field(alias="finalSpread")
 
 
 class CaseStability(Frozen):
@@ -316,7 +318,7 @@ class StabilityReport(Frozen):
     """Cases judged with two or more samples."""
     stable: int
     """Cases whose band is the same in every sample, under every judge."""
-    medianSpread: float | None
+    median_spread: float | None = Field(alias="medianSpread")
     """Median of the per case and judge overall spreads, exact, rounded to 2 decimals."""
     unstable: tuple[CaseStability, ...]
     """Per case and judge, by case id then judge."""
@@ -338,14 +340,14 @@ def stability(results: Iterable[CaseResult], *, keep_all: bool = False) -> Stabi
         items.sort(key=lambda r: r.judge.sample if r.judge else 0)
         bands = tuple(r.band if r.status == "scored" and r.band else r.status for r in items)
         cats: dict[str, CategorySamples] = {}
-        names = dict.fromkeys(c.category for r in items for c in r.categoryScores)
+        names = dict.fromkeys(c.category for r in items for c in r.category_scores)
         for name in names:
-            per = [{c.category: c for c in r.categoryScores}.get(name) for r in items]
-            ai = tuple(c.aiScore if c else None for c in per)
-            final = tuple(c.finalScore if c else None for c in per)
+            per = [{c.category: c for c in r.category_scores}.get(name) for r in items]
+            ai = tuple(c.ai_score if c else None for c in per)
+            final = tuple(c.final_score if c else None for c in per)
             cats[name] = CategorySamples(ai=ai, final=final, spread=_spread(ai),
-                                         finalSpread=_spread(final))
-        overall = tuple(r.overallScore if r.status == "scored" else None for r in items)
+                                         final_spread=_spread(final))
+        overall = tuple(r.overall_score if r.status == "scored" else None for r in items)
         rows.append(CaseStability(id=case_id, judge=model, bands=bands, overall=overall,
                                   spread=_spread(overall), stable=len(set(bands)) == 1,
                                   categories=cats))
@@ -356,6 +358,6 @@ def stability(results: Iterable[CaseResult], *, keep_all: bool = False) -> Stabi
     if spreads:
         median = float(Fraction(round_half_up(exact_median(spreads) * 100), 100))
     return StabilityReport(cases=len(case_ids), stable=len(case_ids - unstable_ids),
-                           medianSpread=median,
+                           median_spread=median,
                            unstable=tuple(r for r in rows if not r.stable),
                            judged=tuple(rows) if keep_all else ())

@@ -21,14 +21,14 @@ class RescoreError(ValueError):
 def rescore_result(result: CaseResult, rubric: Rubric) -> CaseResult:
     """``result`` with finals, overall, band and pass recomputed under ``rubric``."""
     if result.status == "cache_miss" or (result.status == "unscored"
-                                         and result.judgedBy == "llm"
-                                         and not any(c.aiScore is not None
-                                                     for c in result.categoryScores)):
+                                         and result.judged_by == "llm"
+                                         and not any(c.ai_score is not None
+                                                     for c in result.category_scores)):
         # Nothing was judged (a miss, or the judge failed, with or without a reply kept):
         # nothing to re-score. A failed judge stays unscored whatever the new rubric's
         # policy for a missing AI score, as when the run judged it.
         return result
-    stored = {c.category: c for c in result.categoryScores}
+    stored = {c.category: c for c in result.category_scores}
     wanted = [c.id for c in rubric.categories]
     missing = [c for c in wanted if c not in stored]
     extra = [c for c in stored if c not in wanted]
@@ -37,13 +37,13 @@ def rescore_result(result: CaseResult, rubric: Rubric) -> CaseResult:
             f"case {result.id!r}: the run has categories {sorted(stored)}, rubric "
             f"{rubric.id!r} has {sorted(wanted)}; re-scoring needs the same categories "
             "(a category change alters the prompt: run the suite again)")
-    deterministic = {c: stored[c].deterministicScore for c in wanted}
+    deterministic = {c: stored[c].deterministic_score for c in wanted}
     advisory: dict[str, AdvisoryScore] = {}
     for cat in wanted:
         s = stored[cat]
-        if s.aiScore is None:
+        if s.ai_score is None:
             continue
-        ai = s.aiScore
+        ai = s.ai_score
         if rubric.style == "levels":
             if s.level is None:
                 raise RescoreError(f"case {result.id!r}: {cat} has no level to map under "
@@ -57,7 +57,7 @@ def rescore_result(result: CaseResult, rubric: Rubric) -> CaseResult:
                                       evidence=s.evidence)
     score = score_case(rubric, deterministic, advisory)
     return result.model_copy(update={
-        "status": score.status, "overallScore": score.overallScore, "band": score.band,
-        "passed": score.passed, "categoryScores": score.categoryScores,
+        "status": score.status, "overall_score": score.overall_score, "band": score.band,
+        "passed": score.passed, "category_scores": score.category_scores,
         "reason": score.reason,
     })

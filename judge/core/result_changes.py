@@ -39,22 +39,22 @@ class CaseChange:
 
 def category_moved(a: CategoryScore | None, b: CategoryScore | None) -> bool:
     """A category's AI or final score differs (a category on one side only counts as moved)."""
-    ai = (a.aiScore if a else None, b.aiScore if b else None)
-    final = (a.finalScore if a else None, b.finalScore if b else None)
+    ai = (a.ai_score if a else None, b.ai_score if b else None)
+    final = (a.final_score if a else None, b.final_score if b else None)
     return ai[0] != ai[1] or final[0] != final[1]
 
 
 def case_change(a: CaseResult, b: CaseResult) -> CaseChange:
     """How ``b`` differs from ``a`` (two results of one case)."""
-    cats_a = {c.category: c for c in a.categoryScores}
-    cats_b = {c.category: c for c in b.categoryScores}
+    cats_a = {c.category: c for c in a.category_scores}
+    cats_b = {c.category: c for c in b.category_scores}
     moved = tuple(name for name in dict.fromkeys([*cats_a, *cats_b])
                   if category_moved(cats_a.get(name), cats_b.get(name)))
-    return CaseChange(status=a.status != b.status, score=a.overallScore != b.overallScore,
+    return CaseChange(status=a.status != b.status, score=a.overall_score != b.overall_score,
                       band=a.band != b.band, passed=a.passed != b.passed, categories=moved)
 
 
 def case_changed(a: CaseResult, b: CaseResult) -> bool:
     """Whether the case's outcome differs: status, overall score, band or pass/fail."""
-    return (a.status, a.overallScore, a.band, a.passed) != (b.status, b.overallScore, b.band,
+    return (a.status, a.overall_score, a.band, a.passed) != (b.status, b.overall_score, b.band,
                                                             b.passed)

@@ -197,9 +197,9 @@ def _score_category(rubric: Rubric, plan: _Plan, index: int, deterministic: int 
         band = plan.band_of[final] or band_for(final, rubric.bands)  # (raises if uncovered)
     return CategoryScore(
         category=cat.id,
-        deterministicScore=deterministic,
-        aiScore=raw,
-        finalScore=final,
+        deterministic_score=deterministic,
+        ai_score=raw,
+        final_score=final,
         weight=cat.weight,
         band=band,
         rationale=advisory.rationale if advisory else "",
@@ -226,13 +226,13 @@ def score_case(rubric: Rubric, deterministic: Mapping[str, int | None],
         raise ValueError(f"AI score for unknown category {unknown[0]!r}")
     cats = tuple(_score_category(rubric, plan, i, deterministic.get(c.id), advisory.get(c.id))
                  for i, c in enumerate(rubric.categories))
-    finals = {c.category: c.finalScore for c in cats if c.finalScore is not None}
-    missing = [c.category for c in cats if c.finalScore is None]
+    finals = {c.category: c.final_score for c in cats if c.final_score is not None}
+    missing = [c.category for c in cats if c.final_score is None]
     if not finals or (missing and rubric.partial == "unscored"):
         why = f"no final score for {', '.join(missing)}"
-        return CaseScore(status="unscored", categoryScores=cats,
+        return CaseScore(status="unscored", category_scores=cats,
                          reason=f"{reason}; {why}" if reason else why)
     overall = _overall(finals, plan)  # over the categories present (renormalised)
     band = plan.band_of[overall] or band_for(overall, rubric.bands)
-    return CaseScore(status="scored", overallScore=overall, band=band,
-                     passed=overall >= rubric.pass_score, categoryScores=cats, reason=reason)
+    return CaseScore(status="scored", overall_score=overall, band=band,
+                     passed=overall >= rubric.pass_score, category_scores=cats, reason=reason)

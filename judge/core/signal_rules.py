@@ -203,7 +203,7 @@ class TermOutcome(Frozen):
     fact: str
     observed: Fact
     over: str | None = None
-    overObserved: int | None = None
+    over_observed: int | None = Field(None, alias="overObserved")
     op: Op | None = None
     value: bool | int | float | str | None = None
     points: int
@@ -247,7 +247,7 @@ def _not_applicable(term: SignalTerm, facts: Mapping[str, Fact]) -> TermOutcome:
     assert term.when is not None
     cond = term.when
     return TermOutcome(fact=term.fact, observed=facts[term.fact], over=term.over,
-                       overObserved=None, op=term.op, value=term.value, points=term.points,
+                       over_observed=None, op=term.op, value=term.value, points=term.points,
                        earned=0, applicable=False,
                        note=f"not applicable: {cond.fact} is {facts[cond.fact]} "
                             f"(applies when {cond.op} {cond.value})")
@@ -277,7 +277,7 @@ def _apply(rule: SignalRule, facts: Mapping[str, Fact]) -> tuple[Fraction, list[
             share = min(Fraction(1), max(Fraction(0), Fraction(int(observed), over)))
             earned = Fraction(term.points) * share
             outcomes.append(TermOutcome(fact=term.fact, observed=observed, over=term.over,
-                                        overObserved=over, points=term.points,
+                                        over_observed=over, points=term.points,
                                         earned=_display(earned)))
         else:
             assert term.op is not None and term.value is not None

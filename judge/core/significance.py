@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Final, Literal
 
+from pydantic import Field
+
 from .baseline import Baseline, Comparison, compare
 from .frozen import Frozen
 from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
@@ -58,19 +60,19 @@ def _drops(baseline: Baseline, now: Mapping[str, CaseResult]) -> dict[str, tuple
     drops: dict[str, tuple[int, CaseResult]] = {}
     for case_id, was in sorted(baseline.cases.items()):
         result = now.get(case_id)
-        if (result is None or was.status != "scored" or was.overallScore is None
-                or result.status != "scored" or result.overallScore is None):
+        if (result is None or was.status != "scored" or was.overall_score is None
+                or result.status != "scored" or result.overall_score is None):
             continue
-        drops[case_id] = (was.overallScore - result.overallScore, result)
+        drops[case_id] = (was.overall_score - result.overall_score, result)
     return drops
 
 
 def _exact(comparison: Comparison, rule: Rule, drops: Mapping[str, tuple[int, CaseResult]],
            exact_cases: int, warning: str | None) -> Comparison:
     mean = float(Fraction(sum(d for d, _ in drops.values()), len(drops))) if drops else 0.0
-    test = GateTest(rule=rule, meanDrop=mean, interval=None, lowerBound=None, pValue=None,
+    test = GateTest(rule=rule, mean_drop=mean, interval=None, lower_bound=None, p_value=None,
                     test="exact rule: mean drop and each case's drop against the threshold",
-                    exactCases=exact_cases, noisyCases=len(drops) - exact_cases,
+                    exact_cases=exact_cases, noisy_cases=len(drops) - exact_cases,
                     warning=warning)
     return comparison.model_copy(update={"test": test})
 
@@ -113,24 +115,24 @@ def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
     listed = tuple(cid for cid, (drop, _) in drops.items() if drop > limit and cid in rejected)
     within = tuple(cid for cid, (drop, _) in drops.items()
                    if drop > limit and cid not in rejected)
-    suite_regressed = tested.mean > limit and tested.pValue < ALPHA
+    suite_regressed = tested.mean > limit and tested.p_value < ALPHA
     reasons = _reasons(exact, drops, listed, tested.mean, tested.interval, limit,
                        suite_regressed)
     sources = before.source if before == after else f"{before.source} / {after.source}"
     test = GateTest(
-        rule="statistical", meanDrop=tested.mean, interval=tested.interval,
-        lowerBound=tested.lowerBound, pValue=tested.pValue,
+        rule="statistical", mean_drop=tested.mean, interval=tested.interval,
+        lower_bound=tested.lower_bound, p_value=tested.p_value,
         test=(f"paired one-sided t test over {len(drops)} cases: regression when the mean "
               f"drop exceeds {limit:g} points and p < {ALPHA:g}; cases by Benjamini-Hochberg "
               f"at FDR {FDR:g} against the judge's noise ({sources})"),
-        noiseBefore=before, noiseAfter=after, exactCases=len(same),
-        noisyCases=len(drops) - len(same), withinNoise=within)
+        noise_before=before, noise_after=after, exact_cases=len(same),
+        noisy_cases=len(drops) - len(same), within_noise=within)
     noise_reasons = tuple(_within_sentence(cid, drops[cid][0], baseline, before, after)
                           for cid in within)
     return exact.model_copy(update={
-        "hasRegression": bool(reasons), "blockedReasons": reasons, "regressedCases": listed,
+        "has_regression": bool(reasons), "blocked_reasons": reasons, "regressed_cases": listed,
         "noise": tuple(sorted(set(exact.noise) | set(within))),
-        "noiseReasons": noise_reasons, "test": test})
+        "noise_reasons": noise_reasons, "test": test})
 
 
 def _within_sentence(cid: str, drop: int, baseline: Baseline, before: SideNoise,
@@ -148,11 +150,11 @@ def _reasons(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
     sentences: list[tuple[str, str]] = []
     for cid in listed:
         drop, result = drops[cid]
-        sentences.append((cid, f"{cid}: {drop + (result.overallScore or 0)} → "
-                               f"{result.overallScore} (-{drop} points, beyond the judge's "
+        sentences.append((cid, f"{cid}: {drop + (result.overall_score or 0)} → "
+                               f"{result.overall_score} (-{drop} points, beyond the judge's "
                                f"noise and the threshold {limit:g})"))
-    unscored = set(exact.newlyUnscored)
-    sentences.extend((r.split(":", 1)[0], r) for r in exact.blockedReasons
+    unscored = set(exact.newly_unscored)
+    sentences.extend((r.split(":", 1)[0], r) for r in exact.blocked_reasons
                      if r.split(":", 1)[0] in unscored)
     out = [s for _, s in sorted(sentences)]
     if suite_regressed:
@@ -173,7 +175,7 @@ class Movement(Frozen):
     ``within``: the judge's noise explains it; ``unknown``: no noise estimate."""
     explained: float | None = None
     """Half-width (points) of the 95 % interval of a movement the noise alone produces."""
-    pValue: float | None = None
+    p_value: float | None = Field(None, alias="pValue")
     """Two-sided p-value of "the movement is noise" (t, the noise model's df)."""
 
 
@@ -192,9 +194,9 @@ def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
     out: dict[str, Movement] = {}
     p_values: dict[str, float] = {}
     for cid, (ra, rb) in sorted(pairs.items()):
-        if ra.overallScore is None or rb.overallScore is None:
+        if ra.overall_score is None or rb.overall_score is None:
             continue
-        delta = rb.overallScore - ra.overallScore
+        delta = rb.overall_score - ra.overall_score
         key_a = judgment_key(ra)
         if rescored or (same_judgment(rb, key_a) and (ra.judge is None) == (rb.judge is None)):
             out[cid] = Movement(delta=delta, noise="exact", explained=0.0)
@@ -206,7 +208,7 @@ def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
         df = min(a.df, b.df)
         p = 1.0 if delta == 0 else (2 * t_sf(abs(delta) / sd, df) if sd > 0 else 0.0)
         p_values[cid] = p
-        out[cid] = Movement(delta=delta, noise="within", pValue=p,
+        out[cid] = Movement(delta=delta, noise="within", p_value=p,
                             explained=t_ppf(0.975, df) * sd)
     for cid in benjamini_hochberg(p_values, fdr):
         if out[cid].delta != 0:

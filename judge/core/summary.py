@@ -30,11 +30,13 @@ def _mean(total: Fraction | int, count: int, places: int) -> float | None:
 class Failure(BaseModel):
     """A case that failed the pass mark or could not be scored."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid",
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     id: str
     status: str
-    overallScore: int | None = None
+    overall_score: int | None = Field(None, alias="overallScore")
     band: str | None = None
     reason: str | None = None
 
@@ -42,30 +44,32 @@ class Failure(BaseModel):
 class Summary(BaseModel):
     """What a person wants to know about a run at a glance."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid",
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
     cases: int
     scored: int
     unscored: int
-    cacheMisses: int
+    cache_misses: int = Field(alias="cacheMisses")
     passed: int
     failed: int
-    passRate: float | None
+    pass_rate: float | None = Field(alias="passRate")
     """Passed over scored cases."""
-    meanOverall: float | None
-    categoryAverages: dict[str, float]
+    mean_overall: float | None = Field(alias="meanOverall")
+    category_averages: dict[str, float] = Field(alias="categoryAverages")
     bands: dict[str, int]
     complexity: dict[str, int]
     tags: dict[str, int]
     failures: tuple[Failure, ...] = ()
     """The first failures by case id (at most FAILURE_LIST_LIMIT)."""
-    failuresTotal: int = 0
-    cacheHits: int = 0
-    promptTokens: int = 0
-    completionTokens: int = 0
-    costUsd: float | None = Field(default=None)
+    failures_total: int = Field(0, alias="failuresTotal")
+    cache_hits: int = Field(0, alias="cacheHits")
+    prompt_tokens: int = Field(0, alias="promptTokens")
+    completion_tokens: int = Field(0, alias="completionTokens")
+    cost_usd: float | None = Field(default=None, alias="costUsd")
     """Spend of the judgments in this run's results (cached ones at their original price)."""
-    judgeHealth: JudgeHealth | None = None
+    judge_health: JudgeHealth | None = Field(None, alias="judgeHealth")
     """Whether the judge said anything (:mod:`judge.core.judge_health`); None: no AI score."""
 
 
@@ -95,13 +99,13 @@ class SummaryBuilder:
         self.status[result.status] += 1
         self.complexity[result.complexity or "unspecified"] += 1
         self.tags.update(result.tags)
-        if result.status == "scored" and result.overallScore is not None:
-            self.overall_total += result.overallScore
+        if result.status == "scored" and result.overall_score is not None:
+            self.overall_total += result.overall_score
             self.bands[result.band or "?"] += 1
-            for cat in result.categoryScores:
-                if cat.finalScore is not None:
+            for cat in result.category_scores:
+                if cat.final_score is not None:
                     self.cat_total[cat.category] = self.cat_total.get(cat.category, 0) \
-                        + cat.finalScore
+                        + cat.final_score
                     self.cat_count[cat.category] += 1
             if result.passed:
                 self.passed += 1
@@ -117,7 +121,7 @@ class SummaryBuilder:
     def _failure(self, result: CaseResult) -> None:
         self.failures_total += 1
         self.failures.append(Failure(id=result.id, status=result.status,
-                                     overallScore=result.overallScore, band=result.band,
+                                     overall_score=result.overall_score, band=result.band,
                                      reason=result.reason))
         if len(self.failures) > 2 * FAILURE_LIST_LIMIT:
             self.failures = sorted(self.failures, key=lambda f: f.id)[:FAILURE_LIST_LIMIT]
@@ -129,21 +133,21 @@ class SummaryBuilder:
             cases=sum(self.status.values()),
             scored=scored,
             unscored=self.status["unscored"],
-            cacheMisses=self.status["cache_miss"],
+            cache_misses=self.status["cache_miss"],
             passed=self.passed,
             failed=self.failed,
-            passRate=_mean(Fraction(self.passed), scored, 4),
-            meanOverall=_mean(self.overall_total, scored, 2),
-            categoryAverages={c: _mean(t, self.cat_count[c], 2) or 0.0
+            pass_rate=_mean(Fraction(self.passed), scored, 4),
+            mean_overall=_mean(self.overall_total, scored, 2),
+            category_averages={c: _mean(t, self.cat_count[c], 2) or 0.0
                               for c, t in self.cat_total.items()},
             bands=dict(sorted(self.bands.items())),
             complexity=dict(sorted(self.complexity.items())),
             tags=dict(sorted(self.tags.items())),
             failures=tuple(sorted(self.failures, key=lambda f: f.id)[:FAILURE_LIST_LIMIT]),
-            failuresTotal=self.failures_total,
-            cacheHits=self.cache_hits,
-            promptTokens=self.usage.prompt_tokens,
-            completionTokens=self.usage.completion_tokens,
-            costUsd=self.usage.cost_usd(digits=None),
-            judgeHealth=self.health.build(),
+            failures_total=self.failures_total,
+            cache_hits=self.cache_hits,
+            prompt_tokens=self.usage.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens,
+            cost_usd=self.usage.cost_usd(digits=None),
+            judge_health=self.health.build(),
         )

@@ -23,15 +23,15 @@ class Metered(Protocol):
     """What a judgment's metadata reports about its call (``JudgeMeta``, a pairwise verdict)."""
 
     @property
-    def promptTokens(self) -> int | None:
+    def prompt_tokens(self) -> int | None:
         """Prompt tokens of the call, if reported."""
 
     @property
-    def completionTokens(self) -> int | None:
+    def completion_tokens(self) -> int | None:
         """Completion tokens of the call, if reported."""
 
     @property
-    def costUsd(self) -> float | None:
+    def cost_usd(self) -> float | None:
         """The call's cost in USD, if known."""
 
 
@@ -60,8 +60,8 @@ class Usage:
     def of(cls, meta: Metered, *, cached: int | None = None,
            written: int | None = None) -> Usage:
         """One judgment's usage as its metadata reports it (missing counts are 0)."""
-        cost = meta.costUsd
-        return cls(1, meta.promptTokens or 0, meta.completionTokens or 0, cached or 0,
+        cost = meta.cost_usd
+        return cls(1, meta.prompt_tokens or 0, meta.completion_tokens or 0, cached or 0,
                    written or 0, None if cost is None else cost_fraction(cost))
 
     @classmethod

@@ -254,10 +254,10 @@ def scored_result(facts: CaseFacts, rubric: Rubric, advisory: Mapping[str, Advis
     return CaseResult(
         **_base_result(facts),
         status=score.status,
-        overallScore=score.overallScore,
+        overall_score=score.overall_score,
         band=score.band,
         passed=score.passed,
-        categoryScores=score.categoryScores,
+        category_scores=score.category_scores,
         reason=score.reason,
         judge=meta,
         evidence=facts.cite(cited),
@@ -269,11 +269,11 @@ def judge_meta(model: str, settings: JudgeSettings, key: str,
                template_id: str, template_hash: str, rubric_hash: str) -> JudgeMeta:
     """The judge metadata of one judgment."""
     return JudgeMeta(model=model, temperature=settings.temperature,
-                     seed=settings.seed_for(sample), sample=sample, templateId=template_id,
-                     templateHash=template_hash, rubricHash=rubric_hash, cacheKey=key,
+                     seed=settings.seed_for(sample), sample=sample, template_id=template_id,
+                     template_hash=template_hash, rubric_hash=rubric_hash, cache_key=key,
                      cached=cached, **turn_totals(turns), **cache_totals(turns),
-                     systemFingerprint=turns[-1].get("systemFingerprint") if turns else None,
-                     scoreMode=settings.score_mode)
+                     system_fingerprint=turns[-1].get("systemFingerprint") if turns else None,
+                     score_mode=settings.score_mode)
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
@@ -463,7 +463,7 @@ def verdict_reader(rubric: Rubric, ids: tuple[str, ...], settings: JudgeSettings
 def _unscored(prep: Prepared, rubric: Rubric, meta: JudgeMeta | None, reason: str) -> CaseResult:
     # The judge was asked and failed: the case is unscored, whatever the rubric's policy
     # for a missing AI score (that policy is for cases never meant to reach a judge).
-    cats = tuple(CategoryScore(category=c.id, deterministicScore=prep.signals.get(c.id),
+    cats = tuple(CategoryScore(category=c.id, deterministic_score=prep.signals.get(c.id),
                                weight=c.weight, rule="unscored") for c in rubric.categories)
-    return CaseResult(**_base_result(prep), status="unscored", categoryScores=cats,
+    return CaseResult(**_base_result(prep), status="unscored", category_scores=cats,
                       reason=reason, judge=meta)

@@ -215,7 +215,7 @@ class ReplayIndex:
                 if rec is None or raw is None or sound_digest(raw, rec.key) != rec.entry:
                     break
                 result = rec.result
-                if result.judge is None or result.judge.cacheKey != rec.key:
+                if result.judge is None or result.judge.cache_key != rec.key:
                     break
                 answers[judge] = Replayed(result, dict(rec.signals))
                 self.cache.count_hit()
@@ -226,11 +226,11 @@ class ReplayIndex:
                  result: CaseResult) -> None:
         """Record a result the plain path scored from a verdict that is in the cache."""
         meta = result.judge
-        if meta is None or not meta.cacheKey:
+        if meta is None or not meta.cache_key:
             return
         if not meta.cached:  # as a replay reports it: this run did not pay for the call
             result = result.model_copy(update={"judge": meta.model_copy(update={"cached": True})})
-        self._unwritten.append((self.fingerprint(digest, model, sample), meta.cacheKey,
+        self._unwritten.append((self.fingerprint(digest, model, sample), meta.cache_key,
                                 prep.signals, result))
         if len(self._unwritten) >= WRITE_BATCH:
             self.flush()

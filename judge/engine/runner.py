@@ -92,10 +92,10 @@ class Progress:
         tally(self.judges, result)
         self.unscored += result.status == "unscored"
         self.misses += result.status == "cache_miss"
-        if result.judgedBy == "llm":
+        if result.judged_by == "llm":
             self.judgments += 1
             if result.judge is not None and result.judge.cached:
-                self.saved_calls += 1 + result.judge.repairTurns
+                self.saved_calls += 1 + result.judge.repair_turns
             elif result.status != "cache_miss":
                 self.judged_anew += 1
         if result.judge is not None:
@@ -407,15 +407,15 @@ class _Run:
         ledger = build_ledger(progress.judges, self.clients)
         totals = RunTotals(
             cases=summary.cases, scored=summary.scored, unscored=summary.unscored,
-            cacheMisses=summary.cacheMisses, cacheHits=progress.cache_hits,
+            cache_misses=summary.cache_misses, cache_hits=progress.cache_hits,
             calls=sum(c.attempts for c in (self.clients or {}).values()),
-            promptTokens=progress.spent.prompt_tokens,
-            completionTokens=progress.spent.completion_tokens, costUsd=progress.spent.cost_usd(),
-            wallSeconds=round(time.monotonic() - self.started, 3),
-            judgments=progress.judgments, judgedAnew=progress.judged_anew,
-            savedCalls=progress.saved_calls, indexHits=index.found if index is not None else 0,
-            cachedTokens=sum(e.cachedTokens for e in ledger.values()),
-            cacheWriteTokens=sum(e.cacheWriteTokens for e in ledger.values()),
+            prompt_tokens=progress.spent.prompt_tokens,
+            completion_tokens=progress.spent.completion_tokens, cost_usd=progress.spent.cost_usd(),
+            wall_seconds=round(time.monotonic() - self.started, 3),
+            judgments=progress.judgments, judged_anew=progress.judged_anew,
+            saved_calls=progress.saved_calls, index_hits=index.found if index is not None else 0,
+            cached_tokens=sum(e.cached_tokens for e in ledger.values()),
+            cache_write_tokens=sum(e.cache_write_tokens for e in ledger.values()),
             ledger=ledger,
         )
         run = self.plan.run.model_copy(update={
@@ -452,7 +452,7 @@ def _known(case: Case | None) -> Case:
 
 def _aggregates(plan: RunPlan, group: _Pending, renderer: PromptRenderer) -> list[CaseResult]:
     base = JudgeMeta(model="", temperature=plan.settings.temperature, seed=plan.settings.seed,
-                     templateId=renderer.template_id, templateHash=renderer.template_hash,
-                     rubricHash=plan.rubric_hash, cacheKey="", cached=False)
+                     template_id=renderer.template_id, template_hash=renderer.template_hash,
+                     rubric_hash=plan.rubric_hash, cache_key="", cached=False)
     return case_aggregates(group.judged, plan.rubric, group.signals, base, models=plan.models,
                            samples=plan.samples, panel=plan.panel)

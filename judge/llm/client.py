@@ -585,7 +585,7 @@ class LiteLLMClient:
         if len(msgs) <= len(request.messages):
             self.ledger.requests += 1
         else:
-            self.ledger.repairTurns += 1
+            self.ledger.repair_turns += 1
         first = self._mode_override.get(request.model) or resolve_output_mode(
             self.spec.name, request.output_mode)
         modes = list(OUTPUT_MODES[OUTPUT_MODES.index(first):])

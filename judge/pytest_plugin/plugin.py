@@ -301,7 +301,7 @@ class SuiteCase:
             raise JudgeAssertionError(describe(result, "could not be scored", self.context))
         if not result.passed:
             raise JudgeAssertionError(describe(
-                result, f"did not pass: overall {result.overallScore} ({result.band}) is "
+                result, f"did not pass: overall {result.overall_score} ({result.band}) is "
                         f"below the pass mark {self.outcome.rubric.pass_score}", self.context))
 
 
@@ -310,15 +310,15 @@ def _regression(outcome: SuiteOutcome) -> str | None:
     if v is None or not v.blocked or v.comparison is None:
         return None
     c = v.comparison
-    lines = [f"suite {outcome.suite_id} regressed against {v.baselinePath} "
-             f"(baseline {c.baselineId}, threshold {c.threshold})",
-             f"  mean overall {c.previousScore} → {c.currentScore} ({c.scoreDelta:+}) over "
-             f"{c.comparedCases} case(s)"]
-    if c.regressedCases:
-        lines.append(f"  regressed cases: {', '.join(c.regressedCases)}")
-    if c.newlyUnscored:
-        lines.append(f"  newly unscored: {', '.join(c.newlyUnscored)}")
-    lines += [f"  - {reason}" for reason in c.blockedReasons]
+    lines = [f"suite {outcome.suite_id} regressed against {v.baseline_path} "
+             f"(baseline {c.baseline_id}, threshold {c.threshold})",
+             f"  mean overall {c.previous_score} → {c.current_score} ({c.score_delta:+}) over "
+             f"{c.compared_cases} case(s)"]
+    if c.regressed_cases:
+        lines.append(f"  regressed cases: {', '.join(c.regressed_cases)}")
+    if c.newly_unscored:
+        lines.append(f"  newly unscored: {', '.join(c.newly_unscored)}")
+    lines += [f"  - {reason}" for reason in c.blocked_reasons]
     lines += [f"  note: {note}" for note in v.notices]
     lines.append(f"  run {v.run} is stored (judge show {v.run}); if the new scores are "
                  f"right: judge baseline record {outcome.path} --from {v.run}")

@@ -82,21 +82,21 @@ def _num(value: int | None) -> str:
 
 
 def _table(result: CaseResult) -> list[str]:
-    if not result.categoryScores:
+    if not result.category_scores:
         return []
-    width = max(len("category"), *(len(c.category) for c in result.categoryScores))
+    width = max(len("category"), *(len(c.category) for c in result.category_scores))
     lines = [f"  {'category':<{width}}  {'det':>4} {'ai':>4} {'final':>6}  weight  band"]
-    for c in result.categoryScores:
-        lines.append(f"  {c.category:<{width}}  {_num(c.deterministicScore):>4} "
-                     f"{_num(c.aiScore):>4} {_num(c.finalScore):>6}  {c.weight:>6.2f}  "
+    for c in result.category_scores:
+        lines.append(f"  {c.category:<{width}}  {_num(c.deterministic_score):>4} "
+                     f"{_num(c.ai_score):>4} {_num(c.final_score):>6}  {c.weight:>6.2f}  "
                      f"{c.band or '—'}")
-    lines.append(f"  {'overall':<{width}}  {'':>4} {'':>4} {_num(result.overallScore):>6}  "
+    lines.append(f"  {'overall':<{width}}  {'':>4} {'':>4} {_num(result.overall_score):>6}  "
                  f"{'':>6}  {result.band or '—'}")
     return lines
 
 
 def _rationale(result: CaseResult) -> list[str]:
-    said = [(c.category, c.rationale) for c in result.categoryScores if c.rationale.strip()]
+    said = [(c.category, c.rationale) for c in result.category_scores if c.rationale.strip()]
     if not said:
         return []
     return ["  judge's rationale:",
@@ -117,10 +117,10 @@ def _evidence(result: CaseResult) -> list[str]:
 def _judge_line(result: CaseResult) -> list[str]:
     meta = result.judge
     if meta is None:
-        return [f"  judged by: {result.judgedBy} (no model)"]
+        return [f"  judged by: {result.judged_by} (no model)"]
     how = "replayed from the cache" if meta.cached else "judged anew"
-    return [f"  judge: {meta.model} · {how} · template {meta.templateId} · "
-            f"cache key {meta.cacheKey or '—'}"]
+    return [f"  judge: {meta.model} · {how} · template {meta.template_id} · "
+            f"cache key {meta.cache_key or '—'}"]
 
 
 def describe(result: CaseResult, headline: str, context: JudgedContext | None = None) -> str:
@@ -144,7 +144,7 @@ def describe(result: CaseResult, headline: str, context: JudgedContext | None = 
         lines.append("  offline: no model was called for this judgment")
         if ctx and ctx.record:
             lines.append(f"  record it (calls the judge, writes the cache): {ctx.record}")
-    if ctx and ctx.render and result.judgedBy == "llm":
+    if ctx and ctx.render and result.judged_by == "llm":
         lines.append(f"  re-render the prompt: {ctx.render()}")
     return visible("\n".join(lines))
 
@@ -170,7 +170,7 @@ def assert_passes(result: CaseResult) -> None:
     if not result.passed:
         mark = (context_of(result) or JudgedContext(None)).rubric
         below = f" is below the pass mark {mark.pass_score}" if mark else ""
-        raise _fail(result, f"did not pass: overall {_num(result.overallScore)} "
+        raise _fail(result, f"did not pass: overall {_num(result.overall_score)} "
                             f"({result.band or '—'}){below}")
 
 
@@ -181,14 +181,14 @@ def assert_score(result: CaseResult, *, at_least: int, category: str | None = No
     if problem is not None:
         raise _fail(result, problem)
     if category is None:
-        score, what = result.overallScore, "overall"
+        score, what = result.overall_score, "overall"
     else:
-        found = next((c for c in result.categoryScores if c.category == category), None)
+        found = next((c for c in result.category_scores if c.category == category), None)
         if found is None:
-            known = ", ".join(c.category for c in result.categoryScores)
+            known = ", ".join(c.category for c in result.category_scores)
             raise ValueError(f"no category {category!r} in the result of {result.id} "
                              f"(its categories: {known})")
-        score, what = found.finalScore, f"{category} final"
+        score, what = found.final_score, f"{category} final"
     if score is None or score < at_least:
         raise _fail(result, f"{what} score {_num(score)} is below {at_least}")
 
@@ -214,16 +214,16 @@ def junit_properties(result: CaseResult) -> list[tuple[str, object]]:
     """The result's scores as JUnit XML properties, prefixed ``judge.<case id>.``."""
     p = f"judge.{result.id}."
     props: list[tuple[str, object]] = [(p + "status", result.status),
-                                       (p + "overall", _num(result.overallScore)),
+                                       (p + "overall", _num(result.overall_score)),
                                        (p + "band", result.band or ""),
                                        (p + "passed", "" if result.passed is None
                                         else str(result.passed).lower())]
-    for c in result.categoryScores:
-        props += [(f"{p}{c.category}.deterministic", _num(c.deterministicScore)),
-                  (f"{p}{c.category}.ai", _num(c.aiScore)),
-                  (f"{p}{c.category}.final", _num(c.finalScore))]
+    for c in result.category_scores:
+        props += [(f"{p}{c.category}.deterministic", _num(c.deterministic_score)),
+                  (f"{p}{c.category}.ai", _num(c.ai_score)),
+                  (f"{p}{c.category}.final", _num(c.final_score))]
     if result.judge is not None:
         props += [(p + "model", result.judge.model),
                   (p + "cached", str(result.judge.cached).lower()),
-                  (p + "cacheKey", result.judge.cacheKey)]
+                  (p + "cacheKey", result.judge.cache_key)]
     return props

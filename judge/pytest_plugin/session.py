@@ -75,7 +75,7 @@ class Stats:
         """Count one judgment of ``judge_eval``."""
         self.seconds += seconds
         meta = result.judge
-        if result.judgedBy != "llm" or meta is None:
+        if result.judged_by != "llm" or meta is None:
             return
         self.judgments += 1
         if result.status == "cache_miss":
@@ -83,19 +83,19 @@ class Stats:
         elif meta.cached:
             self.cache_hits += 1
         else:
-            self.model_calls += 1 + meta.repairTurns
+            self.model_calls += 1 + meta.repair_turns
             self.spent += Usage.of(meta)
 
     def add_run(self, totals: RunTotals, line: str) -> None:
         """Count one suite run."""
         self.judgments += totals.judgments
-        self.cache_hits += totals.cacheHits
-        self.cache_misses += totals.cacheMisses
+        self.cache_hits += totals.cache_hits
+        self.cache_misses += totals.cache_misses
         self.model_calls += totals.calls
-        self.seconds += totals.wallSeconds
-        self.spent += Usage(prompt_tokens=totals.promptTokens,
-                            completion_tokens=totals.completionTokens,
-                            cost=Usage.from_cost(totals.costUsd if totals.calls else 0.0).cost)
+        self.seconds += totals.wall_seconds
+        self.spent += Usage(prompt_tokens=totals.prompt_tokens,
+                            completion_tokens=totals.completion_tokens,
+                            cost=Usage.from_cost(totals.cost_usd if totals.calls else 0.0).cost)
         self.runs.append(line)
 
     def merge(self, data: Mapping[str, Any]) -> None:
@@ -245,13 +245,13 @@ class JudgeSession:
         v = report.verdict
         if v is None:
             gate = "not compared"
-        elif v.baselineRecorded:
-            gate = f"baseline recorded at {v.baselinePath}"
+        elif v.baseline_recorded:
+            gate = f"baseline recorded at {v.baseline_path}"
         elif v.comparison is None:
             gate = f"not compared ({v.skipped})"
         else:
             c = v.comparison
             word = "REGRESSION" if v.has_regression else "no regression"
-            gate = f"{word}: mean {c.previousScore} → {c.currentScore} ({c.scoreDelta:+})"
+            gate = f"{word}: mean {c.previous_score} → {c.current_score} ({c.score_delta:+})"
         return (f"suite {path}: run {report.run.id} stored ({report.summary.passed}/"
                 f"{report.summary.cases} passed) · {gate}")

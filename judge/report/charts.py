@@ -77,7 +77,7 @@ def _categories_figure(data: ReportData) -> Figure:
         hover: list[str] = []
         for d in data.categories:
             values = {"deterministic": d.deterministic, "AI": d.ai, "final": d.final}[label]
-            for case_id, v in zip(d.caseIds, values, strict=True):
+            for case_id, v in zip(d.case_ids, values, strict=True):
                 if v is not None:
                     xs.append(text(d.category))
                     ys.append(v)
@@ -107,13 +107,13 @@ def _band_lines(bands: Sequence[Band], axis: str) -> list[dict[str, Any]]:
 
 
 def _move_text(m: CaseMove) -> str:
-    flip = f", band {m.bandBefore} → {m.bandAfter}" if m.bandFlip else ""
-    return f"{m.caseId}: {_num(m.before)} → {_num(m.after)} ({m.mark.replace('_', ' ')}{flip})"
+    flip = f", band {m.band_before} → {m.band_after}" if m.band_flip else ""
+    return f"{m.case_id}: {_num(m.before)} → {_num(m.after)} ({m.mark.replace('_', ' ')}{flip})"
 
 
 def _move_order(m: CaseMove) -> tuple[int, int, str]:
     delta = m.delta if m.delta is not None else 0
-    return (0 if m.regression else 1, delta, m.caseId)
+    return (0 if m.regression else 1, delta, m.case_id)
 
 
 def _moves_figure(data: ReportData) -> Figure | None:
@@ -127,8 +127,8 @@ def _moves_figure(data: ReportData) -> Figure | None:
     for m in moves:
         if m.before is not None and m.after is not None:
             line_x += [m.before, m.after, None]
-            line_y += [text(m.caseId), text(m.caseId), None]
-    ids = [text(m.caseId) for m in moves]
+            line_y += [text(m.case_id), text(m.case_id), None]
+    ids = [text(m.case_id) for m in moves]
     hover = [text(_move_text(m)) for m in moves]
     traces = [
         {"type": "scatter", "mode": "lines", "x": line_x, "y": line_y, "hoverinfo": "skip",
@@ -142,14 +142,14 @@ def _moves_figure(data: ReportData) -> Figure | None:
          "x": [m.after for m in moves], "y": ids, "text": hover,
          "hovertemplate": "%{text}<extra></extra>",
          "marker": {"color": [MARK_COLOURS[m.mark] for m in moves], "size": 10,
-                    "symbol": ["diamond" if m.bandFlip else "circle" for m in moves],
-                    "line": {"color": ["#17202a" if m.bandFlip else "rgba(0,0,0,0)"
+                    "symbol": ["diamond" if m.band_flip else "circle" for m in moves],
+                    "line": {"color": ["#17202a" if m.band_flip else "rgba(0,0,0,0)"
                                        for m in moves], "width": 1.5}}},
     ]
     c = against.comparison
-    title = (f"Moves from {text(against.label)}: {len(c.regressedCases)} regressed, "
-             f"{len(c.newlyUnscored)} newly unscored, {len(c.improvedCases)} improved, "
-             f"{sum(m.bandFlip for m in moves)} band flip(s) (◆)")
+    title = (f"Moves from {text(against.label)}: {len(c.regressed_cases)} regressed, "
+             f"{len(c.newly_unscored)} newly unscored, {len(c.improved_cases)} improved, "
+             f"{sum(m.band_flip for m in moves)} band flip(s) (◆)")
     layout = _layout(title, height=max(260, ROW_PX * len(moves) + 120),
                      margin={"l": 200, "r": 20, "t": 40, "b": 40},
                      xaxis={"title": {"text": "overall score"}, "range": [-3, 103]},
@@ -167,8 +167,8 @@ def _num(value: float | None, places: int = 0) -> str:
 
 
 def _stats_line(stats: PairStats, flips: int | None) -> str:
-    parts = [f"n {stats.n}", f"κ {_num(stats.weightedKappa, 2)}",
-             f"ρ {_num(stats.spearmanRho, 2)}", f"τ {_num(stats.kendallTau, 2)}"]
+    parts = [f"n {stats.n}", f"κ {_num(stats.weighted_kappa, 2)}",
+             f"ρ {_num(stats.spearman_rho, 2)}", f"τ {_num(stats.kendall_tau, 2)}"]
     if flips is not None:
         parts.append(f"{flips} band flip(s)")
     return " · ".join(parts)
@@ -178,12 +178,12 @@ def _scatter(element: str, pair: PairPoints, stats: PairStats, flips: int | None
              bands: Sequence[Band]) -> Figure:
     normal = [p for p in pair.points if not p.flip]
     flipped = [p for p in pair.points if p.flip]
-    a, b = text(pair.judgeA), text(pair.judgeB)
+    a, b = text(pair.judge_a), text(pair.judge_b)
 
     def trace(points: Sequence[Any], name: str, colour: str, symbol: str) -> dict[str, Any]:
         return {"type": "scatter", "mode": "markers", "name": name,
                 "x": [p.a for p in points], "y": [p.b for p in points],
-                "text": [text(p.caseId) for p in points],
+                "text": [text(p.case_id) for p in points],
                 "hovertemplate": "%{text}<br>%{x} → %{y}<extra></extra>",
                 "marker": {"color": colour, "size": 8, "symbol": symbol, "opacity": 0.85}}
 
@@ -205,11 +205,11 @@ def _scatter(element: str, pair: PairPoints, stats: PairStats, flips: int | None
 def _agreement_figures(view: AgreementView, bands: Sequence[Band]) -> list[Figure]:
     out = []
     for i, (pair, points) in enumerate(zip(view.comparison.pairs, view.pairs, strict=True)):
-        out.append(_scatter(f"chart-agree-{i}", points, pair.overall, len(pair.bandFlips),
+        out.append(_scatter(f"chart-agree-{i}", points, pair.overall, len(pair.band_flips),
                             bands))
     by_judge = {h.judge: h for h in view.comparison.human}
     for i, points in enumerate(view.human):
-        h = by_judge.get(points.judgeB)
+        h = by_judge.get(points.judge_b)
         if h is not None:
             out.append(_scatter(f"chart-human-{i}", points, h.overall, None, bands))
     return out
@@ -218,14 +218,14 @@ def _agreement_figures(view: AgreementView, bands: Sequence[Band]) -> list[Figur
 def _people_figure(data: ReportData) -> Figure:
     """κ with the people over the suite's runs, oldest first, with its 95 % interval."""
     points = data.people
-    x = [text(f"{p.runId[:15]} {p.model}") for p in points]
+    x = [text(f"{p.run_id[:15]} {p.model}") for p in points]
     y = [p.kappa for p in points]
-    plus = [None if p.kappa is None or p.kappaHigh is None else p.kappaHigh - p.kappa
+    plus = [None if p.kappa is None or p.kappa_high is None else p.kappa_high - p.kappa
             for p in points]
-    minus = [None if p.kappa is None or p.kappaLow is None else p.kappa - p.kappaLow
+    minus = [None if p.kappa is None or p.kappa_low is None else p.kappa - p.kappa_low
              for p in points]
-    hover = [text(f"{p.model} · rubric {p.rubric}@{p.rubricHash[:8]} · template "
-                  f"{p.templateId}@{p.templateHash[:8]} · n {p.n}") for p in points]
+    hover = [text(f"{p.model} · rubric {p.rubric}@{p.rubric_hash[:8]} · template "
+                  f"{p.template_id}@{p.template_hash[:8]} · n {p.n}") for p in points]
     trace = {"type": "scatter", "mode": "lines+markers", "x": x, "y": y,
              "error_y": {"type": "data", "array": plus, "arrayminus": minus,
                          "visible": True},

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
+from pydantic import Field
+
 from ..core.agreement import Comparison as Agreement
 from ..core.baseline import Baseline
 from ..core.baseline import Comparison as GateComparison
@@ -63,7 +65,7 @@ class RubricView(Frozen):
 
     id: str
     hash: str
-    currentHash: str | None
+    current_hash: str | None = Field(alias="currentHash")
     """The hash of the rubric file today (None when the file is gone)."""
     bands: tuple[Band, ...]
     """Lowest band first."""
@@ -82,7 +84,7 @@ class CategoryDistribution(Frozen):
     """One category's scores over the scored cases: the inputs and the final, by case."""
 
     category: str
-    caseIds: tuple[str, ...]
+    case_ids: tuple[str, ...] = Field(alias="caseIds")
     deterministic: tuple[int | None, ...]
     ai: tuple[int | None, ...]
     final: tuple[int | None, ...]
@@ -91,17 +93,17 @@ class CategoryDistribution(Frozen):
 class CaseMove(Frozen):
     """Where a case went from the reference to the run."""
 
-    caseId: str
+    case_id: str = Field(alias="caseId")
     before: int | None
     after: int | None
-    bandBefore: str | None
-    bandAfter: str | None
-    statusBefore: str | None
+    band_before: str | None = Field(alias="bandBefore")
+    band_after: str | None = Field(alias="bandAfter")
+    status_before: str | None = Field(alias="statusBefore")
     """None: the case is not in the reference."""
-    statusAfter: str | None
+    status_after: str | None = Field(alias="statusAfter")
     """None: the case is not in the run."""
     delta: int | None
-    bandFlip: bool
+    band_flip: bool = Field(alias="bandFlip")
     mark: Mark
 
     @property
@@ -118,7 +120,7 @@ class AgainstView(Frozen):
     """The other run's id, or the baseline's id."""
     run: RunInfo | None = None
     """The other run (``kind`` ``run``)."""
-    baselinePath: str | None = None
+    baseline_path: str | None = Field(None, alias="baselinePath")
     comparison: GateComparison
     moves: tuple[CaseMove, ...]
     """By case id."""
@@ -129,7 +131,7 @@ class AgainstView(Frozen):
 class ScatterPoint(Frozen):
     """One case scored by both sides of a pair."""
 
-    caseId: str
+    case_id: str = Field(alias="caseId")
     a: int
     b: int
     flip: bool
@@ -138,8 +140,8 @@ class ScatterPoint(Frozen):
 class PairPoints(Frozen):
     """The overall scores of two judges (or the humans and a judge), case by case."""
 
-    judgeA: str
-    judgeB: str
+    judge_a: str = Field(alias="judgeA")
+    judge_b: str = Field(alias="judgeB")
     points: tuple[ScatterPoint, ...]
 
 
@@ -158,20 +160,20 @@ class PeoplePoint(Frozen):
     Made by :func:`judge.app.agreement_history.agreement_op`; the report plots κ over them.
     """
 
-    runId: str
+    run_id: str = Field(alias="runId")
     model: str
     rubric: str
-    rubricHash: str
-    templateId: str
-    templateHash: str
+    rubric_hash: str = Field(alias="rubricHash")
+    template_id: str = Field(alias="templateId")
+    template_hash: str = Field(alias="templateHash")
     n: int
     kappa: float | None
-    kappaLow: float | None = None
-    kappaHigh: float | None = None
+    kappa_low: float | None = Field(None, alias="kappaLow")
+    kappa_high: float | None = Field(None, alias="kappaHigh")
     mad: float | None = None
-    madLow: float | None = None
-    madHigh: float | None = None
-    sameBand: float | None = None
+    mad_low: float | None = Field(None, alias="madLow")
+    mad_high: float | None = Field(None, alias="madHigh")
+    same_band: float | None = Field(None, alias="sameBand")
 
 
 class PeopleDisagreement(Frozen):
@@ -180,14 +182,14 @@ class PeopleDisagreement(Frozen):
     ``link`` is the case's place on the review page (``judge review RUN`` on 127.0.0.1).
     """
 
-    runId: str
+    run_id: str = Field(alias="runId")
     model: str
-    caseId: str
+    case_id: str = Field(alias="caseId")
     category: str
     human: int
     judge: int
-    humanBand: str
-    judgeBand: str
+    human_band: str = Field(alias="humanBand")
+    judge_band: str = Field(alias="judgeBand")
     size: int
     link: str
 
@@ -195,7 +197,7 @@ class PeopleDisagreement(Frozen):
 class ReportData(Frozen):
     """Everything one report shows."""
 
-    generatedAt: str
+    generated_at: str = Field(alias="generatedAt")
     version: str
     run: RunInfo
     rubric: RubricView
@@ -216,7 +218,7 @@ class ReportData(Frozen):
     when the suite file is gone)."""
     people: tuple[PeoplePoint, ...] = ()
     """Agreement with people over the suite's stored runs, oldest first (when labelled)."""
-    peopleDisagreements: tuple[PeopleDisagreement, ...] = ()
+    people_disagreements: tuple[PeopleDisagreement, ...] = Field((), alias="peopleDisagreements")
     """The reported run's largest disagreements with the people, largest first."""
 
 
@@ -238,7 +240,7 @@ def category_distributions(results: Sequence[CaseResult],
     """Each category's deterministic, AI and final scores over the scored cases."""
     names = list(order)
     for r in results:
-        names += [c.category for c in r.categoryScores if c.category not in names]
+        names += [c.category for c in r.category_scores if c.category not in names]
     out = []
     for name in names:
         ids: list[str] = []
@@ -248,14 +250,14 @@ def category_distributions(results: Sequence[CaseResult],
         for r in results:
             if r.status != "scored":
                 continue
-            for c in r.categoryScores:
+            for c in r.category_scores:
                 if c.category == name:
                     ids.append(r.id)
-                    det.append(c.deterministicScore)
-                    ai.append(c.aiScore)
-                    final.append(c.finalScore)
+                    det.append(c.deterministic_score)
+                    ai.append(c.ai_score)
+                    final.append(c.final_score)
         if ids:
-            out.append(CategoryDistribution(category=name, caseIds=tuple(ids),
+            out.append(CategoryDistribution(category=name, case_ids=tuple(ids),
                                             deterministic=tuple(det), ai=tuple(ai),
                                             final=tuple(final)))
     return tuple(out)
@@ -263,13 +265,13 @@ def category_distributions(results: Sequence[CaseResult],
 
 def _mark(case_id: str, comparison: GateComparison, before: str | None,
           after: str | None) -> Mark:
-    if case_id in comparison.regressedCases:
+    if case_id in comparison.regressed_cases:
         return "regressed"
-    if case_id in comparison.newlyUnscored:
+    if case_id in comparison.newly_unscored:
         return "newly_unscored"
     if case_id in comparison.noise:
         return "noise"
-    if case_id in comparison.improvedCases:
+    if case_id in comparison.improved_cases:
         return "improved"
     if after is None:
         return "missing"
@@ -291,17 +293,17 @@ def case_moves(reference: Baseline, results: Sequence[CaseResult],
     moves = []
     for case_id in sorted(set(reference.cases) | set(now)):
         was, r = reference.cases.get(case_id), now.get(case_id)
-        before = was.overallScore if was is not None and was.status == "scored" else None
-        after = r.overallScore if r is not None and r.status == "scored" else None
+        before = was.overall_score if was is not None and was.status == "scored" else None
+        after = r.overall_score if r is not None and r.status == "scored" else None
         band_before = was.band if was is not None and before is not None else None
         band_after = r.band if r is not None and after is not None else None
         status_before = was.status if was is not None else None
         status_after = r.status if r is not None else None
         moves.append(CaseMove(
-            caseId=case_id, before=before, after=after, bandBefore=band_before,
-            bandAfter=band_after, statusBefore=status_before, statusAfter=status_after,
+            case_id=case_id, before=before, after=after, band_before=band_before,
+            band_after=band_after, status_before=status_before, status_after=status_after,
             delta=None if before is None or after is None else after - before,
-            bandFlip=band_before is not None and band_after is not None
+            band_flip=band_before is not None and band_after is not None
             and band_before != band_after,
             mark=_mark(case_id, comparison, status_before, status_after)))
     return tuple(moves)
@@ -311,6 +313,6 @@ def pair_points(name_a: str, a: Mapping[str, int], name_b: str, b: Mapping[str, 
                 flips: Iterable[str] = ()) -> PairPoints:
     """The cases both sides scored (overall scores by case id), flips marked."""
     flipped = set(flips)
-    points = tuple(ScatterPoint(caseId=i, a=a[i], b=b[i], flip=i in flipped)
+    points = tuple(ScatterPoint(case_id=i, a=a[i], b=b[i], flip=i in flipped)
                    for i in sorted(set(a) & set(b)))
-    return PairPoints(judgeA=name_a, judgeB=name_b, points=points)
+    return PairPoints(judge_a=name_a, judge_b=name_b, points=points)

@@ -164,12 +164,12 @@ def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[dict[str, An
     for index, r in enumerate(data.cases):
         anchor = f"case-{index}"
         move = moves.get(r.id)
-        flagged = move is not None and (move.regression or move.bandFlip)
+        flagged = move is not None and (move.regression or move.band_flip)
         words = [r.id, *r.tags, r.band or "", r.status, r.complexity or ""]
         out.append({
             "index": index, "result": r, "anchor": anchor, "move": move, "flagged": flagged,
             "search": _bare(" ".join(w for w in words if w).lower()),
-            "finals": {c.category: c.finalScore for c in r.categoryScores},
+            "finals": {c.category: c.final_score for c in r.category_scores},
             "evidence_anchor": {item.id: f"{anchor}-ev-{i}"
                                 for i, item in reversed(list(enumerate(r.evidence)))},
             "transcript": data.transcripts.get(r.id),
@@ -181,10 +181,10 @@ def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[dict[str, An
 def render_report(data: ReportData) -> str:
     """The report page as HTML text."""
     plotly_js, app_js = _script(PLOTLY_FILE), _script("report.js")
-    moves = {m.caseId: m for m in data.against.moves} if data.against else {}
+    moves = {m.case_id: m for m in data.against.moves} if data.against else {}
     table_categories = list(dict.fromkeys(
         [d.category for d in data.categories]
-        + [c.category for r in data.cases for c in r.categoryScores]))
+        + [c.category for r in data.cases for c in r.category_scores]))
     human_by_judge = ({h.judge: h for h in data.agreement.comparison.human}
                       if data.agreement else {})
     cases = _cases(data, moves)
@@ -199,7 +199,7 @@ def render_report(data: ReportData) -> str:
         category_rows=_category_rows(data), cases=cases, table_categories=table_categories,
         case_anchor={v["result"].id: v["anchor"] for v in cases},
         human_by_judge=human_by_judge, health=health.build(),
-        flips=sum(m.bandFlip for m in moves.values()), sample_limit=SAMPLE_LIMIT,
+        flips=sum(m.band_flip for m in moves.values()), sample_limit=SAMPLE_LIMIT,
         prompt_sources=PROMPT_SOURCES)
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from ..core.evidence import truncate
 from ..core.frozen import Frozen
 
@@ -42,15 +44,15 @@ class CaseSample(Frozen):
     """A case's bounded input and output, and the prompt the judge saw."""
 
     input: str = ""
-    inputChars: int = 0
+    input_chars: int = Field(0, alias="inputChars")
     """Length of the whole input (``input`` holds at most :data:`SAMPLE_LIMIT`)."""
-    inputCut: bool = False
+    input_cut: bool = Field(False, alias="inputCut")
     output: str = ""
-    outputChars: int = 0
-    outputCut: bool = False
+    output_chars: int = Field(0, alias="outputChars")
+    output_cut: bool = Field(False, alias="outputCut")
     prompt: tuple[PromptMessage, ...] = ()
-    promptSource: PromptSource = "none"
-    promptNote: str = ""
+    prompt_source: PromptSource = Field("none", alias="promptSource")
+    prompt_note: str = Field("", alias="promptNote")
     """Where the prompt came from, or why there is none, in one sentence."""
 
 
@@ -60,7 +62,7 @@ def case_sample(input_text: str, output_text: str, prompt: tuple[PromptMessage, 
     """The sample of one case: input and output cut to ``limit`` (marker included)."""
     shown_in, cut_in = truncate(input_text, limit)
     shown_out, cut_out = truncate(output_text, limit)
-    return CaseSample(input=shown_in, inputChars=len(input_text), inputCut=cut_in,
-                      output=shown_out, outputChars=len(output_text), outputCut=cut_out,
-                      prompt=prompt if source != "none" else (), promptSource=source,
-                      promptNote=note)
+    return CaseSample(input=shown_in, input_chars=len(input_text), input_cut=cut_in,
+                      output=shown_out, output_chars=len(output_text), output_cut=cut_out,
+                      prompt=prompt if source != "none" else (), prompt_source=source,
+                      prompt_note=note)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pydantic import Field
+
 from ..core.conversation import bound_conversation
 from ..core.frozen import Frozen
 from ..core.models import CaseResult
@@ -46,7 +48,7 @@ class SpanRow(Frozen):
     status: str
     depth: int
     indent: int
-    durationMs: int | None
+    duration_ms: int | None = Field(alias="durationMs")
     refs: dict[str, Any]
     cited: bool
 
@@ -55,7 +57,7 @@ class Transcript(Frozen):
     """A case's turns and span tree (either may be empty) and what the caps left out."""
 
     turns: tuple[TurnRow, ...] = ()
-    turnsNotShown: int = 0
+    turns_not_shown: int = Field(0, alias="turnsNotShown")
     spans: tuple[SpanRow, ...] = ()
 
 
@@ -63,7 +65,7 @@ def _cited(results: Iterable[CaseResult]) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for r in results:
         ids = out.setdefault(r.id, set())
-        for cat in r.categoryScores:
+        for cat in r.category_scores:
             ids.update(cat.evidence)
     return out
 
@@ -91,7 +93,7 @@ def _span_rows(case: Case, cited: set[str]) -> tuple[SpanRow, ...]:
                 text=str(item.get("text") or ""), kind=str(item.get("kind") or ""),
                 status=str(item.get("status") or ""), depth=depth,
                 indent=min(int(depth), INDENT_LIMIT),
-                durationMs=item.get("durationMs") if isinstance(item.get("durationMs"), int)
+                duration_ms=item.get("durationMs") if isinstance(item.get("durationMs"), int)
                 else None, refs=refs, cited=item_id in cited)))
     rows.sort(key=lambda r: r[0] if isinstance(r[0], int) else 0)
     return tuple(r for _, r in rows)
@@ -112,5 +114,5 @@ def transcripts(cases: Iterable[Case], results: Iterable[CaseResult]) -> dict[st
             dropped = view.dropped
         spans = _span_rows(case, ids) if _is_otel(case) else ()
         if turns or spans:
-            out[case.id] = Transcript(turns=turns, turnsNotShown=dropped, spans=spans)
+            out[case.id] = Transcript(turns=turns, turns_not_shown=dropped, spans=spans)
     return out

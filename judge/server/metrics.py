@@ -54,17 +54,17 @@ class Metrics:
         if meta.cached:
             self.cache_hits.inc()
             return
-        self.tokens.labels("prompt").inc(meta.promptTokens or 0)
-        self.tokens.labels("completion").inc(meta.completionTokens or 0)
-        if meta.latencyMs is not None:
-            self.latency.observe(meta.latencyMs / 1000)
+        self.tokens.labels("prompt").inc(meta.prompt_tokens or 0)
+        self.tokens.labels("completion").inc(meta.completion_tokens or 0)
+        if meta.latency_ms is not None:
+            self.latency.observe(meta.latency_ms / 1000)
 
     def evaluated(self, result: CaseResult) -> None:
         """Count a judgment of ``/api/evaluate`` or of the monitor, with its model calls."""
         self.judgment(result)
         meta = result.judge
         if meta is not None and not meta.cached and result.status != "cache_miss":
-            self.calls.inc(1 + meta.repairTurns)
+            self.calls.inc(1 + meta.repair_turns)
 
     # -- RunListener ---------------------------------------------------------------------
 

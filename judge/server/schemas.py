@@ -46,7 +46,9 @@ ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True,
+                              validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
 
 class HarnessBody(_Body):
@@ -58,9 +60,9 @@ class HarnessBody(_Body):
     seed: int | None = None
     samples: int | None = None
     """Judge each case K times (seed, seed+1, ...); the median heads."""
-    cacheMode: CacheModeName | None = None
+    cache_mode: CacheModeName | None = Field(None, alias="cacheMode")
     panel: Literal["median", "mean"] | None = None
-    stableSchema: bool | None = None
+    stable_schema: bool | None = Field(None, alias="stableSchema")
     """One reply schema per rubric, citations checked on the reply (prompt-cache friendly)."""
     tags: list[str] = Field(default_factory=list)
     """Only cases with every one of these tags."""
@@ -73,8 +75,8 @@ class HarnessBody(_Body):
     def overrides(self) -> dict[str, Any]:
         """The settings this body sets (None: unset), by setting name."""
         return {"model": self.models, "rubric": self.rubric, "seed": self.seed,
-                "samples": self.samples, "cache_mode": self.cacheMode, "panel": self.panel,
-                "stable_schema": self.stableSchema}
+                "samples": self.samples, "cache_mode": self.cache_mode, "panel": self.panel,
+                "stable_schema": self.stable_schema}
 
 
 class HarnessAccepted(BaseModel):

@@ -46,13 +46,13 @@ class ProviderJob(Frozen):
     """Cache keys of the judgments it asks for (its lines' ``custom_id``)."""
     tag: str
     """``<job id>/<n>``, sent as the provider job's metadata: found again after a crash."""
-    providerJobId: str | None = None
+    provider_job_id: str | None = Field(None, alias="providerJobId")
     """None until the provider accepted the job."""
-    inputFileId: str | None = None
+    input_file_id: str | None = Field(None, alias="inputFileId")
     status: str = "submitting"
     """The provider's state (``validating`` … ``completed``), ``submitting`` before it."""
-    outputFileId: str | None = None
-    errorFileId: str | None = None
+    output_file_id: str | None = Field(None, alias="outputFileId")
+    error_file_id: str | None = Field(None, alias="errorFileId")
     counts: dict[str, int] = Field(default_factory=dict)
     errors: tuple[str, ...] = ()
 
@@ -70,15 +70,15 @@ class BatchLedger(Frozen):
     """Answers refused, by ``custom_id``, with why (a duplicated or unknown id, another model,
     a request echo that does not match): never cached. A refused key of the job is also in
     ``failed`` (asked live, or left unscored)."""
-    repairCalls: int = 0
+    repair_calls: int = Field(0, alias="repairCalls")
     """Live calls made for repair turns."""
-    promptTokens: int = 0
-    completionTokens: int = 0
-    cachedTokens: int = 0
+    prompt_tokens: int = Field(0, alias="promptTokens")
+    completion_tokens: int = Field(0, alias="completionTokens")
+    cached_tokens: int = Field(0, alias="cachedTokens")
     """Of ``promptTokens``, those the provider read from its prompt cache."""
-    cacheWriteTokens: int = 0
+    cache_write_tokens: int = Field(0, alias="cacheWriteTokens")
     """Of ``promptTokens``, those written to the provider's prompt cache."""
-    costUsd: float | None = 0.0
+    cost_usd: float | None = Field(0.0, alias="costUsd")
     """Cost of the batch answers at the batch rate; None when a price is unknown."""
 
 
@@ -88,7 +88,7 @@ class BatchJob(Frozen):
     version: Literal[1] = 1
     id: str
     suite: str
-    createdAt: str
+    created_at: str = Field(alias="createdAt")
     status: Literal["submitting", "submitted", "collected", "finished"] = "submitting"
     """Ours: ``submitting`` until every provider job exists, ``collected`` once the
     answers are in the cache, ``finished`` once the run is stored (``runId``)."""
@@ -104,7 +104,7 @@ class BatchJob(Frozen):
     cached: int = 0
     """Of those, already in the cache when submitted."""
     ledger: BatchLedger | None = None
-    runId: str | None = None
+    run_id: str | None = Field(None, alias="runId")
 
     @property
     def keys(self) -> tuple[str, ...]:
@@ -127,7 +127,7 @@ class BatchStore:
     def save(self, job: BatchJob) -> None:
         """Write the job's document (replacing the previous one) in one transaction."""
         row = {"id": job.id, "suite": job.suite, "status": job.status,
-               "created_at": job.createdAt, "format_version": BATCH_FORMAT,
+               "created_at": job.created_at, "format_version": BATCH_FORMAT,
                "doc_json": canonical_json(job.model_dump(mode="json"))}
         try:
             with self._engine.begin() as conn:

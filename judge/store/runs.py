@@ -458,7 +458,7 @@ class RunStore:
         for result in results:
             case_id, model, sample = key = _result_key(result)
             text = result.model_dump_json()
-            rows[key] = (run_id, case_id, model, sample, result.status, result.overallScore,
+            rows[key] = (run_id, case_id, model, sample, result.status, result.overall_score,
                          result.band, result.passed, text, STORE_FORMAT_VERSION,
                          self._sealer.seal((run_id, case_id, model, sample, text,
                                             STORE_FORMAT_VERSION)))
@@ -670,12 +670,12 @@ class RunStore:
             "id": run.id,
             "suite": run.suite,
             "rubric": run.rubric,
-            "rubric_hash": run.rubricHash,
+            "rubric_hash": run.rubric_hash,
             "models": canonical_json(list(run.models)),
             "seed": run.seed,
-            "template_id": run.templateId,
-            "template_hash": run.templateHash,
-            "created_at": run.createdAt,
+            "template_id": run.template_id,
+            "template_hash": run.template_hash,
+            "created_at": run.created_at,
             "status": run.status,
             "info_json": info,
             "format_version": STORE_FORMAT_VERSION,

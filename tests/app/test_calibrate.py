@@ -99,9 +99,9 @@ def test_calibration_lowers_held_out_mad_and_rescore_makes_no_call(ws: Ws) -> No
     cal = report.calibration
     assert cal.judge == JUDGE and cal.rubric == "task-evaluation"
     assert set(cal.categories) == set(CATEGORIES) and report.skipped == {}
-    for cat, fold in cal.crossValidation.items():
+    for cat, fold in cal.cross_validation.items():
         assert fold.cases == CASES  # every labelled case held out once
-        before, after = fold.before.meanAbsDiff, fold.after.meanAbsDiff
+        before, after = fold.before.mean_abs_diff, fold.after.mean_abs_diff
         assert before is not None and after is not None
         assert before > 15 and after < before / 2, (cat, before, after)
     # the written file is the calibration, readable and versioned
@@ -124,11 +124,11 @@ def test_calibration_lowers_held_out_mad_and_rescore_makes_no_call(ws: Ws) -> No
     people = ws.ai(PEOPLE)
     raw_err = mapped_err = 0
     for r in results:
-        for c in r.categoryScores:
-            assert c.aiScore is not None and c.deterministicScore is not None
-            mapped = cal.categories[c.category].table[c.aiScore]
-            assert c.finalScore == compute_final_score(c.deterministicScore, mapped)
-            raw_err += abs(c.aiScore - people[(r.id, c.category)])
+        for c in r.category_scores:
+            assert c.ai_score is not None and c.deterministic_score is not None
+            mapped = cal.categories[c.category].table[c.ai_score]
+            assert c.final_score == compute_final_score(c.deterministic_score, mapped)
+            raw_err += abs(c.ai_score - people[(r.id, c.category)])
             mapped_err += abs(mapped - people[(r.id, c.category)])
     assert mapped_err < raw_err / 2
 

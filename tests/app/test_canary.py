@@ -54,8 +54,8 @@ def test_canary_quiet_then_catches_the_switched_model(tmp_path: Path, server: An
     assert server.stats()["requests"] == 10  # asked live, never from the cache
     s = quiet.summary
     assert quiet.exit_code == 0 and not s.drifted and s.compared == 10
-    assert s.exactMatchRate == 1.0 and s.bandFlips == 0 and not s.notices
-    assert s.fingerprintsCached == s.fingerprintsFresh == ("fp_fake_7",)
+    assert s.exact_match_rate == 1.0 and s.band_flips == 0 and not s.notices
+    assert s.fingerprints_cached == s.fingerprints_fresh == ("fp_fake_7",)
     assert {c.tolerance.source for c in s.categories} == {"threshold"}
     same = run_canary(ws, CanaryRequest(suite=Path("suite.jsonl"), sample=10, seed=3))
     assert [i.case for i in same.items] == [i.case for i in quiet.items]  # seeded sample
@@ -65,9 +65,9 @@ def test_canary_quiet_then_catches_the_switched_model(tmp_path: Path, server: An
         drifted = run_canary(ws, CanaryRequest(suite=Path("suite.jsonl"), sample=10, seed=3))
         d = drifted.summary
         assert drifted.exit_code == 1 and d.drifted and d.reasons
-        assert d.exactMatchRate is not None and d.exactMatchRate < 0.5
-        assert any(c.drifted and c.meanAbsDiff > 5 for c in d.categories)
-        assert d.fingerprintsFresh == ("fp_fake_7_d3",)
+        assert d.exact_match_rate is not None and d.exact_match_rate < 0.5
+        assert any(c.drifted and c.mean_abs_diff > 5 for c in d.categories)
+        assert d.fingerprints_fresh == ("fp_fake_7_d3",)
         assert any("fingerprint" in n for n in d.notices)
         # A generous tolerance from the flag: the same differences are not drift.
         lenient = run_canary(ws, CanaryRequest(suite=Path("suite.jsonl"), sample=10, seed=3,
@@ -80,7 +80,7 @@ def test_canary_quiet_then_catches_the_switched_model(tmp_path: Path, server: An
         fresh = run_suite(open_ws(tmp_path, server, cache_mode="refresh"),
                           RunRequest(suite=Path("suite.jsonl"), check=False,
                                      ids=tuple(i.case for i in quiet.items[:3])))
-        assert fresh.run.totals.judgedAnew == 3
+        assert fresh.run.totals.judged_anew == 3
         notice = fingerprint_notice(ws, fresh.run)
         assert notice is not None and "fp_fake_7 → fp_fake_7_d3" in notice
     finally:
@@ -113,7 +113,7 @@ def test_canary_never_writes_the_cache(tmp_path: Path, server: Any) -> None:
 
 def test_measured_noise_sets_the_tolerance() -> None:
     item = CanaryItem(case="c", model="m", sample=0, key="k", status="compared",
-                      diffs={"a": 4, "b": 1}, cachedBand="strong", freshBand="strong")
+                      diffs={"a": 4, "b": 1}, cached_band="strong", fresh_band="strong")
     noisy = {"a": Tolerance(points=6, source="measured noise (run r, 3 samples)")}
     verdict = summarize([item], noisy, Tolerance(points=0, source="threshold"))
     by = {c.category: c for c in verdict.categories}

@@ -132,13 +132,13 @@ def test_unknown_run_exits_2(workspace: Path) -> None:
 
 # -- one notion of "changed", on handcrafted results ---------------------------------------
 
-RUN = RunInfo(id="r1", suite="s", rubric="r", rubricHash="h", models=("m",), seed=42,
-              temperature=0, templateId="t", templateHash="th", createdAt="2026-01-01T00:00:00Z")
+RUN = RunInfo(id="r1", suite="s", rubric="r", rubric_hash="h", models=("m",), seed=42,
+              temperature=0, template_id="t", template_hash="th", created_at="2026-01-01T00:00:00Z")
 
 
 def _result(overall: int | None, band: str | None, passed: bool | None, ai: int | None = 70,
             status: str = "scored", rationale: str = "fine") -> CaseResult:
-    cat = CategoryScore(category="c", aiScore=ai, finalScore=overall, weight=1.0,
+    cat = CategoryScore(category="c", ai_score=ai, final_score=overall, weight=1.0,
                         rationale=rationale)
     return CaseResult.model_validate({"id": "x", "status": status, "overallScore": overall,
                                       "band": band, "passed": passed,
@@ -159,9 +159,9 @@ def test_a_case_changed_when_its_score_band_or_pass_differs() -> None:
     detail = _result(70, "acceptable", True, ai=75)
     assert not case_changed(base, detail) and case_change(base, detail).detail_only
     quiet = build_diff(RUN, [base], RUN, [detail])
-    assert (quiet.changed, quiet.categoryOnly, quiet.cases) == (0, 1, ())
+    assert (quiet.changed, quiet.category_only, quiet.cases) == (0, 1, ())
     (row,) = build_diff(RUN, [base], RUN, [detail], everything=True).cases
     assert row.categories[0].changed and not row.changed
     # A rationale alone never changes anything.
     worded = build_diff(RUN, [base], RUN, [_result(70, "acceptable", True, rationale="good")])
-    assert (worded.changed, worded.categoryOnly, worded.rationaleChanged) == (0, 0, 1)
+    assert (worded.changed, worded.category_only, worded.rationale_changed) == (0, 0, 1)

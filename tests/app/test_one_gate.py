@@ -68,7 +68,7 @@ def _three_doors(ws: Path, run_id: str, env: dict[str, str]) -> list[tuple[int, 
     verdict = check_run(Workspace.open(ws, env=env), run_id, across_judges=True)
     assert verdict.public()["hasRegression"] == verdict.has_regression
     out.append((1 if verdict.blocked else 0, verdict.has_regression,
-                sorted(verdict.comparison.regressedCases if verdict.comparison else [])))
+                sorted(verdict.comparison.regressed_cases if verdict.comparison else [])))
     return out
 
 

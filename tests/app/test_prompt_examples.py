@@ -134,7 +134,7 @@ def test_a_template_without_examples_is_refused_and_the_key_holds_them(
 
     start = asked()
     first = run_suite(_ws(root, fake), RunRequest(suite=root / "suite.yaml", check=False))
-    assert first.run.status == "complete" and first.run.templateId == "judge-examples"
+    assert first.run.status == "complete" and first.run.template_id == "judge-examples"
     judged = asked() - start
     assert judged > 0
     run_suite(_ws(root, fake), RunRequest(suite=root / "suite.yaml", check=False))

@@ -205,15 +205,15 @@ def test_rescore_door_prints_the_report(ws: Ws) -> None:
 
 # ── rescore_result on handcrafted results ───────────────────────────────────────────────
 
-META = JudgeMeta(model="m", temperature=0, seed=42, templateId="judge", templateHash="t",
-                 rubricHash="r", cacheKey="k", cached=False)
+META = JudgeMeta(model="m", temperature=0, seed=42, template_id="judge", template_hash="t",
+                 rubric_hash="r", cache_key="k", cached=False)
 
 
 def _result(rubric: Rubric, det: Mapping[str, int | None], adv: dict[str, AdvisoryScore],
             **extra: Any) -> CaseResult:
     score = score_case(rubric, det, adv)
-    return CaseResult(id="c1", status=score.status, overallScore=score.overallScore,
-                      band=score.band, passed=score.passed, categoryScores=score.categoryScores,
+    return CaseResult(id="c1", status=score.status, overall_score=score.overall_score,
+                      band=score.band, passed=score.passed, category_scores=score.category_scores,
                       reason=score.reason, judge=META, **extra)
 
 
@@ -235,10 +235,10 @@ def test_rescore_result_scores_rubric() -> None:
     new = rescore_result(stored, new_rubric)
     blend = Blend(deterministic=0.5, ai=0.5)
     finals = {c: compute_final_score(det[c], adv[c].score, blend) for c in det}
-    assert {c.category: c.finalScore for c in new.categoryScores} == finals
-    assert new.overallScore == compute_overall_score(finals, new_rubric)
-    assert new.passed == (new.overallScore >= 70)
-    assert new.categoryScores[0].rationale == "a" and new.categoryScores[0].evidence == ("x:1",)
+    assert {c.category: c.final_score for c in new.category_scores} == finals
+    assert new.overall_score == compute_overall_score(finals, new_rubric)
+    assert new.passed == (new.overall_score >= 70)
+    assert new.category_scores[0].rationale == "a" and new.category_scores[0].evidence == ("x:1",)
     assert (new.id, new.judge, new.tags, new.complexity) == ("c1", META, ("t",), "simple")
     # Under its own rubric a result is a fixed point.
     assert rescore_result(stored, old) == stored
@@ -260,12 +260,12 @@ def test_rescore_result_levels_remapped() -> None:
     new = rescore_result(stored, new_rubric)
     value = {"excellent": 95, "good": 70, "acceptable": 50, "poor": 25}
     expected_ai = {c: value[lv] for c, lv in levels.items()}
-    assert {c.category: c.aiScore for c in new.categoryScores} == expected_ai
-    assert {c.category: c.finalScore for c in new.categoryScores} == expected_ai
-    assert {c.category: c.level for c in new.categoryScores} == levels
-    assert new.overallScore == compute_overall_score(expected_ai, new_rubric)
-    assert new.overallScore != stored.overallScore
-    assert new.passed == (new.overallScore >= 70)
+    assert {c.category: c.ai_score for c in new.category_scores} == expected_ai
+    assert {c.category: c.final_score for c in new.category_scores} == expected_ai
+    assert {c.category: c.level for c in new.category_scores} == levels
+    assert new.overall_score == compute_overall_score(expected_ai, new_rubric)
+    assert new.overall_score != stored.overall_score
+    assert new.passed == (new.overall_score >= 70)
 
     # A level the new rubric does not know cannot be mapped.
     renamed = [dict(lv, name="fine") if lv["name"] == "good" else lv for lv in new_levels]
@@ -289,17 +289,17 @@ def test_rescore_result_leaves_unjudged_results_alone() -> None:
     old = load_rubric("task-evaluation")
     new_rubric = _rubric_from("task-evaluation", blend={"deterministic": 0.5, "ai": 0.5})
     cats = tuple(
-        c.model_copy(update={"aiScore": None, "finalScore": None, "band": None,
+        c.model_copy(update={"ai_score": None, "final_score": None, "band": None,
                              "rule": "unscored"})
         for c in _result(old, {"agentPerformance": 90, "taskOutcomeQuality": 40,
                                "processCompliance": 71},
-                         {}).categoryScores)
+                         {}).category_scores)
     miss = CaseResult(id="m", status="cache_miss", reason="not in the cache")
     # The judge answered but never validly (meta kept), and the judge never answered at all
     # (a provider error on the first call leaves no meta): both stay unscored.
-    invalid = CaseResult(id="u1", status="unscored", categoryScores=cats, judge=META,
+    invalid = CaseResult(id="u1", status="unscored", category_scores=cats, judge=META,
                          reason="invalid verdict after 1 repair turn(s): x")
-    provider = CaseResult(id="u2", status="unscored", categoryScores=cats, judge=None,
+    provider = CaseResult(id="u2", status="unscored", category_scores=cats, judge=None,
                           reason="provider error: boom")
     for result in (miss, invalid, provider):
         assert rescore_result(result, new_rubric) is result

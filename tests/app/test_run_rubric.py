@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _info(suite: str, rubric: str) -> RunInfo:
-    return RunInfo.model_construct(id="r1", suite="support", suitePath=suite, rubric=rubric)
+    return RunInfo.model_construct(id="r1", suite="support", suite_path=suite, rubric=rubric)
 
 
 def test_a_rubric_named_by_path_in_the_suite_is_found_for_the_stored_run(tmp_path: Path) -> None:

@@ -108,6 +108,6 @@ def test_one_word_edit_rejudges_all_50_and_a_weight_change_costs_nothing(
     assert (totals["calls"], totals["judgedAnew"], totals["cacheHits"]) == (0, 0, COUNT)
     assert rerun["run"]["rubricHash"] != warm["run"]["rubricHash"]
     # And it gives exactly the re-scored run's scores.
-    shown = {c.id: c.overallScore for c in show_run(judge_ws, rescored["run"]["id"]).cases}
+    shown = {c.id: c.overall_score for c in show_run(judge_ws, rescored["run"]["id"]).cases}
     assert shown == {c["id"]: c["overallScore"] for c in rerun["cases"]}
     assert rerun["summary"]["meanOverall"] == rescored["summary"]["meanOverall"]

@@ -128,17 +128,17 @@ def _run(plan: RunPlan, items: Sequence[Case | SuiteLine], renderer: PromptRende
                         sink=sink, now=lambda: NOW))
     keys = {}
     for r in sink.results:
-        if r.judge is not None and r.judge.cacheKey:
-            keys[f"{r.id} {ALIAS[r.judge.model]}{r.judge.sample}"] = r.judge.cacheKey
+        if r.judge is not None and r.judge.cache_key:
+            keys[f"{r.id} {ALIAS[r.judge.model]}{r.judge.sample}"] = r.judge.cache_key
     return dict(sorted(keys.items()))
 
 
 def _plan(rubric: Rubric, models: tuple[str, ...], settings: JudgeSettings,
           samples: int) -> RunPlan:
-    info = RunInfo(id="r1", suite="s", suitePath="s", rubric=rubric.id,
-                   rubricHash=rubric_hash(rubric), models=models, seed=settings.seed,
-                   temperature=settings.temperature, samples=samples, templateId="judge",
-                   templateHash="x", createdAt=NOW, settings={})
+    info = RunInfo(id="r1", suite="s", suite_path="s", rubric=rubric.id,
+                   rubric_hash=rubric_hash(rubric), models=models, seed=settings.seed,
+                   temperature=settings.temperature, samples=samples, template_id="judge",
+                   template_hash="x", created_at=NOW, settings={})
     return RunPlan(run=info, rubric=rubric, rubric_hash=rubric_hash(rubric), models=models,
                    settings=settings, samples=samples, concurrency=4)
 
@@ -361,7 +361,7 @@ def pairwise_keys(tmp_path: Path) -> dict[str, str]:
         results = asyncio.run(judge_pairs(
             suite, renderer=PromptRenderer("pairwise"), model=HOSTED, settings=JudgeSettings(),
             cache=cache, client=Answers(), now=lambda: NOW))
-        keys = {f"{r.id} {v.order}": v.cacheKey for r in results for v in r.verdicts}
+        keys = {f"{r.id} {v.order}": v.cache_key for r in results for v in r.verdicts}
         _stored_keys_rehash(cache, keys)
     return dict(sorted(keys.items()))
 

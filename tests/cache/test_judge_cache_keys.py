@@ -105,7 +105,7 @@ async def test_same_input_twice_is_one_call(prep: Prepared, rubric: Rubric,
     assert first.status == second.status == "scored"
     assert first.judge is not None and second.judge is not None
     assert (first.judge.cached, second.judge.cached) == (False, True)
-    assert first.judge.cacheKey == second.judge.cacheKey
+    assert first.judge.cache_key == second.judge.cache_key
     assert len(cache) == 1
 
 
@@ -126,7 +126,7 @@ async def test_each_output_shaping_change_is_a_miss(prep: Prepared, rubric: Rubr
     fake = FakeCompleter(prep)
     base = await judge(prep, rubric, cache, fake)
     assert fake.calls == 1 and base.judge is not None
-    keys = {base.judge.cacheKey}
+    keys = {base.judge.cache_key}
 
     # One character of the judged output: one byte of the rendered user message.
     assert isinstance(case.output, str) and "Fixed:" in case.output
@@ -173,8 +173,8 @@ async def test_each_output_shaping_change_is_a_miss(prep: Prepared, rubric: Rubr
         result = await judge(variant, rubric, cache, fake, **kwargs)
         assert fake.calls == index, f"{what}: expected a miss"
         assert result.judge is not None and result.judge.cached is False, what
-        assert result.judge.cacheKey not in keys, what
-        keys.add(result.judge.cacheKey)
+        assert result.judge.cache_key not in keys, what
+        keys.add(result.judge.cache_key)
         # ...and each one is then a hit of its own.
         again = await judge(variant, rubric, cache, fake, **kwargs)
         assert fake.calls == index, f"{what}: expected a hit the second time"
@@ -190,7 +190,7 @@ async def test_sample_is_keyed_through_its_seed(prep: Prepared, rubric: Rubric,
     same = await judge(prep, rubric, cache, fake, settings=JudgeSettings(seed=43))
     assert fake.calls == 1
     assert one.judge is not None and same.judge is not None
-    assert one.judge.cacheKey == same.judge.cacheKey and same.judge.cached is True
+    assert one.judge.cache_key == same.judge.cache_key and same.judge.cached is True
     assert (one.judge.sample, same.judge.sample) == (1, 0)
 
 
@@ -246,8 +246,8 @@ async def test_endpoint_key_timeout_and_retries_are_not_in_the_key(
     assert result_a.status == result_b.status == "scored"
     assert result_a.judge is not None and result_b.judge is not None
     assert result_b.judge.cached is True
-    assert result_a.judge.cacheKey == result_b.judge.cacheKey
-    assert result_a.overallScore == result_b.overallScore
+    assert result_a.judge.cache_key == result_b.judge.cache_key
+    assert result_a.overall_score == result_b.overall_score
     cache.close()
 
     # The key never reaches the cache directory, in any file (db, WAL, value files).
@@ -281,9 +281,9 @@ async def test_offline_miss_is_cache_miss_without_a_socket(
     result = await judge(prep, rubric, empty, None)
     assert result.status == "cache_miss"
     # A miss still says which judge, sample and key it was (the store keys rows on them).
-    assert result.overallScore is None and result.judge is not None
-    assert result.judge.cached is False and result.judge.promptTokens is None
-    assert result.judge.cacheKey and result.judge.model == "hosted_vllm/judge-x"
+    assert result.overall_score is None and result.judge is not None
+    assert result.judge.cached is False and result.judge.prompt_tokens is None
+    assert result.judge.cache_key and result.judge.model == "hosted_vllm/judge-x"
     assert result.reason is not None and "not in the cache" in result.reason
     assert no_network == []
     assert not (tmp_path / "empty").exists()  # offline never creates the directory
@@ -398,16 +398,16 @@ async def test_a_flipped_byte_in_a_stored_entry_is_a_miss(
     with JudgmentCache(directory) as online:
         scored = await judge(prep, rubric, online, fake)
     assert scored.status == "scored" and scored.judge is not None
-    key = scored.judge.cacheKey
+    key = scored.judge.cache_key
     _edit_value(directory, key, FLIPS[flip])
 
     with JudgmentCache(directory, "offline") as offline:
         replay = await judge(prep, rubric, offline, None)
-        assert replay.status == "cache_miss" and replay.overallScore is None
+        assert replay.status == "cache_miss" and replay.overall_score is None
         assert offline.get(key) is None and offline.turns(key) is None
         assert offline.counters()["corrupt"] == 3 and offline.counters()["hits"] == 0
         assert offline.verify()["corrupt"] == [key]
     with JudgmentCache(directory) as again:  # online: asked again, and cached sound again
         rejudged = await judge(prep, rubric, again, fake)
     assert fake.calls == 2 and rejudged.judge is not None and not rejudged.judge.cached
-    assert rejudged.overallScore == scored.overallScore
+    assert rejudged.overall_score == scored.overall_score

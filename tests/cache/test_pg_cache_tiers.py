@@ -76,14 +76,14 @@ def test_two_machines_share_one_cache_and_the_second_run_calls_no_model(
         fake_server: Any, pg_url: str, tmp_path: Path) -> None:
     first = run(machine(tmp_path / "a", fake_server, pg_url))
     called = requests(fake_server)
-    assert called > 0 and first.summary.cacheHits == 0
+    assert called > 0 and first.summary.cache_hits == 0
     b = machine(tmp_path / "b", fake_server, pg_url)
     heard = Heard()
     second = run(b, heard)
     assert requests(fake_server) == called  # zero model calls on the second machine
     assert second.summary == first.summary.model_copy(
-        update={"cacheHits": second.summary.cacheHits})
-    assert second.summary.cacheHits == first.llm_cases > 0
+        update={"cache_hits": second.summary.cache_hits})
+    assert second.summary.cache_hits == first.llm_cases > 0
     assert second.run.totals.calls == 0
     assert heard.notices == []
     assert sorted(local_keys(b)) == sorted(local_keys(machine(tmp_path / "a", fake_server,
@@ -107,7 +107,7 @@ def test_a_tampered_shared_entry_is_ignored_reported_and_judged_again(
     heard = Heard()
     report = run(b, heard)
     assert requests(fake_server) == called + 1  # that one judgment, asked of the model again
-    assert report.summary.cacheHits == report.llm_cases - 1
+    assert report.summary.cache_hits == report.llm_cases - 1
     assert len(heard.notices) == 1 and key[:16] in heard.notices[0]
     # The fresh verdict replaced the tampered row (an upsert, issue 30): nothing is left
     # rejected, and the next runner pays for it no more.
@@ -126,8 +126,8 @@ def test_offline_replay_from_the_shared_tier_alone(
     assert local_keys(c) == []
     report = run(c)
     assert requests(fake_server) == called
-    assert report.offline and report.summary.cacheMisses == 0
-    assert report.summary.meanOverall == first.summary.meanOverall
+    assert report.offline and report.summary.cache_misses == 0
+    assert report.summary.mean_overall == first.summary.mean_overall
     assert not (tmp_path / "c" / "cache").exists()  # offline writes no tier
 
 
@@ -168,7 +168,7 @@ def test_the_shared_tier_lost_mid_run_leaves_the_local_cache(
     lost = [n for n in heard.notices if "local cache only" in n]
     assert len(lost) == 1 and heard.notices == lost
     assert len(local_keys(ws)) == report.llm_cases  # every verdict kept locally
-    assert report.run.totals.judgedAnew == report.llm_cases
+    assert report.run.totals.judged_anew == report.llm_cases
 
 
 def test_a_server_restart_is_weathered_without_losing_the_tier(

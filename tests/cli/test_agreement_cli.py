@@ -107,21 +107,21 @@ def test_values_match_sklearn_and_scipy(ws: tuple[Path, str, str]) -> None:
         case = cases.get(case_id)
         if label.overall is None or case is None or case.status != "scored":
             continue
-        assert case.overallScore is not None
+        assert case.overall_score is not None
         human.append(label.overall)
-        judge.append(case.overallScore)
+        judge.append(case.overall_score)
     overall = row.agreement.overall
     assert overall.n == len(human) > 5
     hb = [band_for(s, SCALE) for s in human]
     jb = [band_for(s, SCALE) for s in judge]
     hi = [band_index(b) for b in hb]
     ji = [band_index(b) for b in jb]
-    assert overall.weightedKappa == pytest.approx(
+    assert overall.weighted_kappa == pytest.approx(
         cohen_kappa_score(hi, ji, weights="quadratic", labels=list(range(len(SCALE)))))
-    assert overall.spearmanRho == pytest.approx(spearmanr(human, judge).statistic)
-    assert overall.meanAbsDiff == pytest.approx(
+    assert overall.spearman_rho == pytest.approx(spearmanr(human, judge).statistic)
+    assert overall.mean_abs_diff == pytest.approx(
         sum(abs(h - j) for h, j in zip(human, judge, strict=True)) / len(human))
-    assert overall.exactBandAgreement == pytest.approx(
+    assert overall.exact_band_agreement == pytest.approx(
         sum(x == y for x, y in zip(hb, jb, strict=True)) / len(hb))
     assert row.agreement.confusion is not None
     names = [b.name for b in SCALE]
@@ -146,18 +146,18 @@ def test_without_labels_exit_2_and_nothing_written(ws: tuple[Path, str, str],
 def test_report_plots_agreement_with_people_over_the_runs(ws: tuple[Path, str, str]) -> None:
     root, first, second = ws
     data = build_report(Workspace.open(root, env={}), ReportRequest(run=second))
-    assert [p.runId for p in data.people] == [first, second]
-    assert data.people[0].templateHash != data.people[1].templateHash
+    assert [p.run_id for p in data.people] == [first, second]
+    assert data.people[0].template_hash != data.people[1].template_hash
     history = agreement_op(Workspace.open(root, env={}), [first, second])
-    assert [p.kappa for p in data.people] == [r.agreement.overall.weightedKappa
+    assert [p.kappa for p in data.people] == [r.agreement.overall.weighted_kappa
                                               for r in history.rows]
     (chart,) = [f for f in figures(data) if f["id"] == "chart-people"]
     assert chart["data"][0]["y"] == [p.kappa for p in data.people]
     page = render_report(data)
     assert '<section id="people">' in page and 'id="chart-people"' in page
-    assert data.people[1].templateHash[:8] in page
+    assert data.people[1].template_hash[:8] in page
     # The first run's report plots only the runs up to it.
-    assert [p.runId for p in build_report(Workspace.open(root, env={}),
+    assert [p.run_id for p in build_report(Workspace.open(root, env={}),
                                           ReportRequest(run=first)).people] == [first]
 
 
@@ -166,7 +166,7 @@ def test_disagreements_link_to_their_case_on_the_review_page(
     root, first, second = ws
     history = agreement_op(Workspace.open(root, env={}), [first, second])
     row = history.rows[1]
-    assert row.reviewPage == f"http://127.0.0.1:8765/review/{second}"
+    assert row.review_page == f"http://127.0.0.1:8765/review/{second}"
     found = row.agreement.disagreements
     assert found, "the fake judge parts from the people somewhere"
     proc = run_judge(["agreement", second], root)  # one run: the detail is shown
@@ -175,15 +175,15 @@ def test_disagreements_link_to_their_case_on_the_review_page(
     head = next(i for i, line in enumerate(lines) if line.startswith("largest disagreements"))
     assert f"`judge review {second}` runs" in lines[head]
     for d, line in zip(found[:FLIPS_SHOWN], lines[head + 1:], strict=False):
-        link = review_link(second, d.caseId, d.category)
-        assert line.split() == [d.caseId, d.category, f"{d.human}→{d.judge}", link]
+        link = review_link(second, d.case_id, d.category)
+        assert line.split() == [d.case_id, d.category, f"{d.human}→{d.judge}", link]
         assert link == (f"http://127.0.0.1:8765/review/{second}#case="
-                        f"{quote(d.caseId, safe='')}&category={d.category}")
+                        f"{quote(d.case_id, safe='')}&category={d.category}")
     data = build_report(Workspace.open(root, env={}), ReportRequest(run=second))
-    shown = data.peopleDisagreements
-    assert [(x.caseId, x.category, x.size) for x in shown] == \
-        [(d.caseId, d.category, d.size) for d in found[:len(shown)]] and shown
-    assert {x.runId for x in shown} == {second}
+    shown = data.people_disagreements
+    assert [(x.case_id, x.category, x.size) for x in shown] == \
+        [(d.case_id, d.category, d.size) for d in found[:len(shown)]] and shown
+    assert {x.run_id for x in shown} == {second}
     page = render_report(data)
     for x in shown:
         assert f'<a href="{html.escape(x.link)}" class="u">' in page
@@ -221,16 +221,16 @@ def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str
     expected = agreement_op(Workspace.open(root, env={}), [first, second], labels_file=path)
     assert set(rows) == {first, second}
     for row in expected.rows:
-        got, s = rows[row.runId], row.agreement.overall
+        got, s = rows[row.run_id], row.agreement.overall
         assert got["judge"] == MODEL and got["n"] == s.n > 5
         assert got["labelled"] == len({lb.case for lb in labels})
-        assert got["weightedKappa"] == pytest.approx(s.weightedKappa)
-        assert got["meanAbsDiff"] == pytest.approx(s.meanAbsDiff)
-        assert got["exactBandAgreement"] == pytest.approx(s.exactBandAgreement)
+        assert got["weightedKappa"] == pytest.approx(s.weighted_kappa)
+        assert got["meanAbsDiff"] == pytest.approx(s.mean_abs_diff)
+        assert got["exactBandAgreement"] == pytest.approx(s.exact_band_agreement)
     human = run_judge(["history", "--agreement"], root)
     assert human.returncode == 0, human.stderr
     for row in expected.rows:
-        line = next(x for x in human.stdout.splitlines() if x.startswith(row.runId))
+        line = next(x for x in human.stdout.splitlines() if x.startswith(row.run_id))
         s = row.agreement.overall
-        assert f"{s.weightedKappa:.2f}" in line and f"{s.meanAbsDiff:.1f}" in line
+        assert f"{s.weighted_kappa:.2f}" in line and f"{s.mean_abs_diff:.1f}" in line
         assert f"{s.n} of {len({lb.case for lb in labels})}" in line

@@ -18,15 +18,15 @@ RUN = "20261202T070000-batch1"
 
 def _batch_run(root: Path) -> None:
     root.mkdir(parents=True, exist_ok=True)
-    totals = RunTotals(cases=16, scored=16, judgments=14, judgedAnew=14, calls=0,
-                       promptTokens=14_000, completionTokens=1_400, costUsd=0.0018,
-                       batchCalls=14, batchCostUsd=0.0018)
+    totals = RunTotals(cases=16, scored=16, judgments=14, judged_anew=14, calls=0,
+                       prompt_tokens=14_000, completion_tokens=1_400, cost_usd=0.0018,
+                       batch_calls=14, batch_cost_usd=0.0018)
     with Workspace.open(root, env={}).open_store() as store:
         store.create_run(RunInfo(id=RUN, suite="task-evaluation-example",
-                                 rubric="task-evaluation", rubricHash="h",
+                                 rubric="task-evaluation", rubric_hash="h",
                                  models=("openai/gpt-4o-mini",), seed=42, temperature=0,
-                                 templateId="judge", templateHash="h",
-                                 createdAt="2026-12-02T07:00:00Z"))
+                                 template_id="judge", template_hash="h",
+                                 created_at="2026-12-02T07:00:00Z"))
         store.finish_run(RUN, totals=totals, status="complete")
 
 

@@ -24,8 +24,8 @@ SCORES = {"case-01": 91, "case-02": 78, "case-03": 64, "case-04": 55, "case-05":
 
 
 def _meta(model: str, sample: int = 0) -> JudgeMeta:
-    return JudgeMeta(model=model, temperature=0.0, seed=42, sample=sample, templateId="judge",
-                     templateHash="a3" * 32, rubricHash=RUBRIC_HASH, cacheKey="0c" * 32,
+    return JudgeMeta(model=model, temperature=0.0, seed=42, sample=sample, template_id="judge",
+                     template_hash="a3" * 32, rubric_hash=RUBRIC_HASH, cache_key="0c" * 32,
                      cached=False)
 
 
@@ -33,7 +33,7 @@ def _result(case_id: str, score: int | None, model: str = MODEL, sample: int = 0
     if score is None:
         return CaseResult(id=case_id, status="unscored", judge=_meta(model, sample),
                           reason="provider error: 503 Service Unavailable")
-    return CaseResult(id=case_id, status="scored", overallScore=score, passed=score >= 60,
+    return CaseResult(id=case_id, status="scored", overall_score=score, passed=score >= 60,
                       band="strong" if score >= 75 else "acceptable" if score >= 60 else "weak",
                       judge=_meta(model, sample))
 
@@ -49,10 +49,10 @@ class Workspace:
     def add_run(self, run_id: str, scores: dict[str, int | None], *, suite: str = "task-eval",
                 status: str = "complete", panel: bool = False) -> str:
         self.created += 1
-        run = RunInfo(id=run_id, suite=suite, rubric="task-evaluation", rubricHash=RUBRIC_HASH,
+        run = RunInfo(id=run_id, suite=suite, rubric="task-evaluation", rubric_hash=RUBRIC_HASH,
                       models=(MODEL, OTHER) if panel else (MODEL,), seed=42, temperature=0.0,
-                      templateId="judge", templateHash="a3" * 32, status=status,
-                      createdAt=f"2025-03-01T10:{self.created:02d}:00Z")
+                      template_id="judge", template_hash="a3" * 32, status=status,
+                      created_at=f"2025-03-01T10:{self.created:02d}:00Z")
         results: list[CaseResult] = [_result(k, v) for k, v in scores.items()]
         if panel:  # a second judge and a second sample that must not reach the baseline
             results += [_result(k, 0, OTHER) for k in scores]
@@ -102,15 +102,15 @@ def test_record_takes_primary_judge_and_is_stable(ws: Workspace) -> None:
     text = ws.baseline().read_text(encoding="utf-8")
     b = parse_baseline(text, "b.json")
     assert baseline_text(b) == text
-    assert b.recordedFrom == "r-0001-aaaa" and b.models == (MODEL, OTHER)
-    assert {k: c.overallScore for k, c in b.cases.items()} == SCORES  # not OTHER's zeros
+    assert b.recorded_from == "r-0001-aaaa" and b.models == (MODEL, OTHER)
+    assert {k: c.overall_score for k, c in b.cases.items()} == SCORES  # not OTHER's zeros
     assert b.score == 72.1 and b.threshold == 0.05
     assert out["baseline"] == json.loads(text)
     assert not list(_no_temp_files(ws.baseline().parent))
     # the same run again: byte-identical file, reported unchanged
     again = ws.judge("baseline", "record", "task-eval", "--from", "r-0001")
     assert again.returncode == 0, again.stderr
-    assert "(unchanged)" in again.stdout and b.baselineId in again.stdout
+    assert "(unchanged)" in again.stdout and b.baseline_id in again.stdout
     assert ws.baseline().read_text(encoding="utf-8") == text
 
 
@@ -122,7 +122,7 @@ def test_record_keeps_threshold_unless_given(ws: Workspace) -> None:
     proc = ws.judge("baseline", "record", "task-eval")
     assert proc.returncode == 0, proc.stderr
     b = parse_baseline(ws.baseline().read_text(), "b")
-    assert b.threshold == 0.1 and b.recordedFrom == "r2" and b.cases["case-01"].overallScore == 90
+    assert b.threshold == 0.1 and b.recorded_from == "r2" and b.cases["case-01"].overall_score == 90
 
 
 def test_record_from_suite_file_and_other_dir(ws: Workspace) -> None:
@@ -191,7 +191,7 @@ def test_check_without_baseline_records_one(ws: Workspace) -> None:
     assert "no baseline for suite task-eval: recorded baselines/task-eval.json from run r1" \
         in proc.stdout
     assert "✓ no regression" in proc.stdout
-    assert parse_baseline(ws.baseline().read_text(), "b").recordedFrom == "r1"
+    assert parse_baseline(ws.baseline().read_text(), "b").recorded_from == "r1"
     again = ws.judge("check", "--json")
     out = _json(again)
     assert again.returncode == 0 and out["baselineRecorded"] is False

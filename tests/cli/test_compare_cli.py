@@ -214,9 +214,9 @@ def test_explicit_suite_of_another_id_is_refused(ws: Workspace,
 
 def _info(run_id: str, model: str, *, rubric: str = "task-evaluation",
           template: str = "judge", template_hash: str = "t1") -> tuple[RunInfo, str]:
-    info = RunInfo(id=run_id, suite="s", rubric=rubric, rubricHash=f"h-{rubric}",
-                   models=(model,), seed=42, temperature=0, templateId=template,
-                   templateHash=template_hash, createdAt="2026-01-01T00:00:00Z")
+    info = RunInfo(id=run_id, suite="s", rubric=rubric, rubric_hash=f"h-{rubric}",
+                   models=(model,), seed=42, temperature=0, template_id=template,
+                   template_hash=template_hash, created_at="2026-01-01T00:00:00Z")
     return info, model
 
 

@@ -136,7 +136,7 @@ def test_deterministic_signals_alone_span_every_band(task: tuple[Suite, Rubric])
         agreed = score_case(rubric, signals, _advisory(signals))
         alone = score_case(rubric, signals, None)
         assert agreed.status == alone.status == "scored"
-        assert agreed.overallScore == alone.overallScore  # ai == deterministic changes nothing
+        assert agreed.overall_score == alone.overall_score  # ai == deterministic changes nothing
         assert agreed.band is not None
         bands[agreed.band] += 1
     assert set(bands) == set(BANDS), bands
@@ -152,18 +152,18 @@ def test_any_ai_score_keeps_cases_scored_and_moves_at_most_30(
         high = score_case(rubric, signals, _advisory({c: 100 for c in signals}))
         mid = score_case(rubric, signals, None)
         assert low.status == high.status == "scored"
-        assert low.overallScore is not None and high.overallScore is not None
-        assert mid.overallScore is not None
-        assert low.overallScore <= mid.overallScore <= high.overallScore
-        assert high.overallScore - low.overallScore <= 30
-        assert all(c.rule == "blend" for c in low.categoryScores)
+        assert low.overall_score is not None and high.overall_score is not None
+        assert mid.overall_score is not None
+        assert low.overall_score <= mid.overall_score <= high.overall_score
+        assert high.overall_score - low.overall_score <= 30
+        assert all(c.rule == "blend" for c in low.category_scores)
 
 
 def test_half_up_case_is_in_the_suite(task: tuple[Suite, Rubric]) -> None:
     suite, rubric = task
     case = next(c for c in suite.cases if c.id == "fix-n-plus-one-orders-api")
     # 72*.30 + 62*.45 + 68*.25 = 66.5 -> 67, never banker's 66
-    assert score_case(rubric, case.deterministic, None).overallScore == 67
+    assert score_case(rubric, case.deterministic, None).overall_score == 67
 
 
 def test_deterministic_cases_score_without_a_judge(task: tuple[Suite, Rubric]) -> None:
@@ -176,12 +176,12 @@ def test_deterministic_cases_score_without_a_judge(task: tuple[Suite, Rubric]) -
         assert len(checks) == len(case.checks)
         result = score_case(rubric, signals, None)
         assert result.status == "scored", result.reason
-        assert all(c.rule == "deterministic_only" for c in result.categoryScores)
+        assert all(c.rule == "deterministic_only" for c in result.category_scores)
         results[case.id] = result
-    assert results["triage-incident-summary"].overallScore == 100
+    assert results["triage-incident-summary"].overall_score == 100
     partial = results["classify-ticket-priority"]
-    assert partial.overallScore is not None and partial.overallScore < 100
-    assert {c.category: c.finalScore for c in partial.categoryScores} == {
+    assert partial.overall_score is not None and partial.overall_score < 100
+    assert {c.category: c.final_score for c in partial.category_scores} == {
         "agentPerformance": 50, "taskOutcomeQuality": 50, "processCompliance": 100}
 
 
@@ -213,8 +213,8 @@ def test_human_labels_are_consistent(task: tuple[Suite, Rubric]) -> None:
         assert set(case.human.categories) == {c.id for c in rubric.categories}
         # people broadly agree with the deterministic signals of the same case
         signals = score_case(rubric, case.deterministic, None)
-        assert signals.overallScore is not None
-        assert abs(signals.overallScore - case.human.overall) <= 10, case.id
+        assert signals.overall_score is not None
+        assert abs(signals.overall_score - case.human.overall) <= 10, case.id
 
 
 # --- research example ---------------------------------------------------------------------

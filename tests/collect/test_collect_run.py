@@ -170,10 +170,10 @@ def test_collect_this_repository_and_judge_it(fake_server: Any, artefacts: Path,
     report = run_suite(ws, RunRequest(suite=Path("self.yaml")))
     assert report.exit_code == 0 and report.summary.scored == 1, report
     (result,) = list(iter_results(ws, report.run.id))
-    assert result.status == "scored" and result.overallScore is not None
-    by_category = {c.category: c for c in result.categoryScores}
+    assert result.status == "scored" and result.overall_score is not None
+    by_category = {c.category: c for c in result.category_scores}
     quality = by_category["taskOutcomeQuality"]
-    assert quality.deterministicScore == 33 and quality.rule == "blend"
+    assert quality.deterministic_score == 33 and quality.rule == "blend"
     assert by_category["agentPerformance"].rule == "ai_only"
     assert fake_server.stats()["requests"] == 1
 
@@ -219,7 +219,7 @@ def test_agent_performance_signal_from_the_agent_log(tmp_path: Path) -> None:
     outcome = result.signals["agentPerformance"]
     assert outcome.rule == "agent-steps-ok" and outcome.value == 83  # 100 x 5/6, half up
     (term,) = outcome.terms
-    assert (term.observed, term.overObserved) == (5, 6)
+    assert (term.observed, term.over_observed) == (5, 6)
     assert result.case.deterministic == {"agentPerformance": 83}
 
     (tmp_path / "empty.jsonl").write_text("\n")

@@ -69,16 +69,16 @@ def _result(case_id: str, scores: dict[str, int], model: str, *,
         return CaseResult(id=case_id, status=status, reason="test",
                           judge=_meta(model))
     overall = _overall(scores)
-    cats = tuple(CategoryScore(category=c, aiScore=s, finalScore=s, weight=float(WEIGHTS[c]),
+    cats = tuple(CategoryScore(category=c, ai_score=s, final_score=s, weight=float(WEIGHTS[c]),
                                band=band_for(s), rule="ai_only") for c, s in scores.items())
-    return CaseResult(id=case_id, status="scored", overallScore=overall,
-                      band=band_for(overall), passed=overall >= 60, categoryScores=cats,
+    return CaseResult(id=case_id, status="scored", overall_score=overall,
+                      band=band_for(overall), passed=overall >= 60, category_scores=cats,
                       judge=_meta(model))
 
 
 def _meta(model: str) -> JudgeMeta:
-    return JudgeMeta(model=model, temperature=0, seed=42, templateId="judge",
-                     templateHash="t", rubricHash="r", cacheKey="k", cached=False)
+    return JudgeMeta(model=model, temperature=0, seed=42, template_id="judge",
+                     template_hash="t", rubric_hash="r", cache_key="k", cached=False)
 
 
 HUMAN = _human_scores()
@@ -120,7 +120,7 @@ def abc() -> Comparison:
 
 
 def _pair(comparison: Comparison, a: str, b: str) -> Any:
-    return next(p for p in comparison.pairs if (p.judgeA, p.judgeB) == (a, b))
+    return next(p for p in comparison.pairs if (p.judge_a, p.judge_b) == (a, b))
 
 
 def test_band_index_is_ordinal() -> None:
@@ -134,14 +134,14 @@ def test_band_index_is_ordinal() -> None:
 def test_judge_that_copies_humans_agrees_perfectly(abc: Comparison) -> None:
     human_a = next(h for h in abc.human if h.judge == "A")
     assert human_a.labelled == N_CASES
-    for stats in (human_a.overall, human_a.aiAll,
+    for stats in (human_a.overall, human_a.ai_all,
                   *(c.ai for c in human_a.categories), *(c.final for c in human_a.categories)):
-        assert stats.n == (N_CASES * len(WEIGHTS) if stats is human_a.aiAll else N_CASES)
-        assert stats.weightedKappa == PERFECT
-        assert stats.spearmanRho == pytest.approx(PERFECT)
-        assert stats.kendallTau == pytest.approx(PERFECT)
-        assert stats.meanAbsDiff == 0 and stats.meanDiff == 0
-        assert stats.exactBandAgreement == 1
+        assert stats.n == (N_CASES * len(WEIGHTS) if stats is human_a.ai_all else N_CASES)
+        assert stats.weighted_kappa == PERFECT
+        assert stats.spearman_rho == pytest.approx(PERFECT)
+        assert stats.kendall_tau == pytest.approx(PERFECT)
+        assert stats.mean_abs_diff == 0 and stats.mean_diff == 0
+        assert stats.exact_band_agreement == 1
     assert "agree closely" in human_a.verdict
 
 
@@ -152,20 +152,20 @@ def test_plus_15_judge_shows_a_clamped_bias_and_the_same_ranking(abc: Comparison
     a, b = _pooled(A), _pooled(B)
     expected = Fraction(sum(y - x for x, y in zip(a, b, strict=True)), len(a))
     assert BIAS_RANGE[0] <= expected < BIAS_RANGE[1]  # clamping at 100 takes some away
-    assert pair.aiAll.meanDiff == pytest.approx(float(expected), abs=1e-12)
-    assert pair.aiAll.meanAbsDiff == pytest.approx(float(expected), abs=1e-12)
-    assert pair.aiAll.spearmanRho is not None and pair.aiAll.spearmanRho >= MIN_RHO_BIASED
+    assert pair.ai_all.mean_diff == pytest.approx(float(expected), abs=1e-12)
+    assert pair.ai_all.mean_abs_diff == pytest.approx(float(expected), abs=1e-12)
+    assert pair.ai_all.spearman_rho is not None and pair.ai_all.spearman_rho >= MIN_RHO_BIASED
     for cat in pair.categories:
         col_a = [row[cat.category] for row in A]
         col_b = [row[cat.category] for row in B]
         mean = Fraction(sum(y - x for x, y in zip(col_a, col_b, strict=True)), N_CASES)
-        assert cat.ai.meanDiff == pytest.approx(float(mean), abs=1e-12)
-        assert BIAS_RANGE[0] <= cat.ai.meanDiff <= BIAS_RANGE[1]
-        assert cat.ai.spearmanRho is not None and cat.ai.spearmanRho >= MIN_RHO_BIASED
+        assert cat.ai.mean_diff == pytest.approx(float(mean), abs=1e-12)
+        assert BIAS_RANGE[0] <= cat.ai.mean_diff <= BIAS_RANGE[1]
+        assert cat.ai.spearman_rho is not None and cat.ai.spearman_rho >= MIN_RHO_BIASED
     assert "points higher" in pair.verdict and "B scores" in pair.verdict
     # B against the humans is A's bias again, since A is the humans.
     human_b = next(h for h in abc.human if h.judge == "B")
-    assert human_b.aiAll.meanDiff == pytest.approx(float(expected), abs=1e-12)
+    assert human_b.ai_all.mean_diff == pytest.approx(float(expected), abs=1e-12)
 
 
 def test_band_flips_of_plus_15_are_listed_exactly(abc: Comparison) -> None:
@@ -175,15 +175,15 @@ def test_band_flips_of_plus_15_are_listed_exactly(abc: Comparison) -> None:
         oa, ob = _overall(ra), _overall(rb)
         if band_for(oa) != band_for(ob):
             expected.append((case_id, band_for(oa), band_for(ob), oa, ob))
-    got = [(f.caseId, f.bandA, f.bandB, f.overallA, f.overallB) for f in pair.bandFlips]
+    got = [(f.case_id, f.band_a, f.band_b, f.overall_a, f.overall_b) for f in pair.band_flips]
     assert got == expected and len(expected) > 10
 
 
 def test_random_judge_does_not_agree(abc: Comparison) -> None:
     pair = _pair(abc, "A", "C")
-    for stats in (pair.aiAll, *(c.ai for c in pair.categories)):
-        assert stats.spearmanRho is not None and abs(stats.spearmanRho) <= MAX_CHANCE_AGREEMENT
-        assert stats.weightedKappa is not None and stats.weightedKappa <= MAX_CHANCE_AGREEMENT
+    for stats in (pair.ai_all, *(c.ai for c in pair.categories)):
+        assert stats.spearman_rho is not None and abs(stats.spearman_rho) <= MAX_CHANCE_AGREEMENT
+        assert stats.weighted_kappa is not None and stats.weighted_kappa <= MAX_CHANCE_AGREEMENT
     assert "disagree" in pair.verdict
 
 
@@ -191,9 +191,9 @@ def test_krippendorff_alpha_separates_agreeing_from_random_panels(abc: Compariso
     agreeing = compare_runs({"A": _results(A, "a"), "A2": _results(A, "a2"),
                              "B": _results(B, "b")})
     assert agreeing.alpha is not None and abc.alpha is not None
-    assert agreeing.alpha.aiAll is not None and abc.alpha.aiAll is not None
-    assert agreeing.alpha.aiAll >= MIN_ALPHA_AGREEING
-    assert abc.alpha.aiAll <= agreeing.alpha.aiAll - MIN_ALPHA_DROP
+    assert agreeing.alpha.ai_all is not None and abc.alpha.ai_all is not None
+    assert agreeing.alpha.ai_all >= MIN_ALPHA_AGREEING
+    assert abc.alpha.ai_all <= agreeing.alpha.ai_all - MIN_ALPHA_DROP
     for cat, values in agreeing.alpha.categories.items():
         assert values["ai"] is not None and values["ai"] >= MIN_ALPHA_AGREEING, cat
     # Three identical judges: perfect; interval and ordinal both.
@@ -232,11 +232,11 @@ def test_pairwise_takes_stored_bands_and_two_scales() -> None:
     coarse = (Band(name="low", min=0, max=49), Band(name="high", min=50, max=100))
     stats = pairwise_agreement([10, 60, 90], [20, 70, 40], ["low", "high", "high"],
                                ["low", "high", "low"], rubric_bands=coarse)
-    assert stats.exactBandAgreement == pytest.approx(2 / 3)
+    assert stats.exact_band_agreement == pytest.approx(2 / 3)
     # Side b on its own (default) scale: band indices are compared, not names.
     mixed = pairwise_agreement([10, 60], [20, 95], rubric_bands=coarse,
                                rubric_bands_b=DEFAULT_BANDS)
-    assert mixed.exactBandAgreement == 0.5  # failing=0 matches low=0; excellent=4 ≠ high=1
+    assert mixed.exact_band_agreement == 0.5  # failing=0 matches low=0; excellent=4 ≠ high=1
     with pytest.raises(ValueError, match="unaligned"):
         pairwise_agreement([1, 2], [1])
 
@@ -247,8 +247,8 @@ def test_compare_runs_skips_and_counts_what_cannot_be_compared() -> None:
     b[1] = _result(IDS[1], B[1], "b", status="unscored")
     b[2] = _result(IDS[2], B[2], "b", status="cache_miss")
     del b[4]
-    deterministic = CaseResult(id="det-1", status="scored", overallScore=70, band="acceptable",
-                               judgedBy="deterministic")
+    deterministic = CaseResult(id="det-1", status="scored", overall_score=70, band="acceptable",
+                               judged_by="deterministic")
     resample = _result(IDS[0], C[0], "a").model_copy(
         update={"judge": _meta("a").model_copy(update={"sample": 1})})
     comparison = compare_runs({"A": [*a, deterministic, resample], "B": b})
@@ -257,7 +257,7 @@ def test_compare_runs_skips_and_counts_what_cannot_be_compared() -> None:
     assert pair.skipped == {"missing": 1, "cache_miss": 1, "unscored": 1}
     counts = {j.name: j for j in comparison.judges}
     assert counts["A"].deterministic == 1 and counts["A"].cases == 5
-    assert (counts["B"].scored, counts["B"].unscored, counts["B"].cacheMiss) == (2, 1, 1)
+    assert (counts["B"].scored, counts["B"].unscored, counts["B"].cache_miss) == (2, 1, 1)
     _no_nan(comparison)
 
 
@@ -266,7 +266,7 @@ def test_nothing_in_common_is_said_not_crashed() -> None:
                                "C": [_result("x", {"quality": 50, "process": 50}, "c")]})
     assert all(p.aligned == 0 and p.overall.n == 0 for p in comparison.pairs)
     assert all(p.verdict.startswith("no case scored by both") for p in comparison.pairs)
-    assert comparison.alpha is not None and comparison.alpha.aiAll is None
+    assert comparison.alpha is not None and comparison.alpha.ai_all is None
     assert comparison.alpha.notes
     _no_nan(comparison)
     one = compare_runs({"A": _results(A, "a")})
@@ -293,7 +293,7 @@ def test_overall_only_labels_give_an_overall_headline() -> None:
               for i, row in zip(IDS[:6], HUMAN, strict=False)}
     got = compare_runs({"A": _results(A, "a")}, human=labels)
     (human_a,) = got.human
-    assert human_a.aiAll.n == 0 and human_a.overall.n == 6
+    assert human_a.ai_all.n == 0 and human_a.overall.n == 6
     assert not human_a.verdict.startswith("no case scored by both")
     assert "overall scores vs human labels" in human_a.verdict
     assert "agree closely" in human_a.verdict  # A copies the humans

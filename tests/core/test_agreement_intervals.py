@@ -115,19 +115,19 @@ def test_pair_intervals_are_seeded_and_hold_the_estimate() -> None:
         assert interval.estimate == pytest.approx(point)
         assert interval.low <= point <= interval.high
     # On 40 cases a κ is not known to ±0.01: the interval has width.
-    assert ci.weightedKappa is not None and ci.weightedKappa.high - ci.weightedKappa.low > 0.05
+    assert ci.weighted_kappa is not None and ci.weighted_kappa.high - ci.weighted_kappa.low > 0.05
 
 
 def _meta(model: str) -> JudgeMeta:
-    return JudgeMeta(model=model, temperature=0, seed=1, templateId="t", templateHash="th",
-                     rubricHash="rh", cacheKey=f"{model}-k", cached=False)
+    return JudgeMeta(model=model, temperature=0, seed=1, template_id="t", template_hash="th",
+                     rubric_hash="rh", cache_key=f"{model}-k", cached=False)
 
 
 def _result(cid: str, score: int, model: str) -> CaseResult:
-    cats = (CategoryScore(category="quality", aiScore=score, finalScore=score, weight=1.0,
+    cats = (CategoryScore(category="quality", ai_score=score, final_score=score, weight=1.0,
                           band=band_for(score), rule="ai_only"),)
-    return CaseResult(id=cid, status="scored", overallScore=score, band=band_for(score),
-                      passed=score >= 60, categoryScores=cats, judge=_meta(model))
+    return CaseResult(id=cid, status="scored", overall_score=score, band=band_for(score),
+                      passed=score >= 60, category_scores=cats, judge=_meta(model))
 
 
 def test_agreement_with_people_has_intervals_confusion_and_a_paired_verdict() -> None:
@@ -146,18 +146,18 @@ def test_agreement_with_people_has_intervals_confusion_and_a_paired_verdict() ->
     expected = sk_confusion([band_for(people[i]) for i in ids], [band_for(close[i]) for i in ids],
                             labels=list(close_h.confusion.labels)).tolist()
     assert [list(r) for r in close_h.confusion.counts] == expected
-    assert "quality" in close_h.categoryConfusion
+    assert "quality" in close_h.category_confusion
     cat = close_h.categories[0].ai
-    assert cat.intervals is not None and cat.intervals.weightedKappa is not None
-    assert cat.weightedKappa == pytest.approx(cohen_kappa_score(
+    assert cat.intervals is not None and cat.intervals.weighted_kappa is not None
+    assert cat.weighted_kappa == pytest.approx(cohen_kappa_score(
         [band_for(people[i]) for i in ids], [band_for(close[i]) for i in ids],
         labels=list(close_h.confusion.labels), weights="quadratic"))
     sizes = [d.size for d in by["random"].disagreements]
     assert sizes == sorted(sizes, reverse=True) and sizes[0] > 30
-    (pair,) = comparison.humanPairs
-    assert pair.madDifference is not None and pair.madDifference.high is not None
-    assert pair.madDifference.high < 0 and "close is closer" in pair.verdict
-    assert pair.shareAFarther == 0.0
+    (pair,) = comparison.human_pairs
+    assert pair.mad_difference is not None and pair.mad_difference.high is not None
+    assert pair.mad_difference.high < 0 and "close is closer" in pair.verdict
+    assert pair.share_a_farther == 0.0
     body = json.loads(json.dumps(comparison.model_dump(mode="json")))
     assert body["human"][0]["categories"][0]["ai"]["intervals"]["weightedKappa"]["low"] < \
         body["human"][0]["categories"][0]["ai"]["weightedKappa"]
@@ -170,6 +170,6 @@ def test_panel_alpha_interval() -> None:
                  for i, s in enumerate(base)] for m in ("a", "b", "c")}
     alpha = compare_runs(named, intervals=True).alpha
     assert alpha is not None and alpha.overall is not None
-    interval = alpha.overallInterval
+    interval = alpha.overall_interval
     assert interval is not None and interval.low is not None and interval.high is not None
     assert interval.low <= alpha.overall <= interval.high < 1.0

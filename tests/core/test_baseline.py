@@ -32,7 +32,7 @@ def band(score: int) -> str:
 
 
 def scored(case_id: str, score: int, *, model: str = MODEL, sample: int = 0) -> CaseResult:
-    return CaseResult(id=case_id, status="scored", overallScore=score, band=band(score),
+    return CaseResult(id=case_id, status="scored", overall_score=score, band=band(score),
                       passed=score >= 60, judge=_meta(model, sample))
 
 
@@ -43,8 +43,8 @@ def unscored(case_id: str, reason: str = "provider error: 503 Service Unavailabl
 
 
 def _meta(model: str, sample: int) -> JudgeMeta:
-    return JudgeMeta(model=model, temperature=0.0, seed=42, sample=sample, templateId="judge",
-                     templateHash="cd" * 32, rubricHash=RUBRIC_HASH, cacheKey="ef" * 32,
+    return JudgeMeta(model=model, temperature=0.0, seed=42, sample=sample, template_id="judge",
+                     template_hash="cd" * 32, rubric_hash=RUBRIC_HASH, cache_key="ef" * 32,
                      cached=False)
 
 
@@ -72,12 +72,12 @@ def make(run_id: str | None = "r1", *, threshold: float = 0.05,
 
 def test_build_summarises_exactly() -> None:
     b = make()
-    assert b.suite == "task-eval" and b.version == 1 and b.recordedFrom == "r1"
+    assert b.suite == "task-eval" and b.version == 1 and b.recorded_from == "r1"
     assert b.score == 72.1  # 721 / 10
-    assert b.passRate == 0.8  # 55 and 47 fail
+    assert b.pass_rate == 0.8  # 55 and 47 fail
     assert list(b.cases) == sorted(SCORES)
-    assert b.cases["case-07"].overallScore == 82 and b.cases["case-07"].spread is None
-    assert b.baselineId.startswith("task-eval@") and len(b.baselineId) == len("task-eval@") + 12
+    assert b.cases["case-07"].overall_score == 82 and b.cases["case-07"].spread is None
+    assert b.baseline_id.startswith("task-eval@") and len(b.baseline_id) == len("task-eval@") + 12
 
 
 def test_mean_rounds_half_up_exactly() -> None:
@@ -85,7 +85,7 @@ def test_mean_rounds_half_up_exactly() -> None:
     items = [scored("a", 70)] + [scored(f"b{i}", 71) for i in range(7)]
     assert make(items=items).score == 70.88
     # 2 of 3 passed: 0.66666... -> 0.6667
-    assert make(items=[scored("a", 70), scored("b", 65), scored("c", 20)]).passRate == 0.6667
+    assert make(items=[scored("a", 70), scored("b", 65), scored("c", 20)]).pass_rate == 0.6667
 
 
 def test_text_roundtrip_is_byte_identical() -> None:
@@ -103,10 +103,10 @@ def test_baseline_id_ignores_the_run_and_order() -> None:
     a = make("run-aaa")
     b = build_baseline("task-eval", "task-evaluation", RUBRIC_HASH, (MODEL,),
                        list(reversed(results())), run_id="run-bbb")
-    assert a.baselineId == b.baselineId
+    assert a.baseline_id == b.baseline_id
     assert baseline_text(a) != baseline_text(b)  # recordedFrom differs
     changed = make(items=results({"case-02": 79}))
-    assert changed.baselineId != a.baselineId
+    assert changed.baseline_id != a.baseline_id
 
 
 def test_build_refuses_duplicates_and_nothing_scored() -> None:
@@ -159,78 +159,78 @@ def test_parse_rejects_a_hand_edited_score_and_bad_json() -> None:
 
 def test_same_results_no_regression() -> None:
     c = compare(make(), results())
-    assert not c.hasRegression and c.blockedReasons == ()
-    assert c.previousScore == c.currentScore == 72.1 and c.scoreDelta == 0.0
-    assert c.comparedCases == 10 and c.threshold == 0.05
-    assert c.baselineId == make().baselineId
+    assert not c.has_regression and c.blocked_reasons == ()
+    assert c.previous_score == c.current_score == 72.1 and c.score_delta == 0.0
+    assert c.compared_cases == 10 and c.threshold == 0.05
+    assert c.baseline_id == make().baseline_id
 
 
 def test_seeded_regression_names_the_case() -> None:
     c = compare(make(), results({"case-07": 71}))
-    assert c.hasRegression
-    assert c.regressedCases == ("case-07",)
-    assert c.blockedReasons == ("case-07: 82 → 71 (-11 points, threshold 5)",)
-    assert c.previousScore == 72.1 and c.currentScore == 71.0 and c.scoreDelta == -1.1
+    assert c.has_regression
+    assert c.regressed_cases == ("case-07",)
+    assert c.blocked_reasons == ("case-07: 82 → 71 (-11 points, threshold 5)",)
+    assert c.previous_score == 72.1 and c.current_score == 71.0 and c.score_delta == -1.1
 
 
 @pytest.mark.parametrize(("after", "regressed"), [(77, False), (76, True), (82, False)])
 def test_threshold_boundary(after: int, regressed: bool) -> None:
     # case-07 was 82: a drop of exactly 5 points is allowed, 6 is not.
     c = compare(make(), results({"case-07": after}))
-    assert c.hasRegression is regressed
-    assert (c.regressedCases == ("case-07",)) is regressed
+    assert c.has_regression is regressed
+    assert (c.regressed_cases == ("case-07",)) is regressed
 
 
 def test_threshold_override_and_exact_decimal() -> None:
     # 0.07 is 7 points exactly (binary 0.07 * 100 is 7.000000000000001)
-    assert not compare(make(), results({"case-07": 75}), threshold=0.07).hasRegression
-    assert compare(make(), results({"case-07": 74}), threshold=0.07).hasRegression
+    assert not compare(make(), results({"case-07": 75}), threshold=0.07).has_regression
+    assert compare(make(), results({"case-07": 74}), threshold=0.07).has_regression
     # the baseline's own threshold applies when none is given
     loose = make(threshold=0.2)
-    assert not compare(loose, results({"case-07": 62})).hasRegression
-    assert compare(loose, results({"case-07": 61})).hasRegression
+    assert not compare(loose, results({"case-07": 62})).has_regression
+    assert compare(loose, results({"case-07": 61})).has_regression
     c = compare(make(), results({"case-07": 79}), threshold=0.025)
-    assert c.blockedReasons == ("case-07: 82 → 79 (-3 points, threshold 2.5)",)
+    assert c.blocked_reasons == ("case-07: 82 → 79 (-3 points, threshold 2.5)",)
 
 
 def test_newly_unscored_blocks_with_reason() -> None:
     c = compare(make(), results({"case-09": unscored("case-09"),
                                  "case-03": unscored("case-03", "not in cache",
                                                      status="cache_miss")}))
-    assert c.hasRegression
-    assert c.newlyUnscored == ("case-03", "case-09")
-    assert c.blockedReasons == (
+    assert c.has_regression
+    assert c.newly_unscored == ("case-03", "case-09")
+    assert c.blocked_reasons == (
         "case-03: scored 64 → cache_miss (not in cache)",
         "case-09: scored 64 → unscored (provider error: 503 Service Unavailable)",
     )
-    assert c.comparedCases == 8 and c.regressedCases == ()
+    assert c.compared_cases == 8 and c.regressed_cases == ()
 
 
 def test_improvements_and_noise_are_reported_not_blocked() -> None:
     b = make(spreads={"case-05": 4})
     # case-05 drops 9: more than 5, within 5 + 4 -> noise; case-08 rises 10 -> improved
     c = compare(b, results({"case-05": 73, "case-08": 57, "case-01": 94}))
-    assert not c.hasRegression
+    assert not c.has_regression
     assert c.noise == ("case-05",)
-    assert c.improvedCases == ("case-08",)  # +3 on case-01 is within the threshold
+    assert c.improved_cases == ("case-08",)  # +3 on case-01 is within the threshold
     # beyond threshold + spread it is a regression again
     c = compare(b, results({"case-05": 72}))
-    assert c.regressedCases == ("case-05",) and c.noise == ()
+    assert c.regressed_cases == ("case-05",) and c.noise == ()
 
 
 def test_unscored_in_baseline_now_scored_is_improved() -> None:
     b = make(items=results({"case-04": unscored("case-04")}))
     c = compare(b, results())
-    assert c.improvedCases == ("case-04",) and not c.hasRegression
-    assert c.comparedCases == 9
+    assert c.improved_cases == ("case-04",) and not c.has_regression
+    assert c.compared_cases == 9
 
 
 def test_missing_and_new_cases_do_not_move_the_mean() -> None:
     current = [r for r in results() if r.id != "case-08"] + [scored("case-11", 5)]
     c = compare(make(), current)
-    assert c.missingCases == ("case-08",) and c.newCases == ("case-11",)
-    assert not c.hasRegression
-    assert c.previousScore == c.currentScore == round((721 - 47) / 9, 2)
+    assert c.missing_cases == ("case-08",) and c.new_cases == ("case-11",)
+    assert not c.has_regression
+    assert c.previous_score == c.current_score == round((721 - 47) / 9, 2)
 
 
 def test_mean_drop_is_a_regression_first_in_reasons() -> None:
@@ -238,18 +238,18 @@ def test_mean_drop_is_a_regression_first_in_reasons() -> None:
     items = {k: v - 5 for k, v in SCORES.items()}
     items["case-01"] = SCORES["case-01"] - 7
     c = compare(make(), results(dict(items)))
-    assert c.hasRegression
-    assert c.blockedReasons[0] == "mean score fell by 5.2 points (72.1 → 66.9, threshold 5)"
-    assert c.blockedReasons[1].startswith("case-01: 91 → 84")
-    assert c.scoreDelta == -5.2
+    assert c.has_regression
+    assert c.blocked_reasons[0] == "mean score fell by 5.2 points (72.1 → 66.9, threshold 5)"
+    assert c.blocked_reasons[1].startswith("case-01: 91 → 84")
+    assert c.score_delta == -5.2
     # exactly 5 points on the mean is allowed
     c = compare(make(), results({k: v - 5 for k, v in SCORES.items()}))
-    assert not c.hasRegression and c.scoreDelta == -5.0
+    assert not c.has_regression and c.score_delta == -5.0
 
 
 def test_reasons_sorted_by_case_id() -> None:
     c = compare(make(), results({"case-10": 60, "case-02": unscored("case-02"), "case-06": 50}))
-    ids = [r.split(":")[0] for r in c.blockedReasons if not r.startswith("mean")]
+    ids = [r.split(":")[0] for r in c.blocked_reasons if not r.startswith("mean")]
     assert ids == sorted(ids) == ["case-02", "case-06", "case-10"]
 
 
@@ -263,10 +263,10 @@ def test_check_blocks_only_when_asked() -> None:
     with pytest.raises(RegressionBlocked) as info:
         check(make(), bad)
     assert "case-07: 82 → 71" in str(info.value)
-    assert info.value.comparison.regressedCases == ("case-07",)
+    assert info.value.comparison.regressed_cases == ("case-07",)
     c = check(make(), bad, block=False)
-    assert c.hasRegression
-    assert not check(make(), results()).hasRegression
+    assert c.has_regression
+    assert not check(make(), results()).has_regression
 
 
 def test_pick_primary_takes_first_judge_first_sample() -> None:
@@ -275,12 +275,12 @@ def test_pick_primary_takes_first_judge_first_sample() -> None:
         scored("b", 50, model=other), scored("b", 60, sample=1), scored("b", 70),
         scored("a", 40, model=other),
         scored("c", 30, sample=2), scored("c", 35, sample=1),
-        CaseResult(id="d", status="scored", overallScore=99, judgedBy="deterministic"),
+        CaseResult(id="d", status="scored", overall_score=99, judged_by="deterministic"),
     ]
     picked = pick_primary(mixed, MODEL)
-    assert [(r.id, r.overallScore) for r in picked] == [("b", 70), ("c", 35), ("d", 99)]
+    assert [(r.id, r.overall_score) for r in picked] == [("b", 70), ("c", 35), ("d", 99)]
     anyone = pick_primary(mixed, None)
-    assert [(r.id, r.overallScore) for r in anyone] == [("a", 40), ("b", 50), ("c", 35),
+    assert [(r.id, r.overall_score) for r in anyone] == [("a", 40), ("b", 50), ("c", 35),
                                                        ("d", 99)]
 
 
@@ -307,8 +307,8 @@ def test_own_results_never_regress(cases: dict[str, tuple[str, int | None]], thr
     spreads = {} if spread is None else {k: spread for k in cases}
     b = make(items=items, threshold=threshold, spreads=spreads)
     c = compare(b, reversed(items))
-    assert not c.hasRegression
-    assert c.scoreDelta == 0.0 and c.previousScore == c.currentScore == b.score
-    assert c.regressedCases == c.newlyUnscored == c.noise == c.improvedCases == ()
-    assert c.missingCases == c.newCases == ()
+    assert not c.has_regression
+    assert c.score_delta == 0.0 and c.previous_score == c.current_score == b.score
+    assert c.regressed_cases == c.newly_unscored == c.noise == c.improved_cases == ()
+    assert c.missing_cases == c.new_cases == ()
     assert parse_baseline(baseline_text(b), "x.json") == b

@@ -69,8 +69,8 @@ def test_cross_validation_holds_every_case_out_once() -> None:
     rubric = load_rubric("task-evaluation")
     report = cross_validate(pairs, 5, rubric.bands, seed=4)
     assert report.cases == 30
-    assert report.before.meanAbsDiff is not None and report.after.meanAbsDiff is not None
-    assert report.after.meanAbsDiff < report.before.meanAbsDiff
+    assert report.before.mean_abs_diff is not None and report.after.mean_abs_diff is not None
+    assert report.after.mean_abs_diff < report.before.mean_abs_diff
     # folds depend on the id and the seed only
     assert [fold_of(c, 5, 4) for c in sorted(pairs)] == \
         [fold_of(c, 5, 4) for c in sorted(pairs, reverse=True)][::-1]
@@ -96,11 +96,11 @@ def test_the_core_applies_the_map_before_the_blend_and_keeps_the_judges_score() 
     det = {c.id: 80 for c in rubric.categories}
     plain = score_case(rubric, det, advisory)
     mapped = score_case(calibrated, det, advisory)
-    by = {c.category: c for c in mapped.categoryScores}
-    assert by["taskOutcomeQuality"].aiScore == 55  # stored as the judge gave it
-    assert by["taskOutcomeQuality"].finalScore == compute_final_score(80, 50)
-    assert by["agentPerformance"].finalScore == compute_final_score(80, 55)  # no map
-    assert plain.categoryScores != mapped.categoryScores
+    by = {c.category: c for c in mapped.category_scores}
+    assert by["taskOutcomeQuality"].ai_score == 55  # stored as the judge gave it
+    assert by["taskOutcomeQuality"].final_score == compute_final_score(80, 50)
+    assert by["agentPerformance"].final_score == compute_final_score(80, 55)  # no map
+    assert plain.category_scores != mapped.category_scores
     # the rubric's hash names the calibration; without one it is the file's as before
     assert rubric_hash(calibrated) != rubric_hash(rubric)
     assert "calibration" not in json.dumps(rubric.model_dump(mode="json", exclude={

@@ -42,7 +42,7 @@ def test_mean_test_is_scipys_one_sided_paired_t() -> None:
     ours = mean_test([float(d) for d in drops])
     assert ours is not None
     theirs = stats.ttest_rel(before, after, alternative="greater")
-    assert ours.pValue == pytest.approx(theirs.pvalue, rel=1e-8)
+    assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-8)
     low, high = stats.t.interval(0.95, len(drops) - 1, loc=np.mean(drops),
                                  scale=stats.sem(drops))
     assert (ours.interval.low, ours.interval.high) == (pytest.approx(low), pytest.approx(high))
@@ -52,8 +52,8 @@ def test_mean_test_of_an_exact_replay_is_the_point() -> None:
     exact = mean_test([6.0, 6.0, 6.0])
     assert exact is not None
     assert exact.interval.method == "exact" and exact.interval.low == exact.interval.high == 6
-    assert exact.pValue == 0.0
-    assert mean_test([0.0, 0.0]) is not None and mean_test([0.0, 0.0]).pValue == 1.0  # type: ignore[union-attr]
+    assert exact.p_value == 0.0
+    assert mean_test([0.0, 0.0]) is not None and mean_test([0.0, 0.0]).p_value == 1.0  # type: ignore[union-attr]
     assert mean_test([]) is None
 
 

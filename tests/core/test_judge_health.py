@@ -13,11 +13,11 @@ HEALTHY = ("The fix is covered by six unit tests and the review approved it.",
 
 def _case(n: int, scores: tuple[int, ...], rationales: tuple[str, ...],
           judged_by: str = "llm") -> CaseResult:
-    cats = tuple(CategoryScore(category=f"c{i}", aiScore=s, finalScore=s, weight=0.5,
+    cats = tuple(CategoryScore(category=f"c{i}", ai_score=s, final_score=s, weight=0.5,
                                rationale=r, evidence=("commits:abc123",))
                  for i, (s, r) in enumerate(zip(scores, rationales, strict=True)))
-    return CaseResult(id=f"case-{n}", judgedBy=judged_by, status="scored", overallScore=50,
-                      band="weak", passed=False, categoryScores=cats)
+    return CaseResult(id=f"case-{n}", judged_by=judged_by, status="scored", overall_score=50,
+                      band="weak", passed=False, category_scores=cats)
 
 
 def _health(cases: list[CaseResult], template: str = ""):  # type: ignore[no-untyped-def]
@@ -31,7 +31,7 @@ def test_a_judge_that_answers_zero_is_named_constant() -> None:
     health = _health([_case(n, (0, 0), HEALTHY[:2]) for n in range(4)])
     assert health is not None and health.degenerate
     assert health.problems == ("constant AI scores: all 8 are 0",)
-    assert (health.distinctScores, health.topScore, health.topShare) == (1, 0, 1.0)
+    assert (health.distinct_scores, health.top_score, health.top_share) == (1, 0, 1.0)
 
 
 def test_near_constant_placeholders_short_and_citation_only() -> None:
@@ -45,8 +45,8 @@ def test_near_constant_placeholders_short_and_citation_only() -> None:
         "near-constant AI scores: 9 of 10 are 0",
         "5 of 10 rationales repeat the prompt template (placeholder or instruction text)",
         "4 of 10 rationales are shorter than 4 words")  # 1 citation-only: under the share
-    assert health.shortRationales == 4 and health.citationsOnly == 1 \
-        and health.templateText == 5
+    assert health.short_rationales == 4 and health.citations_only == 1 \
+        and health.template_text == 5
 
 
 def test_a_judge_that_varies_and_explains_is_healthy() -> None:

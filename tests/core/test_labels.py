@@ -94,7 +94,7 @@ def test_next_deals_across_bands_and_puts_judge_disagreement_first() -> None:
 
     def res(cid: str, score: int) -> CaseResult:
         from judge.core.scoring import band_for
-        return CaseResult(id=cid, status="scored", overallScore=score,
+        return CaseResult(id=cid, status="scored", overall_score=score,
                           band=band_for(score, rubric.bands))
 
     results = [res(f"f{i}", 10 + i) for i in range(5)] + [res("e1", 95), res("e2", 91),

@@ -54,9 +54,9 @@ async def test_the_client_itemises_what_it_sent(fake_server: Any) -> None:
     finally:
         await aclose_clients()
     counts = client.ledger
-    assert (counts.requests, counts.repairTurns, counts.fallbacks) == (2, 1, 0)
+    assert (counts.requests, counts.repair_turns, counts.fallbacks) == (2, 1, 0)
     assert counts.retries == {"5xx": 1, "429": 1}
-    assert client.attempts == 2 + 1 + 2 == counts.requests + counts.repairTurns + 2
+    assert client.attempts == 2 + 1 + 2 == counts.requests + counts.repair_turns + 2
 
 
 def test_a_run_says_where_its_calls_went(fake_server: Any, workspace: Path) -> None:

@@ -76,24 +76,24 @@ def test_a_higher_rate_keeps_every_record_a_lower_one_did(ids: list[str], seed: 
 def test_status_at_exact_thresholds(failing: int, status: str) -> None:
     result = evaluate(records(100, failing=failing), everything())
     assert result.status == status
-    assert result.passRate == (100 - failing) / 100
+    assert result.pass_rate == (100 - failing) / 100
     assert result.seen == result.sampled == 100
 
 
 def test_thresholds_are_exact_decimals() -> None:
     # 17/20 == 0.85 exactly; no binary-float drift makes it a warning
     result = evaluate(records(20, failing=3), everything())
-    assert result.status == "healthy" and result.passRate == 0.85
+    assert result.status == "healthy" and result.pass_rate == 0.85
     result = evaluate(records(60, failing=9), everything(warning_below=0.85))
     assert result.status == "healthy"
 
 
 def test_insufficient_below_min_samples() -> None:
     result = evaluate(records(19, failing=19), everything())
-    assert result.status == "insufficient" and result.passRate == 0.0
+    assert result.status == "insufficient" and result.pass_rate == 0.0
     assert evaluate(records(20, failing=20), everything()).status == "critical"
     empty = evaluate([], everything())
-    assert empty.status == "insufficient" and empty.passRate is None and empty.seen == 0
+    assert empty.status == "insufficient" and empty.pass_rate is None and empty.seen == 0
     # unscored samples do not count towards the minimum
     data = records(10) + [{"id": f"u{i}", "status": "unscored"} for i in range(30)]
     result = evaluate(data, everything())
@@ -124,7 +124,7 @@ def test_evaluate_counts_the_sample_only() -> None:
     assert result.seen == 1000 and result.sampled == len(kept)
     assert result.passed == sum(1 for r in kept if r["overallScore"] >= 60)
     assert result.passed + result.failed == result.sampled
-    assert result.sampleRate == 0.25 and result.seed == 4 and result.passScore == 60
+    assert result.sample_rate == 0.25 and result.seed == 4 and result.pass_score == 60
 
 
 def test_config_validates() -> None:

@@ -147,10 +147,10 @@ def test_first_position_judge_flips_every_pair_into_a_tie() -> None:
     assert judge.calls == 2 * len(suite.cases)
     assert [r.result for r in results] == ["tie"] * len(suite.cases)
     assert all(r.flipped for r in results)
-    assert summary.flipRate == 1.0 and summary.flips == summary.judged == len(suite.cases)
-    assert summary.ties == len(suite.cases) and summary.winsA == summary.winsB == 0
-    assert summary.positionOneWins == 2 * len(suite.cases) and summary.positionTwoWins == 0
-    assert summary.positionOneWinRate == 1.0
+    assert summary.flip_rate == 1.0 and summary.flips == summary.judged == len(suite.cases)
+    assert summary.ties == len(suite.cases) and summary.wins_a == summary.wins_b == 0
+    assert summary.position_one_wins == 2 * len(suite.cases) and summary.position_two_wins == 0
+    assert summary.position_one_win_rate == 1.0
     for r in results:
         assert [(v.order, v.first, v.winner, v.outcome) for v in r.verdicts] == [
             (1, "A", "1", "A"), (2, "B", "1", "B")]
@@ -164,13 +164,13 @@ def test_consistent_judge_never_flips_and_picks_the_right_winner() -> None:
     assert {r.id: r.result for r in results} == {
         "a-better": "A", "b-better": "B", "neither": "tie", "b-again": "B"}
     assert not any(r.flipped for r in results)
-    assert summary.flipRate == 0.0 and summary.flips == 0
-    assert (summary.winsA, summary.winsB, summary.ties) == (1, 2, 1)
+    assert summary.flip_rate == 0.0 and summary.flips == 0
+    assert (summary.wins_a, summary.wins_b, summary.ties) == (1, 2, 1)
     # Position 1 won exactly as often as position 2: no position bias.
-    assert summary.positionOneWins == summary.positionTwoWins == 3
-    assert summary.positionOneWinRate == 0.5 and summary.positionTies == 2
+    assert summary.position_one_wins == summary.position_two_wins == 3
+    assert summary.position_one_win_rate == 0.5 and summary.position_ties == 2
     # b-again is labelled "a" on purpose: 3 of the 4 labelled pairs agree.
-    assert (summary.labelled, summary.agreements, summary.humanAgreement) == (4, 3, 0.75)
+    assert (summary.labelled, summary.agreements, summary.human_agreement) == (4, 3, 0.75)
     assert [r.agrees for r in results] == [True, True, True, False]
 
 
@@ -193,9 +193,9 @@ def test_cache_hits_make_no_calls_and_offline_replays_the_same(tmp_path: Path) -
 
 def test_cache_key_depends_on_the_order_and_the_seed(tmp_path: Path) -> None:
     suite = _suite()
-    keys = {v.cacheKey for r in _judge(suite, MarkerJudge()) for v in r.verdicts}
+    keys = {v.cache_key for r in _judge(suite, MarkerJudge()) for v in r.verdicts}
     assert len(keys) == 2 * len(suite.cases)
-    other = {v.cacheKey for r in _judge(suite, MarkerJudge(), settings=JudgeSettings(seed=7))
+    other = {v.cache_key for r in _judge(suite, MarkerJudge(), settings=JudgeSettings(seed=7))
              for v in r.verdicts}
     assert keys.isdisjoint(other)
 
@@ -209,7 +209,7 @@ def test_invalid_reply_gets_one_repair_turn_then_is_cached(tmp_path: Path) -> No
         [result] = _judge(suite, judge, cache)
         assert len(cache) == 2
     assert judge.calls == 3
-    repaired = next(v for v in result.verdicts if v.repairTurns)
+    repaired = next(v for v in result.verdicts if v.repair_turns)
     assert repaired.status == "judged" and repaired.rationale == "fixed"
     repair_turn = next(msgs for msgs in judge.seen if len(msgs) == 4)
     assert repair_turn[-1]["role"] == "user" and "winner" in repair_turn[-1]["content"]
@@ -230,7 +230,7 @@ def test_still_invalid_or_provider_error_is_unscored_with_reason_and_not_cached(
     assert reasons[1].startswith("provider error: HTTP 503")
     assert "order 1" in (result.reason or "") and "order 2" in (result.reason or "")
     summary = summarize([result])
-    assert summary.unscored == 1 and summary.judged == 0 and summary.flipRate is None
+    assert summary.unscored == 1 and summary.judged == 0 and summary.flip_rate is None
 
 
 def test_offline_without_cache_is_a_miss_per_order(tmp_path: Path) -> None:
@@ -239,7 +239,7 @@ def test_offline_without_cache_is_a_miss_per_order(tmp_path: Path) -> None:
     assert all(r.status == "cache_miss" for r in results)
     assert all(v.reason and v.reason.startswith("not in the cache") for r in results
                for v in r.verdicts)
-    assert summarize(results).cacheMisses == len(results)
+    assert summarize(results).cache_misses == len(results)
 
 
 # --- pure logic -------------------------------------------------------------------------------
@@ -254,7 +254,7 @@ def test_positions_map_back_to_outputs(order: Any, winner: Any, outcome: str) ->
 
 def _verdict(order: Any, winner: Any) -> OrderVerdict:
     return OrderVerdict(order=order, first="A" if order == 1 else "B", status="judged",
-                        winner=winner, outcome=order_outcome(order, winner), cacheKey="k")
+                        winner=winner, outcome=order_outcome(order, winner), cache_key="k")
 
 
 @pytest.mark.parametrize(("w1", "w2", "result", "flipped"), [

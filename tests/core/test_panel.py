@@ -67,20 +67,20 @@ def test_headline_follows_panel_then_samples_then_first_judge() -> None:
 
 def _meta(model: str, sample: int = 0, *, cached: bool = False, tokens: int = 10) -> JudgeMeta:
     return JudgeMeta(model=model, temperature=0.0, seed=42 + sample, sample=sample,
-                     templateId="judge", templateHash="t" * 64, rubricHash="r" * 64,
-                     cacheKey=f"{model}-{sample}", cached=cached, promptTokens=tokens,
-                     completionTokens=1, costUsd=None)
+                     template_id="judge", template_hash="t" * 64, rubric_hash="r" * 64,
+                     cache_key=f"{model}-{sample}", cached=cached, prompt_tokens=tokens,
+                     completion_tokens=1, cost_usd=None)
 
 
 def _result(model: str, ai: dict[str, int], sample: int = 0, *, cached: bool = False,
             status: str = "scored") -> CaseResult:
-    cats = tuple(CategoryScore(category=c.id, deterministicScore=60, aiScore=ai[c.id],
-                               finalScore=compute_final_score(60, ai[c.id]), weight=c.weight,
+    cats = tuple(CategoryScore(category=c.id, deterministic_score=60, ai_score=ai[c.id],
+                               final_score=compute_final_score(60, ai[c.id]), weight=c.weight,
                                evidence=(f"e-{model}",))
                  for c in RUBRIC.categories) if ai else ()
     return CaseResult(id="case-1", status=status,
-                      overallScore=60 if status == "scored" else None,
-                      categoryScores=cats if status == "scored" else (),
+                      overall_score=60 if status == "scored" else None,
+                      category_scores=cats if status == "scored" else (),
                       judge=_meta(model, sample, cached=cached),
                       reason=None if status == "scored" else "judge failed")
 
@@ -101,14 +101,14 @@ def test_panel_aggregate_scores_the_combined_ai_with_the_core() -> None:
         ("panel:median", 0, "median")
     assert panel.judge.members == ("a#0", "b#0")
     assert panel.judge.cached is False            # one member paid
-    assert panel.judge.promptTokens == 20         # summed
-    assert panel.judge.cacheKey == ""
-    by = {c.category: c for c in panel.categoryScores}
-    assert by["agentPerformance"].aiScore == 48   # 47.5 -> 48
-    assert by["taskOutcomeQuality"].aiScore == 76  # 75.5 -> 76
-    assert by["processCompliance"].aiScore == 1   # 0.5 -> 1
-    for c in panel.categoryScores:
-        assert c.finalScore == compute_final_score(60, c.aiScore or 0)
+    assert panel.judge.prompt_tokens == 20         # summed
+    assert panel.judge.cache_key == ""
+    by = {c.category: c for c in panel.category_scores}
+    assert by["agentPerformance"].ai_score == 48   # 47.5 -> 48
+    assert by["taskOutcomeQuality"].ai_score == 76  # 75.5 -> 76
+    assert by["processCompliance"].ai_score == 1   # 0.5 -> 1
+    for c in panel.category_scores:
+        assert c.final_score == compute_final_score(60, c.ai_score or 0)
         assert c.rationale.startswith("panel median of 2 judges: a ")
         assert set(c.evidence) == {"e-a", "e-b"}
     assert panel.spread is None                   # no samples: no measured noise
@@ -119,7 +119,7 @@ def test_aggregate_of_a_failed_member_is_unscored_and_of_a_miss_is_a_miss() -> N
     bad = _result("b", {}, status="unscored")
     (panel,) = case_aggregates({("a", 0): ok, ("b", 0): bad}, RUBRIC, SIGNALS, BASE_META,
                                models=["a", "b"], samples=1, panel="median")
-    assert panel.status == "unscored" and panel.overallScore is None
+    assert panel.status == "unscored" and panel.overall_score is None
     assert "b#0 is unscored" in (panel.reason or "")
     miss = CaseResult(id="case-1", status="cache_miss", reason="not in the cache")
     (panel,) = case_aggregates({("a", 0): ok, ("b", 0): miss}, RUBRIC, SIGNALS, BASE_META,
@@ -138,18 +138,18 @@ def test_sample_aggregate_keeps_the_spread_and_the_panel_takes_the_largest() -> 
     agg_a, agg_b, panel = case_aggregates(judged, RUBRIC, SIGNALS, BASE_META,
                                           models=["a", "b"], samples=3, panel="median")
     assert agg_a.judge is not None and (agg_a.judge.model, agg_a.judge.sample) == ("a", -1)
-    cats = {c.category: c for c in agg_a.categoryScores}
-    assert cats["agentPerformance"].aiScore == 20 and cats["agentPerformance"].spread == 20
-    assert cats["taskOutcomeQuality"].aiScore == 70 and cats["taskOutcomeQuality"].spread == 40
+    cats = {c.category: c for c in agg_a.category_scores}
+    assert cats["agentPerformance"].ai_score == 20 and cats["agentPerformance"].spread == 20
+    assert cats["taskOutcomeQuality"].ai_score == 70 and cats["taskOutcomeQuality"].spread == 40
     assert cats["processCompliance"].spread == 0
     assert cats["agentPerformance"].rationale == "median of 3 samples: 10, 30, 20"
     assert agg_a.spread == 0  # _result gives every sample overall 60
     assert panel.judge is not None and panel.judge.members == ("a#-1", "b#-1")
-    pcats = {c.category: c for c in panel.categoryScores}
-    assert pcats["agentPerformance"].aiScore == 21   # median of 20 and 22
+    pcats = {c.category: c for c in panel.category_scores}
+    assert pcats["agentPerformance"].ai_score == 21   # median of 20 and 22
     assert pcats["taskOutcomeQuality"].spread == 40  # largest member spread
     report = stability([*judged.values(), agg_a, agg_b, panel])
-    assert report.cases == 1 and report.stable == 1 and report.medianSpread == 0.0
+    assert report.cases == 1 and report.stable == 1 and report.median_spread == 0.0
 
 
 # -- end to end ---------------------------------------------------------------------------

@@ -162,7 +162,7 @@ def test_custom_rubric_blend_applies() -> None:
                    "blend: {deterministic: 0.5, ai: 0.5}")
     assert compute_final_score(76, 77, rub.blend_for("agentPerformance")) == 77  # 76.5
     cat = score_category(rub, "agentPerformance", 76, AdvisoryScore(score=77))
-    assert cat.finalScore == 77 and cat.rule == "blend"
+    assert cat.final_score == 77 and cat.rule == "blend"
 
 
 def test_round_half_up() -> None:
@@ -289,31 +289,31 @@ def test_category_score_has_seed_fields() -> None:
 
 def test_missing_deterministic_uses_ai_only() -> None:
     cat = score_category(TASK, "agentPerformance", None, AdvisoryScore(score=71))
-    assert (cat.rule, cat.finalScore, cat.band) == ("ai_only", 71, "acceptable")
-    assert cat.deterministicScore is None and cat.aiScore == 71
+    assert (cat.rule, cat.final_score, cat.band) == ("ai_only", 71, "acceptable")
+    assert cat.deterministic_score is None and cat.ai_score == 71
 
 
 def test_missing_ai_uses_deterministic_only() -> None:
     cat = score_category(TASK, "agentPerformance", 64, None)
-    assert (cat.rule, cat.finalScore, cat.band) == ("deterministic_only", 64, "acceptable")
-    assert cat.aiScore is None
+    assert (cat.rule, cat.final_score, cat.band) == ("deterministic_only", 64, "acceptable")
+    assert cat.ai_score is None
 
 
 def test_missing_both_is_unscored() -> None:
     cat = score_category(TASK, "agentPerformance", None, None)
-    assert (cat.rule, cat.finalScore, cat.band) == ("unscored", None, None)
+    assert (cat.rule, cat.final_score, cat.band) == ("unscored", None, None)
 
 
 def test_missing_policy_unscored() -> None:
     rub = _variant(TASK_TEXT, "  deterministic: ai_only ", "  deterministic: unscored ")
     cat = score_category(rub, "agentPerformance", None, AdvisoryScore(score=71))
-    assert (cat.rule, cat.finalScore) == ("unscored", None)
+    assert (cat.rule, cat.final_score) == ("unscored", None)
     rub = _variant(TASK_TEXT, "  ai: deterministic_only ", "  ai: unscored ")
     cat = score_category(rub, "agentPerformance", 64, None)
-    assert (cat.rule, cat.finalScore) == ("unscored", None)
+    assert (cat.rule, cat.final_score) == ("unscored", None)
     # with both present the blend still applies
     cat = score_category(rub, "agentPerformance", 75, AdvisoryScore(score=80))
-    assert (cat.rule, cat.finalScore) == ("blend", 77)
+    assert (cat.rule, cat.final_score) == ("blend", 77)
 
 
 def test_case_rules_recorded_per_category() -> None:
@@ -321,11 +321,11 @@ def test_case_rules_recorded_per_category() -> None:
                                "processCompliance": 90},
                         {"agentPerformance": AdvisoryScore(score=70),
                          "taskOutcomeQuality": AdvisoryScore(score=66)})
-    rules = {c.category: (c.rule, c.finalScore) for c in result.categoryScores}
+    rules = {c.category: (c.rule, c.final_score) for c in result.category_scores}
     assert rules == {"agentPerformance": ("blend", 77), "taskOutcomeQuality": ("ai_only", 66),
                      "processCompliance": ("deterministic_only", 90)}
     # 77*0.30 + 66*0.45 + 90*0.25 = 23.1 + 29.7 + 22.5 = 75.3
-    assert result.status == "scored" and result.overallScore == 75 and result.band == "strong"
+    assert result.status == "scored" and result.overall_score == 75 and result.band == "strong"
     assert result.passed is True
 
 
@@ -333,10 +333,10 @@ def test_partial_unscored_makes_case_unscored() -> None:
     result = score_case(TASK, {"agentPerformance": 80, "taskOutcomeQuality": 70},
                         {"agentPerformance": AdvisoryScore(score=70)}, reason="judge failed")
     assert result.status == "unscored"
-    assert result.overallScore is None and result.band is None and result.passed is None
+    assert result.overall_score is None and result.band is None and result.passed is None
     assert result.reason is not None
     assert "processCompliance" in result.reason and "judge failed" in result.reason
-    by = {c.category: c.rule for c in result.categoryScores}
+    by = {c.category: c.rule for c in result.category_scores}
     assert by["processCompliance"] == "unscored"
 
 
@@ -344,8 +344,8 @@ def test_partial_renormalize_uses_present_weights() -> None:
     rub = _variant(TASK_TEXT, "partial: unscored ", "partial: renormalize ")
     result = score_case(rub, {"agentPerformance": 80, "taskOutcomeQuality": 90}, None)
     # (80*0.30 + 90*0.45) / 0.75 = 64.5 / 0.75 = 86
-    assert result.status == "scored" and result.overallScore == 86
-    assert [c.rule for c in result.categoryScores] == [
+    assert result.status == "scored" and result.overall_score == 86
+    assert [c.rule for c in result.category_scores] == [
         "deterministic_only", "deterministic_only", "unscored"]
     finals = {"agentPerformance": 85, "processCompliance": 90}
     # (25.5 + 22.5) / 0.55 = 87.27 -> 87
@@ -356,7 +356,7 @@ def test_partial_renormalize_uses_present_weights() -> None:
 def test_nothing_scored_is_unscored_even_when_renormalizing() -> None:
     rub = _variant(TASK_TEXT, "partial: unscored ", "partial: renormalize ")
     result = score_case(rub, {}, None)
-    assert result.status == "unscored" and result.overallScore is None
+    assert result.status == "unscored" and result.overall_score is None
 
 
 def test_score_case_rejects_unknown_categories() -> None:
@@ -377,7 +377,7 @@ def _levels_case(levels: dict[str, str]) -> tuple[int | None, bool | None, str]:
     advisory = {k: AdvisoryScore(score=level_score(RESEARCH, v), level=v)
                 for k, v in levels.items()}
     result = score_case(RESEARCH, {}, advisory)
-    return result.overallScore, result.passed, result.status
+    return result.overall_score, result.passed, result.status
 
 
 @pytest.mark.parametrize(("level", "value"), sorted(LEVEL_VALUES.items()))
@@ -398,7 +398,7 @@ def test_levels_weighted_average() -> None:
     assert _levels_case(levels) == (73, True, "scored")
     advisory = {k: AdvisoryScore(score=level_score(RESEARCH, v), level=v)
                 for k, v in levels.items()}
-    cats = score_case(RESEARCH, {}, advisory).categoryScores
+    cats = score_case(RESEARCH, {}, advisory).category_scores
     assert all(c.rule == "ai_only" for c in cats)
     assert [c.level for c in cats] == list(levels.values())
 
@@ -468,10 +468,10 @@ def test_category_final_is_int_or_none(det: int | None, ai: int | None) -> None:
     cat = score_category(TASK, "processCompliance", det,
                          AdvisoryScore(score=ai) if ai is not None else None)
     if det is None and ai is None:
-        assert cat.finalScore is None and cat.rule == "unscored"
+        assert cat.final_score is None and cat.rule == "unscored"
     else:
-        assert type(cat.finalScore) is int and 0 <= cat.finalScore <= 100
-        assert cat.band == band_for(cat.finalScore)
+        assert type(cat.final_score) is int and 0 <= cat.final_score <= 100
+        assert cat.band == band_for(cat.final_score)
 
 
 @PROPS
@@ -479,15 +479,15 @@ def test_category_final_is_int_or_none(det: int | None, ai: int | None) -> None:
        ai=st.dictionaries(st.sampled_from(CATS), SCORES))
 def test_case_overall_matches_category_finals(det: dict[str, int], ai: dict[str, int]) -> None:
     result = score_case(TASK, det, {k: AdvisoryScore(score=v) for k, v in ai.items()})
-    finals = {c.category: c.finalScore for c in result.categoryScores}
+    finals = {c.category: c.final_score for c in result.category_scores}
     if all(v is not None for v in finals.values()):
         assert result.status == "scored"
-        assert result.overallScore == compute_overall_score(
+        assert result.overall_score == compute_overall_score(
             {k: v for k, v in finals.items() if v is not None}, TASK)
-        assert result.passed == (result.overallScore is not None
-                                 and result.overallScore >= TASK.pass_score)
+        assert result.passed == (result.overall_score is not None
+                                 and result.overall_score >= TASK.pass_score)
     else:
-        assert result.status == "unscored" and result.overallScore is None
+        assert result.status == "unscored" and result.overall_score is None
 
 
 DECIMALS = st.integers(min_value=0, max_value=1000).map(lambda n: n / 1000)

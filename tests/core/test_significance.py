@@ -24,12 +24,12 @@ NOISE = SideNoise(sd=8.0, df=20, source="test: sd 8")
 
 def _result(cid: str, score: int, key: str, *, cached: bool = False, sample: int = 0,
             ai: int | None = None) -> CaseResult:
-    meta = JudgeMeta(model="m", temperature=0.0, seed=sample, sample=sample, templateId="t",
-                     templateHash="th", rubricHash="rh", cacheKey=key, cached=cached)
-    cats = () if ai is None else (CategoryScore(category="q", aiScore=ai, finalScore=score,
+    meta = JudgeMeta(model="m", temperature=0.0, seed=sample, sample=sample, template_id="t",
+                     template_hash="th", rubric_hash="rh", cache_key=key, cached=cached)
+    cats = () if ai is None else (CategoryScore(category="q", ai_score=ai, final_score=score,
                                                 weight=1.0),)
-    return CaseResult(id=cid, status="scored", overallScore=score, band="b", passed=True,
-                      judge=meta, categoryScores=cats)
+    return CaseResult(id=cid, status="scored", overall_score=score, band="b", passed=True,
+                      judge=meta, category_scores=cats)
 
 
 def _noisy_pair(n: int, trial: int, shift: int = 0) -> tuple[list[CaseResult], list[CaseResult]]:
@@ -52,44 +52,44 @@ def test_same_judge_other_seed_is_not_a_regression_but_the_exact_rule_says_it_is
     before, after = _noisy_pair(60, trial=1)
     baseline = _baseline(before)
     exact = compare(baseline, after)
-    assert exact.hasRegression and len(exact.regressedCases) > 5
+    assert exact.has_regression and len(exact.regressed_cases) > 5
     verdict = statistical_compare(baseline, after, before=NOISE, after=NOISE)
-    assert not verdict.hasRegression and verdict.regressedCases == ()
+    assert not verdict.has_regression and verdict.regressed_cases == ()
     test = verdict.test
     assert test is not None and test.rule == "statistical" and test.interval is not None
-    assert test.interval.low < test.meanDrop < test.interval.high
+    assert test.interval.low < test.mean_drop < test.interval.high
     assert "t test" in test.test and "sd 8" in test.test
-    assert set(verdict.noise) >= set(exact.regressedCases)
+    assert set(verdict.noise) >= set(exact.regressed_cases)
 
 
 def test_a_real_drop_of_ten_is_caught_with_its_interval() -> None:
     before, after = _noisy_pair(60, trial=2, shift=10)
     verdict = statistical_compare(_baseline(before), after, before=NOISE, after=NOISE)
-    assert verdict.hasRegression
-    assert verdict.blockedReasons[0].startswith("mean score fell by")
-    assert verdict.test is not None and verdict.test.lowerBound is not None
-    assert 5 < verdict.test.meanDrop and verdict.test.lowerBound > 0
+    assert verdict.has_regression
+    assert verdict.blocked_reasons[0].startswith("mean score fell by")
+    assert verdict.test is not None and verdict.test.lower_bound is not None
+    assert 5 < verdict.test.mean_drop and verdict.test.lower_bound > 0
 
 
 def test_gate_mean_test_is_scipys_paired_t() -> None:
     before, after = _noisy_pair(40, trial=3, shift=4)
     verdict = statistical_compare(_baseline(before), after, before=NOISE, after=NOISE)
-    b = [r.overallScore for r in before]
-    a = [r.overallScore for r in after]
+    b = [r.overall_score for r in before]
+    a = [r.overall_score for r in after]
     assert verdict.test is not None
-    assert verdict.test.pValue == pytest.approx(
+    assert verdict.test.p_value == pytest.approx(
         stats.ttest_rel(b, a, alternative="greater").pvalue, rel=1e-8)
 
 
 def test_pure_replay_is_the_exact_rule_unchanged() -> None:
     before, _ = _noisy_pair(30, trial=4)
     baseline = _baseline(before)
-    replay = [_result(r.id, max((r.overallScore or 0) - 7, 0), f"b{i}", cached=True)
+    replay = [_result(r.id, max((r.overall_score or 0) - 7, 0), f"b{i}", cached=True)
               for i, r in enumerate(before)]
     verdict = statistical_compare(baseline, replay, before=NOISE, after=NOISE)
     assert verdict.test is not None and verdict.test.rule == "exact-replay"
     assert verdict.model_copy(update={"test": None}) == compare(baseline, replay)
-    assert verdict.hasRegression  # a real, exact 7-point drop of every case
+    assert verdict.has_regression  # a real, exact 7-point drop of every case
 
 
 def test_no_noise_estimate_falls_back_to_the_exact_rule_loudly() -> None:
@@ -107,7 +107,7 @@ def test_false_alarms_and_listings_stay_within_the_rates() -> None:
     for trial in range(200):
         before, after = _noisy_pair(30, trial=100 + trial)
         blocked += statistical_compare(_baseline(before), after, before=NOISE,
-                                       after=NOISE).hasRegression
+                                       after=NOISE).has_regression
     assert blocked <= 16, blocked
 
 

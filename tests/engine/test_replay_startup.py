@@ -102,7 +102,7 @@ def test_the_report_counts_what_the_store_holds(fake_server: Any, workspace: Pat
     report = run_suite(offline, RunRequest(suite=suite, check=False))
     with offline.open_store() as store:
         stored = list(store.iter_results(report.run.id))
-    llm = [r for r in stored if r.judgedBy == "llm"]
+    llm = [r for r in stored if r.judged_by == "llm"]
     unscored = [r for r in llm if r.status != "scored"]
     assert unscored and len(unscored) < len(llm)  # both kinds, or the test proves nothing
     assert report.scored_llm == len(llm) - len(unscored)

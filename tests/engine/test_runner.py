@@ -78,9 +78,9 @@ def cache(tmp_path: Path) -> Iterator[JudgmentCache]:
 
 def _plan(rubric: Rubric, models: tuple[str, ...] = ("m/a",), *,
           concurrency: int = 4) -> RunPlan:
-    info = RunInfo(id="run-1", suite="s", rubric=rubric.id, rubricHash=rubric_hash(rubric),
-                   models=models, seed=42, temperature=0.0, templateId="judge",
-                   templateHash="t", createdAt=NOW, panel="median" if len(models) > 1 else None)
+    info = RunInfo(id="run-1", suite="s", rubric=rubric.id, rubric_hash=rubric_hash(rubric),
+                   models=models, seed=42, temperature=0.0, template_id="judge",
+                   template_hash="t", created_at=NOW, panel="median" if len(models) > 1 else None)
     return RunPlan(run=info, rubric=rubric, rubric_hash=rubric_hash(rubric), models=models,
                    settings=JudgeSettings(output_mode="prompt"), concurrency=concurrency)
 
@@ -113,7 +113,7 @@ def test_cache_hits_resolve_while_every_call_slot_is_taken(
                                                cache, Model(gate), Sink(), seen), timeout=30)
 
     outcome = asyncio.run(go())
-    assert outcome.run.totals.cacheHits == len(warm)
+    assert outcome.run.totals.cache_hits == len(warm)
     assert outcome.run.totals.calls == 1 and outcome.run.status == "complete"
 
 

@@ -143,8 +143,8 @@ def _overall_after(case: dict[str, Any], drop: int) -> int:
     det = {c["category"]: max(0, c["deterministicScore"] - drop) for c in case["categoryScores"]}
     advisory = {c["category"]: AdvisoryScore(score=c["aiScore"]) for c in case["categoryScores"]}
     score = score_case(rubric, det, advisory)
-    assert score.overallScore is not None
-    return score.overallScore
+    assert score.overall_score is not None
+    return score.overall_score
 
 
 def test_gate_reports_a_drop_within_the_measured_spread_as_noise(fake_server: Any,

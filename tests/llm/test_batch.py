@@ -78,8 +78,8 @@ def entries(ws: Workspace) -> dict[str, dict[str, Any]]:
 
 
 def verdict(r: CaseResult) -> Any:
-    return (r.status, r.overallScore, r.band, r.passed,
-            [(c.category, c.aiScore, c.finalScore, c.band) for c in r.categoryScores])
+    return (r.status, r.overall_score, r.band, r.passed,
+            [(c.category, c.ai_score, c.final_score, c.band) for c in r.category_scores])
 
 
 def until_done(ws: Workspace, job_id: str) -> list[str]:
@@ -122,31 +122,31 @@ def test_batch_run_equals_live_run(tmp_path: Path, server: Any) -> None:
         assert a[key]["request"] == b[key]["request"]
         assert [t["text"] for t in a[key]["turns"]] == [t["text"] for t in b[key]["turns"]]
         assert b[key]["meta"]["batchJob"] == done.job.id
-    live_results, batch_results = results(live_ws, live.run.id), results(ws, collected.job.runId
+    live_results, batch_results = results(live_ws, live.run.id), results(ws, collected.job.run_id
                                                                           or "")
     assert {k: verdict(v) for k, v in live_results.items()} == \
         {k: verdict(v) for k, v in batch_results.items()}
 
     # The ledger: every judgment billed at the batch rate, half the live price.
     t = collected.report.run.totals
-    assert (t.batchCalls, t.calls, t.judgedAnew, t.cacheHits) == (N_EQUAL, 0, N_EQUAL, 0)
-    assert t.promptTokens == live.run.totals.promptTokens
-    assert live.run.totals.costUsd is not None and t.batchCostUsd is not None
-    assert t.batchCostUsd == pytest.approx(live.run.totals.costUsd / 2, rel=1e-6)
-    assert t.costUsd == pytest.approx(t.batchCostUsd)
+    assert (t.batch_calls, t.calls, t.judged_anew, t.cache_hits) == (N_EQUAL, 0, N_EQUAL, 0)
+    assert t.prompt_tokens == live.run.totals.prompt_tokens
+    assert live.run.totals.cost_usd is not None and t.batch_cost_usd is not None
+    assert t.batch_cost_usd == pytest.approx(live.run.totals.cost_usd / 2, rel=1e-6)
+    assert t.cost_usd == pytest.approx(t.batch_cost_usd)
     # The judge's own line says the same: paid judgments, not cache hits.
     (entry,) = t.ledger.values()
-    assert (entry.judgments, entry.cacheHits) == (N_EQUAL, 0)
-    assert (entry.promptTokens, entry.completionTokens) == (t.promptTokens, t.completionTokens)
-    assert entry.costUsd == pytest.approx(t.batchCostUsd)
+    assert (entry.judgments, entry.cache_hits) == (N_EQUAL, 0)
+    assert (entry.prompt_tokens, entry.completion_tokens) == (t.prompt_tokens, t.completion_tokens)
+    assert entry.cost_usd == pytest.approx(t.batch_cost_usd)
     with ws.open_store() as store:
-        assert store.get_run(collected.job.runId or "").totals.batchCalls == N_EQUAL
+        assert store.get_run(collected.job.run_id or "").totals.batch_calls == N_EQUAL
 
     # Collecting again changes nothing; a plain run now replays without a call.
     again = collect_batch(ws, done.job.id)
     assert again.report is None and again.exit_code == 0
     replay = run_suite(ws, RunRequest(suite=suite))
-    assert replay.run.totals.cacheHits == N_EQUAL and replay.run.totals.calls == 0
+    assert replay.run.totals.cache_hits == N_EQUAL and replay.run.totals.calls == 0
     assert batch_stats(server)["batches"] >= 1 and server.stats()["requests"] == 0
     # Everything cached: --batch has nothing to send.
     nothing = submit_batch(ws, RunRequest(suite=suite))
@@ -168,14 +168,14 @@ def test_failed_and_invalid_items(tmp_path: Path, server: Any, live: bool) -> No
     ledger = collected.job.ledger
     assert ledger is not None and len(ledger.failed) == 4
     assert all("HTTP 500" in reason for reason in ledger.failed.values())
-    got = results(ws, collected.job.runId or "")
+    got = results(ws, collected.job.run_id or "")
     t = collected.report.run.totals
     if live:
         # 4 failed items asked live, 2 invalid ones repaired live: 6 calls, all scored.
-        assert ledger.repairCalls == 2 and not ledger.invalid and ledger.answered == 16
+        assert ledger.repair_calls == 2 and not ledger.invalid and ledger.answered == 16
         assert server.stats()["requests"] == 6 and t.calls == 6
         assert all(r.status == "scored" for r in got.values())
-        assert t.batchCalls == 16 and t.judgedAnew == 20
+        assert t.batch_calls == 16 and t.judged_anew == 20
     else:
         assert server.stats()["requests"] == 0 and t.calls == 0
         assert len(ledger.invalid) == 2 and ledger.answered == 14
@@ -183,7 +183,7 @@ def test_failed_and_invalid_items(tmp_path: Path, server: Any, live: bool) -> No
         assert len(unscored) == 6
         assert sum("HTTP 500" in v for v in unscored.values()) == 4
         assert sum("invalid verdict" in v for v in unscored.values()) == 2
-        assert t.batchCalls == 14
+        assert t.batch_calls == 14
 
 
 def test_expired_and_cancelled_jobs(tmp_path: Path, server: Any) -> None:
@@ -196,11 +196,11 @@ def test_expired_and_cancelled_jobs(tmp_path: Path, server: Any) -> None:
     server.reset_stats()
     expired = collect_batch(ws, done.job.id, live=False)
     assert expired.report is not None
-    unscored = [r for r in results(ws, expired.job.runId or "").values()
+    unscored = [r for r in results(ws, expired.job.run_id or "").values()
                 if r.status == "unscored"]
     assert len(unscored) == 4 and all("batch_expired" in (r.reason or "") for r in unscored)
     assert server.stats()["requests"] == 0
-    assert expired.report.run.totals.batchCalls == 6
+    assert expired.report.run.totals.batch_calls == 6
 
     make_suite(tmp_path / "b", 10)
     ws = open_ws(tmp_path / "b", server)
@@ -215,7 +215,7 @@ def test_expired_and_cancelled_jobs(tmp_path: Path, server: Any) -> None:
     assert finished.report is not None and finished.exit_code == 0
     assert server.stats()["requests"] == 5
     t = finished.report.run.totals
-    assert (t.batchCalls, t.calls, t.scored) == (5, 5, 10)
+    assert (t.batch_calls, t.calls, t.scored) == (5, 5, 10)
 
 
 def test_provider_without_batches_is_named(tmp_path: Path, server: Any) -> None:
@@ -256,12 +256,12 @@ def test_batch_results_record_cached_tokens(tmp_path: Path, server: Any) -> None
         server.set_options(prompt_cache_block=0, prompt_cache_min=1024)
     reported = server.stats()["cached_tokens"]
     assert collected.report is not None and reported > 0
-    cached = {r.judge.cacheKey: r.judge.cachedTokens
-              for r in results(ws, collected.job.runId or "").values() if r.judge is not None}
+    cached = {r.judge.cache_key: r.judge.cached_tokens
+              for r in results(ws, collected.job.run_id or "").values() if r.judge is not None}
     assert len(cached) == 6 and None not in cached.values()
     assert sum(v or 0 for v in cached.values()) == reported
     assert {k: e["turns"][0]["cachedTokens"] for k, e in entries(ws).items()} == cached
-    assert collected.job.ledger is not None and collected.job.ledger.cachedTokens == reported
+    assert collected.job.ledger is not None and collected.job.ledger.cached_tokens == reported
     totals = collected.report.run.totals  # the run's totals and its judge's line count them
-    assert totals.cachedTokens == reported
-    assert [e.cachedTokens for e in totals.ledger.values()] == [reported]
+    assert totals.cached_tokens == reported
+    assert [e.cached_tokens for e in totals.ledger.values()] == [reported]

@@ -111,7 +111,7 @@ def test_hostile_output_is_refused_reported_and_never_cached(
     collected = collect_batch(ws, job_id, live=False)
     ledger = collected.job.ledger
     assert ledger is not None and collected.report is not None
-    got = results(ws, collected.job.runId or "")
+    got = results(ws, collected.job.run_id or "")
     cached = entries(ws)
     if attack == "unknown":
         assert ledger.refused == {"f" * 64: "no request of this job has this custom_id"}

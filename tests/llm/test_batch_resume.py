@@ -47,13 +47,13 @@ def test_kill_9_between_submit_and_collect(tmp_path: Path) -> None:
         ws = Workspace.open(tmp_path, {"model": MODEL, "api_base": server.openai_base_url},
                             env={"JUDGE_API_KEY": "sk-fake"})
         job = batch_status(ws)  # the newest unfinished job: found again by its tag
-        assert job.status == "submitted" and job.jobs[0].providerJobId == "batch_fake_1"
+        assert job.status == "submitted" and job.jobs[0].provider_job_id == "batch_fake_1"
         for _ in range(5):
             done = collect_batch(ws, job.id)
             if done.report is not None:
                 break
         assert done.report is not None and done.exit_code == 0
-        assert done.report.run.totals.batchCalls == 12
+        assert done.report.run.totals.batch_calls == 12
         stats = httpx.get(f"{server.base_url}/_batch_stats").json()
         assert stats["batches"] == 1 and stats["files"] == 2  # one input file, one output
         assert server.stats()["requests"] == 0  # and no judgment asked live

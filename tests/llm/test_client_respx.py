@@ -268,7 +268,7 @@ async def test_transient_fault_leaves_case_unscored_and_uncached(
     assert route.call_count == 2
     assert result.status == "unscored"
     assert result.reason is not None and result.reason.startswith("provider error")
-    assert result.overallScore is None
+    assert result.overall_score is None
     assert len(cache) == 0
 
 
@@ -316,8 +316,8 @@ async def test_json_schema_rejected_falls_back_to_json_object(
     assert second["response_format"] == {"type": "json_object", "schema": prep.schema}
     assert first["messages"] == second["messages"]
     assert result.status == "scored"
-    assert result.judge is not None and result.judge.outputMode == "json_object"
-    entry = cache.get(result.judge.cacheKey)
+    assert result.judge is not None and result.judge.output_mode == "json_object"
+    entry = cache.get(result.judge.cache_key)
     assert entry is not None
     assert [t["outputMode"] for t in entry["turns"]] == ["json_object"]
     assert entry["request"]["outputMode"] == "auto"  # the configured mode keys the cache
@@ -368,10 +368,10 @@ async def test_malformed_reply_gets_one_repair_turn_then_scores_and_caches(
 
         assert result.status == "scored"
         assert result.judge is not None
-        assert result.judge.repairTurns == 1 and result.judge.cached is False
-        assert result.judge.promptTokens == 2500 and result.judge.completionTokens == 120
+        assert result.judge.repair_turns == 1 and result.judge.cached is False
+        assert result.judge.prompt_tokens == 2500 and result.judge.completion_tokens == 120
         assert len(cache) == 1
-        entry = cache.get(result.judge.cacheKey)
+        entry = cache.get(result.judge.cache_key)
         assert entry is not None
         assert [t["text"] for t in entry["turns"]] == [BAD_JSON, json.dumps(verdict(prep))]
 
@@ -380,9 +380,9 @@ async def test_malformed_reply_gets_one_repair_turn_then_scores_and_caches(
         assert route.call_count == 2
     assert again.status == "scored"
     assert again.judge is not None and again.judge.cached is True
-    assert again.judge.repairTurns == 1
-    assert again.overallScore == result.overallScore
-    assert again.categoryScores == result.categoryScores
+    assert again.judge.repair_turns == 1
+    assert again.overall_score == result.overall_score
+    assert again.category_scores == result.category_scores
     assert again.model_dump(exclude={"judge"}) == result.model_dump(exclude={"judge"})
 
 
@@ -395,8 +395,8 @@ async def test_still_invalid_after_repair_is_unscored_and_uncached(
     assert route.call_count == 2
     assert result.status == "unscored"
     assert result.reason is not None and "invalid verdict" in result.reason
-    assert result.judge is not None and result.judge.repairTurns == 1
-    assert result.overallScore is None
+    assert result.judge is not None and result.judge.repair_turns == 1
+    assert result.overall_score is None
     assert len(cache) == 0
 
 
@@ -440,9 +440,9 @@ async def test_model_written_overall_and_final_scores_are_ignored(
     assert finals == {"agentPerformance": 87, "taskOutcomeQuality": 83, "processCompliance": 78}
     overall = half_up(sum((finals[c] * weights[c] for c in AI), Fraction(0)))
     assert overall == 83
-    assert result.overallScore == overall != 100
-    assert {c.category: c.finalScore for c in result.categoryScores} == finals
-    assert {c.category: c.aiScore for c in result.categoryScores} == AI
+    assert result.overall_score == overall != 100
+    assert {c.category: c.final_score for c in result.category_scores} == finals
+    assert {c.category: c.ai_score for c in result.category_scores} == AI
     assert result.band == "strong"
 
 
@@ -456,12 +456,12 @@ async def test_usage_recorded_and_unknown_cost_is_none(
         result = await judge(prep, rubric, LiteLLMClient(spec()), cache)
     meta = result.judge
     assert meta is not None
-    assert meta.promptTokens == 1234 and meta.completionTokens == 56
-    assert meta.costUsd is None
-    assert meta.modelReported == "judge-x"
-    assert meta.finishReason == "stop"
-    assert meta.latencyMs is not None and meta.latencyMs >= 0
-    entry = cache.get(meta.cacheKey)
+    assert meta.prompt_tokens == 1234 and meta.completion_tokens == 56
+    assert meta.cost_usd is None
+    assert meta.model_reported == "judge-x"
+    assert meta.finish_reason == "stop"
+    assert meta.latency_ms is not None and meta.latency_ms >= 0
+    entry = cache.get(meta.cache_key)
     assert entry is not None and entry["turns"][0]["costUsd"] is None
     # The parser agrees with what was scored (no hidden second parse path).
     parsed = parse_verdict(entry["turns"][-1]["text"], rubric, prep.bundle.ids())

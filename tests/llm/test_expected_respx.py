@@ -93,15 +93,15 @@ async def test_expected_scores_from_openai_logprobs_cached_and_replayed(
     score = sent["response_format"]["json_schema"]["schema"]["properties"]["agentPerformance"]
     assert next(iter(score["properties"])) == "score"
     assert score["properties"]["score"]["enum"] == [0, 25, 50, 75, 100]
-    ai = {c.category: c.aiScore for c in result.categoryScores}
+    ai = {c.category: c.ai_score for c in result.category_scores}
     # (0.6*75 + 0.3*50) / 0.9 = 66.67 -> 67; 50; (0.5*100 + 0.5*0) = 50
     assert ai == {"agentPerformance": 67, "taskOutcomeQuality": 50, "processCompliance": 50}
-    assert result.judge is not None and result.judge.scoreMode == "expected"
+    assert result.judge is not None and result.judge.score_mode == "expected"
     # Replayed from the cache with no client: the same expected scores, from stored logprobs.
     again = await judge_prepared(prep, RUBRIC, rubric_hash(RUBRIC), OPENAI, EXPECTED, cache,
                                  None, now="2026-12-02T07:01:00Z")
     assert again.judge is not None and again.judge.cached
-    assert {c.category: c.aiScore for c in again.categoryScores} == ai
+    assert {c.category: c.ai_score for c in again.category_scores} == ai
     # The direct mode reads the written answers, under another key.
     direct = build_request(prep, OPENAI, JudgeSettings(), 0)
     assert direct.key_material() != build_request(prep, OPENAI, EXPECTED, 0).key_material()
@@ -118,4 +118,4 @@ async def test_no_logprobs_is_unscored_never_the_written_answer(
     assert route.call_count == 2  # the reply and one repair turn, both without logprobs
     assert result.status == "unscored"
     assert "no log-probabilities" in (result.reason or "")
-    assert all(c.aiScore is None for c in result.categoryScores)
+    assert all(c.ai_score is None for c in result.category_scores)

@@ -264,10 +264,10 @@ async def test_request_and_reply_shape_per_provider(name: str, preps: dict[str, 
         assert route.call_count == 1
         provider.check(sent(route.calls[0]), route.calls[0], prep)
         assert result.status == "scored", result.reason
-        assert {c.category: c.aiScore for c in result.categoryScores} == AI
-        assert result.judge is not None and result.judge.repairTurns == 0
-        assert result.judge.promptTokens is not None and result.judge.promptTokens >= 1800
-        entry = cache.get(result.judge.cacheKey)
+        assert {c.category: c.ai_score for c in result.category_scores} == AI
+        assert result.judge is not None and result.judge.repair_turns == 0
+        assert result.judge.prompt_tokens is not None and result.judge.prompt_tokens >= 1800
+        entry = cache.get(result.judge.cache_key)
         assert entry is not None and json.loads(entry["turns"][0]["text"]) == verdict(prep)
 
 
@@ -327,8 +327,8 @@ async def test_anthropic_cache_control_on_the_stable_prefix_only_on_the_wire(
         assert result.status == "scored", result.reason
         assert result.judge is not None
         unmarked = build_request(prep, provider.model, settings, 0)
-        assert result.judge.cacheKey == cache_key(unmarked.key_material())
-    assert results[1].judge is not None and results[1].judge.cacheWriteTokens == 600
+        assert result.judge.cache_key == cache_key(unmarked.key_material())
+    assert results[1].judge is not None and results[1].judge.cache_write_tokens == 600
 
 
 async def test_anthropic_marker_skipped_while_the_schema_differs_per_case(
@@ -355,12 +355,12 @@ async def test_cached_prompt_tokens_reach_the_judgment_and_the_ledger(
         client = client_for(provider)
         result = await judge(prep, rubric, client, provider.model)
     meta = result.judge
-    assert meta is not None and meta.cachedTokens == cached
-    assert meta.cacheWriteTokens == written
+    assert meta is not None and meta.cached_tokens == cached
+    assert meta.cache_write_tokens == written
     tallies: dict[str, JudgeTally] = {}
     tally(tallies, result)
     entry = build_ledger(tallies, {provider.model: client})[provider.model]
-    assert entry.cachedTokens == cached and entry.cacheWriteTokens == (written or 0)
+    assert entry.cached_tokens == cached and entry.cache_write_tokens == (written or 0)
     assert entry.calls == 1
 
 
@@ -376,8 +376,8 @@ async def test_cached_tokens_lower_the_recorded_cost(preps: dict[str, Prepared],
             mock.route(url__regex=provider.url).mock(
                 return_value=httpx.Response(200, json=openai_reply(text, cached=cached)))
             result = await judge(prep, rubric, client_for(provider), provider.model)
-        assert result.judge is not None and result.judge.costUsd is not None
-        costs.append(result.judge.costUsd)
+        assert result.judge is not None and result.judge.cost_usd is not None
+        costs.append(result.judge.cost_usd)
     full, reused = costs
     # 1024 of 1800 prompt tokens at half the input rate ($0.15/M -> $0.075/M).
     assert full - reused == pytest.approx(1024 * 0.075e-6, rel=1e-6)
@@ -415,7 +415,7 @@ async def test_stable_schema_still_refuses_an_unknown_citation(preps: dict[str, 
     assert route.call_count == 2
     assert "'commits:deadbeef0000'" in sent(route.calls[1])["messages"][-1]["content"]
     assert result.status == "scored" and result.judge is not None
-    assert result.judge.repairTurns == 1
+    assert result.judge.repair_turns == 1
 
 
 def test_stable_schema_is_its_own_request_in_the_cache_and_the_replay_index(
@@ -425,10 +425,10 @@ def test_stable_schema_is_its_own_request_in_the_cache_and_the_replay_index(
     base = {"model": ["hosted_vllm/fake-judge"], "api_base": fake_server.openai_base_url}
     warm = run_suite(Workspace.open(workspace, base, env={}),
                      RunRequest(suite=SUITE, check=False)).run.totals
-    assert (warm.cacheMisses, warm.calls) == (0, 14)  # the example's 14 LLM-judged cases
+    assert (warm.cache_misses, warm.calls) == (0, 14)  # the example's 14 LLM-judged cases
     for stable, misses in ((False, 0), (True, warm.calls)):
         ws = Workspace.open(workspace, {**base, "cache_mode": "offline",
                                         "stable_schema": stable}, env={})
         run = run_suite(ws, RunRequest(suite=SUITE, check=False)).run
-        assert (run.totals.cacheMisses, run.totals.calls) == (misses, 0)
+        assert (run.totals.cache_misses, run.totals.calls) == (misses, 0)
         assert run.settings.get("stableSchema", False) is stable  # the run says how it asked

@@ -57,7 +57,7 @@ def test_report_against_a_run_marks_the_gates_regressions() -> None:
     root, high, plain = example_runs()
     data = build_report(_ws(root), ReportRequest(run=plain, against=high, compare=(high,)))
     assert data.run.id == plain and data.rubric.id == "task-evaluation"
-    assert data.rubric.hash == data.rubric.currentHash == data.run.rubricHash
+    assert data.rubric.hash == data.rubric.current_hash == data.run.rubric_hash
     assert sum(b.count for b in data.bands) == len(data.cases) == 16
     assert [c.category for c in data.categories] == [
         "agentPerformance", "taskOutcomeQuality", "processCompliance"]
@@ -66,26 +66,26 @@ def test_report_against_a_run_marks_the_gates_regressions() -> None:
     assert against.differs["models"] == ([HIGH], [PLAIN])
     # The plain judge scores 40 lower than the +40 one: finals drop by about 12 points, past
     # the 5-point threshold, on every case a model judged; the gate says the same.
-    regressed = {m.caseId for m in against.moves if m.mark == "regressed"}
-    assert regressed == set(against.comparison.regressedCases) and len(regressed) >= 10
-    assert against.comparison.hasRegression
+    regressed = {m.case_id for m in against.moves if m.mark == "regressed"}
+    assert regressed == set(against.comparison.regressed_cases) and len(regressed) >= 10
+    assert against.comparison.has_regression
     for m in against.moves:
         if m.before is not None and m.after is not None:
             assert m.delta == m.after - m.before
-            assert m.bandFlip == (m.bandBefore != m.bandAfter)
-    assert any(m.bandFlip for m in against.moves)
+            assert m.band_flip == (m.band_before != m.band_after)
+    assert any(m.band_flip for m in against.moves)
     # The two deterministic fixtures did not move.
     assert sum(m.mark == "steady" and m.delta == 0 for m in against.moves) == 2
     agreement = data.agreement
     assert agreement is not None
     (pair,) = agreement.comparison.pairs
-    assert (pair.judgeA, pair.judgeB) == (HIGH, PLAIN)  # the compared run first: old → new
-    assert pair.aiAll.meanDiff is not None and pair.aiAll.meanDiff < -20
+    assert (pair.judge_a, pair.judge_b) == (HIGH, PLAIN)  # the compared run first: old → new
+    assert pair.ai_all.mean_diff is not None and pair.ai_all.mean_diff < -20
     (points,) = agreement.pairs
     assert len(points.points) == pair.aligned == 14
-    assert {p.caseId for p in points.points if p.flip} == {f.caseId for f in pair.bandFlips}
+    assert {p.case_id for p in points.points if p.flip} == {f.case_id for f in pair.band_flips}
     # The example suite labels its 14 LLM-judged cases: each judge against the labels.
-    assert agreement.comparison.humanLabelled == 14 and len(agreement.human) == 2
+    assert agreement.comparison.human_labelled == 14 and len(agreement.human) == 2
     assert all(len(h.points) == 14 for h in agreement.human)
 
 
@@ -94,13 +94,13 @@ def test_report_against_the_baseline(tmp_path: Path) -> None:
     data = build_report(_ws(root), ReportRequest(run=plain, baseline=True))
     assert data.against is not None and data.against.kind == "baseline"
     assert data.against.label.startswith("task-evaluation-example@")
-    assert data.against.comparison.hasRegression
+    assert data.against.comparison.has_regression
     assert data.agreement is None  # one judge, nothing compared
     # The baseline was recorded from the high run: the moves are those of --against high.
     by_run = build_report(_ws(root), ReportRequest(run=plain, against=high))
     assert by_run.against is not None
-    assert [(m.caseId, m.before, m.after, m.mark) for m in data.against.moves] == [
-        (m.caseId, m.before, m.after, m.mark) for m in by_run.against.moves]
+    assert [(m.case_id, m.before, m.after, m.mark) for m in data.against.moves] == [
+        (m.case_id, m.before, m.after, m.mark) for m in by_run.against.moves]
     empty = tmp_path / "empty"
     empty.mkdir()
     (empty / "judge.toml").write_text(f'store_url = "sqlite:///{root}/.judge/judge.db"\n')
@@ -124,7 +124,7 @@ def test_case_moves_cover_both_sides() -> None:
     root, high, plain = example_runs()
     data = build_report(_ws(root), ReportRequest(run=plain, against=high))
     assert data.against is not None
-    baseline_cases = {m.caseId for m in data.against.moves}
+    baseline_cases = {m.case_id for m in data.against.moves}
     assert baseline_cases == {r.id for r in data.cases}
     assert case_moves.__module__ == "judge.report.data"
 
@@ -209,11 +209,11 @@ def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> Non
     opened = re.findall(r'<details class="case" id="[^"]+" open>', html)
     assert len(opened) == len(data.cases) == 16
     judged = [r for r in data.cases if r.judge is not None]
-    rationale = next(cs.rationale for r in judged for cs in r.categoryScores if cs.rationale)
+    rationale = next(cs.rationale for r in judged for cs in r.category_scores if cs.rationale)
     assert html_lib.escape(rationale, quote=False) in html or rationale in html
     first = judged[0].judge
-    assert first is not None and first.promptTokens is not None
-    assert f"{first.promptTokens}+{first.completionTokens} tokens" in html
+    assert first is not None and first.prompt_tokens is not None
+    assert f"{first.prompt_tokens}+{first.completion_tokens} tokens" in html
 
 
 def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) -> None:
@@ -223,13 +223,13 @@ def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) ->
     data = build_report(_ws(root), ReportRequest(run=plain))
     suite = load_suite(root / "suite.yaml")
     assert set(data.samples) == {c.id for c in suite.cases}
-    judged = [r for r in data.cases if r.judge is not None and r.judge.cacheKey]
+    judged = [r for r in data.cases if r.judge is not None and r.judge.cache_key]
     assert judged
     html = render_report(data)
     for r in judged:
         sample = data.samples[r.id]
         case = next(c for c in suite.cases if c.id == r.id)
-        assert sample.promptSource == "cache" and [m.role for m in sample.prompt] == [
+        assert sample.prompt_source == "cache" and [m.role for m in sample.prompt] == [
             "system", "user"]
         assert sample.input == truncate(input_text(case.input), SAMPLE_LIMIT)[0]
         assert sample.output == truncate(output_text(case.output), SAMPLE_LIMIT)[0]
@@ -247,7 +247,7 @@ def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) ->
     again = build_report(_ws(copy), ReportRequest(run=plain))
     for r in judged:
         rendered = again.samples[r.id]
-        assert rendered.promptSource == "rendered" and "hashes match" in rendered.promptNote
+        assert rendered.prompt_source == "rendered" and "hashes match" in rendered.prompt_note
         assert rendered.prompt == data.samples[r.id].prompt
     # A run without its suite file: no samples, and the page says why.
     (tmp_path / "bare").mkdir()
@@ -268,12 +268,12 @@ def test_case_samples_are_bounded_and_escaped(tmp_path: Path) -> None:
     data = build_report(_ws(tmp_path), ReportRequest(run=b))
     assert set(data.samples) == {"case-000"}  # the suite's one case of the run's eight
     sample = data.samples["case-000"]
-    assert sample.outputCut and len(sample.output) == SAMPLE_LIMIT
-    assert sample.output.endswith(TRUNCATION_MARKER) and sample.outputChars == len(long_output)
-    assert not sample.inputCut and sample.input == f"{STYLE} {BIDI}"
+    assert sample.output_cut and len(sample.output) == SAMPLE_LIMIT
+    assert sample.output.endswith(TRUNCATION_MARKER) and sample.output_chars == len(long_output)
+    assert not sample.input_cut and sample.input == f"{STYLE} {BIDI}"
     # The stored run says template hash "ttt...": not the template here, so no prompt.
-    assert sample.promptSource == "none" and sample.prompt == ()
-    assert "template 'judge' changed since the run" in sample.promptNote
+    assert sample.prompt_source == "none" and sample.prompt == ()
+    assert "template 'judge' changed since the run" in sample.prompt_note
     html = render_report(data)
     assert SCRIPT not in html and STYLE not in html and "\u202e" not in html
     assert html_lib.escape(SCRIPT, quote=False) in html
@@ -299,11 +299,11 @@ def test_a_sample_aggregate_shows_the_prompt_its_samples_were_sent(tmp_path: Pat
     assert aggregates
     with RunStore(_ws(tmp_path).settings.store_url, workspace=tmp_path) as store:
         members = [r for r in store.iter_results(report.run.id)
-                   if r.id == aggregates[0].id and r.judge is not None and r.judge.cacheKey]
+                   if r.id == aggregates[0].id and r.judge is not None and r.judge.cache_key]
     assert len(members) == 2
     entry = JudgmentCache(tmp_path / _ws(tmp_path).settings.cache_dir, "read-only").get(
-        members[0].judge.cacheKey if members[0].judge else "")
+        members[0].judge.cache_key if members[0].judge else "")
     assert entry is not None
     sample = data.samples[aggregates[0].id]
-    assert sample.promptSource == "rendered" and "median of 2 judgments" in sample.promptNote
+    assert sample.prompt_source == "rendered" and "median of 2 judgments" in sample.prompt_note
     assert [m.model_dump() for m in sample.prompt] == entry["request"]["messages"]

@@ -30,15 +30,15 @@ def test_evaluate_then_cached(fake_server: Any, tmp_path: Path) -> None:
     first = judge.evaluate(LLM_CASE, **kwargs)
     assert isinstance(first, CaseResult)
     assert first.id == "fix-login-redirect" and first.status == "scored", first.reason
-    assert first.overallScore is not None and first.band and first.passed is not None
+    assert first.overall_score is not None and first.band and first.passed is not None
     meta = first.judge
     assert meta is not None
-    assert meta.model == MODEL and meta.outputMode == "json_object"
+    assert meta.model == MODEL and meta.output_mode == "json_object"
     assert meta.seed == 42 and meta.temperature == 0 and meta.cached is False
-    assert meta.rubricHash == rubric_hash(load_rubric("task-evaluation"))
-    assert meta.templateId == "judge" and len(meta.templateHash) == 64
-    assert meta.promptTokens and meta.completionTokens
-    assert [c.category for c in first.categoryScores] == \
+    assert meta.rubric_hash == rubric_hash(load_rubric("task-evaluation"))
+    assert meta.template_id == "judge" and len(meta.template_hash) == 64
+    assert meta.prompt_tokens and meta.completion_tokens
+    assert [c.category for c in first.category_scores] == \
         ["agentPerformance", "taskOutcomeQuality", "processCompliance"]
     requests = fake_server.stats()["requests"]
     assert requests == 1
@@ -53,7 +53,7 @@ def test_evaluate_then_cached(fake_server: Any, tmp_path: Path) -> None:
 def test_evaluate_offline_empty_cache_is_a_miss(fake_server: Any, tmp_path: Path) -> None:
     result = judge.evaluate(LLM_CASE, model=MODEL, api_base=fake_server.base_url + "/v1",
                             cache=tmp_path / "empty", cache_mode="offline")
-    assert result.status == "cache_miss" and result.overallScore is None
+    assert result.status == "cache_miss" and result.overall_score is None
     assert result.reason and "not in the cache" in result.reason
     assert fake_server.stats()["requests"] == 0
 
@@ -82,11 +82,11 @@ def test_evaluate_offline_opens_no_socket_and_skips_litellm(tmp_path: Path) -> N
 def test_deterministic_case_needs_no_model(fake_server: Any, tmp_path: Path) -> None:
     result = judge.evaluate(DET_CASE, model=MODEL, api_base=fake_server.base_url + "/v1",
                             cache=tmp_path / "cache")
-    assert result.status == "scored" and result.judgedBy == "deterministic"
+    assert result.status == "scored" and result.judged_by == "deterministic"
     assert result.judge is None
     assert result.checks and len(result.checks) == len(DET_CASE["checks"])
-    assert result.overallScore is not None
-    assert all(c.rule == "deterministic_only" for c in result.categoryScores)
+    assert result.overall_score is not None
+    assert all(c.rule == "deterministic_only" for c in result.category_scores)
     assert fake_server.stats()["requests"] == 0
 
 

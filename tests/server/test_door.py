@@ -153,9 +153,9 @@ def test_unknown_evidence_group_and_ambiguous_prefix_are_problems(tmp_path: Path
     with Workspace.open(root, env={}).open_store() as store:
         for n in (1, 2):
             store.create_run(RunInfo(id=f"20260101T000000-abc{n}", suite=SUITE, rubric="r",
-                                     rubricHash="h", models=("m",), seed=1, temperature=0,
-                                     templateId="t", templateHash="h",
-                                     createdAt="2026-01-01T00:00:00Z"))
+                                     rubric_hash="h", models=("m",), seed=1, temperature=0,
+                                     template_id="t", template_hash="h",
+                                     created_at="2026-01-01T00:00:00Z"))
     with _client(root) as client:
         bad = client.post("/api/evaluate",
                           json={"case": {**CASE, "evidence": {"nonsense": [{"id": "x"}]}}})

@@ -110,7 +110,7 @@ async def test_two_hundred_evaluations_at_twenty_at_once_beside_two_runs(
         for view in views:
             stored = store.get_run(view["id"])
             assert view["status"] == "complete" and stored.status == "complete", view
-            results = [r for r in store.iter_results(view["id"]) if r.judgedBy == "llm"]
+            results = [r for r in store.iter_results(view["id"]) if r.judged_by == "llm"]
             assert results and all(r.status == "scored" for r in results), view["id"]
 
 

@@ -390,4 +390,4 @@ def test_sigterm_mid_run_stores_what_was_judged_and_a_restart_serves_it(
     resumed = run_suite(Workspace.open(server.workspace, {"seed": 404}, env=judge_env()),
                         RunRequest(suite=Path("suites/task.yaml"), check=False))
     assert resumed.run.status == "complete"
-    assert resumed.run.totals.cacheHits >= len(judged)  # nothing judged was lost
+    assert resumed.run.totals.cache_hits >= len(judged)  # nothing judged was lost

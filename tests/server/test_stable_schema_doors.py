@@ -51,5 +51,5 @@ def test_evaluate_takes_stable_schema(fake_server: Any, tmp_path: Path) -> None:
 
 
 def test_http_run_body_maps_stable_schema() -> None:
-    assert HarnessBody(stableSchema=True).overrides()["stable_schema"] is True
+    assert HarnessBody(stable_schema=True).overrides()["stable_schema"] is True
     assert HarnessBody().overrides()["stable_schema"] is None  # unset: the workspace's

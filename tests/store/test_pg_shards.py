@@ -54,7 +54,7 @@ def test_three_shards_give_the_summary_and_gate_of_one_run(
         fake_server: Any, pg_url: str, tmp_path: Path) -> None:
     whole = open_ws(tmp_path / "whole", fake_server, pg_url)
     first = run_suite(whole, RunRequest(suite=EXAMPLE_SUITE))
-    assert first.exit_code == 0 and first.verdict and first.verdict.baselineRecorded
+    assert first.exit_code == 0 and first.verdict and first.verdict.baseline_recorded
     unsharded = check_run(whole, first.run.id)
     assert unsharded.comparison is not None
 
@@ -92,7 +92,7 @@ def test_a_missing_or_failed_shard_makes_the_group_incomplete(
 
     three = shard_run(ws, 3, 3, "ci-2")
     assert three.group is not None and three.group.status.complete
-    assert three.verdict is not None and three.verdict.baselineRecorded
+    assert three.verdict is not None and three.verdict.baseline_recorded
     ws.baseline_path(one.run.suite).unlink()
     with ws.open_store() as store:  # a shard that stopped half-way
         store.finish_run(three.run.id, totals=three.run.totals, status="interrupted")

@@ -68,7 +68,7 @@ def write_legacy_store(url: str) -> tuple[str, list[str]]:
                 "INSERT INTO case_results VALUES (:run, :case, :model, 0, 'scored', :score, "
                 ":band, :passed, :json, 1)"),
                 {"run": run.id, "case": r.id, "model": r.judge.model if r.judge else "",
-                 "score": r.overallScore, "band": r.band, "passed": r.passed,
+                 "score": r.overall_score, "band": r.band, "passed": r.passed,
                  "json": r.model_dump_json()})
     engine.dispose()
     return run.id, [canonical(r) for r in results]

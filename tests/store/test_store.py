@@ -54,9 +54,9 @@ def make_run(run_id: str = "r20250301-7f3a9c2e1b", *, suite: str = "task-eval",
              created: str = "2025-03-01T10:15:00Z",
              models: tuple[str, ...] = (MODEL,)) -> RunInfo:
     return RunInfo(
-        id=run_id, suite=suite, suitePath=f"examples/{suite}.yaml", rubric="task-evaluation",
-        rubricHash=RUBRIC_HASH, models=models, seed=42, temperature=0.0, samples=1,
-        templateId="task-judge.md.j2", templateHash=TEMPLATE_HASH, createdAt=created,
+        id=run_id, suite=suite, suite_path=f"examples/{suite}.yaml", rubric="task-evaluation",
+        rubric_hash=RUBRIC_HASH, models=models, seed=42, temperature=0.0, samples=1,
+        template_id="task-judge.md.j2", template_hash=TEMPLATE_HASH, created_at=created,
         settings={"cacheMode": "read-write", "concurrency": 8, "tags": ["backend", "ci"],
                   "outputMode": {"openai/gpt-4o-mini": "json_schema"}},
     )
@@ -66,11 +66,11 @@ def make_result(i: int, *, model: str = MODEL, sample: int = 0, status: str = "s
                 shift: int = 0) -> CaseResult:
     """A realistic case result; ``status="unscored"`` gives one with no category scores."""
     meta = JudgeMeta(
-        model=model, outputMode="json_schema", temperature=0.0, seed=42, sample=sample,
-        templateId="task-judge.md.j2", templateHash=TEMPLATE_HASH, rubricHash=RUBRIC_HASH,
-        cacheKey=f"{i:08x}" * 8, cached=i % 3 == 0, repairTurns=i % 2,
-        promptTokens=1800 + i, completionTokens=240 + i % 50, costUsd=0.000153 * (1 + i % 4),
-        latencyMs=1234.5 + i, finishReason="stop", modelReported="gpt-4o-mini-2024-07-18",
+        model=model, output_mode="json_schema", temperature=0.0, seed=42, sample=sample,
+        template_id="task-judge.md.j2", template_hash=TEMPLATE_HASH, rubric_hash=RUBRIC_HASH,
+        cache_key=f"{i:08x}" * 8, cached=i % 3 == 0, repair_turns=i % 2,
+        prompt_tokens=1800 + i, completion_tokens=240 + i % 50, cost_usd=0.000153 * (1 + i % 4),
+        latency_ms=1234.5 + i, finish_reason="stop", model_reported="gpt-4o-mini-2024-07-18",
     )
     if status != "scored":
         return CaseResult(
@@ -86,15 +86,15 @@ def make_result(i: int, *, model: str = MODEL, sample: int = 0, status: str = "s
         final = (det * 7 + ai * 3 + 5) // 10  # half up, exact
         weighted += final * round(weight * 100)
         cats.append(CategoryScore(
-            category=name, deterministicScore=det, aiScore=ai, finalScore=final,
+            category=name, deterministic_score=det, ai_score=ai, final_score=final,
             weight=weight, band=band(final),
             rationale=f"Шаги выполнены; commit a1b2c3d touched {n + 1} files — ok ✓",
             evidence=(f"commits:{n}", "workflow:build"),
         ))
     overall = (weighted + 50) // 100
     return CaseResult(
-        id=f"case-{i:05d}", status="scored", overallScore=overall, band=band(overall),
-        passed=overall >= 70, categoryScores=tuple(cats), judge=meta,
+        id=f"case-{i:05d}", status="scored", overall_score=overall, band=band(overall),
+        passed=overall >= 70, category_scores=tuple(cats), judge=meta,
         checks=(CheckResult(type="contains", value="PASS", category="taskOutcomeQuality",
                             passed=True, detail="found 'PASS' in output"),
                 CheckResult(type="min_confidence", value=0.8, category=None, passed=i % 2 == 0,
@@ -102,7 +102,7 @@ def make_result(i: int, *, model: str = MODEL, sample: int = 0, status: str = "s
         evidence=(CitedEvidence(id="commits:0", group="commits", title="fix: retry on 429",
                                 excerpt="Honour Retry-After… [truncated]",
                                 refs={"sha": "a1b2c3d4e5", "pr": 118, "merged": True}),),
-        evidenceDropped={"commits": 12, "agentLogs": 3}, tags=("backend", "retry"),
+        evidence_dropped={"commits": 12, "agentLogs": 3}, tags=("backend", "retry"),
         complexity="medium",
     )
 
@@ -123,8 +123,8 @@ def test_roundtrip_preserves_every_field(store: RunStore) -> None:
     results = [make_result(i) for i in range(6)] + [make_result(6, status="unscored")]
     store.create_run(run)
     store.add_results(run.id, results)
-    totals = RunTotals(cases=7, scored=6, unscored=1, cacheHits=3, calls=5, promptTokens=12_621,
-                       completionTokens=1_701, costUsd=0.001377, wallSeconds=12.75)
+    totals = RunTotals(cases=7, scored=6, unscored=1, cache_hits=3, calls=5, prompt_tokens=12_621,
+                       completion_tokens=1_701, cost_usd=0.001377, wall_seconds=12.75)
     finished = store.finish_run(run.id, totals=totals, status="complete")
 
     assert finished.totals == totals and finished.status == "complete"
@@ -149,7 +149,7 @@ def test_query_columns_mirror_the_json(store: RunStore, tmp_path: Path) -> None:
         mode = db.execute("PRAGMA journal_mode").fetchone()[0]
     assert row == ("task-eval", RUBRIC_HASH, f'["{MODEL}"]', 42, "complete", 1)
     first = make_result(1)
-    assert cases == [("case-00001", MODEL, 0, "scored", first.overallScore, first.band,
+    assert cases == [("case-00001", MODEL, 0, "scored", first.overall_score, first.band,
                       int(bool(first.passed))),
                      ("case-00002", MODEL, 0, "unscored", None, None, None)]
     assert mode == "wal"
@@ -327,7 +327,7 @@ def stored(url: str) -> tuple[RunInfo, list[CaseResult]]:
     """A finished run whose first case (in id order) is unscored and one that fails."""
     run = make_run()
     results = [make_result(0, status="unscored"), *(make_result(i) for i in range(1, 6))]
-    totals = RunTotals(cases=6, scored=5, unscored=1, calls=6, costUsd=None, wallSeconds=3.5)
+    totals = RunTotals(cases=6, scored=5, unscored=1, calls=6, cost_usd=None, wall_seconds=3.5)
     with RunStore(url) as st:
         st.create_run(run)
         st.add_results(run.id, results)
@@ -372,13 +372,13 @@ def test_export_csv(ws: Workspace, url: str, stored: tuple[RunInfo, list[CaseRes
     assert unscored["reason"].startswith("invalid verdict")
     assert unscored["taskOutcomeQuality.final"] == ""
     want = results[1]
-    cat = want.categoryScores[1]
+    cat = want.category_scores[1]
     assert (scored["run_id"], scored["model"], scored["sample"]) == (run.id, MODEL, "0")
-    assert scored["overallScore"] == str(want.overallScore)
+    assert scored["overallScore"] == str(want.overall_score)
     assert scored["passed"] == ("true" if want.passed else "false")
-    assert scored["taskOutcomeQuality.deterministic"] == str(cat.deterministicScore)
-    assert scored["taskOutcomeQuality.ai"] == str(cat.aiScore)
-    assert scored["taskOutcomeQuality.final"] == str(cat.finalScore)
+    assert scored["taskOutcomeQuality.deterministic"] == str(cat.deterministic_score)
+    assert scored["taskOutcomeQuality.ai"] == str(cat.ai_score)
+    assert scored["taskOutcomeQuality.final"] == str(cat.final_score)
     assert scored["taskOutcomeQuality.band"] == cat.band
     # The door writes the same file, and prints nothing.
     again = tmp_path / "again.csv"
