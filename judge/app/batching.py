@@ -572,7 +572,8 @@ def _ledger_totals(totals: RunTotals, results: Iterable[CaseResult], job: BatchJ
     judges = {model: _with_batch(entry, paid[model]) if model in paid else entry
               for model, entry in totals.ledger.items()}
     return totals.model_copy(update={
-        "cache_hits": totals.cache_hits - n, "saved_calls": max(0, totals.saved_calls - n - repairs),
+        "cache_hits": totals.cache_hits - n,
+        "saved_calls": max(0, totals.saved_calls - n - repairs),
         "judged_anew": totals.judged_anew + n, "calls": totals.calls + ledger.repair_calls,
         "prompt_tokens": totals.prompt_tokens + every.prompt_tokens,
         "completion_tokens": totals.completion_tokens + every.completion_tokens,

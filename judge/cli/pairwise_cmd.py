@@ -110,8 +110,9 @@ def _print(report: PairwiseReport) -> None:
     out.print(f"wins A [bold]{s.wins_a}[/], wins B [bold]{s.wins_b}[/], ties [bold]{s.ties}[/]")
     out.print(f"flip rate [bold]{_pct(s.flip_rate)}[/] ({s.flips} of {s.judged} pairs judged "
               "in both orders)")
-    out.print(f"position 1 won {s.position_one_wins} of {s.position_one_wins + s.position_two_wins} "
-              f"decisive verdicts ({_pct(s.position_one_win_rate)}); {s.position_ties} tie verdicts")
+    decisive = s.position_one_wins + s.position_two_wins
+    out.print(f"position 1 won {s.position_one_wins} of {decisive} decisive verdicts "
+              f"({_pct(s.position_one_win_rate)}); {s.position_ties} tie verdicts")
     if s.labelled:
         out.print(f"agreement with humans [bold]{_pct(s.human_agreement)}[/] ({s.agreements} "
                   f"of {s.labelled} labelled pairs)")

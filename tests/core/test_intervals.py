@@ -53,7 +53,8 @@ def test_mean_test_of_an_exact_replay_is_the_point() -> None:
     assert exact is not None
     assert exact.interval.method == "exact" and exact.interval.low == exact.interval.high == 6
     assert exact.p_value == 0.0
-    assert mean_test([0.0, 0.0]) is not None and mean_test([0.0, 0.0]).p_value == 1.0  # type: ignore[union-attr]
+    zeros = mean_test([0.0, 0.0])
+    assert zeros is not None and zeros.p_value == 1.0
     assert mean_test([]) is None
 
 
