@@ -1,0 +1,58 @@
+"""Python names in Python, the wire's names on the wire (issue 27 item 6).
+
+Model attributes are snake_case; the camelCase of the JSON, the HTTP API, exports and stored
+payloads lives only in the fields' aliases. This scans every module of the package and the
+report template for an attribute access with a camelCase name: one that slips back in (a
+field declared camelCase, or code reaching for the wire name) fails here, naming the place.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[1] / "judge"
+CAMEL = re.compile(r"[a-z][a-z0-9]*[A-Z]\w*")
+ALLOWED: dict[str, str] = {}
+"""camelCase attributes of other libraries that judge/ uses, with the reason; none today."""
+TEMPLATE_ACCESS = re.compile(r"\b[a-z_][a-z0-9_]*\.([a-z][a-z0-9]*[A-Z]\w*)\b")
+
+
+def _camel_attributes(source: str, where: str) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        names: list[tuple[int, str]] = []
+        if isinstance(node, ast.Attribute):
+            names.append((node.lineno, node.attr))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.append((node.lineno, node.target.id))  # a field declared camelCase
+        found += [f"{where}:{line}: .{name}"
+                  for line, name in names if CAMEL.fullmatch(name) and name not in ALLOWED]
+    return found
+
+
+def test_no_camel_case_attribute_in_the_package() -> None:
+    found = [hit for path in sorted(PACKAGE.rglob("*.py"))
+             for hit in _camel_attributes(path.read_text(encoding="utf-8"),
+                                          str(path.relative_to(PACKAGE.parent)))]
+    assert found == [], "camelCase attributes (use the snake_case field; the alias keeps " \
+        "the wire's name):\n" + "\n".join(found)
+
+
+def test_no_camel_case_attribute_in_the_templates() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.j2")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            found += [f"{path.name}:{number}: .{m}" for m in TEMPLATE_ACCESS.findall(line)
+                      if m not in ALLOWED]
+    assert found == [], "\n".join(found)
+
+
+def test_the_scan_sees_a_camel_case_access() -> None:
+    """The scan is not vacuous: it finds a declaration and an access of the old shape."""
+    source = "class R:\n    overallScore: int\n\ndef f(r):\n    return r.judgedBy, r.run_id\n"
+    assert sorted(_camel_attributes(source, "probe")) == ["probe:2: .overallScore",
+                                                          "probe:5: .judgedBy"]
+    assert TEMPLATE_ACCESS.findall("{{ case.overallScore }} {{ case.overall_score }}") == \
+        ["overallScore"]
