@@ -22,11 +22,13 @@ import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["DEFAULT_IDLE_S", "digest", "enabled", "file_settings", "idle_seconds", "run",
+__all__ = ["DEFAULT_IDLE_S", "KILLED", "digest", "enabled", "file_settings", "idle_seconds", "run",
            "runtime_dir", "socket_path", "spawn", "status", "stop", "workspace"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 START_WAIT_S = 10.0
+KILLED = 128 + signal.SIGKILL
+"""The exit code when the worker and the command's child died with no report."""
 DEFAULT_IDLE_S = 600.0
 
 
@@ -177,7 +179,7 @@ def _connect(path: Path, start: bool) -> socket.socket | None:
     return sock
 
 
-def _lines(sock: socket.socket) -> list[dict[str, int | bool]]:
+def _lines(sock: socket.socket) -> list[dict[str, int]]:
     data = b""
     while True:
         chunk = sock.recv(4096)
@@ -197,12 +199,14 @@ def run(argv: list[str], start: bool = True) -> int | None:
         with sock:
             head = {"digest": digest(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
             socket.send_fds(sock, [json.dumps(head).encode() + b"\n"], [0, 1, 2])
+            sock.settimeout(START_WAIT_S)  # a worker that accepts but never answers: direct
             first = b""
             while not first.endswith(b"\n"):
                 chunk = sock.recv(1)
                 if not chunk:
                     return None
                 first += chunk
+            sock.settimeout(None)
             hello = json.loads(first)
             if "pid" not in hello:
                 return None  # stale: the worker restarts itself; this run goes direct
@@ -216,20 +220,24 @@ def run(argv: list[str], start: bool = True) -> int | None:
             old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
             try:
                 answers = _lines(sock)
+            except (OSError, ValueError):
+                answers = []
             finally:
                 for s, h in old.items():
                     signal.signal(s, h)
     except (OSError, ValueError, KeyError, TypeError):
-        return None
-    if not answers:
-        return None
-    last = answers[-1]
+        return None  # before the child started: nothing ran, the direct run is the run
+    # From here on the command has started: whatever happens, it is never run twice.
+    last = answers[-1] if answers else {}
     if "signal" in last:  # die the way the child died, as a direct run would have
         sig = int(last["signal"])
         signal.signal(sig, signal.SIG_DFL)
         os.kill(os.getpid(), sig)
         return 128 + sig
-    return int(last["exit"])
+    if "exit" in last:
+        return int(last["exit"])
+    print("judge: the warm worker was killed while running this command", file=sys.stderr)
+    return KILLED
 
 
 def stop(path: Path | None = None) -> bool:

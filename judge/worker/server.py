@@ -25,9 +25,15 @@ from . import client
 __all__ = ["serve"]
 
 
-def _child(conn: socket.socket, head: dict[str, object], fds: list[int]) -> None:
-    """In the forked child: become the caller's process, run the command, never return."""
+def _child(conn: socket.socket, head: dict[str, object], fds: list[int],
+           listener: socket.socket) -> None:
+    """In the forked child: become the caller's process, run the command, never return.
+
+    The child reports its own exit code too, so a command whose worker was killed under it
+    still ends as it would have (the parent's report, when it lives, says the same).
+    """
     code = 70
+    listener.close()  # a worker killed under us must leave no one holding its socket
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -62,11 +68,15 @@ def _child(conn: socket.socket, head: dict[str, object], fds: list[int]) -> None
             sys.stderr.flush()
         except Exception:
             pass
+        try:
+            conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
+        except OSError:
+            pass
         os._exit(code)
 
 
 def _serve(conn: socket.socket, state: dict[str, float], expected: str,
-           stop: threading.Event, sock_path: Path) -> None:
+           stop: threading.Event, listener: socket.socket) -> None:
     with conn:
         msg, fds, _flags, _addr = socket.recv_fds(conn, 1 << 20, 3)
         buf = msg
@@ -94,7 +104,7 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
             return
         pid = os.fork()
         if pid == 0:
-            _child(conn, head, fds)
+            _child(conn, head, fds, listener)
         state["served"] += 1
         for fd in fds:
             os.close(fd)
@@ -145,7 +155,7 @@ def serve(path: Path, idle_s: float) -> None:
                 continue
             conn.settimeout(None)
             state["last"] = time.monotonic()
-            t = threading.Thread(target=_serve, args=(conn, state, expected, stop, path),
+            t = threading.Thread(target=_serve, args=(conn, state, expected, stop, sock),
                                  daemon=True)
             t.start()
             busy.append(t)
