@@ -60,10 +60,11 @@ environment's ``concat`` sees to it), so capturing the text first is no way arou
 
 **Where templates come from, and how long they may run.** A template resolves only inside
 the workspace's ``prompts/`` and the shipped folder: a symlink (or ``..``) that leads
-elsewhere, and a folder where a template file should be, are refused. A workspace's
-templates render under a budget (:data:`RENDER_SECONDS` of wall time, checked at every loop
-step of ``range``, call, filter and output; :data:`MAX_PROMPT_CHARS` of text, checked before
-a string is built by ``*``/``+`` or joined): nested ``range(100000)`` loops and a 400 MB
+elsewhere, and a folder where a template file should be, are refused. Every template,
+shipped or a workspace's, renders in the same sandbox and under a budget
+(:data:`RENDER_SECONDS` of wall time, checked at every loop step of ``range``, call,
+filter and output; :data:`MAX_PROMPT_CHARS` of text, checked before a string is built by
+``*``/``+`` or joined): nested ``range(100000)`` loops and a 400 MB
 string end as a TemplateError (exit 2) naming the template, not a hang.
 
 **Hash.** ``template_hash`` is the sha256 of canonical JSON of the root id and the name and
@@ -81,9 +82,8 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import lru_cache
-from hashlib import sha256
 from pathlib import Path
 from types import TracebackType
 from typing import Any, final
@@ -409,20 +409,35 @@ def _opaque_getitem(base: Callable[..., Any]) -> Callable[..., Any]:
     return getitem
 
 
+_VIEW_FIELDS: dict[type, frozenset[str]] = {}
+"""The fields of the renderer's own context views (filled below their definitions), and
+the counters of Jinja's ``loop``: attributes that hold plain values only."""
+
+
+def _view_getattr(base: Callable[..., Any]) -> Callable[..., Any]:
+    """``view.field`` of one of the renderer's own views (or a ``loop`` counter), read directly.
+
+    A field of those views holds a str, a number, a tuple or another view, never a method
+    nor a mutable container, so the sandbox's own check (``is_safe_attribute``: internal
+    names, ``str.format``, mutating methods) can only allow it; the sandbox still sees every
+    other attribute, every call and every operator. Measured in ``bench/RESULTS.md``
+    ("One sandbox for every template"): most of a shipped render's cost was the check.
+    """
+    def getattr(self: jinja2.Environment, obj: Any, attribute: str) -> Any:
+        known = _VIEW_FIELDS.get(type(obj))
+        if known is not None and attribute in known:
+            return object.__getattribute__(obj, attribute)
+        return base(self, obj, attribute)
+    return getattr
+
+
 # Jinja routes ``x.name``, ``x[key]``, ``|attr``, ``|map(attribute=)``, ``|sort(attribute=)``...
-# through ``getattr``/``getitem``, sandboxed or not: both refuse untrusted text. Each wraps
-# its base method directly (no super() per access: this is the render hot path).
-class _Environment(jinja2.Environment):
-    """The environment for shipped templates."""
-
-    getattr = _opaque_getattr(jinja2.Environment.getattr)
-    getitem = _opaque_getitem(jinja2.Environment.getitem)
-
-
+# through ``getattr``/``getitem``: both refuse untrusted text. Each wraps its base method
+# directly (no super() per access: this is the render hot path).
 class _SandboxedEnvironment(ImmutableSandboxedEnvironment):
-    """The environment for a workspace's templates: opaque values, and a render budget."""
+    """The environment of every template: opaque values, and a render budget."""
 
-    getattr = _opaque_getattr(ImmutableSandboxedEnvironment.getattr)
+    getattr = _view_getattr(_opaque_getattr(ImmutableSandboxedEnvironment.getattr))
     getitem = _opaque_getitem(ImmutableSandboxedEnvironment.getitem)
     intercepted_binops = frozenset({"*", "**", "+"})
 
@@ -564,47 +579,15 @@ def _conversation_view(view: ConversationView) -> tuple[_TurnView, ...]:
                  for i, t in enumerate(view.turns))
 
 
+_VIEW_FIELDS.update({kind: frozenset(f.name for f in fields(kind)) for kind in (
+    ExampleView, _CategoryView, _RubricView, _ItemView, _GroupView, _TurnView)})
+# ``loop.last`` and its kin: Jinja's loop counters, ints and bools (not ``previtem``/``cycle``).
+_VIEW_FIELDS[jinja2.runtime.LoopContext] = frozenset(
+    {"index", "index0", "revindex", "revindex0", "first", "last", "length", "depth",
+     "depth0"})
+
 EVIDENCE_PARTIAL = "evidence.md.j2"
 CONVERSATION_PARTIAL = "conversation.md.j2"
-_EVIDENCE_SOURCE_SHA256 = "ed07194038c4ae61c795754482f229ba0b0ec941a2257e8e57c8a83a52173da2"
-"""The shipped partial :func:`_evidence_text` renders byte for byte (tests compare the two)."""
-
-
-def _evidence_text(bundle: EvidenceBundle) -> str:
-    """What the shipped ``evidence.md.j2`` renders for ``bundle``, written in Python.
-
-    The same bytes as the template (tested over awkward bundles), at a fraction of the cost
-    of running it: the partial is most of a render. Used only while the partial's source
-    is the one this function was written from and every template rendered is shipped.
-    ``line`` is :func:`oneline` for a ``str``, inlined: this is the render's hot loop.
-    """
-    sub, join = _CONTROL.sub, " ".join
-
-    def line(text: str) -> str:
-        return sub("\ufffd", join(text.split()))
-
-    out: list[str] = []
-    last = len(bundle.groups) - 1
-    for index, group in enumerate(bundle.groups):
-        out.append(f"### {group.name}\n\n")
-        for item in group.items:
-            out.append(f"- [{line(item.id)}] {line(item.title)}\n" if item.title
-                       else f"- [{line(item.id)}]\n")
-            if item.refs:
-                out.append("  refs: " + "; ".join(
-                    f"{line(k)}={line(v if type(v) is str else _ref_text(v))}"
-                    for k, v in item.refs.items()) + "\n")
-            if item.excerpt:
-                out.append(fence(item.excerpt) + "\n")
-        if not group.items:
-            out.append("(none)\n")
-        if group.dropped:
-            out.append(f"({group.notice()})\n")
-        if index != last:
-            out.append("\n")
-    return "".join(out)
-
-
 def input_text(value: Any) -> str:
     """A case's input as the prompt quotes it: a string as is, else indented JSON."""
     if value is None:
@@ -644,8 +627,7 @@ class _CompiledTemplates(jinja2.BytecodeCache):
     """Compiled template code kept in memory, by template file and source checksum.
 
     A process that opens many renderers (``judge serve``, the pytest plugin, repeated runs
-    in one process) compiles each template source once instead of once per renderer. One
-    per environment kind: the sandbox compiles operators differently.
+    in one process) compiles each template source once instead of once per renderer.
     """
 
     def __init__(self, size: int = 128) -> None:
@@ -663,29 +645,25 @@ class _CompiledTemplates(jinja2.BytecodeCache):
         self._code[(bucket.key, bucket.checksum)] = bucket.code
 
 
-_COMPILED = {True: _CompiledTemplates(), False: _CompiledTemplates()}
+_COMPILED = _CompiledTemplates()
 
 
 @lru_cache(maxsize=128)
-def _parsed(source: str, name: str, filename: str) -> tuple[tuple[str | None, ...], bool]:
-    """What a template source refers to, parsed once per source.
+def _referenced(source: str, name: str, filename: str) -> tuple[str | None, ...]:
+    """The templates a source loads, parsed once per source.
 
-    The templates it loads (``None``: a name computed at render time) and whether it reads
-    ``groups``. Raises ``TemplateSyntaxError``.
+    ``None`` stands for a name computed at render time. Raises ``TemplateSyntaxError``.
     """
-    ast = _PARSER.parse(source, name, filename)
-    return (tuple(meta.find_referenced_templates(ast)),
-            "groups" in meta.find_undeclared_variables(ast))
+    return tuple(meta.find_referenced_templates(_PARSER.parse(source, name, filename)))
 
 
-def _environment(sandboxed: bool = True) -> jinja2.Environment:
+def _environment() -> jinja2.Environment:
     # Immutable sandbox: the per-rubric context is cached and shared across renders, so a
     # template must not be able to mutate it (list.append from a template is refused).
-    # The sandbox guards against a workspace's *templates*; data is never template code in
-    # either environment. Templates shipped with judgeflow are our own source code, so they
-    # render without it: half the cost of a render (0.48 -> 0.25 ms), the same bytes out.
-    kind = _SandboxedEnvironment if sandboxed else _Environment
-    env = kind(
+    # Every template renders in it, shipped or a workspace's: one environment, one path, so
+    # what the tests check of a shipped template is what a workspace copy of it does.
+    # The sandbox guards against a workspace's *templates*; data is never template code.
+    env = _SandboxedEnvironment(
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
@@ -694,14 +672,13 @@ def _environment(sandboxed: bool = True) -> jinja2.Environment:
         auto_reload=False,
         cache_size=-1,
         finalize=_finalize,
-        bytecode_cache=_COMPILED[sandboxed],
+        bytecode_cache=_COMPILED,
     )
     env.filters["fence"] = _fence_filter
     env.filters["oneline"] = _oneline_filter
+    env.filters = {name: _budgeted_filter(f) for name, f in env.filters.items()}
+    env.globals["range"] = _budgeted_range
     env.concat = _concat  # type: ignore[method-assign,assignment]
-    if sandboxed:
-        env.filters = {name: _budgeted_filter(f) for name, f in env.filters.items()}
-        env.globals["range"] = _budgeted_range
     return env
 
 
@@ -735,11 +712,6 @@ class PromptRenderer:
         self._dirs = tuple(dirs)
         self._env = _environment()
         sources = self._read_closure(name, jinja2.FileSystemLoader(dirs, encoding="utf-8"))
-        shipped = shipped_dir("prompts").resolve()
-        self.sandboxed = not all(Path(filename).resolve().is_relative_to(shipped)
-                                 for _, filename in sources.values())
-        if not self.sandboxed:
-            self._env = _environment(sandboxed=False)
         self.source_text: str = "\n".join(src for src, _ in sources.values())
         """The templates' own text (trusted): what a rationale must not merely repeat."""
         self.template_hash: str = sha256_hex(
@@ -753,7 +725,6 @@ class PromptRenderer:
                 raise self._syntax_error(exc) from None
         self._root = self._env.get_template(name)
         self._rubrics: dict[int, tuple[Rubric, _RubricView]] = {}
-        self._fast_evidence = self._use_fast_evidence(name, sources)
         self._sources = sources
         self._examples: Mapping[str, tuple[ExampleView, ...]] = {}
 
@@ -768,29 +739,6 @@ class PromptRenderer:
         other = copy.copy(self)
         other._examples = {k: tuple(v) for k, v in by_case.items()}
         return other
-
-    def _use_fast_evidence(self, root: str, sources: Mapping[str, tuple[str, str]]) -> bool:
-        """Render the shipped evidence partial in Python when nothing else reads ``groups``.
-
-        Only for shipped templates (not sandboxed) whose closure is the root and the
-        unchanged partial, and a root that does not itself read ``groups``: the Python
-        partial then reads the bundle straight from a private context value, and the
-        groups view is not built.
-        """
-        partial = sources.get(EVIDENCE_PARTIAL)
-        # The conversation partial renders through Jinja (only a case with turns reaches it).
-        if self.sandboxed or partial is None \
-                or not set(sources) <= {root, EVIDENCE_PARTIAL, CONVERSATION_PARTIAL} \
-                or sha256(partial[0].encode("utf-8")).hexdigest() != _EVIDENCE_SOURCE_SHA256:
-            return False
-        if _parsed(sources[root][0], root, sources[root][1])[1]:
-            return False
-
-        def render_partial(context: jinja2.runtime.Context) -> Iterator[str]:
-            yield _evidence_text(context["_evidence_bundle"])
-
-        self._env.get_template(EVIDENCE_PARTIAL).root_render_func = render_partial
-        return True
 
     def _read_closure(self, root: str,
                       disk: jinja2.FileSystemLoader) -> dict[str, tuple[str, str]]:
@@ -807,7 +755,7 @@ class PromptRenderer:
             sources[name] = self._read(disk, name, parent)
             source, filename = sources[name]
             try:
-                refs = _parsed(source, name, filename)[0]
+                refs = _referenced(source, name, filename)
             except jinja2.TemplateSyntaxError as exc:
                 raise self._syntax_error(exc) from None
             for ref in refs:
@@ -909,10 +857,7 @@ class PromptRenderer:
             "examples": self._examples.get(case.id, ()),
             **_conversation_context(case),
         }
-        if self._fast_evidence:
-            context["_evidence_bundle"] = bundle
-        else:
-            context["groups"] = _groups_view(bundle)
+        context["groups"] = _groups_view(bundle)
         return self._render_context(context)
 
     def render_pair(self, task: Any, first: Any, second: Any, *,
@@ -936,7 +881,7 @@ class PromptRenderer:
     def _render_context(self, context: Mapping[str, Any]) -> RenderedPrompt:
         # Any failure inside a template is that template's error: a configuration error
         # naming its file and line, never a crash of the run.
-        token = _BUDGET.set(_Budget(RENDER_SECONDS) if self.sandboxed else None)
+        token = _BUDGET.set(_Budget(RENDER_SECONDS))
         try:
             module = self._root.make_module(dict(context))
         except _OverBudget as exc:

@@ -154,13 +154,13 @@ def _stored_keys_rehash(cache: JudgmentCache, keys: Mapping[str, str]) -> None:
 
 
 def _workspace_renderer(tmp_path: Path) -> PromptRenderer:
-    """A workspace copy of the shipped template (one more word): rendered sandboxed."""
+    """A workspace copy of the shipped template (one more word)."""
     source = (shipped_dir("prompts") / "judge.md.j2").read_text(encoding="utf-8")
     (tmp_path / "ws" / "prompts").mkdir(parents=True)
     (tmp_path / "ws" / "prompts" / "judge.md.j2").write_text(
         source.replace("You are the judge", "You are the careful judge"), encoding="utf-8")
     renderer = PromptRenderer(workspace=tmp_path / "ws")
-    assert renderer.sandboxed
+    assert renderer.template_hash != PromptRenderer().template_hash
     return renderer
 
 

@@ -17,7 +17,15 @@ from judge.core.errors import TemplateError
 from judge.core.evidence import build_bundle
 from judge.core.rubric import Rubric
 from judge.core.suite import Case
-from judge.render.prompts import PromptRenderer, Untrusted, _environment, _groups_view
+from judge.render.prompts import (
+    PromptRenderer,
+    Untrusted,
+    _fence_filter,
+    _groups_view,
+    _oneline_filter,
+    _opaque_getattr,
+    _opaque_getitem,
+)
 from judge.system.resources import load_rubric
 
 SECRET = "SECRET-7f3a"
@@ -160,7 +168,6 @@ def _render(tmp_path: Path, rubric: Rubric, expr: str) -> str:
         "{% set system %}s{% endset %}\n{% set user %}\n" + expr + "\n{% endset %}\n",
         encoding="utf-8")
     renderer = PromptRenderer(workspace=tmp_path)
-    assert renderer.sandboxed
     case = _case()
     return renderer.render(rubric, case, build_bundle(case.evidence, rubric.evidence)) \
         .messages[1]["content"]
@@ -183,10 +190,17 @@ def test_every_bypass_fails_naming_template_and_line(tmp_path: Path, rubric: Rub
     assert "## Injected heading\n" not in err.render()
 
 
+class _Unsandboxed(jinja2.Environment):
+    getattr = _opaque_getattr(jinja2.Environment.getattr)
+    getitem = _opaque_getitem(jinja2.Environment.getitem)
+
+
 @pytest.mark.parametrize("expr", BYPASSES)
 def test_every_bypass_fails_without_the_sandbox_too(expr: str) -> None:
-    # Shipped templates render unsandboxed: the type alone must hold the line.
-    env = _environment(sandboxed=False)
+    # Outside the sandbox (a plain Jinja environment with our filters and opaque lookups),
+    # the type alone must hold the line: the sandbox is a second wall, not the only one.
+    env = _Unsandboxed(undefined=jinja2.StrictUndefined)
+    env.filters.update(fence=_fence_filter, oneline=_oneline_filter)
     env.loader = jinja2.DictLoader({})
     context: dict[str, Any] = {"task": Untrusted(TASK), "output": Untrusted("out"),
                                "groups": ()}
@@ -220,3 +234,28 @@ def test_untrusted_is_not_a_str_and_refuses_conversion() -> None:
                     lambda v: v == "x", lambda v: list(v), lambda v: v + "x"):
         with pytest.raises((jinja2.TemplateRuntimeError, TypeError)):
             convert(value)
+
+
+@pytest.mark.parametrize("expr", [
+    "{{ rubric.__class__ }}",
+    "{{ rubric.categories[0].__class__.__mro__ }}",
+    "{% for g in groups %}{{ loop.cycle.__globals__ }}{% endfor %}",
+    "{% for g in groups %}{{ loop.__class__ }}{% endfor %}",
+    "{{ rubric.__slots__ }}",
+])
+def test_the_views_direct_fields_open_nothing_else(tmp_path: Path, rubric: Rubric,
+                                                   expr: str) -> None:
+    # The renderer reads its own views' fields and loop counters without the sandbox's
+    # per-attribute check; every other attribute of them still meets the sandbox.
+    with pytest.raises(TemplateError) as info:
+        _render(tmp_path, rubric, expr)
+    assert "sandbox" in info.value.render() and info.value.where == "line 3"
+
+
+def test_the_views_fields_and_loop_counters_read_as_before(tmp_path: Path,
+                                                           rubric: Rubric) -> None:
+    out = _render(tmp_path, rubric, "{{ rubric.id }}|{{ rubric.categories|length }}|"
+                  "{% for g in groups %}{{ loop.index }}{{ ',' if not loop.last }}{% endfor %}")
+    count = len(rubric.evidence.groups)
+    assert out == f"{rubric.id}|{len(rubric.categories)}|" + ",".join(
+        str(i) for i in range(1, count + 1))
