@@ -278,5 +278,5 @@ def _plain_table(out: Console, cols: Sequence[Column], rows: Sequence[Sequence[C
     if caption:
         printed.append(caption)
     if printed:
-        # One print for the whole table: rich's cost is per call (~0.3 ms), not per line.
+        # One print for the whole table: rich's cost is per call, not per line.
         out.print("\n".join(printed), markup=False)

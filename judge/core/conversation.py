@@ -3,7 +3,7 @@
 A case may carry ``conversation:`` instead of (or beside) ``output``: the turns of a chat,
 an agent's messages, a support thread. The judge reads them under ``## Conversation`` in
 order, each turn in its own fence under a citable id (``turn:3``), and may cite turns as it
-cites evidence. The rules are those of evidence (seed 000), set here once:
+cites evidence. The rules are those of evidence (:mod:`judge.core.evidence`), set here once:
 
 - at most :data:`TURN_CAP` turns are shown; past it the head (how it started) and the tail
   (how it ended) are kept and the middle is dropped, counted and said, never silent;

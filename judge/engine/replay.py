@@ -2,10 +2,11 @@
 
 A cache key is the hash of the rendered request, so finding a judgment the plain way means
 reading and validating the case, building its evidence bundle and rendering its prompt:
-~0.5 ms a case, most of a replay. Yet all of that is a pure function of inputs that are
-cheap to hash: the case (for a JSONL suite, its line as written), the rubric, the templates,
-the judge model and its call settings, the sample, and the code that builds bundles, prompts
-and results. The index maps a *fingerprint* of those inputs to the result they gave::
+most of a replay's cost (bench/RESULTS.md, "Offline replay at scale"). Yet all of that is
+a pure function of inputs that are cheap to hash: the case (for a JSONL suite, its line as
+written), the rubric, the templates, the judge model and its call settings, the sample, and
+the code that builds bundles, prompts and results. The index maps a *fingerprint* of those
+inputs to the result they gave::
 
     sha256(salt(code, rubric, templates, model, settings) | sample | case line or JSON)
         ──► {"key": cache key, "entry": the entry's digest, "signals": {category: signal},
@@ -14,7 +15,7 @@ and results. The index maps a *fingerprint* of those inputs to the result they g
 The result is a function of the fingerprint's inputs and of the cache entry's content
 alone, and the record is bound to both: to the inputs by its fingerprint, to the entry by
 the entry's digest. A replay (:meth:`ReplayIndex.replay_many`, a batch of cases at a time:
-one SELECT for the records, one for the entries) hashes the line (~3 us), reads the record,
+one SELECT for the records, one for the entries) hashes the line, reads the record,
 reads the entry's bytes and checks them against their own digest and against the one the
 record names, and only then takes the stored result: no case parsed, no verdict re-parsed,
 no score recomputed, no model validated but the result's own.

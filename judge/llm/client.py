@@ -274,7 +274,8 @@ def preload() -> None:
 def quiet_exit() -> None:
     """Skip litellm's exit-time flush of its logging queue when no callback would read it.
 
-    It costs 1-3 s of wall time at the end of a run and does nothing useful for us.
+    It costs seconds of wall time at the end of a run (bench/RESULTS.md) and does nothing
+    useful for us.
     """
     if _litellm_module is None:
         return

@@ -132,7 +132,8 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _RUBRIC_CACHE_SIZE = 32
 
 RENDER_SECONDS = 10.0
-"""Wall time a workspace template may take to render one case (a render takes ~1 ms)."""
+"""Wall time a template may take to render one case (a render takes milliseconds:
+bench/render.py)."""
 
 
 class _UntrustedUse(jinja2.TemplateRuntimeError):

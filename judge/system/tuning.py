@@ -14,7 +14,8 @@ Decisions (measured in ``bench/RESULTS.md``):
   litellm's import (~3,000 modules, millions of long-lived objects), which the library no
   longer does by disabling and freezing the collector around it.
 - At exit the heap is frozen and the collector switched off, so interpreter shutdown does
-  not scan that heap once more (~1.5 s after a run through litellm).
+  not scan that heap once more (a second or more after a run through litellm;
+  bench/RESULTS.md).
 - Environment defaults are ``setdefault``: a value the user set wins. They are
   :data:`LITELLM_IMPORT_ENV`, which the client applies for the duration of
   litellm's import anyway; set here they also reach a litellm that a child process imports.
@@ -62,7 +63,8 @@ def settle_heap() -> None:
 
     Memory stays bounded after it because a run streams: nothing it allocates lives long.
     No collection first: set-up leaves almost no cyclic garbage (a handful of objects), and
-    a full pass over its ~80,000 objects cost ~0.1 s of a 200-case replay's start.
+    a full pass over its objects was a visible part of a 200-case replay's start
+    (bench/RESULTS.md).
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
