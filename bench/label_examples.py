@@ -153,8 +153,10 @@ def folds_of(cases: dict[str, Case], labels: dict[str, HumanLabel],
     return out
 
 
-def _workspace(root: Path, suite_file: Path, rubric_id: str, config: LabelExamples | None,
-               settings: dict[str, Any]) -> Workspace:
+def workspace(root: Path, suite_file: Path, rubric_id: str, config: LabelExamples | None,
+              settings: dict[str, Any]) -> Workspace:
+    """A fresh workspace at ``root`` judging a copy of the suite: with ``config``, under
+    ``judge-examples`` and a copy of the rubric that asks for examples; else as shipped."""
     root.mkdir(parents=True)
     shutil.copy(suite_file, root / "suite.yaml")
     labels = suite_file.with_name(suite_file.name.removesuffix(".yaml") + ".labels.jsonl")
@@ -311,7 +313,7 @@ def measure(kind: str, suite_file: Path, config: LabelExamples, folds: Sequence[
                                "heldOutOfFold": len(by_fold[fold])}
         conditions = (("before", None), ("after", config))
         with _judge(kind, timeout) as (settings, front):
-            spaces = {name: _workspace(root / f"{fold}-{name}", suite_file, rubric_id, cfg,
+            spaces = {name: workspace(root / f"{fold}-{name}", suite_file, rubric_id, cfg,
                                        settings) for name, cfg in conditions}
             # The local judge: a case at a time, before then after, so a stop keeps pairs.
             batches = [ids] if front is not None else [[cid] for cid in ids]
