@@ -26,7 +26,8 @@ Judges:
   prompt) a held-out case is never shown itself or another case of its fold, nor their
   labels; the before prompts show no example at all.
 - ``--judge local``: ``local/smollm2`` (llama.cpp, 20-180 s a judgment on the shared 2-core
-  machine): bound it with ``--fold`` and ``--max-cases``.
+  machine): bound it with ``--fold`` and ``--max-cases``. The same check runs on the
+  requests of its workspaces' cache entries (what it was sent, as keyed).
 
 Run (writes the rows to bench/out/label_examples-<judge>.json and prints a table):
 
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import io
 import json
 import os
 import shutil
@@ -53,6 +55,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from judge.app.cache_ops import export_cache
 from judge.app.comparing import labels_file_labels
 from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
@@ -181,6 +184,14 @@ def judge_cases(ws: Workspace, ids: Sequence[str]) -> tuple[list[CaseResult], fl
     wall = time.perf_counter() - start
     with ws.open_store() as store:
         return list(store.iter_results(outcome.run.id)), wall
+
+
+def cached_requests(ws: Workspace) -> list[dict[str, Any]]:
+    """The requests of a fresh workspace's cache entries (``judge cache export``): what the
+    local judge was sent, as keyed (its server keeps no log of prompts)."""
+    out = io.StringIO()
+    export_cache(ws, out)
+    return [json.loads(line)["request"] for line in out.getvalue().splitlines() if line]
 
 
 def _progress(path: Path, fold: int, name: str, results: Sequence[CaseResult],
@@ -330,9 +341,9 @@ def measure(kind: str, suite_file: Path, config: LabelExamples, folds: Sequence[
                     pooled[name] += results
                     _progress(progress, fold, name, results, wall)
         for name, cfg in conditions:
-            if front is not None:
-                row[f"promptCheck{name.title()}"] = check_prompts(
-                    bodies[name], cases, labels, rubric, ids, cfg)
+            sent = bodies[name] if front is not None else cached_requests(spaces[name])
+            row[f"promptCheck{name.title()}"] = check_prompts(sent, cases, labels, rubric,
+                                                             ids, cfg)
             row[f"wall{name.title()}"] = round(walls[name], 1)
             row[f"scored{name.title()}"] = sum(r.status == "scored" for r in pooled[name]
                                                if r.judge is not None and r.id in ids)
