@@ -239,8 +239,9 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
 
     None for a run whose suite has no stored label, no model judged, or whose rubric is gone
     (the labels are read on its scale). One read of the labels per suite, one of the
-    results per run, and ``judge agreement``'s bootstrap of the headline judge (its cost:
-    bench/RESULTS.md, "judge history --agreement").
+    results per run, and the bootstrap of the overall scores only (``intervals="overall"``:
+    the values ``judge agreement`` gives, without its per-category intervals; the cost:
+    bench/RESULTS.md, "`judge history --agreement` with intervals").
     """
     out: dict[str, RunAgreement | None] = {}
     with workspace.open_store() as store:
@@ -263,7 +264,7 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
                 out[info.id] = None
                 continue
             comparison = compare_runs({judge: headline_results(store, info)}, rubric.bands,
-                                      human=human, intervals=True)
+                                      human=human, intervals="overall")
             (h,) = comparison.human
             s = h.overall
             out[info.id] = RunAgreement(
