@@ -27,7 +27,7 @@ from typing import Final
 
 from pydantic import Field
 
-from ..core.agreement import HumanAgreement, PairStats, compare_runs
+from ..core.agreement import HumanAgreement, PairStats, StatIntervals, compare_runs
 from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen, wire_value
 from ..core.intervals import Interval
@@ -214,7 +214,8 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
 class RunAgreement(Frozen):
     """A run's headline results against the people's labels in the store (``judge history``).
 
-    Point estimates on the overall scores, no intervals: ``judge agreement`` has those.
+    On the overall scores, each with the seeded bootstrap 95 % interval ``judge agreement``
+    gives the same run and labels (the same :func:`judge.core.agreement.compare_runs`).
     """
 
     run_id: str = Field(alias="runId")
@@ -228,6 +229,8 @@ class RunAgreement(Frozen):
     mean_abs_diff: float | None = Field(alias="meanAbsDiff")
     exact_band_agreement: float | None = Field(alias="exactBandAgreement")
     spearman_rho: float | None = Field(alias="spearmanRho")
+    intervals: StatIntervals | None = None
+    """The statistics' bootstrap intervals over cases (None where one is undefined)."""
 
 
 def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
@@ -236,7 +239,9 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
 
     None for a run whose suite has no stored label, no model judged, or whose rubric is gone
     (the labels are read on its scale). One read of the labels per suite, one of the
-    results per run; no bootstrap.
+    results per run, and the bootstrap of the overall scores only (``intervals="overall"``:
+    the values ``judge agreement`` gives, without its per-category intervals; the cost:
+    bench/RESULTS.md, "`judge history --agreement` with intervals").
     """
     out: dict[str, RunAgreement | None] = {}
     with workspace.open_store() as store:
@@ -259,11 +264,12 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
                 out[info.id] = None
                 continue
             comparison = compare_runs({judge: headline_results(store, info)}, rubric.bands,
-                                      human=human)
+                                      human=human, intervals="overall")
             (h,) = comparison.human
             s = h.overall
             out[info.id] = RunAgreement(
                 run_id=info.id, judge=judge, labelled=len(human), n=s.n,
                 weighted_kappa=s.weighted_kappa, mean_abs_diff=s.mean_abs_diff,
-                exact_band_agreement=s.exact_band_agreement, spearman_rho=s.spearman_rho)
+                exact_band_agreement=s.exact_band_agreement, spearman_rho=s.spearman_rho,
+                intervals=s.intervals)
     return out

@@ -29,6 +29,7 @@ from .output import (
     console,
     cost_text,
     emit_json,
+    interval_text,
     ledger_lines,
     number_text,
     styled,
@@ -62,7 +63,8 @@ def history(
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 20,
     agreement: Annotated[bool, typer.Option(
         "--agreement", help="Add each run's agreement with the people's labels in the store "
-                            "(weighted κ on bands, MAD, labelled cases scored).")] = False,
+                            "(weighted κ on bands, MAD, labelled cases scored; 95 % bootstrap "
+                            "intervals as in `judge agreement`).")] = False,
     store: StoreOption = None,
     json_out: JsonFlag = False,
 ) -> None:
@@ -70,7 +72,8 @@ def history(
 
     With --agreement, each run's headline judge against the people's labels the store holds
     for its suite (`judge review`), so a template edit or a judge swap that moved agreement
-    shows run by run; `judge agreement` gives the intervals and the detail.
+    shows run by run, each statistic with `judge agreement`'s seeded bootstrap 95 % interval
+    (--json adds ρ and the share in the same band); `judge agreement` gives the detail.
     """
     found = run_history(_workspace(store), suite, limit=limit)
     runs = found.runs
@@ -96,7 +99,7 @@ def history(
     # runs started in the same minute. The creation time is cut to the minute.
     table(["run", "created (UTC)", "suite", "rubric", "judges",
            "cases (scored/unscored/missing)", "cost", "status",
-           *((Column("people κ", "right"), Column("MAD", "right"),
+           *((Column("people κ [95 %]", "right"), Column("MAD [95 %]", "right"),
               Column("labelled", "right")) if people is not None else ())], rows)
     if people is not None and not any(people.values()):
         out.print("no run above has people's labels in the store: label cases with "
@@ -115,7 +118,9 @@ def _agreement(store: str | None, runs: Sequence[RunInfo]) -> dict[str, RunAgree
 def _agreement_cells(a: RunAgreement | None) -> list[Cell]:
     if a is None:
         return ["—", "—", "—"]
-    return [number_text(a.weighted_kappa), number_text(a.mean_abs_diff, 1),
+    ci = a.intervals
+    return [interval_text(number_text(a.weighted_kappa), ci.weighted_kappa if ci else None),
+            interval_text(number_text(a.mean_abs_diff, 1), ci.mean_abs_diff if ci else None, 1),
             f"{a.n} of {a.labelled}"]
 
 

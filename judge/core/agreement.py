@@ -62,6 +62,7 @@ __all__ = [
     "Disagreement",
     "HumanAgreement",
     "HumanPairComparison",
+    "IntervalScope",
     "JudgeCounts",
     "PairComparison",
     "PairStats",
@@ -77,6 +78,9 @@ __all__ = [
     "spearman_rho",
     "verdict",
 ]
+
+IntervalScope = bool | Literal["overall"]
+"""Which statistics get bootstrap intervals: none, all, or the overall scores' only."""
 
 HUMAN: Final = "human"
 """Name of the human side in human-agreement notes."""
@@ -478,7 +482,7 @@ class _Side:
 
 def _agreement(pairs: Sequence[tuple[_Side, _Side]], categories: Sequence[str],
                scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str, label_b: str,
-               intervals: bool = False,
+               intervals: IntervalScope = False,
                ) -> tuple[PairStats, PairStats, tuple[CategoryAgreement, ...]]:
     """Overall, pooled-AI and per-category statistics over aligned sides."""
     overall, ai_all = _Vectors(), _Vectors()
@@ -496,10 +500,11 @@ def _agreement(pairs: Sequence[tuple[_Side, _Side]], categories: Sequence[str],
                 ai_all.add(*args)
             if c in x.final and c in y.final:
                 final[c].add(x.final[c][0], y.final[c][0], x.final[c][1], y.final[c][1])
-    stats = (scale_a, scale_b, label_a, label_b, intervals)
+    stats = (scale_a, scale_b, label_a, label_b, intervals is True)
     cats = tuple(CategoryAgreement(category=c, ai=ai[c].stats(*stats),
                                    final=final[c].stats(*stats)) for c in categories)
-    return overall.stats(*stats), ai_all.stats(*stats), cats
+    return (overall.stats(scale_a, scale_b, label_a, label_b, bool(intervals)),
+            ai_all.stats(*stats), cats)
 
 
 def _signed(value: float) -> str:
@@ -565,7 +570,7 @@ def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:
 
 def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
           categories: Sequence[str], scale_a: Sequence[Band],
-          scale_b: Sequence[Band], intervals: bool = False) -> PairComparison:
+          scale_b: Sequence[Band], intervals: IntervalScope = False) -> PairComparison:
     skipped = {"missing": 0, "cache_miss": 0, "unscored": 0}
     pairs: list[tuple[_Side, _Side]] = []
     flips: list[BandFlip] = []
@@ -658,16 +663,18 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                  human: Mapping[str, HumanLabel] | None = None,
                  judge_bands: Mapping[str, Sequence[Band]] | None = None,
                  alpha_level: Literal["interval", "ordinal"] = "interval",
-                 intervals: bool = False) -> Comparison:
+                 intervals: IntervalScope = False) -> Comparison:
     """Compare judges: every pair, Krippendorff's α for three or more, each against humans.
 
     ``named_results`` maps a judge's name to its case results; only model judgments of the
     first sample count (deterministic cases are counted, never compared). Cases align by id;
     a case unscored or missed by either judge of a pair is left out of that pair and
     counted. ``judge_bands`` overrides ``rubric_bands`` per judge (runs under rubrics with
-    different band scales); human labels are read on ``rubric_bands``. ``intervals`` adds
-    seeded bootstrap intervals over cases to every statistic, and the paired comparison of
-    each two judges' agreement with the people.
+    different band scales); human labels are read on ``rubric_bands``. ``intervals=True``
+    adds seeded bootstrap intervals over cases to every statistic, and the paired comparison
+    of each two judges' agreement with the people; ``"overall"`` adds them to the overall
+    scores' statistics only: the same values, for an eighth of the resampling with three
+    categories (``judge history --agreement``).
     """
     notes: list[str] = []
     names = list(named_results)
@@ -681,7 +688,7 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
         for i in range(len(names)) for j in range(i + 1, len(names)))
     if len(names) < 2:
         notes.append("fewer than two judges: no pair to compare")
-    alpha = _panel_alpha(names, judged, categories, alpha_level, intervals) \
+    alpha = _panel_alpha(names, judged, categories, alpha_level, intervals is True) \
         if len(names) >= 3 else None
     labels = dict(human or {})
     humans: list[HumanAgreement] = []
@@ -703,7 +710,7 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                 categories=cats, verdict=line,
                 **_human_detail(ids, sides, categories, rubric_bands, scales[name])))
     human_pairs: tuple[HumanPairComparison, ...] = ()
-    if labels and intervals:
+    if labels and intervals is True:
         human_pairs = tuple(
             human_pair_comparison(names[i], names[j], judged[i], judged[j], labels)
             for i in range(len(names)) for j in range(i + 1, len(names)))

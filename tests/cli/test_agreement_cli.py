@@ -7,11 +7,13 @@ from __future__ import annotations
 import html
 import json
 import shutil
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import numpy as np
 import pytest
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
 from scipy.stats import spearmanr
@@ -22,8 +24,9 @@ from judge.app.agreement_history import agreement_op
 from judge.app.reporting import ReportRequest, build_report
 from judge.app.workspace import Workspace
 from judge.cli.compare_cmd import FLIPS_SHOWN
-from judge.core.agreement import band_index
-from judge.core.labels import Label, dump_labels
+from judge.core.agreement import AGREEMENT_RESAMPLES, band_index
+from judge.core.intervals import DEFAULT_SEED, SplitMix64
+from judge.core.labels import Label, dump_labels, human_labels, parse_labels
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
 from judge.report.charts import figures
@@ -197,17 +200,23 @@ def test_review_links_are_plain_ascii_whatever_the_ids() -> None:
     assert review_link("r", port=9000) == "http://127.0.0.1:9000/review/r"
 
 
-def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str],
-                                                        tmp_path: Path) -> None:
-    root, first, second = ws
+def _people_file(root: Path, run: str, tmp_path: Path) -> tuple[Path, list[Label]]:
+    """The suite's labels per category as a labels file (reviewer ``ana``), not yet imported."""
     source = open_suite(root / "suite.yaml")
     labels = [Label(suite=source.id, case=c.id, category=cat, reviewer="ana",
-                    at="2026-12-02T19:00:00Z", score=score, run=first)
+                    at="2026-12-02T19:00:00Z", score=score, run=run)
               for c in source.cases() if c.human is not None
               for cat, score in sorted(c.human.categories.items())]
     assert len(labels) > 10
     path = tmp_path / "people.labels.jsonl"
     path.write_text(dump_labels(labels), encoding="utf-8")
+    return path, labels
+
+
+def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str],
+                                                        tmp_path: Path) -> None:
+    root, first, second = ws
+    path, labels = _people_file(root, first, tmp_path)
     plain = run_judge(["history", "--json"], root)
     assert plain.returncode == 0, plain.stderr
     assert all("agreement" not in r for r in json.loads(plain.stdout))  # unchanged shape
@@ -234,3 +243,59 @@ def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str
         s = row.agreement.overall
         assert f"{s.weighted_kappa:.2f}" in line and f"{s.mean_abs_diff:.1f}" in line
         assert f"{s.n} of {len({lb.case for lb in labels})}" in line
+
+
+def test_history_intervals_are_judge_agreements_and_scipys(ws: tuple[Path, str, str],
+                                                           tmp_path: Path) -> None:
+    """`judge history --agreement` carries the intervals `judge agreement` shows for the run,
+    and they are the percentiles of scipy's ρ and numpy's MAD over the same resamples."""
+    root, first, _ = ws
+    path, _ = _people_file(root, first, tmp_path)
+    proc = run_judge(["review", first, "--import", str(path)], root)  # idempotent
+    assert proc.returncode == 0, proc.stderr
+    proc = run_judge(["history", "--agreement", "--json"], root)
+    assert proc.returncode == 0, proc.stderr
+    got = next(r["agreement"] for r in json.loads(proc.stdout) if r["id"] == first)
+    (row,) = _json(root, first, "--labels", str(path))["rows"]  # through `judge agreement`
+    overall = row["agreement"]["overall"]
+    assert got["intervals"] == overall["intervals"]  # the same floats, every statistic
+    for stat in ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgreement"):
+        ci = got["intervals"][stat]
+        assert ci["seed"] == DEFAULT_SEED and ci["resamples"] == AGREEMENT_RESAMPLES
+        assert ci["low"] < ci["high"] and ci["estimate"] == got[stat] == overall[stat]
+    # The same resamples drawn here (SplitMix64 with the seed), the statistics by scipy and
+    # numpy, the 2.5 % and 97.5 % percentiles by numpy's linear rule.
+    ws_ = Workspace.open(root, env={})
+    people = human_labels(parse_labels(path.read_text(encoding="utf-8"), str(path)),
+                          ws_.rubric("task-evaluation"))
+    with ws_.open_store() as store:
+        judged = {r.id: r for r in store.iter_results(first)
+                  if r.judge is not None and r.judge.sample == 0 and r.status == "scored"}
+    pairs = [(people[i].overall, judged[i].overall_score) for i in sorted(judged)
+             if i in people and people[i].overall is not None]
+    assert len(pairs) == got["n"] > 5
+    h = np.array([p[0] for p in pairs], dtype=float)
+    j = np.array([p[1] for p in pairs], dtype=float)
+    rng, n = SplitMix64(DEFAULT_SEED), len(pairs)
+    rhos, mads = [], []
+    for _ in range(AGREEMENT_RESAMPLES):
+        pick = [rng.below(n) for _ in range(n)]
+        mads.append(float(np.mean(np.abs(j[pick] - h[pick]))))
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            rho = float(spearmanr(h[pick], j[pick]).statistic)
+        if not np.isnan(rho):
+            rhos.append(rho)
+    for stat, values in (("spearmanRho", rhos), ("meanAbsDiff", mads)):
+        low, high = np.percentile(values, [2.5, 97.5])
+        ci = got["intervals"][stat]
+        assert (ci["low"], ci["high"]) == (pytest.approx(low), pytest.approx(high))
+        assert ci["undefined"] == AGREEMENT_RESAMPLES - len(values)
+    # The table shows them with `judge agreement`'s formatting.
+    human = run_judge(["history", "--agreement"], root)
+    assert human.returncode == 0, human.stderr
+    line = next(x for x in human.stdout.splitlines() if x.startswith(first))
+    kappa, mad = got["intervals"]["weightedKappa"], got["intervals"]["meanAbsDiff"]
+    assert (f"{got['weightedKappa']:.2f} [{kappa['low']:.2f}, {kappa['high']:.2f}]"
+            in line)
+    assert f"{got['meanAbsDiff']:.1f} [{mad['low']:.1f}, {mad['high']:.1f}]" in line

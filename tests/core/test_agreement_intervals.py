@@ -163,6 +163,26 @@ def test_agreement_with_people_has_intervals_confusion_and_a_paired_verdict() ->
         body["human"][0]["categories"][0]["ai"]["weightedKappa"]
 
 
+def test_overall_scope_gives_the_same_overall_intervals_and_no_others() -> None:
+    rng = random.Random(11)
+    people = {f"c{i:02d}": rng.randint(0, 100) for i in range(30)}
+    labels = {cid: HumanLabel(overall=s, categories={"quality": s}) for cid, s in people.items()}
+    named = {m: [_result(c, min(100, max(0, s + rng.randint(-15, 15))), m)
+                 for c, s in people.items()] for m in ("a", "b")}
+    full = compare_runs(named, human=labels, intervals=True)
+    scoped = compare_runs(named, human=labels, intervals="overall")
+    for whole, only in zip(full.human, scoped.human, strict=True):
+        assert whole.overall.intervals is not None
+        assert only.overall == whole.overall  # the same intervals, bit for bit
+        assert only.ai_all.intervals is None and whole.ai_all.intervals is not None
+        assert all(c.ai.intervals is None and c.final.intervals is None
+                   for c in only.categories)
+        assert only.ai_all == whole.ai_all.model_copy(update={"intervals": None})
+    assert full.human_pairs and not scoped.human_pairs
+    assert scoped.pairs[0].overall == full.pairs[0].overall
+    assert scoped.pairs[0].ai_all.intervals is None
+
+
 def test_panel_alpha_interval() -> None:
     rng = random.Random(2)
     base = [rng.randint(0, 100) for _ in range(30)]
