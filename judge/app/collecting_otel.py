@@ -5,8 +5,9 @@ Every trace of the files is a case unless selected: ``--trace ID`` (repeatable) 
 A case is named ``--id`` (only when one trace is selected), else by the value of
 ``--id-attr`` (e.g. ``session.id``), else ``trace-<first 16 hex digits>``. Cases are built
 by :func:`judge.collect.case.build_case` like every collected case (caps, truncation,
-scrubbing, signals) and the suite file is written as ``judge collect`` writes one: checked
-whole, then atomically; nothing is written when any trace or case is bad.
+scrubbing, signals); ``--conversation`` adds the agent's turns to each. The suite file is
+written as ``judge collect`` writes one: checked whole, then atomically; nothing is written
+when any trace or case is bad.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class OtelCollectRequest(BaseModel):
     """``KEY=VALUE`` filters: a span of the trace has the attribute with that value."""
     rubric: str | None = None
     append: bool = False
+    conversation: bool = False
+    """Each case also carries the agent's conversation (:func:`judge.collect.otel.
+    trace_conversation`): the last LLM call's messages and answer, as turns."""
 
 
 @dataclass(frozen=True)
@@ -145,8 +149,9 @@ def collect_otel(ws: Workspace, request: OtelCollectRequest) -> OtelCollectResul
     cases, redactions = [], masked
     for trace in chosen:
         case_id = _case_id(trace, request, len(chosen) == 1)
-        built = build_case(case_id, [collect_trace(trace, rubric.evidence, str(
-            request.paths[0]), masked if len(chosen) == 1 else 0)], rubric)
+        built = build_case(case_id, [collect_trace(
+            trace, rubric.evidence, str(request.paths[0]), masked if len(chosen) == 1 else 0,
+            conversation=request.conversation)], rubric)
         cases.append(built.case)
         redactions += built.redactions
     text, suite_id, _ = _suite_text(path, request, existing, tuple(cases), rubric.id)
