@@ -56,6 +56,7 @@ __all__ = [
     "ATTRIBUTE_LIMIT",
     "MAX_DOCUMENT_BYTES",
     "MAX_FILES",
+    "MAX_HELD_BYTES",
     "MAX_LINE_CHARS",
     "MAX_SPANS",
     "MESSAGES_LIMIT",
@@ -76,6 +77,13 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Largest file read as one JSON document (not JSON lines)."""
 MAX_SPANS = 50_000
 """Spans read from all files together: a bigger input is many runs, to select or split."""
+MAX_HELD_BYTES = 256 * 1024 * 1024
+"""What all spans read may keep, estimated as they are read (:func:`_held`): the bound on
+memory, whatever the spans' count and shape (bench/RESULTS.md has the measured peaks)."""
+SPAN_OVERHEAD = 600
+"""Bytes a span costs before its attributes (the object, its ids, name and times)."""
+ATTRIBUTE_OVERHEAD = 120
+"""Bytes an attribute costs beyond its text (its dict slot and two string objects)."""
 MAX_FILES = 1000
 """Files read from a folder."""
 ATTRIBUTE_LIMIT = 4000
@@ -396,15 +404,30 @@ def _read_document(handle: IO[bytes], path: Path, shown: str,
     yield from _counted(data, shown, "the document", counter)
 
 
+def _held(span: Span) -> int:
+    """About the bytes a read span keeps (its attributes' text plus Python's overheads)."""
+    return SPAN_OVERHEAD + sum(
+        len(k) + (len(v) if isinstance(v, str) else 8) + ATTRIBUTE_OVERHEAD
+        for k, v in span.attributes.items()) + sum(len(e) for e in span.exceptions)
+
+
 def _counted(data: Any, shown: str, where: str, counter: list[int]) -> Iterator[Span]:
     try:
         for span, masked in _spans_of(data, counter[0]):
             counter[0] += 1
             counter[1] += masked
+            counter[2] += _held(span)
             if counter[0] > MAX_SPANS:
                 raise UsageError(f"more than {MAX_SPANS:,} spans", file=shown, where=where,
                                  fix="select fewer traces (split the file, or export one "
                                      "run a file)")
+            if counter[2] > MAX_HELD_BYTES:
+                raise UsageError(
+                    f"the spans read so far would hold more than {MAX_HELD_BYTES >> 20} MiB "
+                    f"in memory ({counter[0]:,} spans)", file=shown, where=where,
+                    fix="collect the traces in parts: split the file (JSON lines split at "
+                        "any line, e.g. `split -l 500`) or export one run a file, and run "
+                        "judge collect otel on each with --append")
             yield span
     except (ValueError, TypeError, AttributeError) as exc:
         raise _bad(shown, where, str(exc)) from None
@@ -432,7 +455,7 @@ def _files(path: Path, base: Path, shown: str) -> list[tuple[Path, str]]:
 
 def read_spans(paths: Sequence[Path], base: Path) -> tuple[list[Span], int]:
     """Every span of the files (folders: their trace files), and how many were masked."""
-    counter = [0, 0]
+    counter = [0, 0, 0]  # spans, masked attributes, bytes held (estimated)
     spans: list[Span] = []
     for path in paths:
         for file, shown in _files(path, base, str(path)):
