@@ -5,8 +5,9 @@ Every trace of the files is a case unless selected: ``--trace ID`` (repeatable) 
 A case is named ``--id`` (only when one trace is selected), else by the value of
 ``--id-attr`` (e.g. ``session.id``), else ``trace-<first 16 hex digits>``. Cases are built
 by :func:`judge.collect.case.build_case` like every collected case (caps, truncation,
-scrubbing, signals) and the suite file is written as ``judge collect`` writes one: checked
-whole, then atomically; nothing is written when any trace or case is bad.
+scrubbing, signals); ``--conversation`` adds the agent's turns to each. The suite file is
+written as ``judge collect`` writes one: checked whole, then atomically; nothing is written
+when any trace or case is bad.
 """
 
 from __future__ import annotations
@@ -60,6 +61,9 @@ class OtelCollectRequest(BaseModel):
     """``KEY=VALUE`` filters: a span of the trace has the attribute with that value."""
     rubric: str | None = None
     append: bool = False
+    conversation: bool = False
+    """Each case also carries the agent's conversation (:func:`judge.collect.otel.
+    trace_conversation`): the last LLM call's messages and answer, as turns."""
 
 
 @dataclass(frozen=True)
@@ -138,22 +142,30 @@ def collect_otel(ws: Workspace, request: OtelCollectRequest) -> OtelCollectResul
     rubric = ws.rubric(request.rubric, default=existing.rubric if existing else None)
     spans, masked = read_spans(request.paths, ws.root)
     traces = group_traces(spans)
+    del spans
     if not traces:
         raise UsageError("the files hold no spans", file=str(request.paths[0]),
                          where="judge collect otel", fix="export a run's traces first")
-    chosen = _selected(traces, request)
+    held = len(traces)
+    chosen: list[Trace | None] = list(_selected(traces, request))
+    del traces
     cases, redactions = [], masked
-    for trace in chosen:
-        case_id = _case_id(trace, request, len(chosen) == 1)
-        built = build_case(case_id, [collect_trace(trace, rubric.evidence, str(
-            request.paths[0]), masked if len(chosen) == 1 else 0)], rubric)
+    single = len(chosen) == 1
+    for index, trace in enumerate(chosen):
+        assert trace is not None
+        chosen[index] = None  # a trace's spans are let go once its case is built
+        case_id = _case_id(trace, request, single)
+        built = build_case(case_id, [collect_trace(
+            trace, rubric.evidence, str(request.paths[0]), masked if single else 0,
+            conversation=request.conversation)], rubric)
+        del trace
         cases.append(built.case)
         redactions += built.redactions
     text, suite_id, _ = _suite_text(path, request, existing, tuple(cases), rubric.id)
     count = _validated_text(text, path, rubric, suite_id)
     _write_atomic(path, text)
     return OtelCollectResult(path=path, suite_id=suite_id, rubric=rubric.id,
-                             cases=tuple(cases), traces=len(traces), redactions=redactions,
+                             cases=tuple(cases), traces=held, redactions=redactions,
                              total_cases=count, appended=appending)
 
 

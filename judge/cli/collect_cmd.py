@@ -64,6 +64,10 @@ def collect(
     id_attr: Annotated[str | None, typer.Option(
         "--id-attr", metavar="KEY",
         help="otel: name each case by this attribute's value (e.g. session.id).")] = None,
+    conversation: Annotated[bool, typer.Option(
+        "--conversation",
+        help="otel: each case also holds the agent's conversation (its last LLM call's "
+             "messages and answer) as turns the judge reads and cites.")] = False,
 ) -> None:
     """Collect one case from git, test reports, reviews, CI runs, agent logs and documents.
 
@@ -79,7 +83,7 @@ def collect(
         typer.echo(render_otel(collect_otel(Workspace.open(), OtelCollectRequest(
             paths=otel_paths(source), suite=output, case_id=case_id, id_attr=id_attr,
             traces=tuple(trace or ()), where=tuple(where or ()), rubric=rubric,
-            append=append)), output))
+            append=append, conversation=conversation)), output))
         return
     if case_id is None:
         raise UsageError("missing option --id", where="--id",

@@ -31,7 +31,8 @@ def render_otel(result: OtelCollectResult, shown: Path) -> str:
              f"{result.suite_id!r}, {result.total_cases} cases, rubric {result.rubric!r})"]
     for case in result.cases:
         groups = ", ".join(f"{name} {len(items)}" for name, items in case.evidence.items())
-        lines.append(f"  {case.id}: {groups or '(no evidence)'}")
+        turns = f"; conversation {len(case.conversation)} turns" if case.conversation else ""
+        lines.append(f"  {case.id}: {groups or '(no evidence)'}{turns}")
     if result.redactions:
         lines.append(f"  scrubbed {result.redactions} credential"
                      f"{'s' if result.redactions != 1 else ''}")

@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..core.conversation import Turn
 from ..core.errors import UsageError
 from ..core.evidence import TEXT_KEYS, TITLE_KEYS, EvidenceProfile, GroupSpec, truncate
 from ..core.rubric import Rubric, format_validation_error
@@ -52,6 +53,8 @@ class Collected:
     """Facts for the signal rules; names from :data:`judge.core.signal_rules.FACTS`."""
     input: Any = None
     output: Any = None
+    conversation: tuple[Turn, ...] | None = None
+    """The case's conversation turns, when the source gives one (scrubbed like the rest)."""
     tags: tuple[str, ...] = ()
     complexity: str | None = None
 
@@ -143,6 +146,9 @@ def build_case(case_id: str, parts: Sequence[Collected], rubric: Rubric) -> Coll
         "evidence": grouped,
         "input": _first([p.input for p in parts]),
         "output": _first([p.output for p in parts]),
+        "conversation": _first([[t.model_dump(mode="json", exclude_defaults=True)
+                                 for t in p.conversation] if p.conversation else None
+                                for p in parts]),
         "facts": _merge_facts(parts),
         "sources": [p.source for p in parts],
     })
@@ -168,6 +174,7 @@ def build_case(case_id: str, parts: Sequence[Collected], rubric: Rubric) -> Coll
         "id": case_id,
         "input": raw["input"],
         "output": raw["output"],
+        **({"conversation": raw["conversation"]} if raw["conversation"] else {}),
         "evidence": evidence,
         "deterministic": {c: s.value for c, s in signals.items() if s.value is not None},
         "tags": sorted({t for p in parts for t in p.tags}),

@@ -45,17 +45,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
+from ..core.conversation import Turn
 from ..core.errors import UsageError
 from ..core.evidence import EvidenceProfile
 from ..core.secrets import MASK, is_secret_key, mask_text
 from .case import HEAD_TAIL_GROUPS, Collected
+from .otel_messages import MESSAGE_KEYS, Message, as_turns, span_messages
 
 __all__ = [
     "ATTRIBUTE_LIMIT",
     "MAX_DOCUMENT_BYTES",
     "MAX_FILES",
+    "MAX_HELD_BYTES",
     "MAX_LINE_CHARS",
     "MAX_SPANS",
+    "MESSAGES_LIMIT",
     "UNKNOWN_ATTRIBUTES",
     "Span",
     "Trace",
@@ -63,6 +67,7 @@ __all__ = [
     "group_traces",
     "otel_groups",
     "read_spans",
+    "trace_conversation",
     "trace_items",
 ]
 
@@ -72,10 +77,20 @@ MAX_DOCUMENT_BYTES = 64 * 1024 * 1024
 """Largest file read as one JSON document (not JSON lines)."""
 MAX_SPANS = 50_000
 """Spans read from all files together: a bigger input is many runs, to select or split."""
+MAX_HELD_BYTES = 256 * 1024 * 1024
+"""What all spans read may keep, estimated as they are read (:func:`_held`): the bound on
+memory, whatever the spans' count and shape (bench/RESULTS.md has the measured peaks)."""
+SPAN_OVERHEAD = 600
+"""Bytes a span costs before its attributes (the object, its ids, name and times)."""
+ATTRIBUTE_OVERHEAD = 120
+"""Bytes an attribute costs beyond its text (its dict slot and two string objects)."""
 MAX_FILES = 1000
 """Files read from a folder."""
 ATTRIBUTE_LIMIT = 4000
 """Characters kept of an attribute's text when it is read (the excerpt is cut further)."""
+MESSAGES_LIMIT = 100_000
+"""Characters kept of an attribute holding a JSON list of messages (``gen_ai.input.messages``):
+cut at ATTRIBUTE_LIMIT it would no longer parse, and a conversation is read from it."""
 UNKNOWN_ATTRIBUTES = 12
 """Attributes of no known vocabulary kept per span as short references."""
 UNKNOWN_VALUE_LIMIT = 80
@@ -83,9 +98,6 @@ UNKNOWN_VALUE_LIMIT = 80
 ARRAY_LIMIT = 20
 SUFFIXES = (".json", ".jsonl", ".ndjson")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_OI_MESSAGE = re.compile(r"^llm\.(input|output)_messages\.(\d+)\.message\.(.+)$")
-_OI_TOOL_CALL = re.compile(r"^tool_calls\.(\d+)\.tool_call\.function\.(name|arguments)$")
-_OI_CONTENT = re.compile(r"^contents\.(\d+)\.message_content\.text$")
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "completion",
                              "embeddings", "responses"})
 # Attributes read into an item's text or refs, or bulky by design (prompts, tool schemas):
@@ -146,12 +158,12 @@ def _clean(text: str, limit: int = ATTRIBUTE_LIMIT) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def _any_value(value: Any) -> Any:
+def _any_value(value: Any, limit: int = ATTRIBUTE_LIMIT) -> Any:
     """An OTLP ``AnyValue`` (or a plain JSON value) as a bounded scalar."""
     if isinstance(value, Mapping) and len(value) == 1:
         ((kind, inner),) = value.items()
         if kind == "stringValue":
-            return _clean(str(inner))
+            return _clean(str(inner), limit)
         if kind == "boolValue":
             return bool(inner)
         if kind == "intValue":
@@ -167,19 +179,19 @@ def _any_value(value: Any) -> Any:
             values = inner.get("values") if isinstance(inner, Mapping) else None
             return _plain({str(kv.get("key")): _any_value(kv.get("value"))
                            for kv in (values or [])[:ARRAY_LIMIT] if isinstance(kv, Mapping)})
-    return _plain(value)
+    return _plain(value, limit)
 
 
-def _plain(value: Any) -> Any:
+def _plain(value: Any, limit: int = ATTRIBUTE_LIMIT) -> Any:
     if isinstance(value, str):
-        return _clean(value)
+        return _clean(value, limit)
     if value is None or isinstance(value, bool | int | float):
         return value
     if isinstance(value, list | tuple):
         if all(isinstance(v, str | int | float | bool) for v in value):
-            return _clean(", ".join(str(v) for v in value[:ARRAY_LIMIT]))
+            return _clean(", ".join(str(v) for v in value[:ARRAY_LIMIT]), limit)
     return _clean(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)[
-        :ATTRIBUTE_LIMIT])
+        :limit], limit)
 
 
 def _int(value: Any) -> int | None:
@@ -207,15 +219,17 @@ def _attributes(raw: Any) -> tuple[dict[str, Any], int]:
     out: dict[str, Any] = {}
     masked = 0
     if isinstance(raw, Mapping):
-        pairs: Iterable[tuple[Any, Any]] = ((k, _plain(v)) for k, v in raw.items())
+        pairs: Iterable[tuple[Any, Any]] = raw.items()
+        read: Any = _plain
     elif isinstance(raw, list):
-        pairs = ((kv.get("key"), _any_value(kv.get("value"))) for kv in raw
-                 if isinstance(kv, Mapping))
+        pairs = ((kv.get("key"), kv.get("value")) for kv in raw if isinstance(kv, Mapping))
+        read = _any_value
     else:
         return out, 0
     for key, value in pairs:
         name = _clean(str(key), 200)
-        out[name], n = _masked(name, value)
+        limit = MESSAGES_LIMIT if name in MESSAGE_KEYS else ATTRIBUTE_LIMIT
+        out[name], n = _masked(name, read(value, limit))
         masked += n
     return out, masked
 
@@ -390,15 +404,30 @@ def _read_document(handle: IO[bytes], path: Path, shown: str,
     yield from _counted(data, shown, "the document", counter)
 
 
+def _held(span: Span) -> int:
+    """About the bytes a read span keeps (its attributes' text plus Python's overheads)."""
+    return SPAN_OVERHEAD + sum(
+        len(k) + (len(v) if isinstance(v, str) else 8) + ATTRIBUTE_OVERHEAD
+        for k, v in span.attributes.items()) + sum(len(e) for e in span.exceptions)
+
+
 def _counted(data: Any, shown: str, where: str, counter: list[int]) -> Iterator[Span]:
     try:
         for span, masked in _spans_of(data, counter[0]):
             counter[0] += 1
             counter[1] += masked
+            counter[2] += _held(span)
             if counter[0] > MAX_SPANS:
                 raise UsageError(f"more than {MAX_SPANS:,} spans", file=shown, where=where,
                                  fix="select fewer traces (split the file, or export one "
                                      "run a file)")
+            if counter[2] > MAX_HELD_BYTES:
+                raise UsageError(
+                    f"the spans read so far would hold more than {MAX_HELD_BYTES >> 20} MiB "
+                    f"in memory ({counter[0]:,} spans)", file=shown, where=where,
+                    fix="collect the traces in parts: split the file (JSON lines split at "
+                        "any line, e.g. `split -l 500`) or export one run a file, and run "
+                        "judge collect otel on each with --append")
             yield span
     except (ValueError, TypeError, AttributeError) as exc:
         raise _bad(shown, where, str(exc)) from None
@@ -426,7 +455,7 @@ def _files(path: Path, base: Path, shown: str) -> list[tuple[Path, str]]:
 
 def read_spans(paths: Sequence[Path], base: Path) -> tuple[list[Span], int]:
     """Every span of the files (folders: their trace files), and how many were masked."""
-    counter = [0, 0]
+    counter = [0, 0, 0]  # spans, masked attributes, bytes held (estimated)
     spans: list[Span] = []
     for path in paths:
         for file, shown in _files(path, base, str(path)):
@@ -504,67 +533,8 @@ def _role_kind(span: Span) -> str:
     return span.kind
 
 
-def _oi_messages(attrs: Mapping[str, Any], which: str) -> list[dict[str, Any]]:
-    messages: dict[int, dict[str, Any]] = {}
-    for key, value in attrs.items():
-        match = _OI_MESSAGE.match(key)
-        if not match or match[1] != which:
-            continue
-        message = messages.setdefault(int(match[2]), {"calls": {}})
-        rest = match[3]
-        call = _OI_TOOL_CALL.match(rest)
-        content = _OI_CONTENT.match(rest)
-        if call:
-            message["calls"].setdefault(int(call[1]), {})[call[2]] = value
-        elif content:
-            message["content"] = f"{message.get('content', '')}{value}"
-        elif rest in {"role", "content", "name", "tool_call_id"}:
-            message[rest] = value
-    return [_message(messages[i]) for i in sorted(messages)]
-
-
-def _message(raw: Mapping[str, Any]) -> dict[str, Any]:
-    calls = [raw["calls"][i] for i in sorted(raw["calls"])]
-    return {"role": str(raw.get("role") or ""), "content": str(raw.get("content") or ""),
-            "calls": [(str(c.get("name") or "tool"), str(c.get("arguments") or ""))
-                      for c in calls]}
-
-
-def _genai_messages(value: Any) -> list[dict[str, Any]]:
-    if not isinstance(value, str):
-        return []
-    try:
-        data = json.loads(value)
-    except (ValueError, RecursionError):
-        return [{"role": "", "content": value, "calls": []}]
-    out = []
-    for message in data if isinstance(data, list) else []:
-        if not isinstance(message, Mapping):
-            continue
-        texts, calls = [], []
-        for part in message.get("parts") or []:
-            if not isinstance(part, Mapping):
-                continue
-            kind = part.get("type")
-            if kind == "tool_call":
-                calls.append((str(part.get("name") or "tool"), _plain(part.get("arguments"))))
-            elif kind == "tool_call_response":
-                texts.append(str(_plain(part.get("response"))))
-            elif isinstance(part.get("content"), str):
-                texts.append(part["content"])
-        if isinstance(message.get("content"), str):
-            texts.append(message["content"])
-        out.append({"role": str(message.get("role") or ""), "content": "\n".join(texts),
-                    "calls": calls})
-    return out
-
-
-def _messages(span: Span, which: str) -> list[dict[str, Any]]:
-    a = span.attributes
-    return (_oi_messages(a, which)
-            or _genai_messages(a.get(f"gen_ai.{which}.messages"))
-            or _genai_messages(a.get("gen_ai.prompt" if which == "input" else
-                                     "gen_ai.completion")))
+def _messages(span: Span, which: str) -> list[Message]:
+    return span_messages(span.attributes, which)
 
 
 def _value_text(value: Any) -> str | None:
@@ -588,10 +558,10 @@ def _value_text(value: Any) -> str | None:
     return value
 
 
-def _last_text(messages: Sequence[Mapping[str, Any]], role: str | None) -> str | None:
+def _last_text(messages: Sequence[Message], role: str | None) -> str | None:
     for message in reversed(messages):
-        if (role is None or message["role"] == role) and str(message["content"]).strip():
-            return str(message["content"])
+        if (role is None or message.role == role) and message.content.strip():
+            return message.content
     return None
 
 
@@ -603,8 +573,8 @@ def _io(span: Span, which: str) -> str | None:
     return _last_text(messages, "user" if which == "input" else None)
 
 
-def _calls_text(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [f"→ {name}({args})" for m in messages for name, args in m["calls"]]
+def _calls_text(messages: Sequence[Message]) -> list[str]:
+    return [f"→ {c.name}({c.arguments})" for m in messages for c in m.calls]
 
 
 def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
@@ -687,8 +657,7 @@ def _attempts(places: Sequence[_Place]) -> dict[str, tuple[int, str]]:
         span = place.span
         if _role_kind(span) != "llm":
             continue
-        asked = json.dumps(_messages(span, "input"), sort_keys=True) \
-            + str(span.attributes.get("input.value"))
+        asked = repr(_messages(span, "input")) + str(span.attributes.get("input.value"))
         key = (span.parent_id, hashlib.sha256(asked.encode("utf-8", "replace")).hexdigest())
         if key in first:
             n, origin = first[key]
@@ -783,9 +752,58 @@ def _stubbed(groups: dict[str, list[dict[str, Any]]],
     return out
 
 
-def collect_trace(trace: Trace, profile: EvidenceProfile, shown: str,
-                  masked: int = 0) -> Collected:
-    """One trace as one case's collection: input, output, span items and ``agent.*`` facts."""
+def _failed(span: Span) -> bool:
+    return span.status == "error" or bool(span.exceptions)
+
+
+def _conversation_call(places: Sequence[_Place]) -> Span | None:
+    """The top-level agent's last LLM call that did not fail (else the trace's last one).
+
+    The top-level agent is the shallowest agent span (else the root); its calls are the LLM
+    spans whose nearest agent above them is it, not a sub-agent.
+    """
+    agents = [p for p in places if _role_kind(p.span) == "agent"]
+    top = min(agents, key=lambda p: (p.depth, p.seq)).span if agents else places[0].span
+    owner: dict[str, str] = {}
+    for place in places:  # parents come before their children in tree order
+        span = place.span
+        above = owner.get(span.parent_id or "", places[0].span.span_id)
+        owner[span.span_id] = span.span_id if span is top or _role_kind(span) == "agent" \
+            else above
+    calls = [p.span for p in places if _role_kind(p.span) == "llm" and not _failed(p.span)]
+    own = [s for s in calls if owner.get(s.parent_id or "", places[0].span.span_id)
+           == top.span_id]
+    return max(own or calls, key=_order, default=None)
+
+
+def trace_conversation(trace: Trace, shown: str) -> tuple[tuple[Turn, ...], str]:
+    """The trace agent's conversation and the span id it comes from.
+
+    The input messages of :func:`_conversation_call` and its answer, as turns; UsageError
+    (exit 2) when there is no such call or it recorded no messages.
+    """
+    call = _conversation_call(_walk(trace))
+    if call is None:
+        raise UsageError(f"trace {trace.trace_id} has no LLM call that did not fail, so no "
+                         f"conversation", file=shown, where="--conversation",
+                         fix="leave --conversation out, or select the traces that have one "
+                             "with --trace/--where")
+    turns = as_turns([*_messages(call, "input"), *_messages(call, "output")])
+    if not turns:
+        raise UsageError(f"LLM call span-{call.span_id} of trace {trace.trace_id} records no "
+                         f"messages", file=shown, where="--conversation",
+                         fix="record message content in the traces (the instrumentor's "
+                             "content capture, e.g. OTEL_INSTRUMENTATION_GENAI_CAPTURE_"
+                             "MESSAGE_CONTENT), or leave --conversation out")
+    return turns, call.span_id
+
+
+def collect_trace(trace: Trace, profile: EvidenceProfile, shown: str, masked: int = 0,
+                  conversation: bool = False) -> Collected:
+    """One trace as one case's collection: input, output, span items and ``agent.*`` facts.
+
+    With ``conversation``, also the turns of :func:`trace_conversation`.
+    """
     steps, audit = otel_groups(profile)
     groups, counts, root = trace_items(trace, steps, audit)
     groups = _stubbed(groups, profile)
@@ -796,6 +814,9 @@ def collect_trace(trace: Trace, profile: EvidenceProfile, shown: str,
         source["service"] = root.service
     if masked:
         source["maskedAttributes"] = masked
+    turns = None
+    if conversation:
+        turns, source["conversationSpanId"] = trace_conversation(trace, shown)
     return Collected(source=source, evidence=groups,
                      facts={f"agent.{k}": v for k, v in counts.items()},
-                     input=asked, output=answer)
+                     input=asked, output=answer, conversation=turns)

@@ -2,8 +2,9 @@
 
 A stored result keeps only the items the judge cited; the page shows the whole
 conversation (each turn under its id) and the whole span tree of a case collected from an
-OpenTelemetry trace (its spans in tree order, each collapsible, indented by depth), read
-from the suite the run judged, with the cited turns and spans highlighted. Turns are bounded
+OpenTelemetry trace (its spans in tree order, each a collapsible node holding its
+children), read from the suite the run judged, with the cited turns and spans highlighted
+and every span on the way to a cited one open. Turns are bounded
 as the judge saw them (:func:`judge.core.conversation.bound_conversation`); spans are the
 evidence items as stored in the suite, already capped and truncated. Every string is
 escaped by the page's template; nothing here is markup.
@@ -24,7 +25,8 @@ from ..core.suite import Case
 __all__ = ["INDENT_LIMIT", "SpanRow", "Transcript", "TurnRow", "transcripts"]
 
 INDENT_LIMIT = 12
-"""Deepest indentation drawn (a span 10,000 deep is drawn at this depth, its depth said)."""
+"""Deepest nesting drawn (a span 10,000 deep is drawn at this level, its depth said): the
+pages nest a node per level, and a hand-written suite may hold any depth."""
 
 
 class TurnRow(Frozen):
@@ -47,10 +49,14 @@ class SpanRow(Frozen):
     kind: str
     status: str
     depth: int
-    indent: int
+    level: int
+    """Nesting in the tree as shown (0: top), at most INDENT_LIMIT. A span sits under the
+    nearest earlier shown span of smaller depth: the caps may have left its parent out."""
     duration_ms: int | None = Field(alias="durationMs")
     refs: dict[str, Any]
     cited: bool
+    open: bool
+    """Cited, or holding a cited span: drawn expanded."""
 
 
 class Transcript(Frozen):
@@ -83,20 +89,40 @@ def _span_rows(case: Case, cited: set[str]) -> tuple[SpanRow, ...]:
             if not isinstance(item, Mapping) or "spanId" not in item:
                 continue
             raw_depth = item.get("depth")
-            depth = raw_depth if isinstance(raw_depth, int) else 0
             item_id = f"{group}:{item.get('id')}"
-            refs = {k: v for k, v in item.items()
-                    if k not in {"id", "title", "text", "spanId", "seq", "depth", "kind",
-                                 "status", "durationMs"} and not isinstance(v, list | dict)}
-            rows.append((item.get("seq", 0), SpanRow(
-                id=item_id, group=group, title=str(item.get("title") or ""),
-                text=str(item.get("text") or ""), kind=str(item.get("kind") or ""),
-                status=str(item.get("status") or ""), depth=depth,
-                indent=min(int(depth), INDENT_LIMIT),
-                duration_ms=item.get("durationMs") if isinstance(item.get("durationMs"), int)
-                else None, refs=refs, cited=item_id in cited)))
-    rows.sort(key=lambda r: r[0] if isinstance(r[0], int) else 0)
-    return tuple(r for _, r in rows)
+            seq = item.get("seq")
+            rows.append((seq if isinstance(seq, int) else 0, {
+                "id": item_id, "group": group, "title": str(item.get("title") or ""),
+                "text": str(item.get("text") or ""), "kind": str(item.get("kind") or ""),
+                "status": str(item.get("status") or ""),
+                "depth": raw_depth if isinstance(raw_depth, int) else 0,
+                "durationMs": item.get("durationMs")
+                if isinstance(item.get("durationMs"), int) else None,
+                "refs": {k: v for k, v in item.items()
+                         if k not in {"id", "title", "text", "spanId", "seq", "depth", "kind",
+                                      "status", "durationMs"}
+                         and not isinstance(v, list | dict)},
+                "cited": item_id in cited, "open": item_id in cited}))
+    rows.sort(key=lambda r: r[0])
+    return tuple(SpanRow.model_validate(row) for row in _nested([r for _, r in rows]))
+
+
+def _nested(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Set each row's ``level`` and ``open`` (cited, or an ancestor of a cited row).
+
+    A row sits under the nearest earlier row of smaller depth, at most INDENT_LIMIT deep.
+    """
+    stack: list[dict[str, Any]] = []
+    for row in rows:
+        while stack and stack[-1]["depth"] >= row["depth"]:
+            stack.pop()
+        del stack[INDENT_LIMIT:]
+        row["level"] = len(stack)
+        if row["cited"]:
+            for above in stack:
+                above["open"] = True
+        stack.append(row)
+    return rows
 
 
 def transcripts(cases: Iterable[Case], results: Iterable[CaseResult]) -> dict[str, Transcript]:

@@ -1,20 +1,20 @@
 """Hostile traces (issue 31, item 5): bounded memory, exit 2 or safe output, nothing leaked.
 
-Big inputs are generated in the test's folder; each test takes a few seconds.
+Big inputs are generated in the test's folder, tens of MB at most (the caps are lowered
+where a smaller input crosses them the same way); each test takes a few seconds.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
 import yaml
-from conftest import judge_env, run_judge
+from conftest import run_judge
 
-from judge.collect.otel import Trace, _walk, group_traces, read_spans
+from judge.collect.otel import ATTRIBUTE_LIMIT, Trace, _walk, group_traces, read_spans
 
 T = "0af7651916cd43dd8448eb211c80319c"
 START = 1_700_000_000_000_000_000
@@ -38,38 +38,65 @@ def _s(key: str, value: str) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": value}}
 
 
-def test_a_100_mb_trace_file_is_read_in_bounded_memory(tmp_path: Path) -> None:
-    # 100 lines of 1 MB attributes: streamed a line at a time, each attribute cut when read.
+def test_a_big_trace_file_is_read_a_line_at_a_time(tmp_path: Path) -> None:
+    # 40 lines of 1 MiB attributes: streamed a line at a time, each attribute cut when read,
+    # so what is allocated at the peak is a few lines, not the file. The peak RSS of the
+    # CLI on 100 MB files is measured by bench/otel_memory.py (bench/RESULTS.md).
     path = tmp_path / "big.jsonl"
     blob = "x" * (1024 * 1024)
     with path.open("w") as out:
         out.write(_line(_span(1, None, [_s("input.value", "go")])))
-        for n in range(2, 102):
+        for n in range(2, 42):
             out.write(_line(_span(n, 1, [_s("big.blob", blob)])))
-    assert path.stat().st_size > 100 * 1024 * 1024
-    probe = ("import resource, sys\n"
-             "from judge.cli import main\n"
-             "try:\n"
-             "    main(['collect', 'otel', 'big.jsonl', '-o', 's.jsonl'])\n"
-             "except SystemExit as exc:\n"
-             "    code = exc.code\n"
-             "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, code)\n")
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, capture_output=True,
-                          text=True, env=judge_env(), timeout=120, check=False)
+    assert path.stat().st_size > 40 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        spans, _ = read_spans([Path("big.jsonl")], tmp_path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(spans) == 41
+    assert all(len(s.attributes.get("big.blob", "")) <= ATTRIBUTE_LIMIT for s in spans)
+    assert peak < 12 * 1024 * 1024, f"peak {peak >> 20} MiB"
+    proc = run_judge(["collect", "otel", "big.jsonl", "-o", "s.jsonl"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    peak_kb, code = proc.stdout.split()[-2:]
-    assert code in {"0", "None"}, proc.stderr
-    # The file is 100 MiB, read a line (one 1 MiB span) at a time. Measured peak RSS of
-    # this probe: 60-65 MiB alone, 88 MiB under pytest (2026-12-02); beside a parallel test
-    # run 310 MiB and in a clean-clone CI run 505 MiB were seen earlier, unexplained. The
-    # bound is the highest figure seen plus a margin (640 MiB): an upper limit that catches
-    # a collector holding several copies of the file, not a proof that memory is flat.
-    assert int(peak_kb) < 640 * 1024, f"peak RSS {int(peak_kb) // 1024} MiB"
     case = json.loads((tmp_path / "s.jsonl").read_text())
     steps = case["evidence"]["runAudit"]
     assert len(steps) == 25  # the profile's cap, the rest counted
-    assert case["metadata"]["collected"]["capped"]["runAudit"] == {"total": 100, "kept": 25}
+    assert case["metadata"]["collected"]["capped"]["runAudit"] == {"total": 40, "kept": 25}
     assert all(len(s["attr.big.blob"]) <= 80 for s in steps)
+
+
+def test_spans_over_the_memory_budget_exit_2_where_they_cross_it(tmp_path: Path,
+                                                                  monkeypatch: Any) -> None:
+    # The budget bounds what all spans keep whatever their count and shape; here 1 MiB,
+    # crossed on the 4th of 50 lines of 300 KiB spans (what the real 256 MiB takes
+    # 100 MB of JSON lines to show, bench/RESULTS.md).
+    import judge.collect.otel as otel
+    monkeypatch.setattr(otel, "MAX_HELD_BYTES", 1024 * 1024)
+    text = "y" * 3000
+    with (tmp_path / "t.jsonl").open("w") as out:
+        for n in range(1, 51):
+            out.write(_line(_span(n, None, [_s(f"input.value{i}", text) for i in range(100)])))
+    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "t.jsonl" in proc.stderr and "line 4" in proc.stderr
+    assert "more than 1 MiB" in proc.stderr and "split the file" in proc.stderr
+    assert not (tmp_path / "s.yaml").exists()
+
+
+def test_a_document_over_its_cap_exits_2_before_it_is_read(tmp_path: Path,
+                                                           monkeypatch: Any) -> None:
+    import judge.collect.otel as otel
+    monkeypatch.setattr(otel, "MAX_DOCUMENT_BYTES", 1024 * 1024)
+    doc = json.loads(_line(*[_span(n, None, [_s("output.value", "z" * 500)])
+                             for n in range(1, 3000)]))
+    (tmp_path / "doc.json").write_text(json.dumps(doc, indent=1))  # one document, many lines
+    assert (tmp_path / "doc.json").stat().st_size > 1024 * 1024
+    proc = run_judge(["collect", "otel", "doc.json", "-o", "s.yaml"], tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "doc.json" in proc.stderr and "one JSON document of" in proc.stderr
+    assert "JSON lines" in proc.stderr and not (tmp_path / "s.yaml").exists()
 
 
 def test_a_line_over_the_limit_exits_2_without_reading_it_whole(tmp_path: Path) -> None:

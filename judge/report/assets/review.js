@@ -145,21 +145,30 @@
     if (t.spans && t.spans.length) {
       const tree = el("div", "span-tree");
       tree.append(el("h3", "", "Trace"));
+      // Rows come in tree order with their nesting level: each span holds its children
+      // in its .span-kids, so collapsing a span hides its subtree (as the report does).
+      const holders = [tree];
       t.spans.forEach(sp => {
-        const d = el("details", "span" + (sp.cited ? " cited" : ""));
+        const level = Math.max(0, Math.min(Number(sp.level) || 0, holders.length - 1));
+        holders.length = level + 1;
+        const d = el("details", "span span-" + String(sp.status).replace(/[^a-z]/g, "") +
+          (sp.cited ? " cited" : ""));
         d.setAttribute("data-id", sp.id);
-        d.style.marginLeft = (Number(sp.indent) * 1.2) + "em";
-        if (sp.cited) d.open = true;
+        d.setAttribute("data-level", String(level));
+        if (sp.open) d.open = true;
         const sum = el("summary", "");
         sum.append(el("code", "", sp.id), el("span", "", " " + sp.title + " "),
           el("span", "muted", sp.kind + " · " + sp.status +
             (sp.durationMs !== null && sp.durationMs !== undefined ? " · " + sp.durationMs + " ms" : "") +
-            (sp.depth > sp.indent ? " · depth " + sp.depth : "")));
+            (sp.depth > level + 1 ? " · depth " + sp.depth : "")));
         if (sp.cited) sum.append(el("span", "mark", " cited"));
         d.append(sum);
         if (sp.text) d.append(el("pre", "", sp.text));
         if (sp.refs && Object.keys(sp.refs).length) d.append(el("div", "muted", show(sp.refs)));
-        tree.append(d);
+        const kids = el("div", "span-kids");
+        d.append(kids);
+        holders[level].append(d);
+        holders.push(kids);
       });
       box.append(tree);
     }
