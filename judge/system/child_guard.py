@@ -11,10 +11,11 @@ holds open. Ending is ``SIGTERM``, then ``SIGKILL`` after :data:`GRACE` seconds.
 sees ``CMD`` fail.
 
 Why a guard: the kernel's own means (``prctl(PR_SET_PDEATHSIG)``) has no binding in the
-standard library, and calling libc through ``ctypes`` is a second, unchecked path; the
-guard costs one small Python process beside a child that lives for a whole run
-(``judge.llm.local``'s llama.cpp server). ``tests/system/test_child_guard.py`` kills a
-parent with ``SIGKILL`` and checks the child is gone.
+standard library, and calling libc from Python through a foreign-function binding is a
+second, unchecked path; the guard costs one small Python process beside a child that
+lives for a whole run (``judge.llm.local``'s llama.cpp server).
+``tests/system/test_child_guard.py`` kills a parent with ``SIGKILL`` and checks the child
+is gone.
 """
 
 from __future__ import annotations
