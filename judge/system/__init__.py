@@ -7,8 +7,7 @@ with the process that started it.
 Layer: adapter. May import: ``judge.core``.
 
 Modules: ``atomic_files``, ``baseline_files``, ``child_guard``, ``clock``, ``resources``,
-``tuning``. This
-``__init__`` imports nothing: import from the module.
+``tuning``. This ``__init__`` imports nothing: import from the module.
 """
 
 __all__: list[str] = []
