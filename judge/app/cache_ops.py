@@ -1,8 +1,9 @@
 """The judgment cache's maintenance operations: stats, export, import, verify and prune.
 
-Thin wrappers over :class:`judge.cache.disk.JudgmentCache`: each opens the workspace's cache
-folder (``cache_dir``) in the mode it needs, never creating it to read, and returns a
-frozen result. Removing entries asks the door's ``confirm`` callback first, inside the
+Thin wrappers over :mod:`judge.cache.maintenance` (stats, verify, prune) and
+:mod:`judge.cache.interchange` (export, import): each opens the workspace's cache folder
+(``cache_dir``) in the mode it needs, never creating it to read, and returns a frozen
+result. Removing entries asks the door's ``confirm`` callback first, inside the
 same open cache, so what is confirmed is what is removed. These act on the local folder;
 with ``cache_url`` set, ``stats`` also shows the shared tier and ``push``/``pull`` copy
 between the tiers (:mod:`judge.cache.shared`, at the end of this module).
@@ -19,8 +20,10 @@ from typing import Literal, TextIO
 
 from pydantic import Field
 
-from ..cache.disk import ExportResult, JudgmentCache, import_line
+from ..cache.disk import JudgmentCache
 from ..cache.entry import entry_problems
+from ..cache.interchange import CacheInterchange, ExportResult, import_line
+from ..cache.maintenance import CacheMaintenance
 from ..cache.replay_store import ReplayStore
 from ..cache.shared import SharedCache
 from ..cache.signing import SECRET_ENV
@@ -181,7 +184,7 @@ def _open(workspace: Workspace, mode: CacheModeName) -> JudgmentCache:
 def cache_stats(workspace: Workspace) -> CacheStats:
     """Count entries per model, their age and the bytes on disk (read-only: creates nothing)."""
     with _open(workspace, "read-only") as cache:
-        stats = cache.stats()
+        stats = CacheMaintenance(cache).stats()
         # The instance's count says nothing yet: count the records that fail their check.
         stats["indexCorrupt"] = sum(
             1 for _ in ReplayStore(cache.index_path).bad_records(record_problem))
@@ -209,7 +212,8 @@ def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
     """
     secret = _secret(workspace)
     with _open(workspace, "read-only") as cache:
-        return _exported(cache.export_entries(out, secret=secret), secret is not None)
+        return _exported(CacheInterchange(cache).export_entries(out, secret=secret),
+                         secret is not None)
 
 
 def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
@@ -218,7 +222,7 @@ def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
     with _open(workspace, "read-only") as cache:
         try:
             with atomic_writer(target) as out:
-                result = cache.export_entries(out, secret=secret)
+                result = CacheInterchange(cache).export_entries(out, secret=secret)
         except OSError as exc:
             raise UsageError(f"cannot write: {exc}", file=str(target)) from None
         return _exported(result, secret is not None)
@@ -248,8 +252,9 @@ def import_cache(workspace: Workspace, fp: TextIO, *, require_signed: bool = Fal
         return ImportReport(added=0, skipped=0, rejected=len(refused), errors=tuple(refused),
                             signatures_checked=secret is not None)
     with _open(workspace, "read-write") as cache:
-        report = cache.import_jsonl(io.StringIO("".join(lines)), secret=secret,
-                                    require_signed=require_signed, allow_unsigned=allow)
+        report = CacheInterchange(cache).import_jsonl(
+            io.StringIO("".join(lines)), secret=secret, require_signed=require_signed,
+            allow_unsigned=allow)
     return ImportReport(added=report["added"], skipped=report["skipped"],
                         rejected=report["rejected"], errors=tuple(report["errors"]),
                         signatures_checked=secret is not None, unsigned=report["unsigned"])
@@ -310,7 +315,7 @@ def verify_cache(workspace: Workspace, *, repair: bool = False,
     UsageError naming it and the fix (an entry's table cannot be repaired in place).
     """
     with _open(workspace, "read-write" if repair else "read-only") as cache:
-        report = cache.verify()
+        report = CacheMaintenance(cache).verify()
         index = ReplayStore(cache.index_path)
         damaged: str | None = None
         bad: dict[str, str] = {}
@@ -332,7 +337,8 @@ def verify_cache(workspace: Workspace, *, repair: bool = False,
             index.close()
             if report["corrupt"]:
                 left = ReplayStore(cache.index_path).count()
-                removed = cache.prune(corrupt=True)  # by the stored keys, pickled ones too
+                # By the stored keys, pickled ones too.
+                removed = CacheMaintenance(cache).prune(corrupt=True)
                 index_removed += left if removed else 0  # removing entries clears the index
     shared = None
     if workspace.settings.cache_url:
@@ -366,8 +372,8 @@ def prune_cache(workspace: Workspace, request: PruneRequest,
             raise UsageError(f"--before {r.before!r} is not an ISO 8601 date",
                              fix="e.g. --before 2025-01-31") from None
     with _open(workspace, "read-only" if r.dry_run else "read-write") as cache:
-        chosen = cache.prunable(model=r.model, before=r.before, corrupt=r.corrupt,
-                                all_entries=r.all_entries)
+        chosen = CacheMaintenance(cache).prunable(model=r.model, before=r.before,
+                                                  corrupt=r.corrupt, all_entries=r.all_entries)
         removed = 0
         if chosen and not r.dry_run and (confirm is None or confirm(len(chosen))):
             removed = cache.remove(item["key"] for item in chosen)
@@ -480,7 +486,7 @@ def push_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
             if len(batch) >= COPY_BATCH:
                 added, sent, batch = added + tier.put_many(batch), sent + len(batch), []
         added, sent = added + tier.put_many(batch), sent + len(batch)
-        corrupt = [] if sent == len(cache) else cache.verify()["corrupt"]
+        corrupt = [] if sent == len(cache) else CacheMaintenance(cache).verify()["corrupt"]
         return TierCopyReport(direction="push", url=tier.url, added=added, kept=sent - added,
                               rejected=len(corrupt), rejected_keys=tuple(corrupt[:listed]))
 

@@ -1,10 +1,14 @@
 """The judgment cache's storage: entries in a diskcache folder, read and written as the mode allows.
 
-The one module that imports diskcache (lazily: importing this module is cheap). What an
-entry is — its key, its digest, what makes it valid, the credential scan — is the pure
-:mod:`judge.cache.entry`; the fast read of an entry's turns from its bytes is
-:mod:`judge.cache.entry_bytes`; the replay index's own SQLite table is
-:mod:`judge.cache.replay_store`.
+The one module that imports diskcache (lazily: importing this module is cheap).
+:class:`JudgmentCache` is the storage core: reads (one entry, its turns, many at once),
+writes, the scan of every entry, one read snapshot, removal, and the replay index's store
+in the same folder. What is done *with* a whole cache lives beside it, each over a
+``JudgmentCache``: export and import in :mod:`judge.cache.interchange`; stats, verify,
+prune and upgrade in :mod:`judge.cache.maintenance`. What an entry is — its key, its
+digest, what makes it valid, the credential scan — is the pure :mod:`judge.cache.entry`;
+the fast read of an entry's turns from its bytes is :mod:`judge.cache.entry_bytes`; the
+replay index's own SQLite table is :mod:`judge.cache.replay_store`.
 
 Decisions:
 
@@ -15,12 +19,11 @@ Decisions:
 - Every read checks the entry's digest, the replay path's ``turns`` included (over the
   bytes, see :mod:`judge.cache.entry_bytes`). A mismatch, or an entry without a digest, is a miss
   counted as corrupt, never a score; ``judge cache verify`` names it.
-- An entry written before digests existed is given one only by an explicit act:
-  :meth:`JudgmentCache.import_jsonl` (after the full check) or :meth:`JudgmentCache.upgrade`.
-- An export is read in one SQLite read transaction: a consistent snapshot next to a
-  running writer, and only entries that fail their check in it (and still fail once it
-  ends) are reported corrupt. With a team secret each line is signed
-  (:mod:`judge.cache.signing`); an import checks every line's digest and signature.
+- Everything written is checked first: :meth:`JudgmentCache.put` for a new verdict,
+  :meth:`JudgmentCache.write_local` (the full check) for what an import or an upgrade
+  brings.
+- :meth:`JudgmentCache.snapshot` is one SQLite read transaction on a connection of our
+  own: a consistent view next to a running writer (an export reads in one).
 - A ``cache.db`` SQLite cannot read ("database disk image is malformed") is a UsageError
   naming the file and the fix (exit 2) wherever it is met (:func:`damaged_cache`).
 """
@@ -30,30 +33,24 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import os
 import sqlite3
 import time
 from collections.abc import Collection, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO, TypedDict, get_args
+from typing import Any, Literal, get_args
 
 from ..core.canonical import canonical_json
 from ..core.errors import UsageError
-from .entry import CACHE_FORMAT, entry_problems, read_problems, with_digest
+from .entry import CACHE_FORMAT, entry_problems, read_problems
 from .entry_bytes import turns_alone
 from .replay_store import ReplayStore, is_damage
-from .signing import SECRET_ENV, SIG_FIELD, sign, signature_ok
 
 __all__ = [
     "CACHE_MODES",
     "CacheMode",
-    "ExportResult",
-    "ImportReport",
     "JudgmentCache",
-    "VerifyReport",
+    "Scanned",
     "damaged_cache",
-    "import_line",
 ]
 
 CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
@@ -66,41 +63,10 @@ _INDEX_FILE = "replay-index.sqlite"  # the replay index (judge.engine.replay): d
 _INDEXING = frozenset({"read-write", "refresh", "offline"})
 _BATCH = 500  # keys per SELECT ... IN (...): far below SQLite's bound on parameters
 
-
-class ImportReport(TypedDict):
-    """What :meth:`JudgmentCache.import_jsonl` did with each line."""
-
-    added: int
-    skipped: int
-    rejected: int
-    errors: list[str]
-    unsigned: int
-    """Lines taken without a signature (only with the secret set and ``allow_unsigned``)."""
-
-
-class ExportResult(TypedDict):
-    """What :meth:`JudgmentCache.export_entries` wrote and left out."""
-
-    exported: int
-    corrupt: dict[str, str]
-    """Entries left out because they fail their check (key: why)."""
-    changed: int
-    """Entries a writer replaced while the snapshot was read: sound now, not in this export."""
-
-
-class VerifyReport(TypedDict):
-    """What :meth:`JudgmentCache.verify` found."""
-
-    checked: int
-    ok: int
-    corrupt: list[str]
-    reasons: dict[str, str]
-
-
-def _parse_time(text: str) -> datetime:
-    """Parse an ISO 8601 date or time; a naive one is taken as UTC."""
-    moment = datetime.fromisoformat(text)
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+Scanned = tuple[Any, dict[str, Any] | None, str | None]
+"""One stored key as :meth:`JudgmentCache.scan` finds it: ``(key, entry, None)`` when sound,
+``(key, None, why)`` when corrupt. A key is ``str``, or an unreadable key another program
+stored (it can still be named and removed)."""
 
 
 class _RefusedValue(Exception):
@@ -149,55 +115,6 @@ def _bytes_only_disk() -> type:
             return super().fetch(mode, filename, value, read)
 
     return BytesOnlyDisk
-
-
-class _LineRefused(ValueError):
-    """An import line refused; ``where`` is ``: key <first 16 hex>…`` when it has a key."""
-
-    def __init__(self, message: str, where: str) -> None:
-        super().__init__(message)
-        self.where = where
-
-
-def _key_of(line: str) -> str:
-    try:
-        key = json.loads(line).get("key")
-    except (ValueError, AttributeError, RecursionError):
-        return ""
-    return f": key {key[:16]}…" if isinstance(key, str) else ""
-
-
-def import_line(line: str, *, secret: bytes | None,
-                allow_unsigned: bool = False) -> tuple[dict[str, Any], bool]:
-    """An export line's entry as it would be imported, and whether it came unsigned.
-
-    The decisions: a line's ``sig`` is checked when ``secret`` is given (a mismatch is
-    refused). With a secret, a line *without* ``sig`` is refused too unless
-    ``allow_unsigned``: an edited line whose signature was stripped and whose digest was
-    recomputed used to import as "added" and replay a forged score. Without a secret
-    nothing can be checked but the digest. A line without a digest (an export from before
-    digests) is given one, then passes the entry check like any other (by the caller).
-    """
-    try:
-        entry = json.loads(line)
-    except (ValueError, RecursionError) as exc:
-        raise _LineRefused(f"not a JSON object: {exc}", "") from None
-    if not isinstance(entry, dict):
-        raise _LineRefused("not a JSON object", "")
-    key = entry.get("key")
-    where = f": key {key[:16]}…" if isinstance(key, str) else ""
-    sig = entry.pop(SIG_FIELD, None)
-    if sig is None and secret is not None and not allow_unsigned:
-        raise _LineRefused(f"not signed, and {SECRET_ENV} is set: an unsigned line may have "
-                           "been edited and its signature stripped (--allow-unsigned takes "
-                           "it anyway)", where)
-    if sig is not None and secret is not None and not signature_ok(
-            secret, canonical_json(entry).encode("utf-8"), sig):
-        raise _LineRefused("signature does not match: edited after it was signed, or "
-                           "signed with another secret", where)
-    if "digest" not in entry and sig is None:
-        entry = with_digest(entry)
-    return entry, sig is None and secret is not None
 
 
 def damaged_cache(path: Path, exc: BaseException) -> UsageError:
@@ -251,27 +168,28 @@ class _Rows:
               "AND (expire_time IS NULL OR expire_time > ?)")
 
     def __init__(self, path: Path) -> None:
-        self._con = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self._db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        """Our own sqlite3 connection to diskcache's file (never diskcache's)."""
 
     def select(self, keys: list[str]) -> list[tuple[str, int, str | None, Any]]:
         """(key, mode, filename, value) of each of ``keys`` stored raw and not expired."""
         query = self.SELECT.format(",".join("?" * len(keys)))
-        rows: list[tuple[str, int, str | None, Any]] = self._con.execute(
+        rows: list[tuple[str, int, str | None, Any]] = self._db.execute(
             query, (*keys, time.time())).fetchall()
         return rows
 
     def begin(self) -> None:
         """Start a read transaction: one committed state for every SELECT until :meth:`end`."""
-        self._con.execute("BEGIN")
+        self._db.execute("BEGIN")
 
     def end(self) -> None:
         """End the read transaction."""
         with contextlib.suppress(sqlite3.Error):
-            self._con.execute("COMMIT")
+            self._db.execute("COMMIT")
 
     def close(self) -> None:
         """Close the connection."""
-        self._con.close()
+        self._db.close()
 
 
 class JudgmentCache:
@@ -297,17 +215,22 @@ class JudgmentCache:
     def __repr__(self) -> str:
         return f"JudgmentCache({str(self.directory)!r}, mode={self.mode!r})"
 
+    @property
+    def database_path(self) -> Path:
+        """The SQLite file diskcache keeps in this directory (which may not exist)."""
+        return self.directory / _DBNAME
+
     def _store(self) -> Any:
         """Return the diskcache, opened on first need; None while there is nothing to open."""
         if self._dc is None and self.mode != "off" and (
-                self.writable or (self.directory / _DBNAME).is_file()):
+                self.writable or self.database_path.is_file()):
             self._dc = _open_diskcache(self.directory)
         return self._dc
 
     def _reader(self) -> _Rows | None:
         """Our read-only connection on the diskcache file, opened on first need."""
         if self._rows is None and self._store() is not None:
-            self._rows = _Rows(self.directory / _DBNAME)
+            self._rows = _Rows(self.database_path)
         return self._rows
 
     def _fetched(self, store: Any, row: tuple[str, int, str | None, Any]) -> bytes | None:
@@ -315,7 +238,11 @@ class JudgmentCache:
         data = store.disk.fetch(mode, filename, value, False)
         return data if type(data) is bytes else None
 
-    def _require_writable(self, what: str) -> Any:
+    def require_writable(self, what: str) -> None:
+        """Refuse ``what`` (a UsageError naming the mode) unless the mode writes."""
+        self._writable_store(what)
+
+    def _writable_store(self, what: str) -> Any:
         if not self.writable:
             raise UsageError(f"cannot {what}: the cache at {self.directory} is open "
                              f"{self.mode!r}", fix="open it read-write")
@@ -323,12 +250,15 @@ class JudgmentCache:
 
     # --- reading -------------------------------------------------------------------------
 
-    def _raw(self, key: Any) -> tuple[bytes | None, str | None]:
-        """(bytes, None) when stored, (None, reason) when unreadable, (None, None) when absent."""
+    def stored_bytes(self, key: Any) -> tuple[bytes | None, str | None]:
+        """(bytes, None) when stored, (None, reason) when unreadable, (None, None) when absent.
+
+        The bytes are not checked: :meth:`checked` and :meth:`get` check them.
+        """
         store = self._store()
         if store is None or not isinstance(key, str):
             return None, None
-        if self._snapshot_rows is not None:  # inside _snapshot: read its committed state
+        if self._snapshot_rows is not None:  # inside snapshot(): read its committed state
             return self._snapshot_raw(store, key)
         missing = object()
         try:  # plain try, not _guard: this is the replay's hot path
@@ -338,7 +268,7 @@ class JudgmentCache:
             return None, str(exc)
         except sqlite3.Error as exc:
             if is_damage(exc):
-                raise damaged_cache(self.directory / _DBNAME, exc) from None
+                raise damaged_cache(self.database_path, exc) from None
             raise
         if raw is missing:
             # A row whose value file is gone reads as missing: tell it from a real miss.
@@ -353,7 +283,7 @@ class JudgmentCache:
             rows = self._snapshot_rows.select([key])
         except sqlite3.Error as exc:
             if is_damage(exc):
-                raise damaged_cache(self.directory / _DBNAME, exc) from None
+                raise damaged_cache(self.database_path, exc) from None
             raise
         if not rows:
             return None, None
@@ -368,10 +298,10 @@ class JudgmentCache:
     def raw_many(self, keys: Iterable[str]) -> dict[str, bytes]:
         """The stored bytes of each of ``keys`` present, in a few SELECTs (the replay's batch read).
 
-        What :meth:`_raw` reads, for many keys at once: values that are not plain bytes are
-        left out, as are keys whose value file is gone. Nothing is checked here; the caller
-        checks each entry's digest (:func:`judge.cache.entry_bytes.sound_digest`). Reads whatever
-        the mode (the index is written in ``refresh`` too).
+        What :meth:`stored_bytes` reads, for many keys at once: values that are not plain
+        bytes are left out, as are keys whose value file is gone. Nothing is checked here;
+        the caller checks each entry's digest (:func:`judge.cache.entry_bytes.sound_digest`).
+        Reads whatever the mode (the index is written in ``refresh`` too).
         """
         store = self._store()
         reader = self._reader()
@@ -384,7 +314,7 @@ class JudgmentCache:
                 rows = reader.select(wanted[start:start + _BATCH])
             except sqlite3.Error as exc:
                 if is_damage(exc):
-                    raise damaged_cache(self.directory / _DBNAME, exc) from None
+                    raise damaged_cache(self.database_path, exc) from None
                 raise
             for row in rows:
                 try:
@@ -394,6 +324,15 @@ class JudgmentCache:
                 if data is not None:
                     found[row[0]] = data
         return found
+
+    def checked(self, key: Any) -> tuple[dict[str, Any] | None, str | None]:
+        """The entry under ``key`` fully checked, whatever the mode lets a run read.
+
+        (entry, None) when sound, (None, reason) when corrupt, (None, None) when absent. The
+        full check: its key re-hashed from its request, the digest, the credential scan
+        (:func:`judge.cache.entry.entry_problems`). Not counted.
+        """
+        return self._load(key)
 
     def _load(self, key: Any, *, full: bool = True,
               turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:
@@ -405,7 +344,7 @@ class JudgmentCache:
         more per hit than everything else a replay does. ``turns_only`` may return just the
         format, key and turns of a sound entry, skipping the parse of its prompt.
         """
-        raw, problem = self._raw(key)
+        raw, problem = self.stored_bytes(key)
         if raw is None:
             return None, problem
         if turns_only:
@@ -476,6 +415,24 @@ class JudgmentCache:
         """The replay index's file in this directory (which may not exist)."""
         return self.directory / _INDEX_FILE
 
+    @property
+    def index_corrupt(self) -> int:
+        """Replay records this instance found unusable (0 while its index is not open)."""
+        return self._index.corrupt if self._index is not None else 0
+
+    def clear_index(self) -> None:
+        """Drop every replay record (derived data: later runs record what they find again).
+
+        Records of pruned entries are harmless (a replay falls back when an entry is gone),
+        but records of old code, rubric or template versions are never read again: pruning
+        is the moment to let them go.
+        """
+        store = self.replay_store
+        if store is not None:
+            store.clear()
+
+    # --- every entry ---------------------------------------------------------------------
+
     def __contains__(self, key: object) -> bool:
         """Whether ``key`` is stored (whatever the mode lets ``get`` see)."""
         store = self._store()
@@ -487,22 +444,24 @@ class JudgmentCache:
         with _guard(self.directory):
             return 0 if store is None else len(store)
 
-    def _keys(self) -> Iterator[Any]:
+    def keys(self) -> Iterator[Any]:
+        """Every stored key, streamed in SQL order of TEXT keys (sorted); see :data:`Scanned`."""
         store = self._store()
         if store is not None:
             with _guard(self.directory):
-                yield from store.iterkeys()  # SQL order of TEXT keys: sorted, streamed
+                yield from store.iterkeys()
 
-    def _scan(self) -> Iterator[tuple[Any, dict[str, Any] | None, str | None]]:
-        for key in self._keys():
+    def scan(self) -> Iterator[Scanned]:
+        """Every stored key with its entry fully checked (:meth:`checked`), sorted by key."""
+        for key in self.keys():
             entry, problem = self._load(key) if isinstance(key, str) else (
                 None, "key is not text")
             if entry is not None or problem is not None:  # else deleted under our feet
                 yield key, entry, problem
 
     def iter_entries(self) -> Iterator[dict[str, Any]]:
-        """Every sound entry, sorted by key; corrupt ones are skipped (see :meth:`verify`)."""
-        for _, entry, _ in self._scan():
+        """Every sound entry, sorted by key; corrupt ones are skipped (see :meth:`scan`)."""
+        for _, entry, _ in self.scan():
             if entry is not None:
                 yield entry
 
@@ -510,73 +469,12 @@ class JudgmentCache:
         """Return this instance's hits, misses, writes and corrupt reads."""
         return dict(self._counters)
 
-    def stats(self) -> dict[str, Any]:
-        """Summarise: entries, bytes on disk, per model, oldest/newest, this instance's counters."""
-        models: dict[str, int] = {}
-        entries = corrupt = 0
-        oldest: tuple[datetime, str] | None = None
-        newest: tuple[datetime, str] | None = None
-        for _, entry, _ in self._scan():
-            entries += 1
-            if entry is None:
-                corrupt += 1
-                continue
-            model = entry["request"]["model"]
-            models[model] = models.get(model, 0) + 1
-            created = entry["meta"]["createdAt"]
-            moment = (_parse_time(created), created)
-            oldest = moment if oldest is None or moment < oldest else oldest
-            newest = moment if newest is None or moment > newest else newest
-        size = 0
-        if self.directory.is_dir():
-            for root, _, files in os.walk(self.directory):
-                for name in files:
-                    try:
-                        size += (Path(root) / name).stat().st_size
-                    except OSError:  # a WAL or value file removed meanwhile
-                        pass
-        return {
-            "directory": str(self.directory),
-            "mode": self.mode,
-            "exists": (self.directory / _DBNAME).is_file(),
-            "entries": entries,
-            "corrupt": corrupt,
-            "bytes": size,
-            "models": dict(sorted(models.items())),
-            "oldest": oldest[1] if oldest else None,
-            "newest": newest[1] if newest else None,
-            "indexRecords": ReplayStore(self.directory / _INDEX_FILE).count(),
-            "indexCorrupt": self._index.corrupt if self._index is not None else 0,
-            "counters": self.counters(),
-        }
-
-    def verify(self) -> VerifyReport:
-        """Re-read and re-hash every entry; name the corrupt ones and why."""
-        report: VerifyReport = {"checked": 0, "ok": 0, "corrupt": [], "reasons": {}}
-        for key, entry, problem in self._scan():
-            report["checked"] += 1
-            if entry is not None:
-                report["ok"] += 1
-            else:
-                name = key if isinstance(key, str) else repr(key)
-                report["corrupt"].append(name)
-                report["reasons"][name] = problem or "unreadable"
-        return report
-
-    def export_jsonl(self, fp: TextIO, *, secret: bytes | None = None) -> int:
-        """Write one canonical entry per line, sorted by key; returns the count.
-
-        The same entries always give the same bytes, so an export diffs well in git.
-        """
-        return self.export_entries(fp, secret=secret)["exported"]
-
-    # --- consistent export (one read snapshot; signed with a team secret) ------------------
-
     @contextlib.contextmanager
-    def _snapshot(self) -> Iterator[None]:
+    def snapshot(self) -> Iterator[None]:
         """One read transaction on our own connection: one committed state for every read.
 
-        SQLite in WAL mode: writers in other processes go on meanwhile.
+        Every read of this instance inside it (:meth:`stored_bytes`, :meth:`scan`, ...)
+        sees that state; SQLite in WAL mode: writers in other processes go on meanwhile.
         """
         reader = self._reader()
         if reader is None:
@@ -590,33 +488,6 @@ class JudgmentCache:
         finally:
             self._snapshot_rows = None
             reader.end()
-
-    def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportResult:
-        """Write every sound entry of one snapshot, sorted by key, signed when ``secret``.
-
-        An entry that fails its check in the snapshot is read again once the snapshot ends:
-        still failing, it is reported corrupt; sound by then, a writer was replacing it
-        (``changed``), never a false alarm.
-        """
-        result: ExportResult = {"exported": 0, "corrupt": {}, "changed": 0}
-        suspects: dict[Any, str] = {}
-        with self._snapshot():
-            for key, entry, problem in self._scan():
-                if entry is None:
-                    suspects[key] = problem or "unreadable"
-                    continue
-                line = canonical_json(entry)
-                if secret is not None:
-                    line = canonical_json({**entry, SIG_FIELD: sign(secret, line.encode())})
-                fp.write(line + "\n")
-                result["exported"] += 1
-        for key, problem in suspects.items():
-            again, still = self._load(key) if isinstance(key, str) else (None, problem)
-            if again is not None:
-                result["changed"] += 1
-            elif still is not None:
-                result["corrupt"][key if isinstance(key, str) else repr(key)] = still
-        return result
 
     # --- writing -------------------------------------------------------------------------
 
@@ -654,128 +525,35 @@ class JudgmentCache:
         self._counters["writes"] += 1
         return True
 
-    def import_jsonl(self, fp: TextIO, *, secret: bytes | None = None,
-                     require_signed: bool = False,
-                     allow_unsigned: bool = False) -> ImportReport:
-        """Add the valid entries of a JSONL export; existing keys are kept, not replaced.
+    def write_local(self, entry: Mapping[str, Any], *, replace: bool) -> bool:
+        """Store ``entry`` in this folder only, after the full check; whether it was written.
 
-        Each line is checked by :func:`import_line`; each rejection names the line and the
-        entry's key.
+        For what comes from elsewhere (an import's line, an upgraded entry): the key is
+        re-hashed from the request and the credential scan runs, as :meth:`put` does for an
+        entry not ``built`` here. ``replace=False`` keeps an entry already under the key
+        (False). Never the shared tier, whatever subclass this is. Raises ``ValueError``
+        for an invalid entry, before anything is written; UsageError when the mode does not
+        write.
         """
-        if require_signed and secret is None:
-            raise ValueError("require_signed needs the team secret")
-        store = self._require_writable("import")
-        report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": [],
-                                "unsigned": 0}
-        for number, line in enumerate(fp, start=1):
-            if not line.strip():
-                continue
-            try:
-                entry, unsigned = import_line(line, secret=secret,
-                                              allow_unsigned=allow_unsigned and
-                                              not require_signed)
-                data = self._validated(entry)
-            except _LineRefused as exc:
-                report["rejected"] += 1
-                report["errors"].append(f"line {number}{exc.where}: {exc}")
-                continue
-            except (ValueError, RecursionError) as exc:
-                report["rejected"] += 1
-                report["errors"].append(f"line {number}{_key_of(line)}: {exc}")
-                continue
-            report["unsigned"] += unsigned
-            with _guard(self.directory):
-                added = store.add(entry["key"], data, retry=True)
-            if added:
-                report["added"] += 1
-                self._counters["writes"] += 1
-            else:
-                report["skipped"] += 1
-        return report
-
-    def prunable(self, *, model: str | None = None, before: str | None = None,
-                 corrupt: bool = False, all_entries: bool = False) -> list[dict[str, Any]]:
-        """List what :meth:`prune` would remove: ``{"key", "model", "createdAt", "reason"}`` each.
-
-        Sound entries go when they match every filter given (``model``, created ``before``);
-        corrupt ones go when ``corrupt`` is set. Without any filter, ``all_entries`` is needed.
-        """
-        if model is None and before is None and not corrupt and not all_entries:
-            raise ValueError("prune needs a filter (model, before, corrupt) or all_entries")
-        cutoff = _parse_time(before) if before is not None else None
-        by_filter = all_entries or model is not None or before is not None
-        chosen: list[dict[str, Any]] = []
-        for key, entry, problem in self._scan():
-            if entry is None:
-                if corrupt or all_entries:
-                    chosen.append({"key": key, "model": None, "createdAt": None,
-                                   "reason": f"corrupt: {problem}"})
-                continue
-            created = entry["meta"]["createdAt"]
-            if by_filter and (model is None or entry["request"]["model"] == model) and (
-                    cutoff is None or _parse_time(created) < cutoff):
-                chosen.append({"key": key, "model": entry["request"]["model"],
-                               "createdAt": created, "reason": "matched"})
-        return chosen
+        store = self._writable_store("write entries")
+        data = self._validated(entry)
+        with _guard(self.directory):
+            written = bool(store.set(entry["key"], data, retry=True) if replace
+                           else store.add(entry["key"], data, retry=True))
+        self._counters["writes"] += written
+        return written
 
     def remove(self, keys: Iterable[Any]) -> int:
         """Delete ``keys``; returns how many were there to delete.
 
         Removing anything also clears the replay index (see :meth:`clear_index`).
         """
-        store = self._require_writable("remove entries")
+        store = self._writable_store("remove entries")
         with _guard(self.directory):
             removed = sum(1 for key in keys if store.delete(key, retry=True))
         if removed:
             self.clear_index()
         return removed
-
-    def prune(self, *, model: str | None = None, before: str | None = None,
-              corrupt: bool = False, all_entries: bool = False, dry_run: bool = False) -> int:
-        """Remove the entries :meth:`prunable` selects; returns the count (to be) removed."""
-        if not dry_run:
-            self._require_writable("prune")
-        chosen = self.prunable(model=model, before=before, corrupt=corrupt,
-                               all_entries=all_entries)
-        if dry_run:
-            return len(chosen)
-        return self.remove(item["key"] for item in chosen)
-
-    def clear_index(self) -> None:
-        """Drop every replay record (derived data: later runs record what they find again).
-
-        Records of pruned entries are harmless (a replay falls back when an entry is gone),
-        but records of old code, rubric or template versions are never read again: pruning
-        is the moment to let them go.
-        """
-        store = self.replay_store
-        if store is not None:
-            store.clear()
-
-    def upgrade(self) -> int:
-        """Give a digest to each entry written before digests; returns how many were.
-
-        Each is fully checked first (its key re-hashed from its request, the credential
-        scan), as an import checks a line; one that fails stays as it is, corrupt.
-        """
-        store = self._require_writable("upgrade entries")
-        upgraded = 0
-        for key in list(self._keys()):  # listed first: the loop writes to the same table
-            raw, _ = self._raw(key)
-            try:
-                entry = json.loads(raw.decode("utf-8")) if raw is not None else None
-            except (UnicodeDecodeError, ValueError, RecursionError):
-                continue
-            if not isinstance(entry, dict) or "digest" in entry:
-                continue
-            sealed = with_digest(entry)
-            if not entry_problems(sealed) and sealed["key"] == key:
-                with _guard(self.directory):
-                    store.set(key, canonical_json(sealed).encode("utf-8"), retry=True)
-                upgraded += 1
-        if upgraded:
-            self._counters["writes"] += upgraded
-        return upgraded
 
     # --- lifetime ------------------------------------------------------------------------
 

@@ -26,8 +26,9 @@ Decisions:
   a miss, counted as corrupt, and the judgment is asked again (or reported missing offline).
   Importing a JSONL export is the one place a digest is added to such an entry, after the
   full check (its key re-hashed from its request, the credential scan), because an import
-  is the explicit act of trusting a file; :meth:`judge.cache.disk.JudgmentCache.upgrade` does
-  the same for a directory written by an older version.
+  is the explicit act of trusting a file;
+  :meth:`judge.cache.maintenance.CacheMaintenance.upgrade` does the same for a directory
+  written by an older version.
 - ``createdAt`` is checked by a pattern for the ISO 8601 forms that
   ``datetime.fromisoformat`` reads (the adapter parses it for ``stats`` and ``prune``):
   this module may not import the clock's module, and a pattern says exactly what is taken.

@@ -1,8 +1,9 @@
 """The local judgment cache with a team's shared tier behind it (``cache_url``).
 
 :class:`TieredCache` *is* the local :class:`judge.cache.disk.JudgmentCache` (so everything typed
-for one takes it, and maintenance — stats, verify, export, prune — acts on the local folder)
-with :class:`judge.cache.shared.SharedCache` consulted behind it:
+for one takes it, and :mod:`judge.cache.maintenance` and :mod:`judge.cache.interchange` —
+stats, verify, prune, export, import — act on the local folder) with
+:class:`judge.cache.shared.SharedCache` consulted behind it:
 
 - a read that misses locally (absent or corrupt) asks the shared tier before the model; a
   shared hit is checked in full (the digest by :func:`judge.cache.shared.sealed_digest`, then

@@ -8,9 +8,9 @@ downloaded at run time. The server is called through LiteLLM as
 ``hosted_vllm/smollm2`` with its ``api_base`` — the same code path as any hosted model.
 
 A server started for a run is stopped when the run ends (also on Ctrl-C); one started with
-``judge local serve`` is reused by runs and left running until ``judge local stop``. The
-server process asks the kernel to stop it if its parent dies, so a killed ``judge run``
-leaves no stray process either.
+``judge local serve`` is reused by runs and left running until ``judge local stop``. A
+run's server is started under :mod:`judge.system.child_guard`, which ends it when the run's
+process ends, so a killed ``judge run`` (``SIGKILL`` included) leaves no stray process either.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
+from ..system.child_guard import start_guarded
 from .local_weights import served_weights
 
 __all__ = [
@@ -321,17 +322,6 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child before exec
-    # PR_SET_PDEATHSIG: the kernel sends SIGTERM to the server when its parent dies, so a
-    # `judge run` killed with SIGKILL cannot leave a model server behind.
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)
-    except OSError:
-        pass
-
-
 def server_status(name: str, workspace: Path) -> dict[str, Any] | None:
     """The recorded server for ``name`` if it is alive and answering, else None."""
     state = _state_file(workspace, _short_name(name))
@@ -375,13 +365,16 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
     with open(log, "wb") as out:
         out.write(f"+ {' '.join(cmd)}\n".encode())  # the flags chosen, for whoever reads it
         out.flush()
+        # Detached (``judge local serve``): its own session, outliving this process. For a
+        # run: under a guard that ends it when this process ends, however it ends.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=detached,
-                                preexec_fn=None if detached else _die_with_parent)
+                                stdin=subprocess.DEVNULL, start_new_session=True) \
+            if detached else start_guarded(cmd, stdout=out, stderr=subprocess.STDOUT)
     api_base = f"http://127.0.0.1:{port}/v1"
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            _end(proc)
             raise UsageError(f"the local model server exited with code {proc.returncode} "
                              f"while starting; its log ({log}) ends with:\n{_log_tail(log)}",
                              fix="read the log above; check memory and the model file")
@@ -389,8 +382,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
             break
         time.sleep(0.25)
     else:
-        proc.kill()
-        proc.wait(10)
+        _end(proc)
         raise UsageError(f"the local model server did not answer within {STARTUP_TIMEOUT:.0f}s; "
                          f"its log ({log}) ends with:\n{_log_tail(log)}",
                          fix="read the log above")
@@ -452,6 +444,13 @@ def _terminate(pid: int, proc: subprocess.Popen[bytes] | None = None) -> bool:
     return True
 
 
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a server this process started (a guarded one through its guard), and let go of it."""
+    _terminate(proc.pid, proc)
+    if proc.stdin is not None:  # the guard's tether, once it has done its work
+        proc.stdin.close()
+
+
 def ensure_server(name: str, workspace: Path | None = None, *,
                   logits: bool = False) -> LocalServer:
     """Reuse the server ``judge local serve`` started, or start one for this run.
@@ -472,7 +471,7 @@ def ensure_server(name: str, workspace: Path | None = None, *,
     proc: subprocess.Popen[bytes] = record["_process"]
 
     def release() -> None:
-        _terminate(proc.pid, proc)
+        _end(proc)
 
     return LocalServer(name=name, litellm_model=record["litellmModel"],
                        api_base=record["apiBase"], pid=proc.pid, owned=True, release=release,

@@ -114,16 +114,19 @@ def derive_f16(source: Path, target: Path, *, log: Path | None = None) -> None:
 
 
 def _convert(source: str, target: str) -> int:  # pragma: no cover - runs in the child
-    import ctypes
-
     import llama_cpp
 
+    # llama-cpp-python's high-level API has no conversion: its binding of llama.cpp's own
+    # ``llama_model_quantize`` is the one way in. Its ``params`` argument is declared a
+    # pointer to the struct, so the binding passes the struct by reference itself and this
+    # module needs no foreign-function code of its own;
+    # tests/llm/test_local_weights.py::test_the_binding_is_what_the_conversion_calls fails
+    # when that declaration or the struct's fields change.
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_F16
     params.allow_requantize = True
     params.nthread = 2
-    return int(llama_cpp.llama_model_quantize(source.encode(), target.encode(),
-                                              ctypes.byref(params)))
+    return int(llama_cpp.llama_model_quantize(source.encode(), target.encode(), params))
 
 
 if __name__ == "__main__":  # pragma: no cover - the child of derive_f16

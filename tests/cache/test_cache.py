@@ -38,6 +38,8 @@ from judge.cache.entry import (
     entry_problems,
     is_iso_time,
 )
+from judge.cache.interchange import CacheInterchange
+from judge.cache.maintenance import CacheMaintenance
 from judge.cache.replay_store import ReplayStore
 from judge.core.canonical import canonical_json
 from judge.core.errors import UsageError
@@ -142,8 +144,8 @@ def test_large_entry_lives_in_a_file_and_prune_removes_it(tmp_path: Path) -> Non
         cache.put(entry)
         assert list(tmp_path.rglob("*.val"))
         assert cache.get(entry["key"]) == entry
-        assert cache.verify()["ok"] == 1
-        assert cache.prune(all_entries=True) == 1
+        assert CacheMaintenance(cache).verify()["ok"] == 1
+        assert CacheMaintenance(cache).prune(all_entries=True) == 1
         assert not list(tmp_path.rglob("*.val"))
 
 
@@ -176,7 +178,7 @@ def test_non_writing_modes_never_create_the_directory(tmp_path: Path, mode: Any)
     where = tmp_path / "absent"
     with JudgmentCache(where, mode) as cache:
         assert cache.get(_entry()["key"]) is None and len(cache) == 0
-        assert cache.stats()["entries"] == 0
+        assert CacheMaintenance(cache).stats()["entries"] == 0
     assert not where.exists()
 
 
@@ -301,17 +303,18 @@ def test_corrupt_and_planted_values_are_never_loaded(tmp_path: Path) -> None:
         assert cache.counters()["corrupt"] == 3
         assert cache.get(good["key"]) == good
 
-        report = cache.verify()
+        report = CacheMaintenance(cache).verify()
         assert report["checked"] == 4 and report["ok"] == 1
         assert sorted(report["corrupt"]) == sorted(e["key"] for e in (bad_json, swapped, planted))
         assert "not JSON" in report["reasons"][bad_json["key"]]
         assert "stored under" in report["reasons"][swapped["key"]]
         assert "pickled" in report["reasons"][planted["key"]]
-        assert cache.stats()["corrupt"] == 3
+        assert CacheMaintenance(cache).stats()["corrupt"] == 3
 
-        assert cache.prune(corrupt=True, dry_run=True) == 3 and len(cache) == 4
-        assert cache.prune(corrupt=True) == 3
-        assert cache.verify() == {"checked": 1, "ok": 1, "corrupt": [], "reasons": {}}
+        assert CacheMaintenance(cache).prune(corrupt=True, dry_run=True) == 3 and len(cache) == 4
+        assert CacheMaintenance(cache).prune(corrupt=True) == 3
+        assert CacheMaintenance(cache).verify() == {"checked": 1, "ok": 1, "corrupt": [],
+                                                    "reasons": {}}
     assert not marker.exists()
 
 
@@ -345,15 +348,15 @@ def test_export_import_reproduces_identical_bytes(tmp_path: Path) -> None:
     entries = _filled(tmp_path / "a")
     first, second = io.StringIO(), io.StringIO()
     with JudgmentCache(tmp_path / "a", "read-only") as cache:
-        assert cache.export_jsonl(first) == len(entries)
+        assert CacheInterchange(cache).export_jsonl(first) == len(entries)
     lines = first.getvalue().splitlines()
     assert [json.loads(line)["key"] for line in lines] == sorted(e["key"] for e in entries)
     with JudgmentCache(tmp_path / "b") as fresh:
-        report = fresh.import_jsonl(io.StringIO(first.getvalue()))
+        report = CacheInterchange(fresh).import_jsonl(io.StringIO(first.getvalue()))
         assert report == {"added": len(entries), "skipped": 0, "rejected": 0, "errors": [],
                           "unsigned": 0}
-        fresh.export_jsonl(second)
-        again = fresh.import_jsonl(io.StringIO(first.getvalue()))
+        CacheInterchange(fresh).export_jsonl(second)
+        again = CacheInterchange(fresh).import_jsonl(io.StringIO(first.getvalue()))
         assert again["added"] == 0 and again["skipped"] == len(entries)
     assert second.getvalue() == first.getvalue()
 
@@ -362,14 +365,14 @@ def test_import_rejects_tampered_lines_by_number(tmp_path: Path) -> None:
     _filled(tmp_path / "a", 3)
     out = io.StringIO()
     with JudgmentCache(tmp_path / "a", "read-only") as cache:
-        cache.export_jsonl(out)
+        CacheInterchange(cache).export_jsonl(out)
     lines = out.getvalue().splitlines()
     tampered = json.loads(lines[1])
     tampered["request"]["model"] = "evil/model"  # same key, different request
     lines[1] = canonical_json(tampered)
     lines.insert(3, "{not json")
     with JudgmentCache(tmp_path / "b") as fresh:
-        report = fresh.import_jsonl(io.StringIO("\n".join(lines) + "\n"))
+        report = CacheInterchange(fresh).import_jsonl(io.StringIO("\n".join(lines) + "\n"))
         assert report["added"] == 2 and report["rejected"] == 2
         first, second = report["errors"]
         assert first.startswith("line 2: ") and "does not match" in first
@@ -379,13 +382,13 @@ def test_import_rejects_tampered_lines_by_number(tmp_path: Path) -> None:
 
 def test_import_needs_a_writable_cache(tmp_path: Path) -> None:
     with JudgmentCache(tmp_path, "read-only") as cache, pytest.raises(UsageError):
-        cache.import_jsonl(io.StringIO(""))
+        CacheInterchange(cache).import_jsonl(io.StringIO(""))
 
 
 def test_stats_counts_models_and_ages(tmp_path: Path) -> None:
     _filled(tmp_path)
     with JudgmentCache(tmp_path, "read-only") as cache:
-        stats = cache.stats()
+        stats = CacheMaintenance(cache).stats()
     assert stats["entries"] == 5 and stats["corrupt"] == 0
     assert stats["models"] == {"m-a": 2, "m-b": 3}
     assert (stats["oldest"], stats["newest"]) == ("2025-01-10T00:00:00Z", "2025-01-14T00:00:00Z")
@@ -396,10 +399,10 @@ def test_prune_by_model_and_date(tmp_path: Path) -> None:
     entries = _filled(tmp_path)
     with JudgmentCache(tmp_path) as cache:
         with pytest.raises(ValueError, match="filter"):
-            cache.prune()
-        assert cache.prune(model="m-a", before="2025-01-12", dry_run=True) == 1
-        assert cache.prune(before="2025-01-12") == 2  # naive dates are UTC
-        assert cache.prune(model="m-a") == 1
+            CacheMaintenance(cache).prune()
+        assert CacheMaintenance(cache).prune(model="m-a", before="2025-01-12", dry_run=True) == 1
+        assert CacheMaintenance(cache).prune(before="2025-01-12") == 2  # naive dates are UTC
+        assert CacheMaintenance(cache).prune(model="m-a") == 1
         assert [e["key"] for e in cache.iter_entries()] == sorted(
             e["key"] for e in entries[2:] if e["request"]["model"] == "m-b")
 
@@ -436,7 +439,7 @@ def test_two_processes_share_one_directory(tmp_path: Path) -> None:
         out, err = proc.communicate(timeout=60)
         assert proc.returncode == 0 and out.strip() == "done", err
     with JudgmentCache(store, "read-only") as cache:
-        report = cache.verify()
+        report = CacheMaintenance(cache).verify()
         assert len(cache) == 300
         texts = sorted(int(e["turns"][0]["text"].split()[1]) for e in cache.iter_entries())
     assert report["corrupt"] == [] and report["ok"] == 300
@@ -607,8 +610,8 @@ def test_an_entry_without_a_digest_is_a_miss_until_upgraded(tmp_path: Path) -> N
         cache._store().set(old["key"], canonical_json(old).encode("utf-8"))
         assert cache.turns(old["key"]) is None and cache.get(old["key"]) is None
         assert cache.counters()["corrupt"] == 2
-        assert "no content digest" in cache.verify()["reasons"][old["key"]]
-        assert cache.upgrade() == 1 and cache.upgrade() == 0
+        assert "no content digest" in CacheMaintenance(cache).verify()["reasons"][old["key"]]
+        assert CacheMaintenance(cache).upgrade() == 1 and CacheMaintenance(cache).upgrade() == 0
         assert cache.get(old["key"]) == {**old, "digest": _entry(5)["digest"]}
         assert cache.turns(old["key"]) == old["turns"]
 
@@ -618,8 +621,8 @@ def test_upgrade_leaves_an_unsound_old_entry_corrupt(tmp_path: Path) -> None:
     forged = {**old, "key": _entry(7)["key"]}  # a key that is not its request's
     with JudgmentCache(tmp_path / "c") as cache:
         cache._store().set(forged["key"], canonical_json(forged).encode("utf-8"))
-        assert cache.upgrade() == 0
-        assert cache.verify()["corrupt"] == [forged["key"]]
+        assert CacheMaintenance(cache).upgrade() == 0
+        assert CacheMaintenance(cache).verify()["corrupt"] == [forged["key"]]
 
 
 def test_import_digests_old_lines_and_rejects_a_wrong_digest(tmp_path: Path) -> None:
@@ -627,7 +630,7 @@ def test_import_digests_old_lines_and_rejects_a_wrong_digest(tmp_path: Path) -> 
     tampered["turns"][0]["text"] = '{"score": 99}'  # the digest no longer matches
     text = "\n".join(canonical_json(e) for e in (sound, old, tampered)) + "\n"
     with JudgmentCache(tmp_path / "c") as cache:
-        report = cache.import_jsonl(io.StringIO(text))
+        report = CacheInterchange(cache).import_jsonl(io.StringIO(text))
         assert (report["added"], report["rejected"]) == (2, 1)
         assert "line 3" in report["errors"][0] and "digest" in report["errors"][0]
         assert cache.get(old["key"]) == _entry(2)

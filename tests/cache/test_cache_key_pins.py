@@ -27,6 +27,7 @@ from conftest import FakeClient
 from judge.app.pairwise_run import judge_pairs, load_pair_suite
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import build_entry, cache_key, key_request, seal_entry
+from judge.cache.maintenance import CacheMaintenance
 from judge.core.canonical import canonical_json
 from judge.core.models import CaseResult, RunInfo
 from judge.core.output_schema import output_schema, output_schema_json
@@ -149,7 +150,8 @@ def _stored_keys_rehash(cache: JudgmentCache, keys: Mapping[str, str]) -> None:
     assert set(keys.values()) <= set(stored)
     for key, entry in stored.items():
         assert cache_key(entry["request"]) == key
-    report = cache.verify()  # the full check: key re-hashed, digest, credential scan
+    # The full check: key re-hashed, digest, credential scan.
+    report = CacheMaintenance(cache).verify()
     assert report["ok"] == report["checked"] == len(stored) and not report["corrupt"]
 
 

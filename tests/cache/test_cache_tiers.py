@@ -14,6 +14,7 @@ from judge.app.configview import config_view
 from judge.app.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import build_entry
+from judge.cache.maintenance import CacheMaintenance
 from judge.cache.shared import SharedCache
 from judge.cache.tiers import TieredCache
 from judge.core.canonical import canonical_json
@@ -119,7 +120,7 @@ def test_a_corrupt_local_entry_is_replaced_from_the_shared_tier(tmp_path: Path) 
         assert cache.turns(one["key"]) == one["turns"]
         assert cache.counters()["corrupt"] == 1 and cache.counters()["copiedLocal"] == 1
     with JudgmentCache(tmp_path / "c", "read-only") as local:
-        assert local.verify()["corrupt"] == []
+        assert CacheMaintenance(local).verify()["corrupt"] == []
 
 
 def test_an_unreachable_tier_is_said_once_masked_and_the_cache_goes_on(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from conftest import FakeClient
 
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import cache_key
+from judge.cache.maintenance import CacheMaintenance
 from judge.core.models import CaseResult
 from judge.core.output_schema import output_schema
 from judge.core.rubric import Rubric, rubric_hash
@@ -406,7 +407,7 @@ async def test_a_flipped_byte_in_a_stored_entry_is_a_miss(
         assert replay.status == "cache_miss" and replay.overall_score is None
         assert offline.get(key) is None and offline.turns(key) is None
         assert offline.counters()["corrupt"] == 3 and offline.counters()["hits"] == 0
-        assert offline.verify()["corrupt"] == [key]
+        assert CacheMaintenance(offline).verify()["corrupt"] == [key]
     with JudgmentCache(directory) as again:  # online: asked again, and cached sound again
         rejudged = await judge(prep, rubric, again, fake)
     assert fake.calls == 2 and rejudged.judge is not None and not rejudged.judge.cached

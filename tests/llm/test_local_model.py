@@ -6,6 +6,7 @@ judges example cases, and checks what came back and that the server is gone afte
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -34,9 +35,9 @@ RUN_TIMEOUT = 1800  # a judgment took up to 70 s on this shared 2-core machine a
 
 
 def _servers() -> list[str]:
-    out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True,
+    out = subprocess.run(["ps", "-ww", "-eo", "pid,args"], capture_output=True, text=True,
                          check=True).stdout
-    return [line for line in out.splitlines() if "llama_cpp.server" in line]
+    return [line for line in out.splitlines() if "llama_cpp.server" in line]  # guards too
 
 
 def _servers_of(workspace: Path) -> list[int]:
@@ -168,3 +169,41 @@ def test_python_api_reaches_the_local_judge(ws: Path) -> None:
     assert result.status == "scored", result.reason
     assert result.judge is not None and result.judge.model == "local/smollm2"
     assert not _servers_of(ws)
+
+
+def test_a_run_killed_with_sigkill_leaves_no_server(ws: Path) -> None:
+    # The run's server is started under judge.system.child_guard: when the run's process
+    # dies without a word, the guard ends the server (tests/system/test_child_guard.py
+    # checks the guard with a stand-in child; this, with llama.cpp's server itself).
+    import sys
+    import time
+
+    import httpx
+    from conftest import judge_env
+
+    cmd = [sys.executable, "-m", "judge", "run", "suite.yaml", "--model", "local/smollm2",
+           "--cache-mode", "off", "--no-check", "--case", CASES[0]]
+    run = subprocess.Popen(cmd, cwd=ws, env=judge_env(), stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL)
+    log = ws / ".judge" / "local" / "smollm2.log"
+    answering = False
+    deadline = time.monotonic() + 300
+    try:
+        while not answering and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+            argv = log.read_text(errors="replace").split("\n", 1)[0].split() \
+                if log.is_file() else []
+            if "--port" in argv:
+                port = argv[argv.index("--port") + 1]
+                with contextlib.suppress(httpx.HTTPError):
+                    answering = httpx.get(f"http://127.0.0.1:{port}/v1/models",
+                                          timeout=1).status_code == 200
+        assert answering, "the run's server never answered"
+        assert _servers_of(ws)
+    finally:
+        run.kill()
+        run.wait(30)
+    deadline = time.monotonic() + 30
+    while _servers_of(ws) and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert not _servers_of(ws), "the killed run's server is still running"

