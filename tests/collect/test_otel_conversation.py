@@ -52,6 +52,16 @@ def test_real_traces_become_conversations(vocab: str, fake_server: Any,
         ("turn:1", "user"), ("turn:2", "assistant"), ("turn:3", "user"), ("turn:4", "assistant")]
     proc = run_judge(["suite", "validate", "suite.yaml"], workspace)
     assert proc.returncode == 0, proc.stderr
+    proc = run_judge(["run", "suite.yaml", "--model", "hosted_vllm/fake-judge", "--json",
+                      "--api-base", f"{fake_server.base_url}/v1"], workspace)
+    assert proc.returncode == 0, proc.stderr
+    (judged,) = json.loads(proc.stdout)["cases"]
+    assert judged["status"] == "scored"
+    cited = {e if isinstance(e, str) else e["id"] for cat in judged["categoryScores"]
+             for e in cat["evidence"]}
+    assert all(re.fullmatch(r"turn:[1-4]|(agentLogs|runAudit):span-[0-9a-f]{16}", i)
+               for i in cited), cited
+    assert any(i.startswith("turn:") for i in cited), cited  # the turns are citable
 
 
 def _span(span: str, parent: str | None, attrs: dict[str, Any], code: int = 0) -> dict[str, Any]:
