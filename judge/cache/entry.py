@@ -29,6 +29,12 @@ Decisions:
   is the explicit act of trusting a file;
   :meth:`judge.cache.maintenance.CacheMaintenance.upgrade` does the same for a directory
   written by an older version.
+- A turn is valid when it is an object whose ``text`` is a string (:func:`turns_ok`); the
+  rest is read with ``.get``, never through a typed model: a frozen model would re-write
+  valid turns (``3`` as ``3.0``, another digest) or refuse unknown fields that replay now,
+  and it would add a validation per turn to the replay path (measured in bench/RESULTS.md,
+  "A typed model for cached turns"). Turns are typed where they are made:
+  :class:`judge.llm.client.Turn`.
 - ``createdAt`` is checked by a pattern for the ISO 8601 forms that
   ``datetime.fromisoformat`` reads (the adapter parses it for ``stats`` and ``prune``):
   this module may not import the clock's module, and a pattern says exactly what is taken.

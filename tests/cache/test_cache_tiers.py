@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from judge.app.configview import config_view
 from judge.app.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import build_entry
+from judge.cache.interchange import CacheInterchange
 from judge.cache.maintenance import CacheMaintenance
 from judge.cache.shared import SharedCache
 from judge.cache.tiers import TieredCache
@@ -186,3 +188,21 @@ def test_the_cli_doors_show_both_tiers_and_copy(tmp_path: Path) -> None:
     assert (json.loads(pulled.stdout)["added"], json.loads(pulled.stdout)["rejected"]) == (2, 1)
     none = run_judge(["cache", "pull"], tmp_path, env=judge_env())
     assert none.returncode == 2 and "no shared cache configured" in none.stderr
+
+
+def test_import_and_upgrade_of_a_tiered_cache_write_the_local_folder_only(
+        tmp_path: Path) -> None:
+    # Interchange and maintenance act on the local folder (JudgmentCache.write_local): an
+    # import is no push, and the shared tier is never connected to.
+    url, one, two = shared_url(tmp_path), entry(1), entry(2)
+    old = {k: v for k, v in two.items() if k != "digest"}  # written before digests
+    with TieredCache(tmp_path / "c", shared_url=url) as cache:
+        report = CacheInterchange(cache).import_jsonl(io.StringIO(canonical_json(one) + "\n"))
+        assert report["added"] == 1
+        cache._store().set(old["key"], canonical_json(old).encode())
+        assert CacheMaintenance(cache).upgrade() == 1
+        assert cache.counters()["writes"] == 2 and cache.counters()["sharedWrites"] == 0
+        assert cache._tier is None  # never connected
+    with JudgmentCache(tmp_path / "c", "read-only") as local:
+        assert local.get(one["key"]) == one and local.get(two["key"]) == two
+    assert not (tmp_path / "shared.db").exists()
