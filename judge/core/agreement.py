@@ -902,7 +902,10 @@ def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
                                            f"and {name_b}")
     interval, p_not_greater = found
     share_a_farther = 1 - p_not_greater  # resamples with MAD_A - MAD_B > 0
-    if interval.high is not None and interval.high < 0:
+    if len(rows) < 2:  # every resample of one case is that case: a zero-width interval
+        line = (f"{name_a} and {name_b} are not told apart: one case labelled and scored by "
+                f"both is too few for an interval (MAD difference {interval.estimate:+.1f})")
+    elif interval.high is not None and interval.high < 0:
         line = (f"{name_a} is closer to the people than {name_b}: MAD {interval.estimate:+.1f}"
                 f" points (95 % {interval.low:+.1f} to {interval.high:+.1f}, n {len(rows)})")
     elif interval.low is not None and interval.low > 0:

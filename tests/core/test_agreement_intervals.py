@@ -193,3 +193,18 @@ def test_panel_alpha_interval() -> None:
     interval = alpha.overall_interval
     assert interval is not None and interval.low is not None and interval.high is not None
     assert interval.low <= alpha.overall <= interval.high < 1.0
+
+
+def test_the_paired_verdict_names_no_winner_from_one_case() -> None:
+    from judge.core.agreement import human_pair_comparison
+    labels = {"c1": HumanLabel(overall=80), "c2": HumanLabel(overall=20),
+              "c3": HumanLabel(overall=55)}
+    near = {"c1": _result("c1", 78, "near"), "c2": _result("c2", 23, "near"),
+            "c3": _result("c3", 57, "near")}
+    far = {"c1": _result("c1", 30, "far"), "c2": _result("c2", 70, "far"),
+           "c3": _result("c3", 5, "far")}
+    one = human_pair_comparison("near", "far", {"c1": near["c1"]}, {"c1": far["c1"]}, labels)
+    assert one.n == 1 and "not told apart" in one.verdict and "closer" not in one.verdict
+    assert one.mad_difference is not None and one.mad_difference.estimate == -48
+    three = human_pair_comparison("near", "far", near, far, labels)
+    assert three.n == 3 and three.verdict.startswith("near is closer to the people than far")
