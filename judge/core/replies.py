@@ -1,10 +1,11 @@
 """Reading a judge's reply: tolerant about the wrapping, strict about the verdict.
 
-Real models wrap JSON in code fences, put prose around it, or leave a trailing comma;
-those are forgiven. What is not forgiven: a missing category, a score outside 0..100, a
-level that does not exist, a citation of an ID the bundle does not have. Each of those is
-listed, so a repair turn can show the model all of its mistakes at once. Any final or
-overall score the model writes is ignored: the core computes those.
+Real models wrap JSON in code fences, put prose around it, leave a trailing comma, or
+write a raw control character (a newline) inside a string; those are forgiven. What is not
+forgiven: a missing category, a score outside 0..100, a level that does not exist, a
+citation of an ID the bundle does not have. Each of those is listed, so a repair turn can
+show the model all of its mistakes at once. Any final or overall score the model writes is
+ignored: the core computes those.
 """
 
 from __future__ import annotations
@@ -80,12 +81,14 @@ def extract_json(text: str) -> Any:
         raise OutputError("the reply's JSON object is not closed (cut off?)",
                           errors=["the JSON object is incomplete; write the whole object"])
     candidate = text[start:end + 1]
+    # strict=False: a raw newline or tab inside a string (small models write them in
+    # rationales) is read as that character, not refused as an invalid verdict.
     try:
-        return json.loads(candidate)
+        return json.loads(candidate, strict=False)
     except json.JSONDecodeError:
         pass
     try:
-        return json.loads(_drop_trailing_commas(candidate))
+        return json.loads(_drop_trailing_commas(candidate), strict=False)
     except json.JSONDecodeError as exc:
         raise OutputError(f"the reply is not valid JSON: {exc.msg} at column {exc.colno}",
                           errors=[f"invalid JSON: {exc.msg}"]) from None
