@@ -23,9 +23,12 @@ from ..core.validation_text import format_validation_error
 __all__ = [
     "DEFAULT_SUITE_GLOBS",
     "ENV_PREFIX",
+    "LOCAL_DEFAULTS",
+    "LOCAL_DEFAULT_SOURCE",
     "MAX_SEED",
     "CacheModeName",
     "Settings",
+    "embedded_defaults",
     "load_settings",
 ]
 
@@ -36,6 +39,14 @@ MAX_SEED = 2**63 - 1
 DEFAULT_SUITE_GLOBS = ("suites/**/*.yaml", "suites/**/*.yml", "suites/**/*.jsonl",
                       "examples/*/suite.yaml")
 """Where a workspace's suites are unless the ``suites`` setting says otherwise."""
+
+LOCAL_DEFAULTS: Final[Mapping[str, Any]] = {"template": "judge-small", "score_mode": "expected"}
+"""What the embedded judge gets where these settings are not given: the short prompt written
+for small models and the probability-weighted score (docs/embedded-judge.md). With the
+``judge`` template and written answers SmolLM2-135M answered 0 to 39 of 42 scores; with these
+its scores vary with the case (bench/RESULTS.md, "Embedded judge against labels")."""
+LOCAL_DEFAULT_SOURCE: Final = "default for local/ judges"
+"""The source ``judge config`` names for a value :data:`LOCAL_DEFAULTS` set."""
 
 CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
 
@@ -272,4 +283,19 @@ def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
         msg, fix = _split_fix(msg, "correct the value")
         raise UsageError(msg, where=f"setting {place} (from {sources.get(place, '?')})",
                          fix=fix) from None
-    return settings, sources
+    return embedded_defaults(settings, sources)
+
+
+def embedded_defaults(settings: Settings,
+                      sources: Mapping[str, str]) -> tuple[Settings, dict[str, str]]:
+    """``settings`` with :data:`LOCAL_DEFAULTS` where the judges are local and not given.
+
+    No judge configured counts as local: the embedded judge is then the default one.
+    """
+    if any(not name.startswith("local/") for name in settings.model):
+        return settings, dict(sources)
+    unset = {k: v for k, v in LOCAL_DEFAULTS.items() if sources.get(k, "default") == "default"}
+    if not unset:
+        return settings, dict(sources)
+    return (settings.model_copy(update=unset),
+            {**sources, **dict.fromkeys(unset, LOCAL_DEFAULT_SOURCE)})

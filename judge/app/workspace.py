@@ -42,7 +42,13 @@ from ..store.runs import RunStore
 from ..system.baseline_files import baseline_path
 from ..system.resources import load_rubric, open_suite
 from .lifecycle import open_reaped
-from .settings import CacheModeName, Settings, load_settings
+from .settings import (
+    LOCAL_DEFAULT_SOURCE,
+    CacheModeName,
+    Settings,
+    embedded_defaults,
+    load_settings,
+)
 
 __all__ = [
     "DEFAULT_LOCAL",
@@ -192,14 +198,19 @@ class Workspace:
         given = {k: v for k, v in overrides.items() if v is not None}
         if not given:
             return self
-        data = {**self.settings.model_dump(), **given}
+        # The embedded judge's own defaults are worked out again for the new judges.
+        local = {k for k, v in self.sources.items() if v == LOCAL_DEFAULT_SOURCE} - set(given)
+        data = {**self.settings.model_dump(),
+                **{k: Settings.model_fields[k].default for k in local}, **given}
+        sources = {**self.sources, **dict.fromkeys(local, "default"),
+                   **dict.fromkeys(given, "flag")}
         try:
             settings = Settings.model_validate(data)
         except Exception:
             # Re-validate through the loader for its file/place error message.
             settings, _ = load_settings(self.root, given, self.env)
-        return replace(self, settings=settings,
-                       sources={**self.sources, **dict.fromkeys(given, "flag")})
+        settings, sources = embedded_defaults(settings, sources)
+        return replace(self, settings=settings, sources=sources)
 
     @functools.cached_property
     def redactor(self) -> Redactor:

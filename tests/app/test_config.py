@@ -11,7 +11,7 @@ import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
 from judge.app.configview import config_view
-from judge.app.settings import Settings
+from judge.app.settings import LOCAL_DEFAULT_SOURCE, LOCAL_DEFAULTS, Settings
 from judge.app.workspace import Workspace
 from judge.core.errors import UsageError
 from judge.core.secrets import mask_url
@@ -49,10 +49,46 @@ def test_precedence_and_sources(workspace: Path) -> None:
 
 
 def test_defaults_without_any_file(workspace: Path) -> None:
+    # No judge configured: the embedded local judge is the default, with its own prompt
+    # and score mode; everything else is Settings' own default.
     cfg = Workspace.open(workspace, env={})
-    assert cfg.settings.model_dump() == Settings().model_dump()
-    assert set(cfg.sources.values()) == {"default"}
+    assert cfg.settings.model_dump() == Settings().model_copy(update=LOCAL_DEFAULTS).model_dump()
+    assert {cfg.sources[k] for k in LOCAL_DEFAULTS} == {LOCAL_DEFAULT_SOURCE}
+    assert {v for k, v in cfg.sources.items() if k not in LOCAL_DEFAULTS} == {"default"}
     assert cfg.settings.seed == 42 and list(cfg.settings.models) == []
+
+
+@pytest.mark.parametrize(("models", "local"), [
+    ("local/smollm2", True), ("local/smollm2,local/other", True),
+    ("openai/gpt-4o-mini", False), ("local/smollm2,openai/gpt-4o-mini", False)])
+def test_the_embedded_judges_defaults_follow_the_judges(workspace: Path, models: str,
+                                                        local: bool) -> None:
+    cfg = Workspace.open(workspace, env={"JUDGE_MODEL": models})
+    want = LOCAL_DEFAULTS if local else {"template": "judge", "score_mode": "direct"}
+    assert {k: getattr(cfg.settings, k) for k in LOCAL_DEFAULTS} == want
+    # A door's --model worked out again: a hosted judge given by flag gets the plain
+    # defaults back, and a local one given by flag gets the embedded ones.
+    other = cfg.with_overrides({"model": "openai/gpt-4o-mini" if local else "local/smollm2"})
+    back = {"template": "judge", "score_mode": "direct"} if local else LOCAL_DEFAULTS
+    assert {k: getattr(other.settings, k) for k in LOCAL_DEFAULTS} == back
+    assert other.sources["template"] == ("default" if local else LOCAL_DEFAULT_SOURCE)
+
+
+@pytest.mark.parametrize("where", ["file", "env", "flag"])
+def test_a_given_template_or_score_mode_wins_over_the_embedded_defaults(
+        workspace: Path, where: str) -> None:
+    given = {"template": "judge", "score_mode": "direct"}
+    env: dict[str, str] = {}
+    flags: dict[str, Any] = {}
+    if where == "file":
+        (workspace / "judge.toml").write_text('template = "judge"\nscore_mode = "direct"\n')
+    elif where == "env":
+        env = {"JUDGE_TEMPLATE": "judge", "JUDGE_SCORE_MODE": "direct"}
+    else:
+        flags = dict(given)
+    cfg = Workspace.open(workspace, flags, env=env)
+    assert {k: getattr(cfg.settings, k) for k in given} == given
+    assert LOCAL_DEFAULT_SOURCE not in cfg.sources.values()
 
 
 def test_env_model_list(workspace: Path) -> None:
@@ -75,7 +111,8 @@ def test_pyproject_tool_judge_when_no_judge_toml(workspace: Path) -> None:
 
 def test_pyproject_without_tool_judge_is_ignored(workspace: Path) -> None:
     (workspace / "pyproject.toml").write_text('[project]\nname = "x"\n[tool.ruff]\nx = 1\n')
-    assert set(Workspace.open(workspace, env={}).sources.values()) == {"default"}
+    assert set(Workspace.open(workspace, env={}).sources.values()) == {"default",
+                                                                         LOCAL_DEFAULT_SOURCE}
 
 
 def test_typo_in_judge_toml_names_file_and_key(workspace: Path) -> None:
