@@ -105,11 +105,13 @@ class Settings(BaseModel):
     llm: bool = True
     """Judge LLM cases (``--no-llm`` runs only the deterministic ones)."""
     template: str = "judge"
-    """Prompt template id (``prompts/<id>.md.j2``)."""
+    """Prompt template id (``prompts/<id>.md.j2``); ``local/`` judges: ``judge-small``
+    unless set."""
     score_mode: Literal["direct", "expected"] = "direct"
     """``direct``: the AI score is the answer the judge wrote; ``expected``: the
     probability-weighted value over the allowed answers, from the reply's log-probabilities
-    (OpenAI ``logprobs``/``top_logprobs``, llama.cpp's server); no log-probabilities: unscored."""
+    (OpenAI ``logprobs``/``top_logprobs``, llama.cpp's server); no log-probabilities: unscored.
+    ``local/`` judges: ``expected`` unless set."""
     samples: int = Field(default=1, ge=1, le=50)
     """Judge each case K times (seed, seed+1, ...); the median heads."""
     panel: Literal["median", "mean"] = "median"
