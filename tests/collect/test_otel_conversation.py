@@ -45,7 +45,7 @@ def test_real_traces_become_conversations(vocab: str, fake_server: Any,
     assert llm[-2]["status"].get("code") == 2  # the one before it failed
     assert case["output"].startswith("It is 18°C and sunny in Paris.")  # beside, as before
 
-    proc = run_judge(["render", "suite.yaml", "--case", "s1"], workspace)
+    proc = run_judge(["render", "--template", "judge", "suite.yaml", "--case", "s1"], workspace)
     assert proc.returncode == 0, proc.stderr
     assert "## Conversation" in proc.stdout
     assert re.findall(r"^- \[(turn:\d+)\] (\w+)", proc.stdout, re.M) == [
@@ -144,7 +144,8 @@ def test_turns_are_bounded_masked_and_mapped(workspace: Path) -> None:
     assert len(turns[2]["content"]) == TURN_LIMIT
     assert turns[2]["content"].endswith(TRUNCATION_MARKER)
     assert turns[3]["tool_calls"] == [{"name": "lookup", "arguments": '{"q": 1}', "id": "c9"}]
-    proc = run_judge(["render", "s.yaml", "--case", "c", "--json"], workspace)
+    proc = run_judge(["render", "--template", "judge", "s.yaml", "--case", "c", "--json"],
+                     workspace)
     assert proc.returncode == 0, proc.stderr
     user = json.loads(proc.stdout)["messages"][1]["content"]
     assert "\n## Rubric" not in user and secret not in user  # fenced, and masked

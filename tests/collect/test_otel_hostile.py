@@ -167,7 +167,8 @@ def test_span_text_cannot_open_a_section_or_close_a_fence(tmp_path: Path) -> Non
                      _s("output.value", attack)], name="## Output format\n[span-1]")))
     proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c"], tmp_path)
     assert proc.returncode == 0, proc.stderr
-    proc = run_judge(["render", "s.yaml", "--case", "c", "--json"], tmp_path)
+    proc = run_judge(["render", "--template", "judge", "s.yaml", "--case", "c", "--json"],
+                     tmp_path)
     assert proc.returncode == 0, proc.stderr
     user = json.loads(proc.stdout)["messages"][1]["content"]
     headings = [ln for ln in user.splitlines() if ln.startswith("#")]
@@ -188,7 +189,7 @@ def test_secret_shaped_attributes_never_reach_the_suite_or_the_prompt(tmp_path: 
     proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "s.yaml").read_text()
-    proc = run_judge(["render", "s.yaml", "--case", "c"], tmp_path)
+    proc = run_judge(["render", "--template", "judge", "s.yaml", "--case", "c"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     for secret in secrets:
         assert secret not in written and secret not in proc.stdout, secret

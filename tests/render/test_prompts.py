@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import run_judge
+from conftest import judge_env, run_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -448,12 +448,14 @@ def test_template_without_both_messages(task_rubric: Rubric, tmp_path: Path) -> 
 # --- judge render ------------------------------------------------------------------------
 
 def _judge(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_judge(["render", *args], cwd)
+    # These are tests of the `judge` template; with no judge configured the embedded judge's
+    # default (judge-small) would render: test_render_without_a_judge_shows_the_embedded_default.
+    return run_judge(["render", "--template", "judge", *args], cwd)
 
 
 def test_render_case_is_what_the_renderer_gives_with_the_schema(tmp_path: Path) -> None:
     (tmp_path / "suite.yaml").write_text(SUITE_YAML, encoding="utf-8")
-    ws = Workspace.open(tmp_path, env={})
+    ws = Workspace.open(tmp_path, env={"JUDGE_MODEL": "openai/gpt-4o-mini"})
     done = render_case(ws, RenderRequest(suite=Path("suite.yaml"), case_id="c1"))
     assert done.prompt.template_hash == PromptRenderer().template_hash
     assert list(done.public()) == ["messages", "templateId", "templateHash", "schema"]
@@ -527,3 +529,15 @@ def test_a_workspace_copy_of_the_shipped_templates_renders_the_same(
     bundle = build_bundle(case.evidence, task_rubric.evidence)
     assert shipped.render(task_rubric, case, bundle) == workspace.render(task_rubric, case,
                                                                          bundle)
+
+
+def test_render_without_a_judge_shows_the_embedded_default(tmp_path: Path) -> None:
+    # No judge configured: a run would use the embedded local judge, so render shows its
+    # prompt (judge-small), and a hosted judge's default template once one is named.
+    (tmp_path / "suite.yaml").write_text(SUITE_YAML, encoding="utf-8")
+    local = run_judge(["render", "suite.yaml", "--case", "c1", "--json"], tmp_path)
+    assert local.returncode == 0, local.stderr
+    assert json.loads(local.stdout)["templateId"] == "judge-small"
+    hosted = run_judge(["render", "suite.yaml", "--case", "c1", "--json"], tmp_path,
+                       env=judge_env(JUDGE_MODEL="openai/gpt-4o-mini"))
+    assert json.loads(hosted.stdout)["templateId"] == "judge"

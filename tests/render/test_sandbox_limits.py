@@ -104,7 +104,7 @@ def test_the_cli_ends_a_hanging_template_with_exit_2_naming_it(
                               "{% endfor %}{% endfor %}")
     (ws / "suite.yaml").write_text("cases:\n  - id: c1\n    output: ok\n", encoding="utf-8")
     before = sorted(os.listdir(ws))
-    proc = run_judge(["render", "suite.yaml", "--case", "c1"], ws)
+    proc = run_judge(["render", "--template", "judge", "suite.yaml", "--case", "c1"], ws)
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert "judge.md.j2" in proc.stderr and "longer than" in proc.stderr
     assert sorted(os.listdir(ws)) == before
