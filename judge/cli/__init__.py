@@ -19,7 +19,7 @@ from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
 from .app import PipeClosed, build_app
 
-__all__ = ["PIPE_CLOSED", "explain", "main", "print_error"]
+__all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
 PIPE_CLOSED = 141
 """Exit status when the reader of stdout went away: 128 + SIGPIPE (13)."""
@@ -61,6 +61,21 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _error(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "
                "run again with JUDGE_DEBUG=1 for the traceback", 70)
+
+
+def warm() -> None:
+    """What the warm worker holds before it forks: the commands built, LiteLLM imported.
+
+    Imported as a run imports it (``load_litellm``): the bundled price map, no fetch over the
+    network, so a command costs what it costs directly and a worker starts in the import's time.
+    """
+    build_app()
+    from ..llm.client import preload  # not at the top: `judge --help` stays light
+
+    try:
+        preload()
+    except ImportError:  # an install without litellm: its commands say so when run
+        pass
 
 
 def explain(exc: JudgeError) -> tuple[str, int]:
