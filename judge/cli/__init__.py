@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import import_module
 
 from ..core.errors import ConfigError, JudgeError, StoreError
 from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
-from .app import PipeClosed, build_app
+from .app import COMMANDS, PipeClosed, build_app
 
 __all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
@@ -64,12 +65,16 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def warm() -> None:
-    """What the warm worker holds before it forks: the commands built, LiteLLM imported.
+    """What the warm worker holds before it forks: every command's module, LiteLLM imported.
 
-    Imported as a run imports it (``load_litellm``): the bundled price map, no fetch over the
-    network, so a command costs what it costs directly and a worker starts in the import's time.
+    The modules, not only the group: `judge --help` loads a command's module when it is
+    asked for, and ``run``'s alone (the store, the gate, the diff) is most of a cold run's
+    start-up. LiteLLM is imported as a run imports it (``load_litellm``): the bundled price
+    map, no fetch over the network, so a worker starts in the import's time.
     """
     build_app()
+    for module in sorted({module for module, _ in COMMANDS.values()}):
+        import_module(f".{module}", __package__)
     from ..llm.client import preload  # not at the top: `judge --help` stays light
 
     try:
