@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import sys
+from importlib import import_module
 
 from ..core.errors import ConfigError, JudgeError, StoreError
 from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
-from .app import PipeClosed, build_app
+from .app import COMMANDS, PipeClosed, build_app
 
-__all__ = ["PIPE_CLOSED", "explain", "main", "print_error"]
+__all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
 PIPE_CLOSED = 141
 """Exit status when the reader of stdout went away: 128 + SIGPIPE (13)."""
@@ -61,6 +62,25 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _error(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "
                "run again with JUDGE_DEBUG=1 for the traceback", 70)
+
+
+def warm() -> None:
+    """What the warm worker holds before it forks: every command's module, LiteLLM imported.
+
+    The modules, not only the group: `judge --help` loads a command's module when it is
+    asked for, and ``run``'s alone (the store, the gate, the diff) is most of a cold run's
+    start-up. LiteLLM is imported as a run imports it (``load_litellm``): the bundled price
+    map, no fetch over the network, so a worker starts in the import's time.
+    """
+    build_app()
+    for module in sorted({module for module, _ in COMMANDS.values()}):
+        import_module(f".{module}", __package__)
+    from ..llm.client import preload  # not at the top: `judge --help` stays light
+
+    try:
+        preload()
+    except ImportError:  # an install without litellm: its commands say so when run
+        pass
 
 
 def explain(exc: JudgeError) -> tuple[str, int]:

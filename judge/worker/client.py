@@ -231,7 +231,10 @@ def run(argv: list[str], start: bool = True) -> int | None:
     last = answers[-1] if answers else {}
     if "signal" in last:  # die the way the child died, as a direct run would have
         sig = int(last["signal"])
-        signal.signal(sig, signal.SIG_DFL)
+        try:
+            signal.signal(sig, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass  # SIGKILL's disposition cannot be set (EINVAL): it is always the default
         os.kill(os.getpid(), sig)
         return 128 + sig
     if "exit" in last:

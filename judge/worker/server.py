@@ -10,6 +10,7 @@ sets it from the ``worker_idle`` setting; default 600).
 
 from __future__ import annotations
 
+import gc
 import io
 import json
 import os
@@ -124,12 +125,14 @@ def _serve(conn: socket.socket, state: dict[str, float], expected: str,
 def serve(path: Path, idle_s: float) -> None:
     """Listen on ``path`` (mode 0600) until idle for ``idle_s`` or told to stop."""
     expected = client.digest()
-    import judge.cli.app  # the warm part: the application and its commands
-    judge.cli.app.build_app()
+    from ..cli import warm
+
+    gc.disable()  # the import builds millions of long-lived objects: no passes over them
     try:
-        import litellm  # noqa: F401
-    except ImportError:
-        pass
+        warm()
+    finally:
+        gc.freeze()  # what the children share: out of their collectors' sight, pages stay shared
+        gc.enable()
     path.unlink(missing_ok=True)
     old = os.umask(0o177)
     try:

@@ -1,0 +1,100 @@
+"""The masker's pre-filter (``_loosened`` in judge/core/secrets.py) changes no byte of its output.
+
+Masking with the pre-filter and with it forced to "maybe" everywhere (every shape run, as
+before it existed) must give the same text and the same count: on the secret corpus in every
+place the shape tests use, on near misses that only the loosened patterns match, on the
+corpus glued to words (where the boundary decides), and on generated mixtures. And wherever
+any shape or URL pattern would match, the pre-filter matches too (else it could hide one).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from secret_corpus import CORPUS, URLS
+from test_secret_shapes import PLACES
+
+from judge.core import secrets
+from judge.core.secrets import SHAPES, Redactor, mask_text, mask_value
+
+ALWAYS = re.compile("")
+"""Matches every text: the pre-filter switched off."""
+
+TEXTS = [
+    *(place.format(secret) for _, secret in CORPUS for place in PLACES),
+    *(f"clone {url} now" for url, _ in URLS),
+    *(f"x{secret}" for _, secret in CORPUS),  # glued to a word: no boundary, left alone
+    *(f"_{secret}y" for _, secret in CORPUS),
+    *(f"\\n{secret}" for _, secret in CORPUS),  # after a JSON escape: a boundary
+    "api_key=abcd1234", "token: null", "max_tokens=1024", "Testing token: curl",
+    "Bearer abcdefgh12345678", "see https://u:p@host/x?a=1&sig=zzzzzzzzzzzz ok",
+    "plain prose with no secret at all", "", "-----BEGIN RSA PRIVATE KEY-----\nabc",
+    '{"promptTokens": 12, "password": "hunter22"}', "\x1b[32mnothing here\x1b[0m",
+]
+
+
+def _unfiltered(call: Callable[[], object]) -> object:
+    """``call()`` with the pre-filter switched off: every shape runs on every text."""
+    saved = secrets._MAYBE_ANY, secrets._MAYBE_FORMAT
+    secrets._MAYBE_ANY = secrets._MAYBE_FORMAT = ALWAYS
+    try:
+        return call()
+    finally:
+        secrets._MAYBE_ANY, secrets._MAYBE_FORMAT = saved
+
+
+def _both(text: str, formats_only: bool) -> None:
+    fast = mask_text(text, formats_only=formats_only)
+    assert fast == _unfiltered(lambda: mask_text(text, formats_only=formats_only)), text
+
+
+@pytest.mark.parametrize("formats_only", [False, True])
+def test_the_prefilter_changes_no_output(formats_only: bool) -> None:
+    for text in TEXTS:
+        _both(text, formats_only)
+
+
+def test_the_prefilter_sees_every_text_a_pattern_matches() -> None:
+    patterns = [p for _, p in SHAPES] + [secrets._USERINFO, secrets._SECRET_QUERY]
+    matched = 0
+    for text in TEXTS:
+        if any(p.search(text) for p in patterns):
+            matched += 1
+            assert secrets._MAYBE_ANY.search(text), text
+        if any(p.search(text) for n, p in SHAPES if n not in secrets.PROSE_SHAPES):
+            assert secrets._MAYBE_FORMAT.search(text), text
+    assert matched > len(CORPUS)  # not vacuous: most of the texts hold a secret
+
+
+def test_the_prefilter_does_let_clean_text_through() -> None:
+    """Not vacuous the other way: text without a secret is not scanned by every shape."""
+    assert secrets._MAYBE_ANY.search("plain prose with no secret at all") is None
+    assert secrets._MAYBE_FORMAT.search("Testing token: curl") is None
+
+
+PIECES = st.sampled_from([s for _, s in CORPUS] + [u for u, _ in URLS] + [
+    " ", "x", "_", "\\n", "=", ":", '"', "'", "api_key", "token", "sk-", "ghp_", "AKIA",
+    "\x1b[32m", "\\u001b[0m", "?", "&", "://", "@", "sig=", "Bearer ", "-----BEGIN "])
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, max_size=8).map("".join), st.booleans())
+def test_generated_mixtures_mask_the_same(text: str, formats_only: bool) -> None:
+    _both(text, formats_only)
+
+
+def test_values_and_structures_mask_the_same() -> None:
+    secret = CORPUS[0][1]
+    value = {"evidence": [f"log {secret}", {"api_key": "abc123456"}], "n": 3, "clean": "ok"}
+    redact = Redactor(["hunter2hunter2"])
+
+    def every() -> object:
+        return (mask_value(value), mask_value(value, formats_only=True),
+                redact("pw hunter2hunter2 and nothing else"))
+    fast = every()
+    assert fast == _unfiltered(every)
+    assert isinstance(fast, tuple) and "hunter2hunter2" not in fast[2]
