@@ -18,12 +18,19 @@ import time
 import urllib.parse
 import urllib.request
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import websocket
 
 CHROMIUM = Path("/usr/bin/chromium")
+NEEDS_CHROMIUM = pytest.mark.skipif(
+    not CHROMIUM.is_file(),
+    reason=f"{CHROMIUM} is absent: install Debian's chromium (`apt-get install -y chromium`, "
+           f"as .ci/run does) to open the pages in a browser")
+"""The mark of a test module that drives the browser (``pytestmark = NEEDS_CHROMIUM``)."""
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run",
          "--disable-default-apps", "--disable-extensions", "--mute-audio",
@@ -256,3 +263,16 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
         rows.append(bytes(line))
         prev = line
     return width, height, rows
+
+
+def browser_session() -> Iterator[Browser]:
+    """One browser for a test module, closed at its end.
+
+    A module's fixture, as
+    ``browser = pytest.fixture(scope="module", name="browser")(browser_session)``.
+    """
+    b = Browser()
+    try:
+        yield b
+    finally:
+        b.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,23 +17,14 @@ from judge.app.workspace import Workspace
 from judge.report.html import render_report, write_report
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
-from chromium_cdp import CHROMIUM, Browser, Page, png_pixels
+from chromium_cdp import NEEDS_CHROMIUM, Browser, Page, browser_session, png_pixels
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.is_file(),
-    reason=f"{CHROMIUM} is absent: install Debian's chromium (`apt-get install -y chromium`, "
-           f"as .ci/run does) to open the reports in a browser")
+pytestmark = NEEDS_CHROMIUM
 
 READY = "document.documentElement.getAttribute('data-charts')"
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
+browser = pytest.fixture(scope="module", name="browser")(browser_session)
 
 
 def _write(root: Path, out: Path, request: ReportRequest) -> str:

@@ -26,12 +26,9 @@ from judge.app.workspace import Workspace
 from judge.report.html import render_report, write_report
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
-from chromium_cdp import CHROMIUM, Browser, Page
+from chromium_cdp import NEEDS_CHROMIUM, Browser, Page, browser_session
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.is_file(),
-    reason=f"{CHROMIUM} is absent: install Debian's chromium (`apt-get install -y chromium`, "
-           f"as .ci/run does) to open the pages in a browser")
+pytestmark = NEEDS_CHROMIUM
 
 REPORT_READY = "document.documentElement.getAttribute('data-charts')"
 T = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -118,13 +115,7 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         served.stop()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
+browser = pytest.fixture(scope="module", name="browser")(browser_session)
 
 
 def _tree(page: Page, scope: str) -> list[dict[str, Any]]:

@@ -35,12 +35,9 @@ from judge.server.app import create_app
 from judge.store.labels import LabelStore
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
-from chromium_cdp import CHROMIUM, Browser, Page
+from chromium_cdp import NEEDS_CHROMIUM, Browser, Page, browser_session
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.is_file(),
-    reason=f"{CHROMIUM} is absent: install Debian's chromium (`apt-get install -y chromium`, "
-           f"as .ci/run does) to open the page in a browser")
+pytestmark = NEEDS_CHROMIUM
 
 TOKEN = "review-test-token-0123456789"
 READY = "document.documentElement.getAttribute('data-ready') === '1'"
@@ -87,13 +84,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         served.stop()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    b = Browser()
-    try:
-        yield b
-    finally:
-        b.close()
+browser = pytest.fixture(scope="module", name="browser")(browser_session)
 
 
 def _key(page: Page, key: str) -> None:
