@@ -70,8 +70,15 @@ def warm() -> None:
     The modules, not only the group: `judge --help` loads a command's module when it is
     asked for, and ``run``'s alone (the store, the gate, the diff) is most of a cold run's
     start-up. LiteLLM is imported as a run imports it (``load_litellm``): the bundled price
-    map, no fetch over the network, so a worker starts in the import's time.
+    map, no fetch over the network, so a worker starts in the import's time. All of it with
+    the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
     """
+    from ..system.tuning import load_frozen
+
+    load_frozen(_load_everything)
+
+
+def _load_everything() -> None:
     build_app()
     for module in sorted({module for module, _ in COMMANDS.values()}):
         import_module(f".{module}", __package__)

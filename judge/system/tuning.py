@@ -26,8 +26,10 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+from collections.abc import Callable
 
-__all__ = ["GC_THRESHOLDS", "LITELLM_IMPORT_ENV", "settle_heap", "tune_process", "tuned"]
+__all__ = ["GC_THRESHOLDS", "LITELLM_IMPORT_ENV", "load_frozen", "settle_heap", "tune_process",
+           "tuned"]
 
 LITELLM_IMPORT_ENV = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_MODE": "PRODUCTION"}
 """What litellm must see when it is imported: the bundled price map (no fetch), no ``.env``."""
@@ -68,3 +70,18 @@ def settle_heap() -> None:
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
+
+
+def load_frozen(load: Callable[[], object]) -> None:
+    """Run ``load`` with the collector off, then move what it built out of its sight.
+
+    ``load``: imports that build many long-lived objects.
+    For the warm worker's parent: no collector passes over the import, and what its forked
+    children share stays out of their collectors' sight, so its pages stay shared.
+    """
+    gc.disable()
+    try:
+        load()
+    finally:
+        gc.freeze()
+        gc.enable()

@@ -28,6 +28,8 @@ __all__ = ["DEFAULT_IDLE_S", "KILLED", "digest", "enabled", "file_settings", "id
 PACKAGE = Path(__file__).resolve().parents[1]
 START_WAIT_S = 10.0
 KILLED = 128 + signal.SIGKILL
+FORWARDED = (signal.SIGINT, signal.SIGTERM)
+"""The signals the client passes on to the command's child."""
 """The exit code when the worker and the command's child died with no report."""
 DEFAULT_IDLE_S = 600.0
 
@@ -198,26 +200,32 @@ def run(argv: list[str], start: bool = True) -> int | None:
             return None
         with sock:
             head = {"digest": digest(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
-            socket.send_fds(sock, [json.dumps(head).encode() + b"\n"], [0, 1, 2])
-            sock.settimeout(START_WAIT_S)  # a worker that accepts but never answers: direct
-            first = b""
-            while not first.endswith(b"\n"):
-                chunk = sock.recv(1)
-                if not chunk:
-                    return None
-                first += chunk
-            sock.settimeout(None)
-            hello = json.loads(first)
-            if "pid" not in hello:
-                return None  # stale: the worker restarts itself; this run goes direct
-            child = int(hello["pid"])
+            # Ctrl-C or SIGTERM between the fork and the forwarder would end this client and
+            # leave the child running: held until the forwarder is in place, then delivered.
+            signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
+            try:
+                socket.send_fds(sock, [json.dumps(head).encode() + b"\n"], [0, 1, 2])
+                sock.settimeout(START_WAIT_S)  # a worker that accepts but never answers
+                first = b""
+                while not first.endswith(b"\n"):
+                    chunk = sock.recv(1)
+                    if not chunk:
+                        return None
+                    first += chunk
+                sock.settimeout(None)
+                hello = json.loads(first)
+                if "pid" not in hello:
+                    return None  # stale: the worker restarts itself; this run goes direct
+                child = int(hello["pid"])
 
-            def forward(signum: int, _frame: object) -> None:
-                try:
-                    os.kill(child, signum)
-                except OSError:
-                    pass
-            old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+                def forward(signum: int, _frame: object) -> None:
+                    try:
+                        os.kill(child, signum)
+                    except OSError:
+                        pass
+                old = {s: signal.signal(s, forward) for s in FORWARDED}
+            finally:
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
             try:
                 answers = _lines(sock)
             except (OSError, ValueError):

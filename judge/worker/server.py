@@ -10,7 +10,6 @@ sets it from the ``worker_idle`` setting; default 600).
 
 from __future__ import annotations
 
-import gc
 import io
 import json
 import os
@@ -127,12 +126,7 @@ def serve(path: Path, idle_s: float) -> None:
     expected = client.digest()
     from ..cli import warm
 
-    gc.disable()  # the import builds millions of long-lived objects: no passes over them
-    try:
-        warm()
-    finally:
-        gc.freeze()  # what the children share: out of their collectors' sight, pages stay shared
-        gc.enable()
+    warm()
     path.unlink(missing_ok=True)
     old = os.umask(0o177)
     try:

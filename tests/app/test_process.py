@@ -17,6 +17,7 @@ ALLOWED: dict[tuple[str, str], frozenset[str] | None] = {
     ("tuning.py", "tune_process"): None,  # the entry point's one call
     ("tuning.py", "settle_heap"): None,  # the entry point's, once set-up is built
     ("tuning.py", "_quiet_shutdown"): None,  # registered by tune_process
+    ("tuning.py", "load_frozen"): None,  # the warm worker's parent, once, before it forks
     # litellm reads two variables during its import only: set for it, then restored.
     ("client.py", "load_litellm"): frozenset({"os.environ[...] =", "os.environ.pop"}),
     # Called by a door after a run (skips litellm's exit flush), never by a library call.

@@ -61,7 +61,15 @@ def test_real_traces_become_conversations(vocab: str, fake_server: Any,
              for e in cat["evidence"]}
     assert all(re.fullmatch(r"turn:[1-4]|(agentLogs|runAudit):span-[0-9a-f]{16}", i)
                for i in cited), cited
-    assert any(i.startswith("turn:") for i in cited), cited  # the turns are citable
+    # The turns are citable: every category's citation enum offers them (which ids the
+    # fake cites is a hash of the prompt, and the real instrumentors' span ids are random).
+    proc = run_judge(["render", "--template", "judge", "suite.yaml", "--case", "s1", "--json"],
+                     workspace)
+    schema = json.loads(proc.stdout)["schema"]
+    for prop in schema["properties"].values():
+        enum = prop["properties"]["evidence"]["items"]["enum"]
+        assert [i for i in enum if i.startswith("turn:")] == ["turn:1", "turn:2", "turn:3",
+                                                               "turn:4"]
 
 
 def _span(span: str, parent: str | None, attrs: dict[str, Any], code: int = 0) -> dict[str, Any]:
