@@ -39,11 +39,16 @@ class LocalStatus:
 
 def serve_local(workspace: Workspace, model: str = DEFAULT_LOCAL,
                 port: int | None = None) -> ServeReport:
-    """Start the model's server in the background, or report the one already running."""
+    """Start the model's server in the background, or report the one already running.
+
+    Started as the workspace's runs need it: with log-probabilities where its score mode is
+    ``expected`` (the embedded judge's default), so a run reuses it instead of starting one.
+    """
     running = server_status(model, workspace.root)
     if running is not None:
         return ServeReport(server=running, started=False)
-    started = start_server(model, workspace.root, port=port, detached=True)
+    started = start_server(model, workspace.root, port=port, detached=True,
+                           logits=workspace.settings.score_mode == "expected")
     started.pop("_process", None)
     return ServeReport(server=started, started=True)
 
