@@ -369,6 +369,15 @@ def _equivalence(roots: dict[str, Path], runtime: Path, fake_server: Any) -> Non
                          .replace("weight: 0.45", "weight: 0.55", 1)
                          .replace("weight: 0.25", "weight: 0.15", 1))
 
+    # The worker up before the first command is counted: under load its start (LiteLLM's
+    # import) can pass the client's wait, and that command then rightly runs directly.
+    warm = subprocess.run([sys.executable, "-m", "judge", "--version"], cwd=roots["worker"],
+                          env=envs["worker"], capture_output=True, timeout=TIMEOUT, check=False)
+    assert warm.returncode == 0
+    worker_socket = client.socket_path(str(roots["worker"]))
+    assert _wait(lambda: client.status(worker_socket) is not None, 60)
+    before = client.status(worker_socket)
+    assert before is not None
     issued: list[list[str]] = []
 
     def both(args: list[str]) -> dict[str, subprocess.CompletedProcess[bytes]]:
@@ -427,8 +436,9 @@ def _equivalence(roots: dict[str, Path], runtime: Path, fake_server: Any) -> Non
     assert entries["worker"] == entries["direct"]
     assert len(entries["direct"]) >= 12  # one entry per LLM case
     assert _rows(roots["worker"]) == _rows(roots["direct"])
-    served = client.status(client.socket_path(str(roots["worker"])))
-    assert served is not None and served["served"] == len(issued) == 12  # it ran them all
+    served = client.status(worker_socket)
+    assert served is not None and served["pid"] == before["pid"]  # one worker ran them all
+    assert int(str(served["served"])) - int(str(before["served"])) == len(issued) == 12
     assert client.status(client.socket_path(str(roots["direct"]))) is None
     assert fake_server.stats()["requests"] == 2 * len(entries["direct"])
 
