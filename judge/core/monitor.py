@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .canonical import canonical_json
 from .exact import round_half_up
+from .frozen import Frozen
 
 __all__ = [
     "MonitorConfig",
@@ -61,12 +62,8 @@ class MonitorConfig(BaseModel):
         return self
 
 
-class MonitorStatus(BaseModel):
+class MonitorStatus(Frozen):
     """What the monitor saw and its verdict."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid",
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     seen: int
     sampled: int
