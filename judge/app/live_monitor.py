@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..core.errors import SuiteError
+from ..core.frozen import FrozenView
 from ..core.models import CaseResult
 from ..core.monitor import MonitorConfig, MonitorStatus, evaluate, is_sampled
 from ..core.rubric import format_validation_error
@@ -35,12 +36,8 @@ from .workspace import JudgePool
 __all__ = ["IngestReport", "LiveMonitor", "MonitorView", "MonitorWindow", "monitor_config"]
 
 
-class MonitorWindow(BaseModel):
+class MonitorWindow(FrozenView):
     """What the verdict covers: the last ``records`` of at most ``capacity`` received."""
-
-    model_config = ConfigDict(frozen=True,
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     capacity: int
     records: int
