@@ -23,7 +23,7 @@ from .reviewing import labels_path, run_suite_file
 from .workspace import Workspace
 
 __all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results",
-           "labels_file_labels", "run_bands", "suite_human_labels"]
+           "labels_file_labels", "run_bands", "short_ids", "suite_human_labels"]
 
 MIN_PREFIX = 8
 """Shortest run-id prefix used in a judge's name."""
@@ -86,7 +86,7 @@ def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
     if len(set(models)) == len(models):
         return models
     runs = {info.id: info for info, _ in judges}
-    prefix = _short_ids(list(runs))
+    prefix = short_ids(list(runs))
     rubrics = {(i.rubric, i.rubric_hash) for i in runs.values()}
     templates = {(i.template_id, i.template_hash) for i in runs.values()}
     names = []
@@ -109,7 +109,7 @@ def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
     return names
 
 
-def _short_ids(ids: Sequence[str]) -> dict[str, str]:
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
     """The shortest prefix (at least :data:`MIN_PREFIX` characters) that tells the ids apart."""
     longest = max(len(i) for i in ids)
     for length in range(min(MIN_PREFIX, longest), longest + 1):

@@ -51,6 +51,7 @@ from ..system.baseline_files import load_baseline
 from ..system.clock import utc_now
 from ..system.resources import open_suite
 from .agreement_history import HISTORY_RUNS, agreement_op
+from .comparing import short_ids
 from .gate import (
     compare_with_noise,
     headline_results,
@@ -65,8 +66,6 @@ __all__ = ["DIFF_FIELDS", "ReportData", "ReportRequest", "build_report"]
 DIFF_FIELDS = ("suite", "rubric", "rubricHash", "templateId", "templateHash", "models",
                "panel", "seed", "samples", "temperature")
 """Run settings the report compares between the run and the other run."""
-
-_MIN_PREFIX = 8
 
 PEOPLE_DISAGREEMENTS = 10
 """Disagreements with the people the report lists per judge of the reported run."""
@@ -403,20 +402,12 @@ def _judges(store: RunStore, run: RunInfo, others: Sequence[RunInfo]) -> list[_J
     return judges
 
 
-def _short_ids(ids: Sequence[str]) -> dict[str, str]:
-    longest = max(len(i) for i in ids)
-    for length in range(min(_MIN_PREFIX, longest), longest + 1):
-        if len({i[:length] for i in ids}) == len(ids):
-            return {i: i[:length] for i in ids}
-    return {i: i for i in ids}
-
-
 def _names(judges: Sequence[_Judge]) -> list[str]:
     """The model when the models differ, else a short run id and the model."""
     models = [model for _, model, _ in judges]
     if len(set(models)) == len(models):
         return models
-    prefix = _short_ids(list(dict.fromkeys(info.id for info, _, _ in judges)))
+    prefix = short_ids(list(dict.fromkeys(info.id for info, _, _ in judges)))
     names = [f"{prefix[info.id]}:{model}" for info, model, _ in judges]
     if len(set(names)) < len(names):
         return [f"{info.id}:{model}" for info, model, _ in judges]
