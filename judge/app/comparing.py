@@ -14,12 +14,12 @@ from pathlib import Path
 
 from ..core.agreement import Comparison, compare_runs
 from ..core.errors import ConfigError, UsageError
-from ..core.labels import human_labels, parse_labels
+from ..core.labels import human_labels
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.suite import HumanLabel
 from ..system.resources import open_suite
-from .reviewing import labels_path, run_suite_file
+from .reviewing import labels_path, read_labels, run_suite_file
 from .workspace import Workspace
 
 __all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results",
@@ -183,9 +183,4 @@ def labels_file_labels(suite_file: Path, rubric: Rubric) -> dict[str, HumanLabel
     path = labels_path(suite_file)
     if not path.is_file():
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read labels file {path}: {exc}", fix="check the file") \
-            from None
-    return human_labels(parse_labels(text, str(path)), rubric)
+    return human_labels(read_labels(path, "check the file"), rubric)
