@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
 from .. import __version__
 from ..cache.disk import JudgmentCache
@@ -23,6 +23,7 @@ from ..core.baseline import Baseline, build_baseline
 from ..core.check_signals import output_text
 from ..core.errors import ConfigError, UsageError
 from ..core.evidence import build_bundle
+from ..core.frozen import Frozen
 from ..core.models import CaseResult, JudgeMeta, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
@@ -71,10 +72,8 @@ PEOPLE_DISAGREEMENTS = 10
 """Disagreements with the people the report lists per judge of the reported run."""
 
 
-class ReportRequest(BaseModel):
+class ReportRequest(Frozen):
     """Which run to report, against what, and which runs' judges to compare with it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run: str
     """Run id or unique prefix."""

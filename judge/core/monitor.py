@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from .canonical import canonical_json
 from .exact import round_half_up
@@ -36,10 +36,8 @@ Status = Literal["healthy", "warning", "critical", "insufficient"]
 """The monitor's verdict: ``insufficient`` until ``min_samples`` scored records are sampled."""
 
 
-class MonitorConfig(BaseModel):
+class MonitorConfig(Frozen):
     """Sampling and alert thresholds for the monitor."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     sample_rate: float = Field(default=0.1, ge=0, le=1)
     """Fraction of records judged by the monitor."""
