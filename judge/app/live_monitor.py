@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ..core.errors import SuiteError
 from ..core.frozen import FrozenView
@@ -47,20 +47,16 @@ class MonitorWindow(FrozenView):
     last_received_at: str | None = Field(None, alias="lastReceivedAt")
 
 
-class MonitorView(BaseModel):
+class MonitorView(FrozenView):
     """A suite's monitor: the verdict of ``judge monitor`` over its window."""
-
-    model_config = ConfigDict(frozen=True)
 
     suite: str
     monitor: MonitorStatus
     window: MonitorWindow
 
 
-class IngestReport(BaseModel):
+class IngestReport(FrozenView):
     """One batch: how many came, which were sampled and judged, and the verdict after it."""
-
-    model_config = ConfigDict(frozen=True)
 
     suite: str
     received: int
