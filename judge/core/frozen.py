@@ -30,8 +30,8 @@ class FrozenView(BaseModel):
     """A frozen model written on the wire by its aliases that does not refuse unknown fields.
 
     The views the application hands its doors (a run's view and progress, the gate's verdict,
-    the monitor's window) were published this way: their OpenAPI schemas stay open (no
-    ``additionalProperties: false``), which :class:`Frozen` would close.
+    the live monitor's answers, a page of a listing) were published this way: their OpenAPI
+    schemas stay open (no ``additionalProperties: false``), which :class:`Frozen` would close.
     """
 
     model_config = ConfigDict(frozen=True, validate_by_name=True, validate_by_alias=True,
