@@ -31,7 +31,7 @@ from ..core.agreement import HumanAgreement, PairStats, StatIntervals, compare_r
 from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen, wire_value
 from ..core.intervals import Interval
-from ..core.labels import Label, human_labels, parse_labels
+from ..core.labels import Label, human_labels
 from ..core.models import RunInfo
 from ..core.panel import headline_of
 from ..core.suite import HumanLabel
@@ -39,6 +39,7 @@ from ..report.review_page import review_link
 from ..store.labels import LabelStore
 from .comparing import judge_results, run_bands, suite_human_labels
 from .gate import headline_results
+from .reviewing import read_labels
 from .workspace import Workspace
 
 __all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "RunAgreement",
@@ -104,13 +105,8 @@ def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path
             workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
     if labels_file is None:
         return suite_human_labels(infos, suite_file, workspace, notes)
-    try:
-        text = labels_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read labels file {labels_file}: {exc}",
-                         fix="give a labels file written by `judge review RUN --export`") \
-            from None
-    return human_labels(parse_labels(text, str(labels_file)), workspace.rubric(infos[0].rubric))
+    labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`")
+    return human_labels(labels, workspace.rubric(infos[0].rubric))
 
 
 def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,

@@ -22,10 +22,11 @@ from ..core.calibration import (
 )
 from ..core.canonical import canonical_json
 from ..core.errors import UsageError
-from ..core.labels import check_label, human_labels, parse_labels
+from ..core.labels import check_label, human_labels
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..system.atomic_files import write_atomic
+from .reviewing import read_labels
 from .workspace import Workspace
 
 __all__ = ["CalibrateReport", "calibrate", "fold_summary"]
@@ -72,12 +73,7 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
                                  fix="pass runs of one judge (or --judge MODEL)")
             scores.update(_judged(info, list(store.iter_results(info.id)), model))
     rubric = workspace.rubric(rubrics[0])
-    try:
-        text = labels_file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read labels file {labels_file}: {exc}",
-                         fix="pass the labels file `judge review --export` wrote") from None
-    labels = parse_labels(text, str(labels_file))
+    labels = read_labels(labels_file, "pass the labels file `judge review --export` wrote")
     for lb in labels:
         check_label(lb, rubric, str(labels_file))
     human = human_labels(labels, rubric)

@@ -22,12 +22,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..cache.disk import JudgmentCache
 from ..cache.entry import cache_key
 from ..core.drift import CanaryItem, DriftSummary, Tolerance, compare_verdicts, summarize
 from ..core.errors import OutputError, UsageError
+from ..core.frozen import Frozen
 from ..core.judge_health import HealthBuilder
 from ..core.models import CaseResult, RunInfo, RunTotals, turn_totals
 from ..core.replies import parse_verdict
@@ -53,10 +54,8 @@ EXIT_NO_CANARY = 4
 """No fresh verdict could be compared (nothing cached, or every fresh call failed)."""
 
 
-class CanaryRequest(BaseModel):
+class CanaryRequest(Frozen):
     """Which suite, how many cached judgments to re-ask, and the sample's seed."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suite: Any
     """The suite file (a path)."""

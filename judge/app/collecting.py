@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict
 
 from ..collect.agent_log import collect_agent_log
 from ..collect.case import Collected, build_case
@@ -28,6 +27,7 @@ from ..collect.junit import collect_junit
 from ..collect.task import collect_task
 from ..core.canonical import canonical_json
 from ..core.errors import ConfigError, SuiteError, UsageError
+from ..core.frozen import Frozen
 from ..core.rubric import Rubric
 from ..core.signal_rules import SignalOutcome
 from ..core.suite import (
@@ -49,10 +49,8 @@ __all__ = ["NO_OUTPUT_FIX", "CollectRequest", "CollectResult", "collect_case",
 SUITE_SUFFIXES = (".yaml", ".yml", ".jsonl")
 
 
-class CollectRequest(BaseModel):
+class CollectRequest(Frozen):
     """Which artefacts make the case, and the suite file it goes to."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     case_id: str
     suite: Path

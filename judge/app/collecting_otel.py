@@ -17,11 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
-
 from ..collect.case import build_case
 from ..collect.otel import Trace, collect_trace, group_traces, read_spans
 from ..core.errors import UsageError
+from ..core.frozen import Frozen
 from ..core.rubric import Rubric
 from ..core.suite import Case, Suite, iter_cases, iter_jsonl, validate_cases
 from ..system.resources import load_suite
@@ -43,10 +42,8 @@ __all__ = ["OtelCollectRequest", "OtelCollectResult", "collect_otel"]
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:/-]+")
 
 
-class OtelCollectRequest(BaseModel):
+class OtelCollectRequest(Frozen):
     """Which traces make cases, and the suite file they go to."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     paths: tuple[Path, ...]
     """Trace files or folders (relative to the workspace)."""

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from ..core.agreement import Comparison, compare_runs
 from ..core.errors import ConfigError, UsageError
-from ..core.labels import human_labels, parse_labels
+from ..core.labels import human_labels
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.suite import HumanLabel
 from ..system.resources import open_suite
-from .reviewing import labels_path, run_suite_file
+from .reviewing import labels_path, read_labels, run_suite_file
 from .workspace import Workspace
 
 __all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results",
-           "labels_file_labels", "run_bands", "suite_human_labels"]
+           "labels_file_labels", "run_bands", "short_ids", "suite_human_labels"]
 
 MIN_PREFIX = 8
 """Shortest run-id prefix used in a judge's name."""
@@ -86,7 +86,7 @@ def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
     if len(set(models)) == len(models):
         return models
     runs = {info.id: info for info, _ in judges}
-    prefix = _short_ids(list(runs))
+    prefix = short_ids(list(runs))
     rubrics = {(i.rubric, i.rubric_hash) for i in runs.values()}
     templates = {(i.template_id, i.template_hash) for i in runs.values()}
     names = []
@@ -109,7 +109,7 @@ def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:
     return names
 
 
-def _short_ids(ids: Sequence[str]) -> dict[str, str]:
+def short_ids(ids: Sequence[str]) -> dict[str, str]:
     """The shortest prefix (at least :data:`MIN_PREFIX` characters) that tells the ids apart."""
     longest = max(len(i) for i in ids)
     for length in range(min(MIN_PREFIX, longest), longest + 1):
@@ -183,9 +183,4 @@ def labels_file_labels(suite_file: Path, rubric: Rubric) -> dict[str, HumanLabel
     path = labels_path(suite_file)
     if not path.is_file():
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read labels file {path}: {exc}", fix="check the file") \
-            from None
-    return human_labels(parse_labels(text, str(path)), rubric)
+    return human_labels(read_labels(path, "check the file"), rubric)

@@ -10,28 +10,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from ..core.frozen import Frozen
 from ..core.secrets import mask_url
 from ..llm.local import LOCAL_TIMEOUT
 from .workspace import Workspace
 
 __all__ = ["ConfigView", "SettingView", "config_view", "local_timeout_view"]
 
-class SettingView(BaseModel):
+class SettingView(Frozen):
     """One setting: its JSON value (credentials masked) and where it came from."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     value: Any
     source: str
 
 
-class ConfigView(BaseModel):
+class ConfigView(Frozen):
     """Every setting, in the order :class:`judge.app.settings.Settings` defines them."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     settings: tuple[SettingView, ...]
     derived: tuple[SettingView, ...] = ()

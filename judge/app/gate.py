@@ -32,10 +32,11 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..core.baseline import Baseline, Comparison, build_baseline, compare, pick_primary
 from ..core.errors import ConfigError, JudgeError, UsageError
+from ..core.frozen import FrozenView
 from ..core.models import CaseResult, RunInfo
 from ..core.noise import NoiseModel, SideNoise, measure_noise, noise_key
 from ..core.panel import headline_of
@@ -61,12 +62,8 @@ __all__ = [
 ]
 
 
-class GateVerdict(BaseModel):
+class GateVerdict(FrozenView):
     """The gate's answer for one run: compared, or a baseline recorded, or skipped (why)."""
-
-    model_config = ConfigDict(frozen=True,
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     run: str
     suite: str

@@ -19,9 +19,10 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..core.errors import JudgeError, RunActiveError
+from ..core.frozen import FrozenView
 from ..core.models import CaseResult, RunInfo
 from ..core.summary import Summary, SummaryBuilder
 from ..engine.runner import Progress
@@ -52,12 +53,8 @@ class StoppingError(JudgeError):
     """The process is shutting down and starts no new run."""
 
 
-class ProgressView(BaseModel):
+class ProgressView(FrozenView):
     """A run's live counters."""
-
-    model_config = ConfigDict(frozen=True,
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     total: int
     done: int
@@ -82,12 +79,8 @@ class ProgressView(BaseModel):
                                         else elapsed, 3))
 
 
-class RunView(BaseModel):
+class RunView(FrozenView):
     """A run as a door shows it: state, progress, and once it ended its summary and verdict."""
-
-    model_config = ConfigDict(frozen=True,
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     id: str
     suite: str

@@ -20,9 +20,10 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from ..core.errors import SuiteError
+from ..core.frozen import FrozenView
 from ..core.models import CaseResult
 from ..core.monitor import MonitorConfig, MonitorStatus, evaluate, is_sampled
 from ..core.rubric import format_validation_error
@@ -35,12 +36,8 @@ from .workspace import JudgePool
 __all__ = ["IngestReport", "LiveMonitor", "MonitorView", "MonitorWindow", "monitor_config"]
 
 
-class MonitorWindow(BaseModel):
+class MonitorWindow(FrozenView):
     """What the verdict covers: the last ``records`` of at most ``capacity`` received."""
-
-    model_config = ConfigDict(frozen=True,
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     capacity: int
     records: int
@@ -50,20 +47,16 @@ class MonitorWindow(BaseModel):
     last_received_at: str | None = Field(None, alias="lastReceivedAt")
 
 
-class MonitorView(BaseModel):
+class MonitorView(FrozenView):
     """A suite's monitor: the verdict of ``judge monitor`` over its window."""
-
-    model_config = ConfigDict(frozen=True)
 
     suite: str
     monitor: MonitorStatus
     window: MonitorWindow
 
 
-class IngestReport(BaseModel):
+class IngestReport(FrozenView):
     """One batch: how many came, which were sampled and judged, and the verdict after it."""
-
-    model_config = ConfigDict(frozen=True)
 
     suite: str
     received: int

@@ -10,8 +10,9 @@ from __future__ import annotations
 from itertools import islice
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from ..core.frozen import FrozenView
 from ..core.models import CaseResult, RunInfo
 from .workspace import Workspace
 
@@ -23,10 +24,8 @@ MAX_PAGE = 500
 T = TypeVar("T")
 
 
-class Page(BaseModel, Generic[T]):
+class Page(FrozenView, Generic[T]):
     """``items`` from ``offset`` on; ``next`` is the next page's offset, None on the last."""
-
-    model_config = ConfigDict(frozen=True)
 
     items: tuple[T, ...]
     offset: int = Field(ge=0)

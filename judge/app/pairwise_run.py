@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ..cache.disk import JudgmentCache
 from ..core.errors import SuiteError, UsageError
 from ..core.evidence import EvidenceBundle
+from ..core.frozen import Frozen
 from ..core.pairwise import (
     ORDERS,
     Order,
@@ -63,10 +62,8 @@ DEFAULT_TEMPLATE = "pairwise"
 EXIT_CACHE_MISS = 3
 
 
-class PairwiseRequest(BaseModel):
+class PairwiseRequest(Frozen):
     """What to judge: a pair suite file and the prompt template (settings: the workspace's)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suite: Path
     template: str = DEFAULT_TEMPLATE

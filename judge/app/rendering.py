@@ -6,11 +6,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from ..core.conversation import bound_conversation
 from ..core.errors import UsageError
 from ..core.evidence import build_bundle
+from ..core.frozen import Frozen
 from ..core.output_schema import output_schema
 from ..render.prompts import RenderedPrompt
 from .prompt_examples import with_label_examples
@@ -22,10 +21,8 @@ __all__ = ["RenderRequest", "RenderedCase", "render_case"]
 SHOWN_IDS = 5
 
 
-class RenderRequest(BaseModel):
+class RenderRequest(Frozen):
     """Which case of which suite; rubric and template default to the suite's and settings'."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suite: Path
     case_id: str

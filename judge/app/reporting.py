@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import model_validator
 
 from .. import __version__
 from ..cache.disk import JudgmentCache
@@ -23,6 +23,7 @@ from ..core.baseline import Baseline, build_baseline
 from ..core.check_signals import output_text
 from ..core.errors import ConfigError, UsageError
 from ..core.evidence import build_bundle
+from ..core.frozen import Frozen
 from ..core.models import CaseResult, JudgeMeta, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
@@ -51,6 +52,7 @@ from ..system.baseline_files import load_baseline
 from ..system.clock import utc_now
 from ..system.resources import open_suite
 from .agreement_history import HISTORY_RUNS, agreement_op
+from .comparing import short_ids
 from .gate import (
     compare_with_noise,
     headline_results,
@@ -66,16 +68,12 @@ DIFF_FIELDS = ("suite", "rubric", "rubricHash", "templateId", "templateHash", "m
                "panel", "seed", "samples", "temperature")
 """Run settings the report compares between the run and the other run."""
 
-_MIN_PREFIX = 8
-
 PEOPLE_DISAGREEMENTS = 10
 """Disagreements with the people the report lists per judge of the reported run."""
 
 
-class ReportRequest(BaseModel):
+class ReportRequest(Frozen):
     """Which run to report, against what, and which runs' judges to compare with it."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run: str
     """Run id or unique prefix."""
@@ -403,20 +401,12 @@ def _judges(store: RunStore, run: RunInfo, others: Sequence[RunInfo]) -> list[_J
     return judges
 
 
-def _short_ids(ids: Sequence[str]) -> dict[str, str]:
-    longest = max(len(i) for i in ids)
-    for length in range(min(_MIN_PREFIX, longest), longest + 1):
-        if len({i[:length] for i in ids}) == len(ids):
-            return {i: i[:length] for i in ids}
-    return {i: i for i in ids}
-
-
 def _names(judges: Sequence[_Judge]) -> list[str]:
     """The model when the models differ, else a short run id and the model."""
     models = [model for _, model, _ in judges]
     if len(set(models)) == len(models):
         return models
-    prefix = _short_ids(list(dict.fromkeys(info.id for info, _, _ in judges)))
+    prefix = short_ids(list(dict.fromkeys(info.id for info, _, _ in judges)))
     names = [f"{prefix[info.id]}:{model}" for info, model, _ in judges]
     if len(set(names)) < len(names):
         return [f"{info.id}:{model}" for info, model, _ in judges]

@@ -38,6 +38,7 @@ __all__ = [
     "import_labels",
     "labels_path",
     "next_cases",
+    "read_labels",
     "review_page_data",
     "run_suite_file",
     "save_labels",
@@ -47,6 +48,15 @@ __all__ = [
 def labels_path(suite_file: Path) -> Path:
     """The labels file beside a suite: ``<suite stem>.labels.jsonl``."""
     return suite_file.with_name(f"{suite_file.stem}.labels.jsonl")
+
+
+def read_labels(path: Path, fix: str) -> list[Label]:
+    """The labels of the file at ``path``; UsageError (with ``fix``) when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read labels file {path}: {exc}", fix=fix) from None
+    return parse_labels(text, str(path))
 
 
 def run_suite_file(info: RunInfo, workspace: Workspace) -> Path | None:
@@ -163,12 +173,7 @@ def import_labels(workspace: Workspace, run_id: str, file: Path | None = None) -
     with workspace.open_store() as store:
         info = store.get_run(run_id)
         source = file or labels_path(_suite_file_of(workspace, info))
-        try:
-            text = source.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read labels file {source}: {exc}",
-                             fix="check the path") from None
-        labels = parse_labels(text, str(source))
+        labels = read_labels(source, "check the path")
         rubric = workspace.run_rubric(info)
         for lb in labels:
             check_label(lb, rubric, str(source))

@@ -17,10 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
-
 from ..core.calibration import check_judge
 from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
+from ..core.frozen import Frozen
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Rubric, rubric_hash
 from ..core.shards import Shard
@@ -68,10 +67,8 @@ EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
 
 
-class RunRequest(BaseModel):
+class RunRequest(Frozen):
     """What to run: a suite file and filters (settings come from the workspace)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suite: Path
     tags: tuple[str, ...] = ()

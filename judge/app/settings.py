@@ -15,9 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from ..core.errors import UsageError
+from ..core.frozen import Frozen
 from ..core.validation_text import format_validation_error
 
 __all__ = [
@@ -59,10 +60,8 @@ _STORE_URL: Final = re.compile(r"(?:sqlite(?:\+pysqlite)?|postgresql(?:\+psycopg
 """The run store engines judgeflow speaks (SQLite, PostgreSQL through psycopg)."""
 
 
-class Settings(BaseModel):
+class Settings(Frozen):
     """Every setting of a workspace, with its one default; a typo is an error, not ignored."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: tuple[str, ...] = ()
     """Judge models by LiteLLM name (``openai/gpt-4o-mini``, ``hosted_vllm/x``,

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from ..core.canonical import canonical_json
 from ..core.errors import ConfigError, UsageError
 from ..core.evidence import build_bundle
+from ..core.frozen import Frozen
 from ..core.generate import MAX_COUNT, generate_cases, suite_to_yaml
 from ..core.rubric import Rubric
 from ..core.suite import Suite, lacks_output, no_output_warning, validate_against_rubric
@@ -41,10 +42,8 @@ __all__ = [
 DEFAULT_RUBRIC = "task-evaluation"
 
 
-class GenerateRequest(BaseModel):
+class GenerateRequest(Frozen):
     """What to generate, and where (``output`` None: the text is returned, not written)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     suite_id: str
     count: int = 5

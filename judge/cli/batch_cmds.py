@@ -66,6 +66,14 @@ def _job_json(job: BatchJob) -> dict[str, Any]:
     return data
 
 
+def _show_job(job: BatchJob, json_out: bool) -> None:
+    """The job as JSON (``--json``) or as lines."""
+    if json_out:
+        emit_json(_job_json(job))
+    else:
+        _print_job(job)
+
+
 def _print_job(job: BatchJob) -> None:
     out = console()
     out.print(f"[bold]batch job {job.id}[/]  suite {job.suite}  {job.status}"
@@ -148,10 +156,7 @@ def status(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = No
            json_out: JsonFlag = False) -> None:
     """Poll the provider for a batch job and show where it is."""
     found = batch_status(_workspace(api_base, store), job)
-    if json_out:
-        emit_json(_job_json(found))
-    else:
-        _print_job(found)
+    _show_job(found, json_out)
 
 
 def wait(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = None,
@@ -183,7 +188,4 @@ def cancel(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = No
            json_out: JsonFlag = False) -> None:
     """Cancel a batch job at the provider; `judge batch collect` then keeps what it answered."""
     found = cancel_batch(_workspace(api_base, store), job)
-    if json_out:
-        emit_json(_job_json(found))
-    else:
-        _print_job(found)
+    _show_job(found, json_out)

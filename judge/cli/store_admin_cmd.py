@@ -12,6 +12,11 @@ from .output import console, emit_json
 
 __all__ = ["register"]
 
+# Declared once for both commands, in their own shorter help than cli.options's shared ones.
+_StoreOption = Annotated[str | None, typer.Option(
+    "--store", metavar="URL", help="Run store URL (default: setting store_url).")]
+_JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object.")]
+
 
 def register(app: typer.Typer) -> None:
     """Add ``store upgrade`` and ``store verify`` to ``app``."""
@@ -23,10 +28,8 @@ def register(app: typer.Typer) -> None:
 
 
 def upgrade(
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL",
-        help="Run store URL (default: setting store_url).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    store: _StoreOption = None,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Bring the run store's schema to this judgeflow's revision (every pending migration).
 
@@ -48,10 +51,8 @@ def upgrade(
 
 
 def verify(
-    store: Annotated[str | None, typer.Option(
-        "--store", metavar="URL",
-        help="Run store URL (default: setting store_url).")] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    store: _StoreOption = None,
+    json_out: _JsonFlag = False,
 ) -> None:
     """Check the seal of every stored run and result; list the rows that do not match.
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-__all__ = ["Frozen", "wire_value"]
+__all__ = ["Frozen", "FrozenView", "wire_value"]
 
 
 class Frozen(BaseModel):
@@ -24,6 +24,18 @@ class Frozen(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", validate_by_name=True,
                               validate_by_alias=True, serialize_by_alias=True)
+
+
+class FrozenView(BaseModel):
+    """A frozen model written on the wire by its aliases that does not refuse unknown fields.
+
+    The views the application hands its doors (a run's view and progress, the gate's verdict,
+    the live monitor's answers, a page of a listing) were published this way: their OpenAPI
+    schemas stay open (no ``additionalProperties: false``), which :class:`Frozen` would close.
+    """
+
+    model_config = ConfigDict(frozen=True, validate_by_name=True, validate_by_alias=True,
+                              serialize_by_alias=True)
 
 
 def wire_value(model: BaseModel, name: str) -> Any:

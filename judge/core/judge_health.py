@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .frozen import Frozen
 from .models import CaseResult
 
 __all__ = ["MIN_SCORES", "MIN_WORDS", "NEAR_CONSTANT", "SHARE", "HealthBuilder", "JudgeHealth"]
@@ -39,12 +40,8 @@ _PLACEHOLDER = re.compile(r"<[^<>\n]{1,80}>")
 _WORD = re.compile(r"[^\W\d_]{2,}")
 
 
-class JudgeHealth(BaseModel):
+class JudgeHealth(Frozen):
     """What the health check saw in a run's AI verdicts, and the problems it names."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid",
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     scores: int
     """AI category scores looked at (LLM-judged, scored cases)."""

@@ -12,10 +12,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from .canonical import canonical_json
 from .exact import round_half_up
+from .frozen import Frozen
 
 __all__ = [
     "MonitorConfig",
@@ -35,10 +36,8 @@ Status = Literal["healthy", "warning", "critical", "insufficient"]
 """The monitor's verdict: ``insufficient`` until ``min_samples`` scored records are sampled."""
 
 
-class MonitorConfig(BaseModel):
+class MonitorConfig(Frozen):
     """Sampling and alert thresholds for the monitor."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     sample_rate: float = Field(default=0.1, ge=0, le=1)
     """Fraction of records judged by the monitor."""
@@ -61,12 +60,8 @@ class MonitorConfig(BaseModel):
         return self
 
 
-class MonitorStatus(BaseModel):
+class MonitorStatus(Frozen):
     """What the monitor saw and its verdict."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid",
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     seen: int
     sampled: int

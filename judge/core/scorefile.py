@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .errors import ConfigError
+from .frozen import Frozen
 from .models import AdvisoryScore, CaseScore, Score
 from .rubric import Rubric, format_validation_error
 from .scoring import level_score, score_case
@@ -15,10 +16,8 @@ from .strict_json import JsonProblem, loads_strict
 __all__ = ["CategoryInput", "ScoreInput", "parse_score_input", "score_input"]
 
 
-class CategoryInput(BaseModel):
+class CategoryInput(Frozen):
     """One category's inputs."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     deterministic: Score | None = None
     """Deterministic signal 0..100, or absent."""
@@ -30,10 +29,8 @@ class CategoryInput(BaseModel):
     evidence: tuple[str, ...] = ()
 
 
-class ScoreInput(BaseModel):
+class ScoreInput(Frozen):
     """A whole score file."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     rubric: str | None = None
     """Rubric id or path; ``--rubric`` overrides it."""

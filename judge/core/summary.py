@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from fractions import Fraction
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .exact import round_half_up
+from .frozen import Frozen
 from .judge_health import HealthBuilder, JudgeHealth
 from .models import CaseResult
 from .usage import ZERO, Usage
@@ -27,12 +28,8 @@ def _mean(total: Fraction | int, count: int, places: int) -> float | None:
     return float(Fraction(round_half_up(scaled), 10**places))
 
 
-class Failure(BaseModel):
+class Failure(Frozen):
     """A case that failed the pass mark or could not be scored."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid",
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     id: str
     status: str
@@ -41,12 +38,8 @@ class Failure(BaseModel):
     reason: str | None = None
 
 
-class Summary(BaseModel):
+class Summary(Frozen):
     """What a person wants to know about a run at a glance."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid",
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
 
     cases: int
     scored: int

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, Field, StrictBool
 
 from ..app.settings import CacheModeName
 from ..core.baseline import Baseline
+from ..core.frozen import Frozen
 from ..core.suite import Case
 
 __all__ = [
@@ -45,13 +46,7 @@ RubricId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"),
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True,
-                              validate_by_name=True, validate_by_alias=True,
-                              serialize_by_alias=True)
-
-
-class HarnessBody(_Body):
+class HarnessBody(Frozen):
     """How to run the suite; every field optional, the workspace's settings otherwise."""
 
     models: list[ModelName] | None = Field(default=None, max_length=16)
@@ -89,7 +84,7 @@ class HarnessAccepted(BaseModel):
     events: str
 
 
-class BaselineBody(_Body):
+class BaselineBody(Frozen):
     """Which run becomes the baseline."""
 
     run: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{1,64}$")
@@ -130,7 +125,7 @@ class SuiteItem(BaseModel):
     """``rubric`` (run with ``judge run``) or ``pairwise`` (a pair suite: ``judge pairwise``)."""
 
 
-class EvaluateBody(_Body):
+class EvaluateBody(Frozen):
     """One case to judge, with the rubric and judge to use (the workspace's otherwise)."""
 
     case: Case
@@ -138,7 +133,7 @@ class EvaluateBody(_Body):
     model: ModelName | None = None
 
 
-class RecordsBody(_Body):
+class RecordsBody(Frozen):
     """Live records for the production monitor: each is a case, judged when sampled."""
 
     records: list[Case] = Field(min_length=1, max_length=10_000)

@@ -251,35 +251,36 @@ def run(argv: list[str], start: bool = True) -> int | None:
     return KILLED
 
 
+def _control(path: Path, name: str) -> bytes:
+    """Send the worker the control message ``name``; its one-line answer (OSError: none runs)."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(5)
+        sock.connect(str(path))
+        sock.sendall(b'{"control": "%s"}\n' % name.encode())
+        data = b""
+        while not data.endswith(b"\n"):
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    return data
+
+
 def stop(path: Path | None = None) -> bool:
     """Ask the worker to stop; True when one was running."""
     path = path or socket_path()
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(5)
-            sock.connect(str(path))
-            sock.sendall(b'{"control": "stop"}\n')
-            sock.recv(100)
-        return True
+        _control(path, "stop")
     except OSError:
         return False
+    return True
 
 
 def status(path: Path | None = None) -> dict[str, object] | None:
     """The worker's status (pid, digest, idle timeout), or None when none runs."""
     path = path or socket_path()
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-            sock.settimeout(5)
-            sock.connect(str(path))
-            sock.sendall(b'{"control": "status"}\n')
-            data = b""
-            while not data.endswith(b"\n"):
-                chunk = sock.recv(4096)
-                if not chunk:
-                    break
-                data += chunk
-        result: dict[str, object] = json.loads(data)
-        return result
+        result: dict[str, object] = json.loads(_control(path, "status"))
     except (OSError, ValueError):
         return None
+    return result
