@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import os
 import sys
-from importlib import import_module
+from pathlib import Path
 
 from ..core.errors import ConfigError, JudgeError, StoreError
 from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
-from .app import COMMANDS, PipeClosed, build_app
+from .app import COMMANDS, PipeClosed, build_app, load_command
 
 __all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
@@ -65,13 +65,17 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def warm() -> None:
-    """What the warm worker holds before it forks: every command's module, LiteLLM imported.
+    """What the warm worker holds before it forks: every command built, LiteLLM warmed.
 
-    The modules, not only the group: `judge --help` loads a command's module when it is
+    The commands, not only the group: `judge --help` loads a command's module when it is
     asked for, and ``run``'s alone (the store, the gate, the diff) is most of a cold run's
-    start-up. LiteLLM is imported as a run imports it (``load_litellm``): the bundled price
-    map, no fetch over the network, so a worker starts in the import's time. All of it with
-    the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
+    start-up; each is built once (:func:`judge.cli.app.load_command`). LiteLLM is imported
+    as a run imports it (``load_litellm``): the bundled price map, no fetch over the
+    network, so a worker starts in the import's time; then what its first completion would
+    do lazily is done here (:func:`judge.llm.client.warm_first_call`, for the workspace's
+    judges when its settings read). So are diskcache's import and the code digest (each a
+    pure function of the installed files, which the worker's digest watches). All of it
+    with the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
     """
     from ..system.tuning import load_frozen
 
@@ -80,12 +84,22 @@ def warm() -> None:
 
 def _load_everything() -> None:
     build_app()
-    for module in sorted({module for module, _ in COMMANDS.values()}):
-        import_module(f".{module}", __package__)
-    from ..llm.client import preload  # not at the top: `judge --help` stays light
+    for name in COMMANDS:
+        load_command(name)
+    # Not at the top: `judge --help` stays light.
+    from ..app.settings import load_settings
+    from ..cache.disk import preload as preload_cache
+    from ..engine.replay import code_digest
+    from ..llm.client import warm_first_call
 
+    preload_cache()
+    code_digest()
     try:
-        preload()
+        models = load_settings(Path.cwd(), None, os.environ)[0].model
+    except JudgeError:  # a bad settings file: every command names it; nothing to warm for
+        models = ()
+    try:
+        warm_first_call(models)
     except ImportError:  # an install without litellm: its commands say so when run
         pass
 
