@@ -18,7 +18,7 @@ from pathlib import Path
 from ..core.errors import ConfigError, JudgeError, StoreError
 from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
-from .app import COMMANDS, PipeClosed, build_app, load_command
+from .app import COMMANDS, PipeClosed, build_app, load_command, rehearse
 
 __all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
@@ -73,8 +73,9 @@ def warm() -> None:
     as a run imports it (``load_litellm``): the bundled price map, no fetch over the
     network, so a worker starts in the import's time; then what its first completion would
     do lazily is done here (:func:`judge.llm.client.warm_first_call`, for the workspace's
-    judges when its settings read). So are diskcache's import and the code digest (each a
-    pure function of the installed files, which the worker's digest watches). All of it
+    judges when its settings read). So are diskcache's import, the code digest (a pure
+    function of the installed files, which the worker's digest watches) and the rubrics
+    the workspace sees (kept per text, so an edit is read anew). All of it
     with the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
     """
     from ..system.tuning import load_frozen
@@ -85,7 +86,7 @@ def warm() -> None:
 def _load_everything() -> None:
     build_app()
     for name in COMMANDS:
-        load_command(name)
+        rehearse(load_command(name))
     # Not at the top: `judge --help` stays light.
     from ..app.settings import load_settings
     from ..cache.disk import preload as preload_cache
@@ -94,6 +95,7 @@ def _load_everything() -> None:
 
     preload_cache()
     code_digest()
+    _parse_rubrics(Path.cwd())
     try:
         models = load_settings(Path.cwd(), None, os.environ)[0].model
     except JudgeError:  # a bad settings file: every command names it; nothing to warm for
@@ -102,6 +104,22 @@ def _load_everything() -> None:
         warm_first_call(models)
     except ImportError:  # an install without litellm: its commands say so when run
         pass
+
+
+def _parse_rubrics(workspace: Path) -> None:
+    """Parse every rubric the workspace sees, and its output schema, before the fork.
+
+    Kept per text (:func:`judge.system.resources.load_rubric`): a child reads the file and
+    finds it parsed, or parses an edited one anew.
+    """
+    from ..core.output_schema import output_schema_json
+    from ..system.resources import list_rubrics, load_rubric
+
+    for path in list_rubrics(workspace).values():
+        try:
+            output_schema_json(load_rubric(path, workspace), ("id",))
+        except JudgeError:  # a broken rubric: the command that uses it names the error
+            continue
 
 
 def explain(exc: JudgeError) -> tuple[str, int]:

@@ -22,7 +22,8 @@ from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__
 
-__all__ = ["COMMANDS", "PipeClosed", "build_app", "forced_plain", "load_command", "set_plain"]
+__all__ = ["COMMANDS", "PipeClosed", "build_app", "forced_plain", "load_command", "rehearse",
+           "set_plain"]
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under judge.cli, one-line help). The order is `judge --help`'s: the daily
     # loop first.
@@ -151,6 +152,21 @@ def load_command(name: str) -> Command:
             raise LookupError(f"module {module_name} does not define command {name!r}")
         return _with_plain(_conventional_metavars(found))
     return _with_plain(_conventional_metavars(built))
+
+
+def rehearse(command: Command) -> None:
+    """Parse an empty command line for ``command`` and its subcommands, leniently, and drop it.
+
+    typer builds a parameter's coercion (a pydantic adapter) on its first parse and keeps
+    it on the parameter: the warm worker's parent parses once so its children do not.
+    Nothing runs: the context is never invoked, and the only callbacks on these parameters
+    (``--plain``'s, the root's ``--version``) act on a true value alone.
+    """
+    with command.make_context(command.name, [], resilient_parsing=True):
+        pass
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            rehearse(sub)
 
 
 class PipeClosed(Exception):

@@ -295,10 +295,12 @@ def warm_first_call(models: Sequence[str] = ()) -> None:
     For the warm worker's parent (:func:`judge.cli.warm`): its forked children then start
     with it done. The default tokenizer (``litellm.encoding``: litellm's public lazy
     attribute, read from the file it ships), :data:`FIRST_CALL_MODULES`, the pydantic
-    validators of a response (built on its first instance), and, for each of ``models``,
-    the provider lookups a client makes (:meth:`LiteLLMClient._takes`), which import that
-    provider's modules. None of it touches the network or keeps state a call would not
-    have built the same way; a model litellm does not know is skipped (its run says why).
+    validators of a response and of a call's parameters (built on their first instance),
+    and, for each of ``models``,
+    the provider lookups a client makes (:meth:`LiteLLMClient._takes`) and a reply's cost
+    lookup, which import that provider's modules. None of it touches the network or keeps
+    state a call would not have built the same way; a model litellm does not know is
+    skipped (its run says why).
     """
     lit = load_litellm()
     lit.encoding  # noqa: B018 - the attribute's first read loads it
@@ -310,10 +312,14 @@ def warm_first_call(models: Sequence[str] = ()) -> None:
     from litellm.types.router import GenericLiteLLMParams
 
     GenericLiteLLMParams()
+    from litellm.utils import ProviderConfigManager
+
     for name in models:
         with contextlib.suppress(Exception):
             model, provider, _, _ = lit.get_llm_provider(name)
             lit.get_supported_openai_params(model=model, custom_llm_provider=provider)
+            # the model-info object a reply's cost lookup asks for: built, never called
+            ProviderConfigManager.get_provider_model_info(model, lit.LlmProviders(provider))
 
 
 def quiet_exit() -> None:
