@@ -13,7 +13,8 @@ stamps compare):
            the bench sees the process end: atexit hooks, teardown).
   worker:  accept → fork; in the child: fork → ``judge.cli.main`` called, main's own time
            (tune_process, typer, the command), main's end → ``os._exit``; the parent's
-           waitpid → answer sent.
+           waitpid → answer sent. The client's "exit call" is its atexit hook, or
+           ``client.exit_now`` where the tree has it.
 Also the modules a child imports that the warm parent had not (``sys.modules`` growth).
 
 Run:   .venv/bin/python bench/worker_profile.py [--repeats 5] [--cprofile] [--tree DIR]
@@ -25,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import signal
 import statistics
@@ -88,6 +90,7 @@ def child(conn, head, fds, listener):
     before = set(sys.modules)
     def main():
         t0 = time.time()
+        c0 = time.process_time()
         prof = None
         if SAMPLE:
             import threading
@@ -103,13 +106,14 @@ def child(conn, head, fds, listener):
             real_main()
         finally:
             t1 = time.time()
+            cpu = time.process_time() - c0
             if SAMPLE:
                 stop.set()
                 t.join()
             if prof is not None:
                 prof.disable()
                 prof.dump_stats(os.path.join(PROFILE, f"child-{os.getpid()}.prof"))
-            stamp(kind="child", pid=os.getpid(), fork=t_fork, main_start=t0, main_end=t1,
+            stamp(kind="child", pid=os.getpid(), fork=t_fork, main_start=t0, main_end=t1, cpu=cpu,
                   new_modules=sorted(set(sys.modules) - before))
     cli.main = main
     real_exit = os._exit
@@ -146,7 +150,8 @@ marks = {"start": T0}
 import judge.__main__ as entry
 from judge.worker import client
 marks["imported"] = time.time()
-real_digest, real_connect, real_lines = client.digest, client._connect, client._lines
+real_digest, real_connect, real_answer = client.digest, client._connect, client._answer
+real_exit_now = getattr(client, "exit_now", None)
 def digest():
     marks["digest_start"] = time.time()
     try:
@@ -159,18 +164,25 @@ def connect(*a):
         return real_connect(*a)
     finally:
         marks["connect_end"] = time.time()
-def lines(sock):
+def answer(sock):
     marks["hello"] = time.time()
     try:
-        return real_lines(sock)
+        return real_answer(sock)
     finally:
         marks["answered"] = time.time()
-client.digest, client._connect, client._lines = digest, connect, lines
+client.digest, client._connect, client._answer = digest, connect, answer
 def done():
+    if "atexit" in marks:
+        return
     marks["atexit"] = time.time()
     with open(LOG, "a", encoding="utf-8") as fp:
         fp.write(json.dumps({"kind": "client", **marks}) + "\n")
 atexit.register(done)
+def exit_now(code):
+    done()
+    real_exit_now(code)
+if real_exit_now is not None:
+    client.exit_now = exit_now
 sys.argv = ["judge", *sys.argv[1:]]
 entry.main()
 '''
@@ -225,15 +237,23 @@ class Profiler:
     def command(self, ws: Path) -> dict[str, float]:
         """One ``judge run`` through the worker: every stamp, relative to the spawn."""
         self.log.unlink(missing_ok=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         spawned = time.time()
-        done = subprocess.run([sys.executable, "-c", CLIENT_LAUNCHER, "run", "suite.jsonl",
-                               "--no-check"], cwd=ws, env={**self.env, "WL_LOG": str(self.log)},
-                              capture_output=True, timeout=300, check=False)
+        proc = subprocess.Popen([sys.executable, "-c", CLIENT_LAUNCHER, "run", "suite.jsonl",
+                                 "--no-check"], cwd=ws, env={**self.env, "WL_LOG": str(self.log)},
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        _out, err = proc.communicate(timeout=300)
         ended = time.time()
-        if done.returncode != 0:
-            raise RuntimeError(done.stderr.decode()[-2000:])
-        rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
-        kinds = {r["kind"]: r for r in rows}
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if proc.returncode != 0:
+            raise RuntimeError(err.decode()[-2000:])
+        deadline = time.monotonic() + 10  # the parent may stamp after the client has ended
+        while True:
+            rows = [json.loads(x) for x in self.log.read_text(encoding="utf-8").splitlines()]
+            kinds = {r["kind"]: r for r in rows}
+            if len(kinds) == 4 or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         c, p, ch, ex = kinds["client"], kinds["parent"], kinds["child"], kinds["exit"]
         self.new_modules = ch["new_modules"]
         spans = {
@@ -247,10 +267,14 @@ class Profiler:
             "child: fork → main": ch["main_start"] - ch["fork"],
             "child: main": ch["main_end"] - ch["main_start"],
             "child: main end → os._exit": ex["at"] - ch["main_end"],
-            "worker: child exit → answer": p["answered"] - ex["at"],
-            "client: answer → atexit": c["atexit"] - c["answered"],
-            "client: atexit → process end": ended - c["atexit"],
+            "child: main end → client has the answer": c["answered"] - ch["main_end"],
+            "(worker: child exit → its own answer)": p["answered"] - ex["at"],
+            "client: answer → exit call": c["atexit"] - c["answered"],
+            "client: exit call → process end": ended - c["atexit"],
             "total (bench sees)": ended - spawned,
+            "child: main, CPU (all its threads)": ch["cpu"],
+            "client: CPU (user + sys)": (after.ru_utime - before.ru_utime
+                                         + after.ru_stime - before.ru_stime),
         }
         return spans
 
@@ -319,7 +343,7 @@ def main() -> int:
     for name in ("one_case", "five_of_200"):
         print(f"{name}:")
         for span, ms in results[name]["spans_ms"].items():
-            print(f"  {span:36} {ms:8.1f} ms")
+            print(f"  {span:42} {ms:8.1f} ms")
         print(f"  child imports {len(results[name]['child_new_modules'])} new modules: "
               + ", ".join(results[name]["child_new_modules"][:30]))
     print("load", results["loadavg_before"], results["loadavg_after"])

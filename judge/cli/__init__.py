@@ -74,8 +74,8 @@ def warm() -> None:
     network, so a worker starts in the import's time; then what its first completion would
     do lazily is done here (:func:`judge.llm.client.warm_first_call`, for the workspace's
     judges when its settings read). So are diskcache's import, the code digest (a pure
-    function of the installed files, which the worker's digest watches) and the rubrics
-    the workspace sees (kept per text, so an edit is read anew). All of it
+    function of the installed files, which the worker's digest watches), the rubrics and
+    templates the workspace sees (kept per text, so an edit is read anew). All of it
     with the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
     """
     from ..system.tuning import load_frozen
@@ -96,6 +96,7 @@ def _load_everything() -> None:
     preload_cache()
     code_digest()
     _parse_rubrics(Path.cwd())
+    _compile_templates(Path.cwd())
     try:
         models = load_settings(Path.cwd(), None, os.environ)[0].model
     except JudgeError:  # a bad settings file: every command names it; nothing to warm for
@@ -119,6 +120,25 @@ def _parse_rubrics(workspace: Path) -> None:
         try:
             output_schema_json(load_rubric(path, workspace), ("id",))
         except JudgeError:  # a broken rubric: the command that uses it names the error
+            continue
+
+
+def _compile_templates(workspace: Path) -> None:
+    """Open a renderer on every template the workspace sees, before the fork.
+
+    The renderer keeps compiled templates and their references per source text
+    (judge.render.prompts): a child's renderer reads the files and finds them compiled, or
+    compiles an edited one anew.
+    """
+    from ..render.prompts import TEMPLATE_SUFFIX, PromptRenderer
+    from ..system.resources import shipped_dir
+
+    names = {p.name for d in (workspace / "prompts", shipped_dir("prompts")) if d.is_dir()
+             for p in d.glob(f"*{TEMPLATE_SUFFIX}")}
+    for name in sorted(names):
+        try:
+            PromptRenderer(name, workspace)
+        except JudgeError:  # a broken template: the command that uses it names the error
             continue
 
 

@@ -16,7 +16,6 @@ import signal
 import socket
 import sys
 import time
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -56,6 +55,8 @@ def file_settings(cwd: str | None = None) -> dict[str, object]:
     ``judge.toml``, else ``pyproject.toml``'s ``[tool.judge]``; empty when absent or
     unreadable (the direct run that follows then names the error).
     """
+    import tomllib  # here: a command that the environment sends to the worker never reads it
+
     folder = Path(cwd or os.getcwd())
     for name, section in (("judge.toml", ()), ("pyproject.toml", ("tool", "judge"))):
         path = folder / name
