@@ -17,7 +17,8 @@ stamps compare):
            ``client.exit_now`` where the tree has it.
 Also the modules a child imports that the warm parent had not (``sys.modules`` growth).
 
-Run:   .venv/bin/python bench/worker_profile.py [--repeats 5] [--cprofile] [--tree DIR]
+Run:   .venv/bin/python bench/worker_profile.py [--repeats 5] [--cprofile] [--sample] [--tree DIR]
+       .venv/bin/python bench/worker_profile.py --start-vs DIR  (the worker's start, paired)
 Prints the table; writes bench/out/worker_profile.json (and .prof files with --cprofile).
 """
 
@@ -318,6 +319,47 @@ class Profiler:
                 "child_new_modules": self.new_modules}
 
 
+def start_seconds(tree: Path, ws: Path, runtime: Path) -> float:
+    """Seconds from launching ``tree``'s worker to its socket listening (warm() done)."""
+    sock = runtime / "start.sock"
+    sock.unlink(missing_ok=True)
+    env = child_env(tree)
+    started = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "judge.worker.server", str(sock)], cwd=ws,
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        while not sock.exists():
+            if time.perf_counter() - started > 180 or proc.poll() is not None:
+                raise RuntimeError(f"{tree}'s worker did not start")
+            time.sleep(0.02)
+        return time.perf_counter() - started
+    finally:
+        proc.kill()
+        proc.wait(30)
+
+
+def start_pairs(base: Path, repeats: int) -> dict[str, Any]:
+    """This tree's worker start and ``base``'s, in turn (a workspace of one case)."""
+    work = Path(tempfile.mkdtemp(prefix="judge-wstart-"))
+    runtime = Path(tempfile.mkdtemp(prefix="jw-", dir="/tmp"))
+    try:
+        with start_in_thread(latency_ms=0.0, seed=3) as server:
+            suite = work / "one.jsonl"
+            write_suite(suite, 1)
+            ws = workspace(work / "ws", server.base_url, suite)
+            this, other = [], []
+            for _ in range(repeats):
+                this.append(start_seconds(ROOT, ws, runtime))
+                other.append(start_seconds(base, ws, runtime))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(runtime, ignore_errors=True)
+    return {"this_s": [round(x, 2) for x in this], "base_s": [round(x, 2) for x in other],
+            "this_median_s": round(statistics.median(this), 2),
+            "base_median_s": round(statistics.median(other), 2)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--repeats", type=int, default=5)
@@ -326,7 +368,13 @@ def main() -> int:
     parser.add_argument("--sample", action="store_true",
                         help="sample every thread's stack in the child every 2 ms")
     parser.add_argument("--tree", type=Path, default=ROOT, help="the judge/ tree to run")
+    parser.add_argument("--start-vs", type=Path, default=None, metavar="DIR",
+                        help="only time the worker's start, this tree and DIR's in turn")
     args = parser.parse_args()
+    if args.start_vs is not None:
+        found = start_pairs(args.start_vs.resolve(), args.repeats)
+        print(json.dumps({**found, "loadavg": [round(x, 2) for x in os.getloadavg()]}))
+        return 0
     load = os.getloadavg()
     prof = Profiler(args)
     try:

@@ -11,6 +11,7 @@ Layer: door. May import: the application and everything below it, and the server
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -95,8 +96,11 @@ def _load_everything() -> None:
 
     preload_cache()
     code_digest()
-    _parse_rubrics(Path.cwd())
-    _compile_templates(Path.cwd())
+    # A folder it cannot read leaves these unwarmed: each command then reads for itself.
+    with contextlib.suppress(JudgeError, OSError):
+        _parse_rubrics(Path.cwd())
+    with contextlib.suppress(JudgeError, OSError):
+        _compile_templates(Path.cwd())
     try:
         models = load_settings(Path.cwd(), None, os.environ)[0].model
     except JudgeError:  # a bad settings file: every command names it; nothing to warm for

@@ -303,21 +303,27 @@ def warm_first_call(models: Sequence[str] = ()) -> None:
     skipped (its run says why).
     """
     lit = load_litellm()
-    lit.encoding  # noqa: B018 - the attribute's first read loads it
+    # Each step on its own: a warm-up that a litellm release breaks is skipped, never fatal
+    # (the worker would not start, and every command would wait for it, then run directly).
+    with contextlib.suppress(Exception):
+        lit.encoding  # noqa: B018 - the attribute's first read loads it
     for name in FIRST_CALL_MODULES:
         with contextlib.suppress(ImportError):
             importlib.import_module(name)
-    lit.ModelResponse()
-    lit.get_api_base(model="", optional_params={})
-    from litellm.types.router import GenericLiteLLMParams
+    with contextlib.suppress(Exception):
+        lit.ModelResponse()
+    with contextlib.suppress(Exception):
+        lit.get_api_base(model="", optional_params={})
+    with contextlib.suppress(Exception):
+        from litellm.types.router import GenericLiteLLMParams
 
-    GenericLiteLLMParams()
-    from litellm.utils import ProviderConfigManager
-
+        GenericLiteLLMParams()
     for name in models:
         with contextlib.suppress(Exception):
             model, provider, _, _ = lit.get_llm_provider(name)
             lit.get_supported_openai_params(model=model, custom_llm_provider=provider)
+            from litellm.utils import ProviderConfigManager
+
             # the model-info object a reply's cost lookup asks for: built, never called
             ProviderConfigManager.get_provider_model_info(model, lit.LlmProviders(provider))
 
