@@ -296,11 +296,10 @@ def warm_first_call(models: Sequence[str] = ()) -> None:
     with it done. The default tokenizer (``litellm.encoding``: litellm's public lazy
     attribute, read from the file it ships), :data:`FIRST_CALL_MODULES`, the pydantic
     validators of a response and of a call's parameters (built on their first instance),
-    and, for each of ``models``,
-    the provider lookups a client makes (:meth:`LiteLLMClient._takes`) and a reply's cost
-    lookup, which import that provider's modules. None of it touches the network or keeps
-    state a call would not have built the same way; a model litellm does not know is
-    skipped (its run says why).
+    and, for each of ``models``, the provider lookups a client makes
+    (:meth:`LiteLLMClient._takes`) and a reply's cost lookup, which import that provider's
+    modules. None of it touches the network or keeps state a call would not have built the
+    same way; a model litellm does not know is skipped (its run says why).
     """
     lit = load_litellm()
     # Each step on its own: a warm-up that a litellm release breaks is skipped, never fatal
