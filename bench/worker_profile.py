@@ -151,7 +151,8 @@ marks = {"start": T0}
 import judge.__main__ as entry
 from judge.worker import client
 marks["imported"] = time.time()
-real_digest, real_connect, real_answer = client.digest, client._connect, client._answer
+ANSWER = "_answer" if hasattr(client, "_answer") else "_lines"  # a tree before 2026-12-04
+real_digest, real_connect, real_answer = client.digest, client._connect, getattr(client, ANSWER)
 real_exit_now = getattr(client, "exit_now", None)
 def digest():
     marks["digest_start"] = time.time()
@@ -171,7 +172,8 @@ def answer(sock):
         return real_answer(sock)
     finally:
         marks["answered"] = time.time()
-client.digest, client._connect, client._answer = digest, connect, answer
+client.digest, client._connect = digest, connect
+setattr(client, ANSWER, answer)
 def done():
     if "atexit" in marks:
         return
