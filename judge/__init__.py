@@ -7,7 +7,10 @@ start-up) never pays for what it does not use, and never imports litellm.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+TYPE_CHECKING = False
+"""``typing.TYPE_CHECKING`` without importing typing: ``python -m judge`` through the warm
+worker imports nothing it does not use (bench/RESULTS.md, "The warm worker's fixed costs")."""
 
 __version__ = "0.1.0"
 
@@ -76,6 +79,8 @@ _WHERE = {
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from .api import evaluate, evaluate_async
     from .app.baselines import check_run, record_baseline
     from .app.gate import GateVerdict

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> None:
         if client.enabled():
             code = client.run(["judge", *args])
             if code is not None:
-                sys.exit(code)
+                client.exit_now(code)
     from .cli import main as cli_main
     cli_main(argv)
 

@@ -51,6 +51,7 @@ __all__ = [
     "JudgmentCache",
     "Scanned",
     "damaged_cache",
+    "preload",
 ]
 
 CacheMode = Literal["read-write", "read-only", "offline", "refresh", "off"]
@@ -115,6 +116,11 @@ def _bytes_only_disk() -> type:
             return super().fetch(mode, filename, value, read)
 
     return BytesOnlyDisk
+
+
+def preload() -> None:
+    """Import diskcache now: the warm worker's parent does (judge.cli.warm), not each child."""
+    _bytes_only_disk()
 
 
 def damaged_cache(path: Path, exc: BaseException) -> UsageError:

@@ -11,14 +11,15 @@ Layer: door. May import: the application and everything below it, and the server
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
-from importlib import import_module
+from pathlib import Path
 
 from ..core.errors import ConfigError, JudgeError, StoreError
 from ..core.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
-from .app import COMMANDS, PipeClosed, build_app
+from .app import COMMANDS, PipeClosed, build_app, load_command, rehearse
 
 __all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
@@ -65,13 +66,18 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def warm() -> None:
-    """What the warm worker holds before it forks: every command's module, LiteLLM imported.
+    """What the warm worker holds before it forks: every command built, LiteLLM warmed.
 
-    The modules, not only the group: `judge --help` loads a command's module when it is
+    The commands, not only the group: `judge --help` loads a command's module when it is
     asked for, and ``run``'s alone (the store, the gate, the diff) is most of a cold run's
-    start-up. LiteLLM is imported as a run imports it (``load_litellm``): the bundled price
-    map, no fetch over the network, so a worker starts in the import's time. All of it with
-    the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
+    start-up; each is built once (:func:`judge.cli.app.load_command`). LiteLLM is imported
+    as a run imports it (``load_litellm``): the bundled price map, no fetch over the
+    network, so a worker starts in the import's time; then what its first completion would
+    do lazily is done here (:func:`judge.llm.client.warm_first_call`, for the workspace's
+    judges when its settings read). So are diskcache's import, the code digest (a pure
+    function of the installed files, which the worker's digest watches), the rubrics and
+    templates the workspace sees (kept per text, so an edit is read anew). All of it
+    with the collector off, then frozen (:func:`judge.system.tuning.load_frozen`).
     """
     from ..system.tuning import load_frozen
 
@@ -80,14 +86,64 @@ def warm() -> None:
 
 def _load_everything() -> None:
     build_app()
-    for module in sorted({module for module, _ in COMMANDS.values()}):
-        import_module(f".{module}", __package__)
-    from ..llm.client import preload  # not at the top: `judge --help` stays light
+    for name in COMMANDS:
+        rehearse(load_command(name))
+    # Not at the top: `judge --help` stays light.
+    from ..app.settings import load_settings
+    from ..cache.disk import preload as preload_cache
+    from ..engine.replay import code_digest
+    from ..llm.client import warm_first_call
 
+    preload_cache()
+    code_digest()
+    # A folder it cannot read leaves these unwarmed: each command then reads for itself.
+    with contextlib.suppress(JudgeError, OSError):
+        _parse_rubrics(Path.cwd())
+    with contextlib.suppress(JudgeError, OSError):
+        _compile_templates(Path.cwd())
     try:
-        preload()
+        models = load_settings(Path.cwd(), None, os.environ)[0].model
+    except JudgeError:  # a bad settings file: every command names it; nothing to warm for
+        models = ()
+    try:
+        warm_first_call(models)
     except ImportError:  # an install without litellm: its commands say so when run
         pass
+
+
+def _parse_rubrics(workspace: Path) -> None:
+    """Parse every rubric the workspace sees, and its output schema, before the fork.
+
+    Kept per text (:func:`judge.system.resources.load_rubric`): a child reads the file and
+    finds it parsed, or parses an edited one anew.
+    """
+    from ..core.output_schema import output_schema_json
+    from ..system.resources import list_rubrics, load_rubric
+
+    for path in list_rubrics(workspace).values():
+        try:
+            output_schema_json(load_rubric(path, workspace), ("id",))
+        except JudgeError:  # a broken rubric: the command that uses it names the error
+            continue
+
+
+def _compile_templates(workspace: Path) -> None:
+    """Open a renderer on every template the workspace sees, before the fork.
+
+    The renderer keeps compiled templates and their references per source text
+    (judge.render.prompts): a child's renderer reads the files and finds them compiled, or
+    compiles an edited one anew.
+    """
+    from ..render.prompts import TEMPLATE_SUFFIX, PromptRenderer
+    from ..system.resources import shipped_dir
+
+    names = {p.name for d in (workspace / "prompts", shipped_dir("prompts")) if d.is_dir()
+             for p in d.glob(f"*{TEMPLATE_SUFFIX}")}
+    for name in sorted(names):
+        try:
+            PromptRenderer(name, workspace)
+        except JudgeError:  # a broken template: the command that uses it names the error
+            continue
 
 
 def explain(exc: JudgeError) -> tuple[str, int]:

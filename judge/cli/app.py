@@ -7,6 +7,7 @@ Python.
 
 from __future__ import annotations
 
+import functools
 from importlib import import_module
 from typing import Annotated, Any
 
@@ -21,7 +22,8 @@ from typer.core import TyperArgument, TyperGroup
 
 from .. import __version__
 
-__all__ = ["COMMANDS", "PipeClosed", "build_app", "forced_plain", "set_plain"]
+__all__ = ["COMMANDS", "PipeClosed", "build_app", "forced_plain", "load_command", "rehearse",
+           "set_plain"]
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (module under judge.cli, one-line help). The order is `judge --help`'s: the daily
     # loop first.
@@ -130,7 +132,15 @@ def _with_plain(command: Command, param: Parameter | None = None) -> Command:
     return command
 
 
-def _load(name: str) -> Command:
+@functools.cache
+def load_command(name: str) -> Command:
+    """The click command ``name`` (one of :data:`COMMANDS`), its module imported; built once.
+
+    Built once per process: a command holds no state of an invocation (that is the
+    context's), so the warm worker's parent builds every one before it forks
+    (:func:`judge.cli.warm`) and no child reads the signatures again (bench/RESULTS.md,
+    "The warm worker's fixed costs").
+    """
     module_name, _ = COMMANDS[name]
     module = import_module(f".{module_name}", __package__)
     sub = typer.Typer(pretty_exceptions_enable=False, add_completion=False, rich_markup_mode=None)
@@ -142,6 +152,21 @@ def _load(name: str) -> Command:
             raise LookupError(f"module {module_name} does not define command {name!r}")
         return _with_plain(_conventional_metavars(found))
     return _with_plain(_conventional_metavars(built))
+
+
+def rehearse(command: Command) -> None:
+    """Parse an empty command line for ``command`` and its subcommands, leniently, and drop it.
+
+    typer builds a parameter's coercion (a pydantic adapter) on its first parse and keeps
+    it on the parameter: the warm worker's parent parses once so its children do not.
+    Nothing runs: the context is never invoked, and the only callbacks on these parameters
+    (``--plain``'s, the root's ``--version``) act on a true value alone.
+    """
+    with command.make_context(command.name, [], resilient_parsing=True):
+        pass
+    if isinstance(command, TyperGroup):
+        for sub in command.commands.values():
+            rehearse(sub)
 
 
 class PipeClosed(Exception):
@@ -161,7 +186,7 @@ class _LazyGroup(TyperGroup):
     def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
         if cmd_name not in COMMANDS:
             return None
-        return _load(cmd_name)
+        return load_command(cmd_name)
 
     def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = [(name, text) for name, (_, text) in COMMANDS.items()]

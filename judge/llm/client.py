@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import dataclasses
 import datetime
 import email.utils
 import hashlib
+import importlib
 import json
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -32,6 +34,7 @@ from ..core.secrets import Redactor, secret_values
 from ..system.tuning import LITELLM_IMPORT_ENV
 
 __all__ = [
+    "FIRST_CALL_MODULES",
     "OUTPUT_MODES",
     "JudgeRequest",
     "LiteLLMClient",
@@ -46,6 +49,7 @@ __all__ = [
     "response_format",
     "token_count",
     "unreachable_message",
+    "warm_first_call",
     "wire_messages",
 ]
 
@@ -269,6 +273,58 @@ def load_litellm() -> Any:
 def preload() -> None:
     """Import litellm now: a long-lived server does it once, in a thread, not on its loop."""
     load_litellm()
+
+
+FIRST_CALL_MODULES: Final = (
+    "litellm.proxy.openai_files_endpoints.common_utils",
+    "litellm._service_logger",
+    "litellm.litellm_core_utils.logging_callback_manager",
+    "litellm.llms.github_copilot.per_user_auth",
+    "litellm.proxy.spend_tracking.savings",
+)
+"""Modules litellm imports inside every process's first completion rather than at its own
+import (file ids in messages, the service logger, the callback manager, the per-user auth
+hook, the savings figures of a logging payload). No public API loads them: they are named
+here, and tests/cli/test_worker.py::test_a_warm_child_imports_nothing_for_a_cold_run fails
+when a litellm release moves one (a missing name is skipped, never an error)."""
+
+
+def warm_first_call(models: Sequence[str] = ()) -> None:
+    """Do now what litellm leaves to a process's first completion, without a request.
+
+    For the warm worker's parent (:func:`judge.cli.warm`): its forked children then start
+    with it done. The default tokenizer (``litellm.encoding``: litellm's public lazy
+    attribute, read from the file it ships), :data:`FIRST_CALL_MODULES`, the pydantic
+    validators of a response and of a call's parameters (built on their first instance),
+    and, for each of ``models``, the provider lookups a client makes
+    (:meth:`LiteLLMClient._takes`) and a reply's cost lookup, which import that provider's
+    modules. None of it touches the network or keeps state a call would not have built the
+    same way; a model litellm does not know is skipped (its run says why).
+    """
+    lit = load_litellm()
+    # Each step on its own: a warm-up that a litellm release breaks is skipped, never fatal
+    # (the worker would not start, and every command would wait for it, then run directly).
+    with contextlib.suppress(Exception):
+        lit.encoding  # noqa: B018 - the attribute's first read loads it
+    for name in FIRST_CALL_MODULES:
+        with contextlib.suppress(ImportError):
+            importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        lit.ModelResponse()
+    with contextlib.suppress(Exception):
+        lit.get_api_base(model="", optional_params={})
+    with contextlib.suppress(Exception):
+        from litellm.types.router import GenericLiteLLMParams
+
+        GenericLiteLLMParams()
+    for name in models:
+        with contextlib.suppress(Exception):
+            model, provider, _, _ = lit.get_llm_provider(name)
+            lit.get_supported_openai_params(model=model, custom_llm_provider=provider)
+            from litellm.utils import ProviderConfigManager
+
+            # the model-info object a reply's cost lookup asks for: built, never called
+            ProviderConfigManager.get_provider_model_info(model, lit.LlmProviders(provider))
 
 
 def quiet_exit() -> None:

@@ -8,6 +8,7 @@ existing file is used as a path.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -113,8 +114,20 @@ def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
     """Load and validate a rubric by id or path."""
     path = find_rubric(str(name), workspace)
     _check_size(path, MAX_RUBRIC_CHARS, RubricError)
-    rubric = parse_rubric(read_utf8(path, RubricError), str(path))
+    rubric = _parsed_rubric(read_utf8(path, RubricError), str(path))
     return rubric if rubric.calibration is None else _calibrated(rubric, path)
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed_rubric(text: str, source: str) -> Rubric:
+    """:func:`parse_rubric`, once per text and file.
+
+    The file is read every time, so an edit is never missed; a rubric is a frozen value
+    whose derived parts (the scoring plan, the schema) stay with it. A run reads its rubric
+    twice (the cases, the report), and the warm worker's parent parses the ones its children
+    will read (bench/RESULTS.md, "The warm worker's fixed costs").
+    """
+    return parse_rubric(text, source)
 
 
 def _calibrated(rubric: Rubric, path: Path) -> Rubric:

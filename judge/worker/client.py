@@ -14,16 +14,14 @@ import json
 import os
 import signal
 import socket
-import subprocess
 import sys
-import tempfile
 import time
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["DEFAULT_IDLE_S", "KILLED", "digest", "enabled", "file_settings", "idle_seconds", "run",
-           "runtime_dir", "socket_path", "spawn", "status", "stop", "workspace"]
+__all__ = ["DEFAULT_IDLE_S", "KILLED", "digest", "enabled", "exit_now", "file_settings",
+           "idle_seconds", "run", "runtime_dir", "socket_path", "spawn", "status", "stop",
+           "workspace"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 START_WAIT_S = 10.0
@@ -57,6 +55,8 @@ def file_settings(cwd: str | None = None) -> dict[str, object]:
     ``judge.toml``, else ``pyproject.toml``'s ``[tool.judge]``; empty when absent or
     unreadable (the direct run that follows then names the error).
     """
+    import tomllib  # here: a command that the environment sends to the worker never reads it
+
     folder = Path(cwd or os.getcwd())
     for name, section in (("judge.toml", ()), ("pyproject.toml", ("tool", "judge"))):
         path = folder / name
@@ -110,6 +110,8 @@ def runtime_dir() -> Path:
     xdg = os.environ.get("XDG_RUNTIME_DIR")
     if xdg and os.path.isdir(xdg):
         return Path(xdg)
+    import tempfile  # here: every command pays the client's imports
+
     path = Path(tempfile.gettempdir()) / f"judge-{os.getuid()}"
     path.mkdir(mode=0o700, exist_ok=True)
     st = path.stat()
@@ -134,18 +136,29 @@ def socket_path(cwd: str | None = None) -> Path:
 
 
 def digest() -> str:
-    """The installation: every package file's path, mtime and size, the interpreter, the locks."""
+    """The installation: every package file's path, mtime and size, the interpreter, the locks.
+
+    Walked with ``os.scandir`` (``os.walk``), not pathlib: every command through the worker
+    pays it (bench/RESULTS.md, "The warm worker's fixed costs").
+    """
     h = hashlib.sha256(sys.executable.encode())
-    files = sorted(p for p in PACKAGE.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-    files += sorted(PACKAGE.parent.glob("*.lock"))
+    files: list[str] = []
+    for folder, dirs, names in os.walk(PACKAGE):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        files += [os.path.join(folder, n) for n in names]
+    files.sort()
+    root = str(PACKAGE.parent)
+    files += sorted(os.path.join(root, n) for n in os.listdir(root) if n.endswith(".lock"))
     for p in files:
-        st = p.stat()
+        st = os.stat(p)
         h.update(f"{p}\0{st.st_mtime_ns}\0{st.st_size}\n".encode())
     return h.hexdigest()
 
 
 def spawn(path: Path, idle_s: float = DEFAULT_IDLE_S) -> None:
     """Start a worker for ``path`` in its own session, detached from this terminal."""
+    import subprocess  # here: only the command that starts a worker needs it
+
     with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
         subprocess.Popen(
             [sys.executable, "-m", "judge.worker.server", str(path)],
@@ -168,9 +181,11 @@ def _try_connect(path: Path) -> socket.socket | None:
 
 def _connect(path: Path, start: bool) -> socket.socket | None:
     sock = _try_connect(path)
-    idle = idle_seconds()
-    if sock is not None or not start or idle is None:
+    if sock is not None or not start:
         return sock
+    idle = idle_seconds()
+    if idle is None:
+        return None
     if path.exists():  # a stale socket: nobody listens
         path.unlink(missing_ok=True)
     spawn(path, idle)
@@ -181,14 +196,25 @@ def _connect(path: Path, start: bool) -> socket.socket | None:
     return sock
 
 
-def _lines(sock: socket.socket) -> list[dict[str, int]]:
+def _answer(sock: socket.socket) -> dict[str, int]:
+    """The first ``exit`` or ``signal`` line, else ``{}`` at the end of the stream.
+
+    The child reports its exit code itself before it ends (the parent says the same once it
+    has reaped it): the client goes on at the child's line, without waiting for the
+    parent's ``waitpid`` (bench/RESULTS.md, "The warm worker's fixed costs").
+    """
     data = b""
     while True:
         chunk = sock.recv(4096)
         if not chunk:
-            break
+            return {}
         data += chunk
-    return [json.loads(line) for line in data.decode().splitlines() if line.strip()]
+        *lines, data = data.split(b"\n")
+        for line in lines:
+            if line.strip():
+                answer: dict[str, int] = json.loads(line)
+                if "exit" in answer or "signal" in answer:
+                    return answer
 
 
 def run(argv: list[str], start: bool = True) -> int | None:
@@ -227,16 +253,15 @@ def run(argv: list[str], start: bool = True) -> int | None:
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
             try:
-                answers = _lines(sock)
+                last = _answer(sock)
             except (OSError, ValueError):
-                answers = []
+                last = {}
             finally:
                 for s, h in old.items():
                     signal.signal(s, h)
     except (OSError, ValueError, KeyError, TypeError):
         return None  # before the child started: nothing ran, the direct run is the run
     # From here on the command has started: whatever happens, it is never run twice.
-    last = answers[-1] if answers else {}
     if "signal" in last:  # die the way the child died, as a direct run would have
         sig = int(last["signal"])
         try:
@@ -264,6 +289,21 @@ def _control(path: Path, name: str) -> bytes:
                 break
             data += chunk
     return data
+
+
+def exit_now(code: int) -> None:
+    """End this client with ``code`` once its streams are flushed, skipping teardown.
+
+    The command ran in the worker's child: this process holds nothing to finalise (no exit
+    hooks, no files of its own), and the interpreter's teardown was a visible part of a
+    short command's wall time (bench/RESULTS.md, "The warm worker's fixed costs").
+    """
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code & 0xFF)
 
 
 def stop(path: Path | None = None) -> bool:

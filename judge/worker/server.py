@@ -68,6 +68,15 @@ def _child(conn: socket.socket, head: dict[str, object], fds: list[int],
             sys.stderr.flush()
         except Exception:
             pass
+        # The caller's streams are closed now, not by the exit: a reader of the command's
+        # output (a pipe, ``$(judge ...)``) sees its end without waiting for the kernel to
+        # tear down a process forked from a large parent (bench/RESULTS.md, "The warm
+        # worker's fixed costs").
+        for fd in (0, 1, 2):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
         try:
             conn.sendall(json.dumps({"exit": code}).encode() + b"\n")
         except OSError:

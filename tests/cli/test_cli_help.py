@@ -9,7 +9,7 @@ from conftest import run_judge
 from typer._click.core import Command, Context
 from typer.core import TyperGroup
 
-from judge.cli.app import COMMANDS, _load
+from judge.cli.app import COMMANDS, load_command
 
 SAME_CONCEPT = {"cache_dir": "--cache-dir", "store": "--store", "directory": "--baselines-dir"}
 
@@ -25,7 +25,7 @@ def _leaves() -> list[tuple[str, Command]]:
             found.append((name, command))
 
     for name in COMMANDS:
-        walk(name, _load(name))
+        walk(name, load_command(name))
     return found
 
 

@@ -443,6 +443,46 @@ def _equivalence(roots: dict[str, Path], runtime: Path, fake_server: Any) -> Non
     assert fake_server.stats()["requests"] == 2 * len(entries["direct"])
 
 
+# -- what the warm parent holds ----------------------------------------------------------
+
+WARM_PROBE = """
+import json, sys
+from judge.cli import main, warm
+warm()
+before = set(sys.modules)
+try:
+    main(["run", "suite.yaml", "--no-check"])
+except SystemExit as exc:
+    code = exc.code
+with open("probe.json", "w", encoding="utf-8") as fp:
+    json.dump({"code": code, "new": sorted(set(sys.modules) - before)}, fp)
+"""
+WARMED = ("litellm", "tiktoken", "tiktoken_ext", "diskcache", "typer", "pydantic", "jinja2",
+          "sqlalchemy", "yaml", "judge")
+"""Packages whose modules a child must find imported: litellm's first call, the cache, the
+commands' parsing, the store, the templates, our own."""
+
+
+def test_a_warm_child_imports_nothing_for_a_cold_run(fake_server: Any, tmp_path: Path) -> None:
+    """After judge.cli.warm(), a cold run (no cache, no store) imports none of ``WARMED``'s
+    modules: litellm's lazy first-call imports (FIRST_CALL_MODULES) have not moved."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
+    (root / "judge.toml").write_text(f'model = "{MODEL}"\n'
+                                     f'api_base = "{fake_server.base_url}/v1"\n')
+    env = {k: v for k, v in judge_env().items() if k != "CI"}
+    done = subprocess.run([sys.executable, "-c", WARM_PROBE], cwd=root,
+                          env={**env, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          timeout=TIMEOUT * 3, check=False)
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    probe = json.loads((root / "probe.json").read_text(encoding="utf-8"))
+    assert probe["code"] == 0
+    assert fake_server.stats()["requests"] >= LLM_CASES  # it was cold: every LLM case asked
+    late = [m for m in probe["new"] if m.split(".")[0] in WARMED]
+    assert late == [], late
+
+
 # -- signals on a run in flight: what was judged is kept, both ways ------------------------
 
 LLM_CASES = 14  # the example suite's LLM cases (the other two are deterministic)
@@ -590,7 +630,11 @@ def test_a_worker_killed_under_a_command_lets_it_finish(
             proc.wait(timeout=10)
     assert _stored(root) == [("complete", 16)]
     assert slow_server.stats()["requests"] == LLM_CASES
-    assert _resumed(root, env, slow_server) == 0  # all cached; this one through a new worker
-    again = client.status(client.socket_path(str(root)))
+    assert _resumed(root, env, slow_server) == 0  # all cached; it starts a new worker
+    # Waited for, as in _warm_in: under load the new worker's start can outlast the
+    # client's 10 s wait, and that command then ran directly while it came up.
+    path = client.socket_path(str(root))
+    assert _wait(lambda: client.status(path) is not None, 90)
+    again = client.status(path)
     assert again is not None and again["pid"] != worker
     client.stop(client.socket_path(str(root)))
