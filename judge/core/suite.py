@@ -37,7 +37,7 @@ from .limits import (
 from .models import Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
-from .secrets import mask_value
+from .secrets import formats_may_mask, mask_value
 from .strict_json import JsonProblem, loads_strict
 
 __all__ = [
@@ -167,7 +167,7 @@ def masked_case(raw: Any) -> Any:
     *masked* text: a case whose text holds no secret keeps its key; one that does is keyed
     by its text as sent. Cases are mappings here; anything else is left to validation.
     """
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or not formats_may_mask([raw[n] for n in _CASE_TEXT if n in raw]):
         return raw
     out = raw
     for name in _CASE_TEXT:
