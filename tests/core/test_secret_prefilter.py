@@ -42,12 +42,15 @@ TEXTS = [
 
 def _unfiltered(call: Callable[[], object]) -> object:
     """``call()`` with the pre-filter switched off: every shape runs on every text."""
-    saved = secrets._MAYBE_ANY, secrets._MAYBE_FORMAT
-    secrets._MAYBE_ANY = secrets._MAYBE_FORMAT = ALWAYS
+    names = ("_MAYBE_ANY", "_MAYBE_FORMAT", "_ANY_LITERALS", "_FORMAT_LITERALS")
+    saved = [getattr(secrets, name) for name in names]
+    for name in names:
+        setattr(secrets, name, ALWAYS)
     try:
         return call()
     finally:
-        secrets._MAYBE_ANY, secrets._MAYBE_FORMAT = saved
+        for name, value in zip(names, saved, strict=True):
+            setattr(secrets, name, value)
 
 
 def _both(text: str, formats_only: bool) -> None:
@@ -68,6 +71,7 @@ def test_the_prefilter_sees_every_text_a_pattern_matches() -> None:
         if any(p.search(text) for p in patterns):
             matched += 1
             assert secrets._MAYBE_ANY.search(text), text
+            assert secrets._ANY_LITERALS.search(text), text
         if any(p.search(text) for n, p in SHAPES if n not in secrets.PROSE_SHAPES):
             assert secrets._MAYBE_FORMAT.search(text), text
     assert matched > len(CORPUS)  # not vacuous: most of the texts hold a secret
@@ -77,6 +81,7 @@ def test_the_prefilter_does_let_clean_text_through() -> None:
     """Not vacuous the other way: text without a secret is not scanned by every shape."""
     assert secrets._MAYBE_ANY.search("plain prose with no secret at all") is None
     assert secrets._MAYBE_FORMAT.search("Testing token: curl") is None
+    assert secrets._ANY_LITERALS.search('{"score": 80, "rationale": "tests pass"}') is None
 
 
 PIECES = st.sampled_from([s for _, s in CORPUS] + [u for u, _ in URLS] + [
