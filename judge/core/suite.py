@@ -251,7 +251,9 @@ class SuiteLine:
     source: str
     clean: bool = False
     """Masking this very text changes nothing (the first pass found so): :meth:`case` then
-    validates it without walking it for secrets again (masking is a function of the text)."""
+    validates it without walking it for secrets again (masking is a function of the text;
+    the walk was most of a second validation: bench/RESULTS.md, "The judge's own per-case
+    work")."""
 
     def case(self) -> Case:
         """The case this line holds."""

@@ -37,7 +37,6 @@ from ..core.suite import (
 
 __all__ = [
     "COMPILED_FORMAT",
-    "KEPT",
     "KEPT_CLEAN",
     "SuiteSource",
     "find_rubric",
@@ -54,11 +53,10 @@ __all__ = [
 
 COMPILED_FORMAT = 1
 """The layout of a compiled YAML suite (see :class:`SuiteSource`)."""
-KEPT = 1
-"""A case the second pass gives (:meth:`SuiteSource.items`)."""
 KEPT_CLEAN = 2
-"""A kept case whose line the first pass found nothing to mask in (:class:`SuiteLine`'s
-``clean``), given so when the second pass reads the same text (its CRC-32 matches)."""
+"""The mark (in :meth:`SuiteSource.items`'s ``kept``; any other non-zero one: kept) of a
+kept case whose line the first pass found nothing to mask in: given as a ``clean``
+:class:`SuiteLine` when the second pass reads the same text (its CRC-32 matches)."""
 
 
 def shipped_dir(kind: str) -> Path:
