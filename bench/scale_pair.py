@@ -87,10 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         suite = work / "suite.jsonl"
         write_suite(suite, args.cases)
         requests = work / "requests.json"
-        # The workspace names the judge as the command line does, so the requests are
-        # rendered with the template `judge run --model` uses (checked by key below).
-        (work / "judge.toml").write_text(f'model = "{MODEL}"\n', encoding="utf-8")
-        keys = set(write_requests(work, suite, requests))
+        keys = set(write_requests(work, suite, requests))  # checked by key below
         judge_args = ["run", "suite.jsonl", "--model", MODEL, "--api-base",
                       f"{server.base_url}/v1", "--concurrency", str(args.concurrency),
                       "--no-check"]
