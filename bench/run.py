@@ -188,7 +188,9 @@ def _judge_setup(workspace: Path, suite: Path,
                  load: bool = True) -> tuple[Any, Any, Any, str, Any]:
     """What `judge run` builds before judging, from the same workspace: cases, rubric,
     renderer, rubric hash and call settings."""
-    ws = Workspace.open(workspace, env={})
+    # The judge named as `judge run --model` names it: else the embedded default's template
+    # and score mode (judge-small, expected) would render other requests.
+    ws = Workspace.open(workspace, overrides={"model": MODEL}, env={})
     cases = load_suite(suite) if load else None
     rubric = ws.rubric(default=cases.rubric if cases else None)
     settings = ws.judge_settings()  # exactly what `judge run` sends

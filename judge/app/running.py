@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import signal
+from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ from ..engine.runner import Breaker, Progress, RunOutcome, RunPlan, execute
 from ..render.prompts import PromptRenderer
 from ..store.runs import RunStore
 from ..system.clock import new_run_id, utc_now
-from ..system.resources import SuiteSource, open_suite
+from ..system.resources import KEPT_CLEAN, SuiteSource, line_crc, open_suite
 from .gate import GateVerdict, gate, headline_results
 from .lifecycle import owner_here
 from .prompt_examples import with_label_examples
@@ -173,6 +174,10 @@ class _Selected:
     source: SuiteSource
     rubric: Rubric
     kept: bytearray
+    """Per case: judged in the second pass (non-zero; ``KEPT_CLEAN``: its line needs no
+    masking) or not."""
+    crcs: array[int]
+    """Per case: the CRC-32 of its line when it is marked :data:`KEPT_CLEAN`, else 0."""
     count: int
     llm_count: int
     no_output: tuple[str, ...] = ()
@@ -209,10 +214,13 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     first_ids: list[str] = []
     found: set[str] = set()
     kept = bytearray()  # one byte per case: judged in the second pass or not (100 KB per 100k)
+    # Four bytes per case (400 KB per 100k): a kept line that masking left unchanged is
+    # validated again without the secret walk, once its text is known to be the same.
+    crcs = array("I")
     any_llm = False
     bare: list[str] = []
     bare_count = 0
-    for case in source.cases():
+    for case, line in source.checked():
         validate_cases((case,), rubric, str(request.suite))
         if len(first_ids) < 5:
             first_ids.append(case.id)
@@ -222,6 +230,11 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         matched += kept[-1]
         if kept[-1] and shard is not None and not shard.holds(case.id):
             kept[-1] = False
+        if kept[-1] and line is not None and line.clean:
+            kept[-1] = KEPT_CLEAN
+            crcs.append(line_crc(line.text))
+        else:
+            crcs.append(0)
         if kept[-1]:
             count += 1
             llm_count += case.judged_by == "llm"
@@ -237,7 +250,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
                else "loosen --tag/--complexity/--case")
         raise UsageError("no case left to run after the filters", fix=fix)
     warning = (no_output_warning(bare, bare_count, str(request.suite)),) if bare_count else ()
-    return _Selected(source, rubric, kept, count, llm_count, warning)
+    return _Selected(source, rubric, kept, crcs, count, llm_count, warning)
 
 
 class _Tally:
@@ -329,7 +342,7 @@ class _Run:
                        samples=s.samples, concurrency=s.concurrency, panel=run.panel)
 
     def _cases(self) -> Iterator[Case | SuiteLine]:
-        return self.selected.source.items(self.selected.kept)
+        return self.selected.source.items(self.selected.kept, self.selected.crcs)
 
     async def judge(self) -> RunReport:
         """Judge, store and gate; the store records the run even when interrupted."""

@@ -13,7 +13,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictStr, ValidationError, model_validator
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictStr,
+    ValidationError,
+    ValidationInfo,
+    model_validator,
+)
 
 from .conversation import Turn
 from .errors import SuiteError
@@ -30,7 +37,7 @@ from .limits import (
 from .models import Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
-from .secrets import mask_value
+from .secrets import formats_may_mask, mask_value
 from .strict_json import JsonProblem, loads_strict
 
 __all__ = [
@@ -47,6 +54,7 @@ __all__ = [
     "iter_cases",
     "iter_jsonl",
     "iter_jsonl_cases",
+    "iter_jsonl_checked",
     "lacks_output",
     "looks_like_pairs",
     "masked_case",
@@ -116,7 +124,9 @@ class Case(Frozen):
 
     @model_validator(mode="before")
     @classmethod
-    def _secrets_masked(cls, data: Any) -> Any:
+    def _secrets_masked(cls, data: Any, info: ValidationInfo) -> Any:
+        if info.context is _MASKED:  # masked by the caller (see _case_of)
+            return data
         return masked_case(data)
 
     @model_validator(mode="after")
@@ -157,7 +167,7 @@ def masked_case(raw: Any) -> Any:
     *masked* text: a case whose text holds no secret keeps its key; one that does is keyed
     by its text as sent. Cases are mappings here; anything else is left to validation.
     """
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict) or not formats_may_mask([raw[n] for n in _CASE_TEXT if n in raw]):
         return raw
     out = raw
     for name in _CASE_TEXT:
@@ -202,13 +212,22 @@ def iter_cases(raw_cases: Iterable[Any], source: str) -> Iterator[Case]:
         yield case
 
 
-def _case_of(raw: Any, index: int, source: str) -> Case:
+_MASKED: dict[str, bool] = {"masked": True}
+"""The validation context of a raw case whose secrets are masked already (by identity)."""
+
+
+def _case_of(raw: Any, index: int, source: str, *, masked: bool = False) -> Case:
+    """The case of ``raw``, validated.
+
+    ``masked``: its text needs no masking (done, or known to change nothing), so the
+    validator does not walk it again.
+    """
     case_id = raw.get("id") if isinstance(raw, dict) else None
     if not isinstance(raw, dict):
         raise SuiteError("a case is a mapping", file=source, where=f"case #{index + 1}",
                          fix="write each case as id: ..., output: ..., evidence: ...")
     try:
-        return Case.model_validate(raw)
+        return Case.model_validate(raw, context=_MASKED if masked else None)
     except ValidationError as exc:
         raise _case_error(exc, source, index, case_id if isinstance(case_id, str) else None) \
             from None
@@ -230,10 +249,16 @@ class SuiteLine:
 
     text: str
     source: str
+    clean: bool = False
+    """Masking this very text changes nothing (the first pass found so): :meth:`case` then
+    validates it without walking it for secrets again (masking is a function of the text;
+    the walk was most of a second validation: bench/RESULTS.md, "The judge's own per-case
+    work")."""
 
     def case(self) -> Case:
         """The case this line holds."""
-        return next(iter_cases(iter_jsonl([self.text], self.source), self.source))
+        raw = next(iter_jsonl([self.text], self.source))
+        return _case_of(raw, 0, self.source, masked=self.clean)
 
 
 def iter_jsonl(lines: Iterable[str], source: str) -> Iterator[Any]:
@@ -272,15 +297,27 @@ def iter_jsonl_cases(lines: Iterable[str], source: str) -> Iterator[Case]:
     (``{"id":"a","id":"b"}`` became case ``b``), so it no longer reads suite lines.
     Duplicate ids are refused.
     """
+    return (case for case, _ in iter_jsonl_checked(lines, source))
+
+
+def iter_jsonl_checked(lines: Iterable[str], source: str) -> Iterator[tuple[Case, SuiteLine]]:
+    """Each case of :func:`iter_jsonl_cases` with its line (stripped).
+
+    The line is marked ``clean`` when masking left it unchanged, so that a second pass over
+    the same text need not mask it again.
+    """
     seen: set[str] = set()
     index = 0
     for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
+        text = line.strip()
+        if not text:
             continue
-        case = _case_of(_json_value(line, lineno, source), index, source)
+        raw = _json_value(line, lineno, source)
+        masked = masked_case(raw)
+        case = _case_of(masked, index, source, masked=True)
         _check_unique(case, index, seen, source)
         index += 1
-        yield case
+        yield case, SuiteLine(text, source, clean=masked is raw)
 
 
 def _too_deep(source: str, lineno: int) -> SuiteError:

@@ -675,9 +675,11 @@ def _environment() -> jinja2.Environment:
         finalize=_finalize,
         bytecode_cache=_COMPILED,
     )
+    env.filters = {name: _budgeted_filter(f) for name, f in env.filters.items()}
+    # Not wrapped: what they return is Quoted, which the wrapper's size check never counts
+    # (``_sized`` measures str, list and tuple); printed, ``_finalize`` counts it.
     env.filters["fence"] = _fence_filter
     env.filters["oneline"] = _oneline_filter
-    env.filters = {name: _budgeted_filter(f) for name, f in env.filters.items()}
     env.globals["range"] = _budgeted_range
     env.concat = _concat  # type: ignore[method-assign,assignment]
     return env

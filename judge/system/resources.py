@@ -13,6 +13,8 @@ import hashlib
 import json
 import os
 import tempfile
+import zlib
+from array import array
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,14 +32,16 @@ from ..core.suite import (
     SuiteLine,
     check_suite_id,
     compile_suite,
-    iter_jsonl_cases,
+    iter_jsonl_checked,
     parse_suite,
 )
 
 __all__ = [
     "COMPILED_FORMAT",
+    "KEPT_CLEAN",
     "SuiteSource",
     "find_rubric",
+    "line_crc",
     "list_rubrics",
     "load_rubric",
     "load_suite",
@@ -50,6 +54,10 @@ __all__ = [
 
 COMPILED_FORMAT = 1
 """The layout of a compiled YAML suite (see :class:`SuiteSource`)."""
+KEPT_CLEAN = 2
+"""The mark (in :meth:`SuiteSource.items`'s ``kept``; any other non-zero one: kept) of a
+kept case whose line the first pass found nothing to mask in: given as a ``clean``
+:class:`SuiteLine` when the second pass reads the same text (its CRC-32 matches)."""
 
 
 def shipped_dir(kind: str) -> Path:
@@ -188,6 +196,11 @@ def utf8_lines(file: Path) -> Generator[str]:
                                  fix=error.fix) from None
 
 
+def line_crc(text: str) -> int:
+    """The CRC-32 of a suite line's text, to tell that a second pass read the same line."""
+    return zlib.crc32(text.encode("utf-8"))
+
+
 def _default_id(file: Path) -> str:
     return file.stem if file.stem not in {"suite", "cases"} else file.parent.name or file.stem
 
@@ -223,41 +236,50 @@ class SuiteSource:
     unsaved: tuple[Path, bytes] | None = None
     """A compiled form made by this read, to write with :meth:`save_compiled`."""
 
-    def items(self, kept: bytes | bytearray) -> Iterator[Case | SuiteLine]:
+    def items(self, kept: bytes | bytearray,
+              crcs: array[int] | None = None) -> Iterator[Case | SuiteLine]:
         """The cases at the positions ``kept`` marks (non-zero), in file order.
 
         A YAML suite gives its cases (or its compiled lines); a JSONL suite gives each case
         as its line, unparsed (:class:`SuiteLine`), for a run whose first pass has
-        validated the file.
+        validated the file. A line marked :data:`KEPT_CLEAN` whose text still has the
+        CRC-32 in ``crcs`` (see :func:`line_crc`) is given ``clean``: the file may have
+        changed between the passes, and a changed line is masked again.
         """
         source = str(self.path)
-        if self.lines is not None:
-            yield from (SuiteLine(t, source) for t, k in zip(self.lines, kept, strict=False)
-                        if k)
-            return
         if self.loaded is not None:
             yield from (c for c, k in zip(self.loaded.cases, kept, strict=False) if k)
             return
-        position = 0
-        with contextlib.closing(utf8_lines(self.path)) as lines:
+        with contextlib.closing(self._lines()) as lines:
+            position = 0
             for line in lines:
                 text = line.strip()
                 if not text:
                     continue  # as iter_jsonl: blank lines hold no case
-                if position < len(kept) and kept[position]:
-                    yield SuiteLine(text, source)
+                mark = kept[position] if position < len(kept) else 0
+                if mark:
+                    clean = mark == KEPT_CLEAN and crcs is not None \
+                        and crcs[position] == line_crc(text)
+                    yield SuiteLine(text, source, clean=clean)
                 position += 1
 
     def cases(self) -> Iterator[Case]:
         """The validated cases, in file order."""
-        if self.lines is not None:
-            yield from iter_jsonl_cases(self.lines, str(self.path))
-            return
+        return (case for case, _ in self.checked())
+
+    def checked(self) -> Iterator[tuple[Case, SuiteLine | None]]:
+        """The validated cases, each with its line (None: a YAML suite read whole)."""
         if self.loaded is not None:
-            yield from self.loaded.cases
+            yield from ((case, None) for case in self.loaded.cases)
             return
-        with contextlib.closing(utf8_lines(self.path)) as lines:
-            yield from iter_jsonl_cases(lines, str(self.path))
+        with contextlib.closing(self._lines()) as lines:
+            yield from iter_jsonl_checked(lines, str(self.path))
+
+    def _lines(self) -> Generator[str]:
+        if self.lines is not None:
+            yield from self.lines
+        else:
+            yield from utf8_lines(self.path)
 
     def save_compiled(self) -> bool:
         """Write the compiled form this read made, atomically, into an existing cache folder.

@@ -18,8 +18,11 @@ from hypothesis import strategies as st
 from secret_corpus import CORPUS, URLS
 from test_secret_shapes import PLACES
 
-from judge.core import secrets
-from judge.core.secrets import SHAPES, Redactor, mask_text, mask_value
+from judge.core import secrets, suite
+from judge.core.generate import generate_cases
+from judge.core.secrets import MASK, SHAPES, Redactor, formats_may_mask, mask_text, mask_value
+from judge.core.suite import masked_case
+from judge.system.resources import load_rubric
 
 ALWAYS = re.compile("")
 """Matches every text: the pre-filter switched off."""
@@ -39,12 +42,15 @@ TEXTS = [
 
 def _unfiltered(call: Callable[[], object]) -> object:
     """``call()`` with the pre-filter switched off: every shape runs on every text."""
-    saved = secrets._MAYBE_ANY, secrets._MAYBE_FORMAT
-    secrets._MAYBE_ANY = secrets._MAYBE_FORMAT = ALWAYS
+    names = ("_MAYBE_ANY", "_MAYBE_FORMAT", "_ANY_LITERALS", "_FORMAT_LITERALS")
+    saved = [getattr(secrets, name) for name in names]
+    for name in names:
+        setattr(secrets, name, ALWAYS)
     try:
         return call()
     finally:
-        secrets._MAYBE_ANY, secrets._MAYBE_FORMAT = saved
+        for name, value in zip(names, saved, strict=True):
+            setattr(secrets, name, value)
 
 
 def _both(text: str, formats_only: bool) -> None:
@@ -65,6 +71,7 @@ def test_the_prefilter_sees_every_text_a_pattern_matches() -> None:
         if any(p.search(text) for p in patterns):
             matched += 1
             assert secrets._MAYBE_ANY.search(text), text
+            assert secrets._ANY_LITERALS.search(text), text
         if any(p.search(text) for n, p in SHAPES if n not in secrets.PROSE_SHAPES):
             assert secrets._MAYBE_FORMAT.search(text), text
     assert matched > len(CORPUS)  # not vacuous: most of the texts hold a secret
@@ -74,6 +81,7 @@ def test_the_prefilter_does_let_clean_text_through() -> None:
     """Not vacuous the other way: text without a secret is not scanned by every shape."""
     assert secrets._MAYBE_ANY.search("plain prose with no secret at all") is None
     assert secrets._MAYBE_FORMAT.search("Testing token: curl") is None
+    assert secrets._ANY_LITERALS.search('{"score": 80, "rationale": "tests pass"}') is None
 
 
 PIECES = st.sampled_from([s for _, s in CORPUS] + [u for u, _ in URLS] + [
@@ -98,3 +106,63 @@ def test_values_and_structures_mask_the_same() -> None:
     fast = every()
     assert fast == _unfiltered(every)
     assert isinstance(fast, tuple) and "hunter2hunter2" not in fast[2]
+
+
+# -- the case-level check (formats_may_mask): one search over a case's strings joined --
+
+
+def test_every_text_a_format_pattern_matches_holds_a_literal() -> None:
+    patterns = [p for n, p in SHAPES if n not in secrets.PROSE_SHAPES] + [
+        secrets._USERINFO, secrets._SECRET_QUERY]
+    matched = 0
+    for text in TEXTS:
+        if secrets._MAYBE_FORMAT.search(text) or any(p.search(text) for p in patterns):
+            matched += 1
+            assert secrets._FORMAT_LITERALS.search(text), text
+            assert formats_may_mask({"evidence": {"logs": [{"text": text}]}}), text
+    assert matched > len(CORPUS)
+
+
+def _as_case(text: str) -> dict[str, object]:
+    """``text`` in every place of a case that is masked: input, output, evidence, a key."""
+    return {"id": "c", "input": text, "output": {"text": text, text: 1},
+            "evidence": {"agentLogs": [text, {"message": text}]}, "metadata": {"note": text},
+            "tags": [text]}
+
+
+def _walked(raw: dict[str, object]) -> object:
+    """``masked_case`` with the case-level check forced to "maybe": every string walked."""
+    saved = suite.formats_may_mask
+    suite.formats_may_mask = lambda value: True  # type: ignore[assignment]
+    try:
+        return masked_case(raw)
+    finally:
+        suite.formats_may_mask = saved
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_the_case_check_changes_no_masked_case(text: str) -> None:
+    raw = _as_case(text)
+    assert masked_case(raw) == _walked(raw)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(PIECES, max_size=8).map("".join))
+def test_generated_cases_mask_the_same(text: str) -> None:
+    raw = _as_case(text)
+    assert masked_case(raw) == _walked(raw)
+
+
+def test_credential_named_keys_and_escapes_are_walked() -> None:
+    assert formats_may_mask({"note": {"api_key": "abc123456"}})
+    assert formats_may_mask(["plain \x1b[32mtext"])
+    assert not formats_may_mask({"api_key": "1024", "message": "plain prose"})
+    assert masked_case({"id": "c", "metadata": {"API-Key": "hunter22"}})["metadata"] == {
+        "API-Key": MASK}
+
+
+def test_the_case_check_lets_a_generated_case_through() -> None:
+    """Not vacuous: the generated bench suite's first case needs no walk."""
+    case = generate_cases("s", 1, rubric=load_rubric("task-evaluation")).cases[0]
+    raw = case.model_dump(mode="json", exclude_defaults=True)
+    assert not formats_may_mask([raw[n] for n in ("input", "output", "evidence") if n in raw])

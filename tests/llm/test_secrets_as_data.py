@@ -11,10 +11,12 @@ import pytest
 import respx
 from test_client_respx import NOW, URL, VLLM, completion, spec, verdict
 
+from judge.app.running import RunRequest, RunSetup, setup_run
+from judge.app.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.core.rubric import rubric_hash
 from judge.core.secrets import MASK
-from judge.core.suite import Case, parse_suite
+from judge.core.suite import Case, SuiteLine, parse_suite
 from judge.engine.judging import JudgeSettings, judge_prepared, prepare
 from judge.llm.client import LiteLLMClient
 from judge.render.prompts import PromptRenderer
@@ -73,3 +75,32 @@ async def test_a_key_repeated_by_the_judge_never_reaches_the_cache_or_result(
     assert entry is not None
     assert KEY not in json.dumps(entry) and MASK in json.dumps(entry)
     assert KEY not in result.model_dump_json() and MASK in result.model_dump_json()
+
+
+def _jsonl_run(tmp_path: Path, lines: list[str]) -> tuple[RunSetup, Path]:
+    """A JSONL run set up (its first pass done) in a workspace with a judge named."""
+    (tmp_path / "judge.toml").write_text('model = "hosted_vllm/fake"\n', encoding="utf-8")
+    suite = tmp_path / "s.jsonl"
+    suite.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    setup = setup_run(Workspace.open(tmp_path, env={}), RunRequest(suite=suite, check=False))
+    return setup, suite
+
+
+def test_the_second_pass_masks_what_the_first_pass_masked_or_did_not_read(
+        tmp_path: Path) -> None:
+    plain = {"id": "a", "input": "fix the redirect", "output": "done"}
+    keyed = {"id": "b", "input": f"deploy with {KEY}", "output": "done"}
+    later = {"id": "c", "input": "rotate nothing", "output": "done"}
+    setup, suite = _jsonl_run(tmp_path, [json.dumps(plain), json.dumps(keyed),
+                                         json.dumps(later)])
+    # The file changes between the passes: the third line now holds a key.
+    edited = {**later, "input": f"rotate {KEY}"}
+    suite.write_text("".join(json.dumps(d) + "\n" for d in (plain, keyed, edited)),
+                     encoding="utf-8")
+    lines = list(setup.cases())
+    assert [getattr(x, "clean", None) for x in lines] == [True, False, False]
+    cases = [x.case() if isinstance(x, SuiteLine) else x for x in lines]
+    assert [c.input for c in cases] == ["fix the redirect", f"deploy with {MASK}",
+                                        f"rotate {MASK}"]
+    # A clean line read without the walk gives the case masking would have given.
+    assert cases[0] == Case.model_validate(plain)
