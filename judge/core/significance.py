@@ -193,6 +193,7 @@ def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
     b = b or a
     out: dict[str, Movement] = {}
     p_values: dict[str, float] = {}
+    quantiles: dict[float, float] = {}  # t's 97.5 % point per df: a root search, asked once
     for cid, (ra, rb) in sorted(pairs.items()):
         if ra.overall_score is None or rb.overall_score is None:
             continue
@@ -208,8 +209,9 @@ def classify_movements(pairs: Mapping[str, tuple[CaseResult, CaseResult]],
         df = min(a.df, b.df)
         p = 1.0 if delta == 0 else (2 * t_sf(abs(delta) / sd, df) if sd > 0 else 0.0)
         p_values[cid] = p
-        out[cid] = Movement(delta=delta, noise="within", p_value=p,
-                            explained=t_ppf(0.975, df) * sd)
+        if df not in quantiles:
+            quantiles[df] = t_ppf(0.975, df)
+        out[cid] = Movement(delta=delta, noise="within", p_value=p, explained=quantiles[df] * sd)
     for cid in benjamini_hochberg(p_values, fdr):
         if out[cid].delta != 0:
             out[cid] = out[cid].model_copy(update={"noise": "beyond"})
