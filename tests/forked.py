@@ -57,15 +57,16 @@ class ForkedJudge:
     """The parts of :class:`subprocess.Popen` the tests use, for a forked ``judge``."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str], *,
-                 server: bool = False) -> None:
+                 server: bool = False, discard: bool = False) -> None:
         _warm_up()
         self.args = args
         self.returncode: int | None = None
         self.stderr: TextIO | None = None
-        # A command's output goes to unnamed files read by communicate(); a server's stdout
-        # to /dev/null and its stderr to a pipe read as it is written (its log).
-        self._files: list[IO[bytes]] = [] if server else [tempfile.TemporaryFile(),
-                                                          tempfile.TemporaryFile()]
+        # A command's output goes to unnamed files read by communicate(), or with ``discard``
+        # to /dev/null (Popen's DEVNULL); a server's stdout to /dev/null and its stderr to a
+        # pipe read as it is written (its log).
+        self._files: list[IO[bytes]] = [] if server or discard else [
+            tempfile.TemporaryFile(), tempfile.TemporaryFile()]
         read, write = os.pipe() if server else (-1, -1)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -77,6 +78,9 @@ class ForkedJudge:
             if server:
                 os.close(read)
                 _child(args, cwd, env, os.open(os.devnull, os.O_WRONLY), write)
+            if discard:
+                null = os.open(os.devnull, os.O_WRONLY)
+                _child(args, cwd, env, null, null)
             _child(args, cwd, env, self._files[0].fileno(), self._files[1].fileno())
         gc.unfreeze()
         self.pid = pid
@@ -130,9 +134,9 @@ class ForkedJudge:
 
 
 def spawn_judge(args: list[str], cwd: Path, env: dict[str, str], *,
-                server: bool = False) -> ForkedJudge:
+                server: bool = False, discard: bool = False) -> ForkedJudge:
     """Start ``judge ARGS`` in ``cwd`` with exactly ``env``, as a forked process."""
-    return ForkedJudge(args, cwd, env, server=server)
+    return ForkedJudge(args, cwd, env, server=server, discard=discard)
 
 
 def _child(args: list[str], cwd: Path, env: dict[str, str], out: int, err: int) -> None:

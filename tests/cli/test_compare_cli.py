@@ -3,6 +3,7 @@ judge and by its +15 twin, as two runs and as one panel run, then compared."""
 
 from __future__ import annotations
 
+import copy
 import json
 import shutil
 from collections.abc import Iterator
@@ -36,6 +37,7 @@ class Workspace:
         self.root = root
         self.base_url = base_url
         shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
+        self._compared: dict[tuple[str, ...], dict[str, Any]] = {}
 
     def run(self, *models: str) -> str:
         args = ["run", "suite.yaml", "--api-base", f"{self.base_url}/v1", "--no-check",
@@ -52,10 +54,15 @@ class Workspace:
         return proc.returncode, proc.stdout, proc.stderr
 
     def compare(self, *runs: str) -> dict[str, Any]:
-        """The operation's comparison as ``judge compare --json`` prints it."""
-        comparison = compare_runs_op(JudgeWorkspace.open(self.root, env={}), runs)
-        data: dict[str, Any] = comparison.model_dump(mode="json")
-        return data
+        """The operation's comparison as ``judge compare --json`` prints it.
+
+        Computed once per set of runs (stored runs do not change; the bootstrap intervals
+        make each comparison seconds of CPU), a copy handed to each caller.
+        """
+        if runs not in self._compared:
+            comparison = compare_runs_op(JudgeWorkspace.open(self.root, env={}), runs)
+            self._compared[runs] = comparison.model_dump(mode="json")
+        return copy.deepcopy(self._compared[runs])
 
     def stored(self, run_id: str) -> list[dict[str, Any]]:
         view = show_run(JudgeWorkspace.open(self.root, env={}), run_id)
@@ -153,10 +160,10 @@ def test_panel_run_gives_the_same_ai_statistics(ws: Workspace,
 
 def test_human_output_has_tables_flips_and_a_verdict(ws: Workspace,
                                                      two_runs: tuple[str, str]) -> None:
-    code, out, err = ws.judge("compare", *two_runs, "--json")
+    code, as_json, err = ws.judge("compare", *two_runs, "--json")
     assert code == 0, err
-    assert "NaN" not in out and "Infinity" not in out
-    assert json.loads(out) == ws.compare(*two_runs)
+    assert "NaN" not in as_json and "Infinity" not in as_json
+    assert json.loads(as_json) == ws.compare(*two_runs)
     code, out, err = ws.judge("compare", *two_runs)
     assert code == 0, err
     assert "mean diff" in out and "band flips (overall)" in out
@@ -164,7 +171,7 @@ def test_human_output_has_tables_flips_and_a_verdict(ws: Workspace,
     assert "against human labels" in out
     assert "nan" not in out.lower()
     # each judge's largest disagreements with the people link to its run's review page
-    data = json.loads(ws.judge("compare", *two_runs, "--json")[1])
+    data = json.loads(as_json)
     runs = {j["name"]: j["runId"] for j in data["judges"]}
     assert any(h["disagreements"] for h in data["human"])
     for h in data["human"]:

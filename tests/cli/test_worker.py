@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
+from forked import ForkedJudge, spawn_judge
 
 from judge.app.settings import Settings, load_settings
 from judge.app.workspace import Workspace
@@ -507,7 +508,16 @@ def _stored(root: Path) -> list[tuple[str, int]]:
         return [(r.status, store.result_count(r.id)) for r in store.list_runs(limit=None)]
 
 
-def _start_run(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+def _direct(env: dict[str, str]) -> bool:
+    return env.get("JUDGE_NO_WORKER") == "1"
+
+
+def _start_run(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes] | ForkedJudge:
+    """The run to be signalled: the worker's client as ``python -m judge`` (what is tested is
+    its forwarding), the direct command as a process forked from this one (its own pid,
+    signals and exit status, without paying LiteLLM's import again: ``forked``)."""
+    if _direct(env):
+        return spawn_judge(["run", "suite.yaml", "--no-check"], root, env, discard=True)
     return subprocess.Popen([sys.executable, "-m", "judge", "run", "suite.yaml", "--no-check"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -540,10 +550,15 @@ def _children_of(worker: int) -> list[int]:
 
 
 def _resumed(root: Path, env: dict[str, str], server: Any) -> int:
-    """Run the suite again to its end; the calls it made (the cases not yet cached)."""
+    """Run the suite again to its end; the calls it made (the cases not yet cached).
+
+    Through the worker, as its client; directly, in this process (nothing here is about the
+    direct process: :func:`conftest.run_judge`)."""
     before = server.stats()["requests"]
-    done = subprocess.run([sys.executable, "-m", "judge", "run", "suite.yaml", "--no-check"],
-                          cwd=root, env=env, capture_output=True, timeout=TIMEOUT, check=False)
+    args = ["run", "suite.yaml", "--no-check"]
+    done = run_judge(args, root, env=env) if _direct(env) else subprocess.run(
+        [sys.executable, "-m", "judge", *args], cwd=root, env=env, capture_output=True,
+        timeout=TIMEOUT, check=False)
     assert done.returncode == 0, done.stderr
     return int(server.stats()["requests"]) - int(before)
 

@@ -11,6 +11,7 @@ import html as html_lib
 import json
 import re
 import shutil
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,7 @@ from judge.core.check_signals import output_text
 from judge.core.errors import StoreError, UsageError
 from judge.core.evidence import TRUNCATION_MARKER, truncate
 from judge.render.prompts import input_text
-from judge.report.data import case_moves
+from judge.report.data import ReportData, case_moves
 from judge.report.html import ASSETS, PLOTLY_FILE, render_report, script_json, shown
 from judge.report.samples import SAMPLE_LIMIT
 from judge.store.runs import RunStore
@@ -51,6 +52,13 @@ BUDGET = 5_000_000
 
 def _ws(root: Path) -> Workspace:
     return Workspace.open(root, env={})
+
+
+@cache
+def _example_report(run: str, against: str | None = None) -> ReportData:
+    """``build_report`` over :func:`report_runs.example_runs` (runs no test changes), once per
+    request: the report's agreement with people bootstraps its intervals, seconds of CPU."""
+    return build_report(_ws(example_runs()[0]), ReportRequest(run=run, against=against))
 
 
 def test_report_against_a_run_marks_the_gates_regressions() -> None:
@@ -97,7 +105,7 @@ def test_report_against_the_baseline(tmp_path: Path) -> None:
     assert data.against.comparison.has_regression
     assert data.agreement is None  # one judge, nothing compared
     # The baseline was recorded from the high run: the moves are those of --against high.
-    by_run = build_report(_ws(root), ReportRequest(run=plain, against=high))
+    by_run = _example_report(plain, against=high)
     assert by_run.against is not None
     assert [(m.case_id, m.before, m.after, m.mark) for m in data.against.moves] == [
         (m.case_id, m.before, m.after, m.mark) for m in by_run.against.moves]
@@ -121,8 +129,8 @@ def test_report_request_errors() -> None:
 
 
 def test_case_moves_cover_both_sides() -> None:
-    root, high, plain = example_runs()
-    data = build_report(_ws(root), ReportRequest(run=plain, against=high))
+    _, high, plain = example_runs()
+    data = _example_report(plain, against=high)
     assert data.against is not None
     baseline_cases = {m.case_id for m in data.against.moves}
     assert baseline_cases == {r.id for r in data.cases}
@@ -203,8 +211,8 @@ def test_judge_report_command(tmp_path: Path) -> None:
 
 def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> None:
     """Issue 33 (part): rationales were hidden in collapsed rows."""
-    root, _, plain = example_runs()
-    data = build_report(_ws(root), ReportRequest(run=plain))
+    _, _, plain = example_runs()
+    data = _example_report(plain)
     html = render_report(data)
     opened = re.findall(r'<details class="case" id="[^"]+" open>', html)
     assert len(opened) == len(data.cases) == 16
@@ -220,7 +228,7 @@ def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) ->
     """Issue 33: the report as a sample viewer. The prompt is read back from the run's cache
     entry; with the cache gone it is re-rendered, and the re-rendering is the same text."""
     root, _, plain = example_runs()
-    data = build_report(_ws(root), ReportRequest(run=plain))
+    data = _example_report(plain)
     suite = load_suite(root / "suite.yaml")
     assert set(data.samples) == {c.id for c in suite.cases}
     judged = [r for r in data.cases if r.judge is not None and r.judge.cache_key]
