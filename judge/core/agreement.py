@@ -37,21 +37,34 @@ from __future__ import annotations
 
 import math
 import warnings
-from bisect import bisect_right, insort
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
-from itertools import groupby
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias
 
 from pydantic import Field
 
 from .frozen import Frozen
-from .intervals import DEFAULT_SEED, Interval, bootstrap, bootstrap_many, paired_bootstrap
+from .intervals import (
+    DEFAULT_SEED,
+    Interval,
+    bootstrap,
+    bootstrap_many,
+    paired_bootstrap,
+    whole_sample,
+)
 from .models import CaseResult
 from .rubric import DEFAULT_BANDS, Band
 from .scoring import band_for
 from .suite import HumanLabel
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from .intervals import RowStatistic, Samples, Values
+
+    IntArray: TypeAlias = NDArray[np.int64]
+    Ints: TypeAlias = Sequence[int] | IntArray
 
 __all__ = [
     "AlphaReport",
@@ -71,11 +84,14 @@ __all__ = [
     "compare_runs",
     "confusion_matrix",
     "human_pair_comparison",
+    "kappa_rows",
+    "kendall_rows",
     "kendall_tau_b",
     "krippendorff_alpha",
     "pairwise_agreement",
     "quadratic_kappa",
     "spearman_rho",
+    "spearman_rows",
     "verdict",
 ]
 
@@ -719,78 +735,162 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                       notes=tuple(notes))
 
 
-# -- fast kernels for the bootstrap (checked against sklearn and scipy in the tests) -------
+# -- kernels for the bootstrap (checked against sklearn and scipy in the tests) -----------
+#
+# Each kernel takes the cases' values and a matrix of samples (rows of case indices,
+# :func:`judge.core.intervals.resample_rows`) and computes its statistic on every row at once;
+# the scalar function is the same kernel on the one row :func:`whole_sample`. The counts are
+# integers (held exactly, in int64 or in float64 below 2^53); the float formula after them is
+# the one of the pure-Python kernels they replace, operation for operation, so the values are
+# the same to the bit (tests/core/test_agreement_intervals.py). What this buys: bench/RESULTS.md,
+# "The bootstrap over the resample matrix".
+
+_BLOCK: Final = 1 << 20
+"""Entries of the (a, b)-cell sign matrix τ builds at once, at most (its memory bound)."""
 
 
-def quadratic_kappa(idx_a: Sequence[int], idx_b: Sequence[int], count: int) -> float | None:
-    """Quadratic-weighted Cohen's κ over band indices ``0..count-1`` (sklearn's value).
+def _one(values: Values) -> float | None:
+    """The single row's value as a float, None where undefined."""
+    (value,) = values.tolist()
+    return None if math.isnan(value) else float(value)
+
+
+def _aligned(a: Ints, b: Ints) -> tuple[IntArray, IntArray]:
+    import numpy as np
+
+    x, y = np.asarray(a, dtype=np.int64).reshape(-1), np.asarray(b, dtype=np.int64).reshape(-1)
+    if len(x) != len(y):
+        raise ValueError(f"unaligned inputs: {len(x)} values against {len(y)}")
+    return x, y
+
+
+def _counts(codes: IntArray, levels: int, samples: Samples) -> IntArray:
+    """Per row of ``samples``, how many of its cases have each code ``0..levels-1``."""
+    import numpy as np
+
+    rows = len(samples)
+    flat = (codes[samples] + levels * np.arange(rows).reshape(-1, 1)).ravel()
+    return np.bincount(flat, minlength=rows * levels).reshape(rows, levels)
+
+
+def _tied_pairs(values: IntArray, samples: Samples) -> IntArray:
+    """Per row, the pairs of its cases with equal values."""
+    import numpy as np
+
+    levels, codes = np.unique(values, return_inverse=True)
+    counts = _counts(codes.reshape(-1), len(levels), samples)
+    tied: IntArray = (counts * (counts - 1) // 2).sum(axis=1)
+    return tied
+
+
+def kappa_rows(idx_a: Ints, idx_b: Ints, count: int, samples: Samples) -> Values:
+    """Quadratic-weighted κ over band indices ``0..count-1`` on each row of ``samples``.
 
     The chance term sum_ij rows_i cols_j (i - j)^2 is n(sum x^2 + sum y^2) - 2 sum x sum y:
     the same integer as the double loop over the confusion table, so the same float.
     """
-    n = len(idx_a)
+    import numpy as np
+
+    a, b = _aligned(idx_a, idx_b)
+    x, y, n = a[samples], b[samples], samples.shape[1]
     if n == 0 or count < 2:
-        return None
-    observed = sum((x - y) ** 2 for x, y in zip(idx_a, idx_b, strict=True))
-    sum_a, sum_b = sum(idx_a), sum(idx_b)
-    chance = n * (sum(x * x for x in idx_a) + sum(y * y for y in idx_b)) - 2 * sum_a * sum_b
+        return np.full(len(samples), math.nan)
+    observed = ((x - y) ** 2).sum(axis=1)
+    chance = n * ((x * x).sum(axis=1) + (y * y).sum(axis=1)) - 2 * x.sum(axis=1) * y.sum(axis=1)
     expected = chance / n
-    return None if expected == 0 else 1 - observed / expected
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kappa: Values = np.where(expected == 0, math.nan, 1 - observed / expected)
+    return kappa
 
 
-def _ranks(values: Sequence[int]) -> list[float]:
-    """Average ranks (1-based, ties share their mean rank), scipy's ``rankdata``."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    i = 0
-    for _, group in groupby(order, key=values.__getitem__):
-        members = list(group)
-        rank = i + (len(members) + 1) / 2
-        for k in members:
-            ranks[k] = rank
-        i += len(members)
-    return ranks
+def quadratic_kappa(idx_a: Sequence[int], idx_b: Sequence[int], count: int) -> float | None:
+    """Quadratic-weighted Cohen's κ over band indices ``0..count-1`` (sklearn's value)."""
+    return _one(kappa_rows(idx_a, idx_b, count, whole_sample(len(idx_a))))
 
 
-def _pearson(x: Sequence[float], y: Sequence[float]) -> float | None:
-    n = len(x)
-    if n < 2:
-        return None
-    mx, my = math.fsum(x) / n, math.fsum(y) / n
-    sxy = math.fsum((a - mx) * (b - my) for a, b in zip(x, y, strict=True))
-    sxx = math.fsum((a - mx) ** 2 for a in x)
-    syy = math.fsum((b - my) ** 2 for b in y)
-    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+def _rank_offsets(values: IntArray, samples: Samples) -> IntArray:
+    """Per row, 2 x (average rank) - (n + 1) of each of its cases: an integer.
+
+    scipy's ``rankdata``, doubled and centred: a value's average rank is the cases below it
+    plus (its count + 1) / 2.
+    """
+    import numpy as np
+
+    levels, codes = np.unique(values, return_inverse=True)
+    codes = codes.reshape(-1)
+    counts = _counts(codes, len(levels), samples)
+    offsets = 2 * (np.cumsum(counts, axis=1) - counts) + counts - samples.shape[1]
+    ranked: IntArray = np.take_along_axis(offsets, codes[samples], axis=1)
+    return ranked
+
+
+def spearman_rows(a: Ints, b: Ints, samples: Samples) -> Values:
+    """Spearman's ρ (average ranks for ties) on each row of ``samples``.
+
+    The Pearson correlation of the ranks: the mean rank is (n + 1) / 2, so rank - mean is
+    half an integer offset and the sums of products are integers / 4, exact in a float
+    (as the fsum-based kernel's were); then sxy / sqrt(sxx * syy), that kernel's formula.
+    """
+    import numpy as np
+
+    x, y = _aligned(a, b)
+    if samples.shape[1] < 2:
+        return np.full(len(samples), math.nan)
+    dx, dy = _rank_offsets(x, samples), _rank_offsets(y, samples)
+    sxy = (dx * dy).sum(axis=1) / 4
+    sxx, syy = (dx * dx).sum(axis=1) / 4, (dy * dy).sum(axis=1) / 4
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho: Values = np.where((sxx == 0) | (syy == 0), math.nan, sxy / np.sqrt(sxx * syy))
+    return rho
 
 
 def spearman_rho(a: Sequence[int], b: Sequence[int]) -> float | None:
     """Spearman's ρ (average ranks for ties), scipy's ``spearmanr``."""
-    return _pearson(_ranks(a), _ranks(b))
+    return _one(spearman_rows(a, b, whole_sample(len(a))))
 
 
-def _tied_pairs(values: Iterable[Hashable]) -> int:
-    return sum(c * (c - 1) // 2 for c in Counter(values).values())
+def kendall_rows(a: Ints, b: Ints, samples: Samples) -> Values:
+    """Kendall's τ-b on each row of ``samples``, scipy's ``kendalltau``.
+
+    (C - D) / sqrt((pairs - ties_a)(pairs - ties_b)) from the pair counts of the pair-by-pair
+    definition, so the definition's float. With w the row's count of each distinct (a, b)
+    cell and s_pq = sign(a_p - a_q) sign(b_p - b_q), 2(C - D) = w S w' (a matrix product of
+    integers, exact in float64): O(rows x cells^2), the sign matrix built a block of columns
+    at a time (:data:`_BLOCK`).
+    """
+    import numpy as np
+
+    x, y = _aligned(a, b)
+    cells, cell = np.unique(np.stack([x, y], axis=1), axis=0, return_inverse=True)
+    weights = _counts(cell.reshape(-1), len(cells), samples).astype(np.float64)
+    twice = np.zeros(len(samples))
+    step = max(1, _BLOCK // max(1, len(cells)))
+    for start in range(0, len(cells), step):
+        block = cells[start:start + step]
+        signs = (np.sign(cells[:, :1] - block[:, 0]) * np.sign(cells[:, 1:] - block[:, 1]))
+        twice += ((weights @ signs.astype(np.float64))
+                  * weights[:, start:start + step]).sum(axis=1)
+    n = samples.shape[1]
+    pairs = n * (n - 1) // 2
+    denominator = ((pairs - _tied_pairs(x, samples)).astype(np.float64)
+                   * (pairs - _tied_pairs(y, samples)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        tau: Values = np.where(denominator <= 0, math.nan, (twice / 2) / np.sqrt(denominator))
+    return tau
 
 
 def kendall_tau_b(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Kendall's τ-b, scipy's ``kendalltau``, from integer pair counts in O(n log n).
+    """Kendall's τ-b, scipy's ``kendalltau``, from integer pair counts."""
+    return _one(kendall_rows(a, b, whole_sample(len(a))))
 
-    Pairs split into concordant C, discordant D, tied in ``a`` only, in ``b`` only and in
-    both, so C + D = pairs - ties_a - ties_b + ties_both; D counts the strict inversions of
-    ``b`` once the cases are sorted by (a, b) (a tie in ``a`` is then never an inversion).
-    The counts are the pairwise loop's exactly, so the value is the same float.
-    """
-    n = len(a)
-    pairs = n * (n - 1) // 2
-    ties_a, ties_b = _tied_pairs(a), _tied_pairs(b)
-    untied = pairs - ties_a - ties_b + _tied_pairs(zip(a, b, strict=True))
-    seen: list[int] = []
-    discordant = 0
-    for _, y in sorted(zip(a, b, strict=True)):
-        discordant += len(seen) - bisect_right(seen, y)
-        insort(seen, y)
-    denominator = (pairs - ties_a) * (pairs - ties_b)
-    return None if denominator <= 0 else (untied - 2 * discordant) / math.sqrt(denominator)
+
+def _mean_rows(values: IntArray, samples: Samples) -> Values:
+    """Each row's mean of integer values: the exact sum over the count (fsum's, then /)."""
+    import numpy as np
+
+    with np.errstate(divide="ignore", invalid="ignore"):
+        means: Values = values[samples].sum(axis=1) / samples.shape[1]
+    return means
 
 
 Row = tuple[int, int, int, int]
@@ -799,16 +899,16 @@ Row = tuple[int, int, int, int]
 
 def _intervals(rows: Sequence[Row], count: int) -> StatIntervals:
     """Bootstrap intervals of every statistic over the same resamples of ``rows``."""
+    import numpy as np
 
-    def column(sample: Sequence[Row], k: int) -> list[int]:
-        return [r[k] for r in sample]
-
-    found = bootstrap_many(rows, {
-        "weightedKappa": lambda s: quadratic_kappa(column(s, 2), column(s, 3), count),
-        "spearmanRho": lambda s: spearman_rho(column(s, 0), column(s, 1)),
-        "kendallTau": lambda s: kendall_tau_b(column(s, 0), column(s, 1)),
-        "meanAbsDiff": lambda s: math.fsum(abs(r[1] - r[0]) for r in s) / len(s),
-        "exactBandAgreement": lambda s: sum(r[2] == r[3] for r in s) / len(s),
+    a, b, idx_a, idx_b = np.asarray(rows, dtype=np.int64).reshape(-1, 4).T
+    apart, same = np.abs(b - a), (idx_a == idx_b).astype(np.int64)
+    found = bootstrap_many(len(rows), {
+        "weightedKappa": lambda s: kappa_rows(idx_a, idx_b, count, s),
+        "spearmanRho": lambda s: spearman_rows(a, b, s),
+        "kendallTau": lambda s: kendall_rows(a, b, s),
+        "meanAbsDiff": lambda s: _mean_rows(apart, s),
+        "exactBandAgreement": lambda s: _mean_rows(same, s),
     }, seed=DEFAULT_SEED, resamples=AGREEMENT_RESAMPLES)
     return StatIntervals(**found)
 
@@ -878,22 +978,24 @@ def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
                 and ra.overall_score is not None and rb.overall_score is not None):
             rows.append((h, ra.overall_score, rb.overall_score))
 
-    def mad(k: int) -> Callable[[Sequence[tuple[int, int, int]]], float | None]:
-        return lambda s: math.fsum(abs(r[k] - r[0]) for r in s) / len(s) if s else None
+    found = kappas = None
+    if rows:
+        import numpy as np
 
-    def kappa(k: int) -> Callable[[Sequence[tuple[int, int, int]]], float | None]:
         scale = _ordered(DEFAULT_BANDS)
+        scores = np.asarray(rows, dtype=np.int64).reshape(-1, 3)
+        bands = np.asarray([[band_index(band_for(v, scale), scale) for v in r] for r in rows],
+                           dtype=np.int64).reshape(-1, 3)
 
-        def value(s: Sequence[tuple[int, int, int]]) -> float | None:
-            h = [band_index(band_for(r[0], scale), scale) for r in s]
-            j = [band_index(band_for(r[k], scale), scale) for r in s]
-            return quadratic_kappa(h, j, len(scale))
-        return value
+        def mad(k: int) -> RowStatistic:
+            return lambda s: _mean_rows(np.abs(scores[:, k] - scores[:, 0]), s)
 
-    found = paired_bootstrap(rows, mad(1), mad(2), resamples=AGREEMENT_RESAMPLES) \
-        if rows else None
-    kappas = paired_bootstrap(rows, kappa(1), kappa(2), resamples=AGREEMENT_RESAMPLES) \
-        if rows else None
+        def kappa(k: int) -> RowStatistic:
+            return lambda s: kappa_rows(bands[:, 0], bands[:, k], len(scale), s)
+
+        found = paired_bootstrap(len(rows), mad(1), mad(2), resamples=AGREEMENT_RESAMPLES)
+        kappas = paired_bootstrap(len(rows), kappa(1), kappa(2),
+                                  resamples=AGREEMENT_RESAMPLES)
     if found is None:
         return HumanPairComparison(judge_a=name_a, judge_b=name_b, n=len(rows),
                                    mad_difference=None, share_a_farther=None,

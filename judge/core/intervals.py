@@ -9,9 +9,13 @@ Decisions:
 - The bootstrap resamples *cases* (the unit a suite samples), with a seeded SplitMix64
   generator written here: the core may not import ``random``, and a generator of our own
   gives the same interval on every platform and Python version for the same seed.
+- The resamples are a matrix (a row per resample, case indices in draw order), drawn once
+  per size and seed; a statistic takes the whole matrix and gives a value per row (numpy,
+  imported where it is used: a command that never bootstraps does not load it). NaN marks
+  a row where the statistic is undefined inside that computation only.
 - Percentile intervals by default; BCa (bias-corrected and accelerated, Efron 1987, with a
   jackknife acceleration) on request. Resamples where a statistic is undefined (κ when every
-  resampled case is in one band) are dropped and counted, never turned into NaN.
+  resampled case is in one band) are dropped and counted, never reported as NaN.
 - A paired bootstrap draws the *same* cases for both statistics, so the interval of the
   difference keeps the pairing (is judge A closer to the people than judge B?).
 - Student's t is computed from the regularized incomplete beta function (continued
@@ -23,12 +27,24 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
 from statistics import NormalDist
-from typing import Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 
 from pydantic import Field
 
 from .frozen import Frozen
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    Samples: TypeAlias = NDArray[np.intp]
+    """Samples of cases, one a row: each row the indices of its cases (repeats allowed)."""
+    Values: TypeAlias = NDArray[np.float64]
+    """A statistic's value on each row; NaN where it is undefined."""
+    RowStatistic: TypeAlias = Callable[[Samples], Values]
+    """A statistic computed on every row of a :data:`Samples` matrix at once."""
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -42,9 +58,12 @@ __all__ = [
     "bootstrap_many",
     "mean_test",
     "paired_bootstrap",
+    "per_row",
+    "resample_rows",
     "t_cdf",
     "t_ppf",
     "t_sf",
+    "whole_sample",
 ]
 
 T = TypeVar("T")
@@ -122,6 +141,54 @@ def _resample(n: int, rng: SplitMix64) -> list[int]:
     return out
 
 
+@lru_cache(maxsize=32)
+def resample_rows(n: int, resamples: int, seed: int) -> Samples:
+    """The bootstrap's resamples of ``n`` cases, one a row, as case indices in draw order.
+
+    Row k is the k-th ``_resample(n, rng)`` of one ``SplitMix64(seed)``: the draws of the
+    loop this replaced, in its order. Read-only and made once per (n, resamples, seed): all
+    the statistics of a ``judge compare`` resample a few sizes with one seed.
+    """
+    import numpy as np
+
+    rng = SplitMix64(seed)
+    rows = np.array([_resample(n, rng) for _ in range(resamples if n else 0)],
+                    dtype=np.intp).reshape(resamples if n else 0, n)
+    rows.flags.writeable = False
+    return rows
+
+
+def whole_sample(n: int) -> Samples:
+    """The one sample that is every case once, in order (a statistic's point estimate)."""
+    import numpy as np
+
+    return np.arange(n, dtype=np.intp).reshape(1, n)
+
+
+def per_row(cases: Sequence[T], statistic: Callable[[Sequence[T]], float | None],
+            ) -> RowStatistic:
+    """A statistic of a list of cases as a :data:`RowStatistic` (None becomes NaN).
+
+    Each row's cases in the row's order: for statistics with no kernel over the sample
+    matrix (Krippendorff's α, the tests' own).
+    """
+
+    def rows(samples: Samples) -> Values:
+        import numpy as np
+
+        found = [statistic([cases[i] for i in row]) for row in samples.tolist()]
+        return np.array([math.nan if v is None else v for v in found], dtype=np.float64)
+    return rows
+
+
+def _leave_one_out(n: int) -> Samples:
+    """Row i: every case but i, in order (the jackknife's samples)."""
+    import numpy as np
+
+    keep = ~np.eye(n, dtype=bool)
+    return np.broadcast_to(np.arange(n, dtype=np.intp), (n, n))[keep].reshape(n, n - 1)
+
+
 def _bca_levels(estimate: float, replicates: Sequence[float], jackknife: Sequence[float],
                 level: float) -> tuple[float, float] | None:
     """The BCa-adjusted tail probabilities, or None when the correction is undefined."""
@@ -142,6 +209,51 @@ def _bca_levels(estimate: float, replicates: Sequence[float], jackknife: Sequenc
     return tails[0], tails[1]
 
 
+def _defined(values: Values) -> list[float]:
+    """The values of the rows where the statistic is defined, as Python floats."""
+    import numpy as np
+
+    kept: list[float] = values[~np.isnan(values)].tolist()
+    return kept
+
+
+def _replicates(n: int, statistic: RowStatistic, seed: int,
+                resamples: int) -> tuple[float | None, Values]:
+    """The point estimate (None when undefined) and the value on every resample.
+
+    NaN where undefined; all NaN, not computed, when the estimate is undefined.
+    """
+    import numpy as np
+
+    estimate = _defined(statistic(whole_sample(n)))
+    if not estimate:
+        return None, np.full(resamples, math.nan)
+    rows = resample_rows(n, resamples, seed)
+    values = statistic(rows) if len(rows) else np.full(resamples, math.nan)
+    return estimate[0], values
+
+
+def _interval(estimate: float, values: Values, n: int, *, seed: int, resamples: int,
+              level: float, method: Literal["percentile", "bca"] = "percentile",
+              jackknife: Callable[[], Values] | None = None) -> Interval:
+    """The interval from the resamples' values: percentile, or BCa with ``jackknife``."""
+    replicates = sorted(_defined(values))
+    base = {"estimate": estimate, "n": n, "level": level, "resamples": resamples,
+            "seed": seed, "undefined": resamples - len(replicates), "method": method}
+    if len(replicates) < max(20, resamples // 2):
+        return Interval(**base, low=None, high=None)
+    tails: tuple[float, float] | None = ((1 - level) / 2, (1 + level) / 2)
+    if method == "bca":
+        assert jackknife is not None
+        known = _defined(jackknife())
+        tails = _bca_levels(estimate, replicates, known, level) if len(known) == n else None
+        if tails is None:
+            return Interval(**base, low=None, high=None)
+    assert tails is not None
+    return Interval(**base, low=_quantile(replicates, tails[0]),
+                    high=_quantile(replicates, tails[1]))
+
+
 def bootstrap(cases: Sequence[T], statistic: Callable[[Sequence[T]], float | None], *,
               seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
               level: float = DEFAULT_LEVEL,
@@ -150,95 +262,53 @@ def bootstrap(cases: Sequence[T], statistic: Callable[[Sequence[T]], float | Non
 
     The same (cases, seed, resamples) always give the same interval.
     """
-    estimate = statistic(cases)
+    n, rows = len(cases), per_row(cases, statistic)
+    estimate, values = _replicates(n, rows, seed, resamples)
     if estimate is None:
         return None
-    n = len(cases)
-    rng = SplitMix64(seed)
-    replicates: list[float] = []
-    undefined = 0
-    for _ in range(resamples):
-        value = statistic([cases[i] for i in _resample(n, rng)])
-        if value is None:
-            undefined += 1
-        else:
-            replicates.append(value)
-    base = {"estimate": estimate, "n": n, "level": level, "resamples": resamples,
-            "seed": seed, "undefined": undefined}
-    if len(replicates) < max(20, resamples // 2):
-        return Interval(**base, low=None, high=None, method=method)
-    replicates.sort()
-    tails: tuple[float, float] | None = ((1 - level) / 2, (1 + level) / 2)
-    if method == "bca":
-        jackknife = [statistic([c for j, c in enumerate(cases) if j != i]) for i in range(n)]
-        known = [j for j in jackknife if j is not None]
-        tails = _bca_levels(estimate, replicates, known, level) if len(known) == n else None
-        if tails is None:
-            return Interval(**base, low=None, high=None, method=method)
-    assert tails is not None
-    return Interval(**base, low=_quantile(replicates, tails[0]),
-                    high=_quantile(replicates, tails[1]), method=method)
+    return _interval(estimate, values, n, seed=seed, resamples=resamples, level=level,
+                     method=method, jackknife=lambda: rows(_leave_one_out(n)))
 
 
-def bootstrap_many(cases: Sequence[T],
-                   statistics: Mapping[str, Callable[[Sequence[T]], float | None]], *,
+def bootstrap_many(n: int, statistics: Mapping[str, RowStatistic], *,
                    seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
                    level: float = DEFAULT_LEVEL) -> dict[str, Interval | None]:
-    """Percentile intervals of several statistics over the *same* resamples of ``cases``.
+    """Percentile intervals of several statistics of ``n`` cases over the *same* resamples.
 
-    One pass: what :func:`bootstrap` gives each, for the cost of one resampling.
+    Each statistic takes the samples as rows of case indices (:func:`resample_rows`; the
+    point estimate is the row :func:`whole_sample`) and gives one value per row, NaN where it is
+    undefined: one pass over the resample matrix per statistic, in numpy (bench/RESULTS.md,
+    "The bootstrap over the resample matrix").
     """
-    estimates = {name: fn(cases) for name, fn in statistics.items()}
-    replicates: dict[str, list[float]] = {name: [] for name in statistics}
-    rng = SplitMix64(seed)
-    n = len(cases)
-    for _ in range(resamples if n else 0):
-        sample = [cases[i] for i in _resample(n, rng)]
-        for name, fn in statistics.items():
-            if estimates[name] is not None and (value := fn(sample)) is not None:
-                replicates[name].append(value)
     out: dict[str, Interval | None] = {}
-    for name, estimate in estimates.items():
-        if estimate is None:
-            out[name] = None
-            continue
-        values = sorted(replicates[name])
-        base = {"estimate": estimate, "n": n, "level": level, "resamples": resamples,
-                "seed": seed, "undefined": resamples - len(values)}
-        if len(values) < max(20, resamples // 2):
-            out[name] = Interval(**base, low=None, high=None)
-        else:
-            out[name] = Interval(**base, low=_quantile(values, (1 - level) / 2),
-                                 high=_quantile(values, (1 + level) / 2))
+    for name, statistic in statistics.items():
+        estimate, values = _replicates(n, statistic, seed, resamples)
+        out[name] = None if estimate is None else _interval(
+            estimate, values, n, seed=seed, resamples=resamples, level=level)
     return out
 
 
-def paired_bootstrap(cases: Sequence[T], first: Callable[[Sequence[T]], float | None],
-                     second: Callable[[Sequence[T]], float | None], *,
+def paired_bootstrap(n: int, first: RowStatistic, second: RowStatistic, *,
                      seed: int = DEFAULT_SEED, resamples: int = DEFAULT_RESAMPLES,
                      level: float = DEFAULT_LEVEL) -> tuple[Interval, float] | None:
     """The interval of ``first - second`` over the same resampled cases, and a p-value.
 
-    The second value is the share of resamples in which the difference is at or below zero
-    (a one-sided bootstrap p-value for "first exceeds second"). None when either statistic
-    is undefined on ``cases``.
+    ``first`` and ``second`` are row statistics of ``n`` cases (as :func:`bootstrap_many`
+    takes them). The second value is the share of resamples in which the difference is at
+    or below zero (a one-sided bootstrap p-value for "first exceeds second"). None when
+    either statistic is undefined on the cases.
     """
 
-    def difference(sample: Sequence[T]) -> float | None:
-        a, b = first(sample), second(sample)
-        return None if a is None or b is None else a - b
+    def difference(samples: Samples) -> Values:
+        return first(samples) - second(samples)  # NaN when either is undefined
 
-    interval = bootstrap(cases, difference, seed=seed, resamples=resamples, level=level)
-    if interval is None:
+    estimate, values = _replicates(n, difference, seed, resamples)
+    if estimate is None:
         return None
-    rng = SplitMix64(seed)
-    at_or_below = defined = 0
-    for _ in range(resamples):
-        value = difference([cases[i] for i in _resample(len(cases), rng)])
-        if value is not None:
-            defined += 1
-            at_or_below += value <= 0
-    return interval, (at_or_below / defined if defined else 1.0)
+    interval = _interval(estimate, values, n, seed=seed, resamples=resamples, level=level)
+    defined = _defined(values)
+    at_or_below = sum(v <= 0 for v in defined)
+    return interval, (at_or_below / len(defined) if defined else 1.0)
 
 
 # ---------------------------------------------------------------- Student's t

@@ -6,22 +6,32 @@ from __future__ import annotations
 import json
 import math
 import random
+from collections import Counter
+from collections.abc import Callable
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion
 
 from judge.core.agreement import (
+    AGREEMENT_RESAMPLES,
     compare_runs,
     confusion_matrix,
+    kappa_rows,
+    kendall_rows,
     kendall_tau_b,
     krippendorff_alpha,
     pairwise_agreement,
     quadratic_kappa,
     spearman_rho,
+    spearman_rows,
 )
 from judge.core.frozen import wire_value
+from judge.core.intervals import DEFAULT_SEED, SplitMix64
 from judge.core.models import CaseResult, CategoryScore, JudgeMeta
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
@@ -208,3 +218,154 @@ def test_the_paired_verdict_names_no_winner_from_one_case() -> None:
     assert one.mad_difference is not None and one.mad_difference.estimate == -48
     three = human_pair_comparison("near", "far", near, far, labels)
     assert three.n == 3 and three.verdict.startswith("near is closer to the people than far")
+
+
+# -- the kernels over the sample matrix against the definitions, row by row ----------------
+
+
+def _kappa_definition(x: list[int], y: list[int], count: int) -> float | None:
+    """Quadratic κ from the confusion table, cell by cell (the closed form's reference)."""
+    n = len(x)
+    if n == 0 or count < 2:
+        return None
+    table, rows, cols = Counter(zip(x, y, strict=True)), Counter(x), Counter(y)
+    observed = sum(c * (i - j) ** 2 for (i, j), c in table.items())
+    chance = sum(rows[i] * cols[j] * (i - j) ** 2 for i in range(count) for j in range(count))
+    expected = chance / n
+    return None if expected == 0 else 1 - observed / expected
+
+
+def _rho_definition(a: list[int], b: list[int]) -> float | None:
+    """Pearson on average ranks with fsum: the pure-Python kernel the matrix one replaced."""
+    def ranks(values: list[int]) -> list[float]:
+        order = sorted(values)
+        return [order.index(v) + (order.count(v) + 1) / 2 for v in values]
+
+    n = len(a)
+    if n < 2:
+        return None
+    x, y = ranks(a), ranks(b)
+    mx, my = math.fsum(x) / n, math.fsum(y) / n
+    sxy = math.fsum((p - mx) * (q - my) for p, q in zip(x, y, strict=True))
+    sxx, syy = math.fsum((p - mx) ** 2 for p in x), math.fsum((q - my) ** 2 for q in y)
+    return None if sxx == 0 or syy == 0 else sxy / math.sqrt(sxx * syy)
+
+
+def _nan_none(values: object) -> list[float | None]:
+    return [None if math.isnan(v) else v for v in np.asarray(values).tolist()]
+
+
+@st.composite
+def _cases_and_samples(draw: st.DrawFn) -> tuple[list[int], list[int], list[list[int]]]:
+    n = draw(st.integers(0, 30))
+    top = draw(st.sampled_from([1, 2, 4, 100]))
+    a = draw(st.lists(st.integers(0, top), min_size=n, max_size=n))
+    b = draw(st.lists(st.integers(0, top), min_size=n, max_size=n))
+    width = draw(st.integers(0, 2 * n)) if n else 0
+    rows = draw(st.lists(st.lists(st.integers(0, n - 1), min_size=width, max_size=width),
+                         min_size=1, max_size=6)) if n else [[]]
+    return a, b, rows
+
+
+@settings(max_examples=300, deadline=None)
+@given(_cases_and_samples())
+def test_row_kernels_equal_the_definitions_bit_for_bit(
+        case: tuple[list[int], list[int], list[list[int]]]) -> None:
+    """Every row of the matrix kernels is the definition's float on that row's cases."""
+    a, b, rows = case
+    samples = np.asarray(rows, dtype=np.intp).reshape(len(rows), -1)
+    ia, ib = [x % 5 for x in a], [y % 5 for y in b]
+    tau = _nan_none(kendall_rows(a, b, samples))
+    rho = _nan_none(spearman_rows(a, b, samples))
+    kappa = _nan_none(kappa_rows(ia, ib, 5, samples))
+    for k, row in enumerate(rows):
+        x, y = [a[i] for i in row], [b[i] for i in row]
+        assert tau[k] == _pairwise_tau_b(x, y)
+        assert rho[k] == _rho_definition(x, y)
+        assert kappa[k] == _kappa_definition([ia[i] for i in row], [ib[i] for i in row], 5)
+
+
+def test_scalar_kernels_are_the_definitions_and_scipys() -> None:
+    rng = random.Random(5)
+    for _ in range(200):
+        n, k = rng.randint(0, 40), rng.choice([2, 3, 101])
+        a = [rng.randrange(k) for _ in range(n)]
+        b = [rng.randrange(k) for _ in range(n)]
+        assert spearman_rho(a, b) == _rho_definition(a, b)
+        assert quadratic_kappa([x % 4 for x in a], [y % 4 for y in b], 4) == \
+            _kappa_definition([x % 4 for x in a], [y % 4 for y in b], 4)
+        if n >= 2 and len(set(a)) > 1 and len(set(b)) > 1:
+            assert spearman_rho(a, b) == pytest.approx(stats.spearmanr(a, b).statistic)
+
+
+def _loop_interval(n: int, statistic: Callable[[list[int]], float | None]) -> tuple[
+        float | None, float | None, int, list[float]]:
+    """The resampling loop the matrix replaced: ``rng.below(n)`` n times per resample, the
+    statistic on each, numpy's linear percentile rule on the sorted values."""
+    rng, values = SplitMix64(DEFAULT_SEED), []
+    for _ in range(AGREEMENT_RESAMPLES):
+        if (v := statistic([rng.below(n) for _ in range(n)])) is not None:
+            values.append(v)
+    ordered = sorted(values)
+
+    def quantile(q: float) -> float:
+        position = q * (len(ordered) - 1)
+        below = math.floor(position)
+        above = min(below + 1, len(ordered) - 1)
+        return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
+
+    if len(ordered) < max(20, AGREEMENT_RESAMPLES // 2):
+        return None, None, AGREEMENT_RESAMPLES - len(ordered), values
+    return (quantile((1 - 0.95) / 2), quantile((1 + 0.95) / 2), AGREEMENT_RESAMPLES - len(ordered),
+            values)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_intervals_are_the_resampling_loops_to_the_bit(seed: int) -> None:
+    """The same draws, in the same order, the same statistics: the same interval endpoints."""
+    rng = random.Random(seed)
+    n = rng.choice([6, 16, 23])
+    a = [rng.randint(0, 20) * 5 for _ in range(n)]
+    b = [min(100, max(0, x + rng.randint(-30, 30))) for x in a]
+    found = pairwise_agreement(a, b, intervals=True).intervals
+    assert found is not None
+    scale = sorted(DEFAULT_BANDS, key=lambda band: band.min)
+    ia = [[band.name for band in scale].index(band_for(x)) for x in a]
+    ib = [[band.name for band in scale].index(band_for(y)) for y in b]
+    definitions: dict[str, Callable[[list[int]], float | None]] = {
+        "weightedKappa": lambda s: _kappa_definition([ia[i] for i in s], [ib[i] for i in s],
+                                                     len(scale)),
+        "spearmanRho": lambda s: _rho_definition([a[i] for i in s], [b[i] for i in s]),
+        "kendallTau": lambda s: _pairwise_tau_b([a[i] for i in s], [b[i] for i in s]),
+        "meanAbsDiff": lambda s: math.fsum(abs(b[i] - a[i]) for i in s) / len(s),
+        "exactBandAgreement": lambda s: sum(ia[i] == ib[i] for i in s) / len(s),
+    }
+    for name, definition in definitions.items():
+        interval = wire_value(found, name)
+        assert interval is not None
+        low, high, undefined, _ = _loop_interval(n, definition)
+        assert (interval.low, interval.high, interval.undefined) == (low, high, undefined), name
+
+
+def test_the_paired_comparison_is_the_resampling_loop_to_the_bit() -> None:
+    from judge.core.agreement import human_pair_comparison
+    rng = random.Random(8)
+    people = {f"c{i:02d}": rng.randint(0, 100) for i in range(15)}
+    labels = {c: HumanLabel(overall=s) for c, s in people.items()}
+    near = {c: _result(c, min(100, max(0, s + rng.randint(-10, 10))), "near")
+            for c, s in people.items()}
+    far = {c: _result(c, min(100, max(0, s + rng.randint(-25, 25))), "far")
+           for c, s in people.items()}
+    found = human_pair_comparison("near", "far", near, far, labels)
+    ids = sorted(people)
+    h = [people[i] for i in ids]
+    j1, j2 = [near[i].overall_score or 0 for i in ids], [far[i].overall_score or 0 for i in ids]
+
+    def mad_diff(s: list[int]) -> float:
+        return (math.fsum(abs(j1[i] - h[i]) for i in s) / len(s)
+                - math.fsum(abs(j2[i] - h[i]) for i in s) / len(s))
+
+    low, high, _, values = _loop_interval(len(ids), mad_diff)
+    assert found.mad_difference is not None
+    assert (found.mad_difference.low, found.mad_difference.high) == (low, high)
+    assert found.share_a_farther == 1 - sum(v <= 0 for v in values) / len(values)

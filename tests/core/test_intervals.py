@@ -15,6 +15,7 @@ from judge.core.intervals import (
     bootstrap,
     mean_test,
     paired_bootstrap,
+    per_row,
     t_cdf,
     t_ppf,
     t_sf,
@@ -121,8 +122,9 @@ def test_paired_bootstrap_keeps_the_pairing() -> None:
     rng = random.Random(4)
     base = [rng.gauss(0, 10) for _ in range(40)]
     pairs = [(x, x + 2 + rng.gauss(0, 0.5)) for x in base]
-    found = paired_bootstrap(pairs, lambda s: _mean([b for _, b in s]),
-                             lambda s: _mean([a for a, _ in s]), seed=3, resamples=2000)
+    found = paired_bootstrap(len(pairs), per_row(pairs, lambda s: _mean([b for _, b in s])),
+                             per_row(pairs, lambda s: _mean([a for a, _ in s])), seed=3,
+                             resamples=2000)
     assert found is not None
     interval, p = found
     # Unpaired, the spread of 10 would swamp the 2-point difference; paired it is sharp.
