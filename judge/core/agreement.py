@@ -747,6 +747,12 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
 
 _BLOCK: Final = 1 << 20
 """Entries of the (a, b)-cell sign matrix τ builds at once, at most (its memory bound)."""
+_ONE_THREAD: Final = 1 << 18
+"""Multiply-adds of a matrix product that OpenBLAS (numpy's) runs on one thread, about
+(its GEMM_MULTITHREAD_THRESHOLD x 65536). τ's products are cut into row blocks under it
+while a block keeps 16 rows or more: on small products the threads cost more than they
+give (bench/RESULTS.md, "The bootstrap over the resample matrix"); the results are exact
+integers either way."""
 
 
 def _one(values: Values) -> float | None:
@@ -856,7 +862,7 @@ def kendall_rows(a: Ints, b: Ints, samples: Samples) -> Values:
     definition, so the definition's float. With w the row's count of each distinct (a, b)
     cell and s_pq = sign(a_p - a_q) sign(b_p - b_q), 2(C - D) = w S w' (a matrix product of
     integers, exact in float64): O(rows x cells^2), the sign matrix built a block of columns
-    at a time (:data:`_BLOCK`).
+    at a time (:data:`_BLOCK`), the rows in blocks (:data:`_ONE_THREAD`).
     """
     import numpy as np
 
@@ -864,12 +870,17 @@ def kendall_rows(a: Ints, b: Ints, samples: Samples) -> Values:
     cells, cell = np.unique(np.stack([x, y], axis=1), axis=0, return_inverse=True)
     weights = _counts(cell.reshape(-1), len(cells), samples).astype(np.float64)
     twice = np.zeros(len(samples))
-    step = max(1, _BLOCK // max(1, len(cells)))
-    for start in range(0, len(cells), step):
-        block = cells[start:start + step]
-        signs = (np.sign(cells[:, :1] - block[:, 0]) * np.sign(cells[:, 1:] - block[:, 1]))
-        twice += ((weights @ signs.astype(np.float64))
-                  * weights[:, start:start + step]).sum(axis=1)
+    size = max(1, len(cells))
+    columns = max(1, _BLOCK // size)
+    rows = _ONE_THREAD // (size * size)
+    rows = rows if rows >= 16 else max(1, len(samples))
+    for start in range(0, len(cells), columns):
+        block = cells[start:start + columns]
+        signs = (np.sign(cells[:, :1] - block[:, 0])
+                 * np.sign(cells[:, 1:] - block[:, 1])).astype(np.float64)
+        for top in range(0, len(samples), rows):
+            part = weights[top:top + rows]
+            twice[top:top + rows] += ((part @ signs) * part[:, start:start + columns]).sum(axis=1)
     n = samples.shape[1]
     pairs = n * (n - 1) // 2
     denominator = ((pairs - _tied_pairs(x, samples)).astype(np.float64)

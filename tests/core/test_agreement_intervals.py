@@ -369,3 +369,20 @@ def test_the_paired_comparison_is_the_resampling_loop_to_the_bit() -> None:
     assert found.mad_difference is not None
     assert (found.mad_difference.low, found.mad_difference.high) == (low, high)
     assert found.share_a_farther == 1 - sum(v <= 0 for v in values) / len(values)
+
+
+def test_tau_blocks_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The sign matrix in blocks of columns and the rows in blocks: the same counts."""
+    import judge.core.agreement as agreement
+    from judge.core.intervals import resample_rows
+
+    rng = random.Random(4)
+    a = [rng.randrange(30) for _ in range(40)]
+    b = [rng.randrange(30) for _ in range(40)]
+    samples = resample_rows(40, 50, 3)
+    whole = kendall_rows(a, b, samples)
+    monkeypatch.setattr(agreement, "_BLOCK", 100)  # 2-3 columns of ~40 cells a block
+    monkeypatch.setattr(agreement, "_ONE_THREAD", 16 * 40 * 40 * 2)  # rows in blocks of 32+
+    assert kendall_rows(a, b, samples).tolist() == whole.tolist()
+    assert [kendall_tau_b([a[i] for i in r], [b[i] for i in r]) for r in samples.tolist()] == \
+        _nan_none(whole)
