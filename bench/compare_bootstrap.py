@@ -5,7 +5,8 @@ loopback fake judge and by its +15 twin (14 cases with human labels). Then
 :func:`judge.app.comparing.compare_runs_op` (what ``judge compare RUN_A RUN_B`` calls) is
 timed with ``timeit``: ``--repeats`` times ``--number`` calls, the median and the min of a
 call's wall and CPU (``time.process_time``) seconds; ``--json-out`` writes the comparison's
-JSON, to check that two trees give the same bytes.
+JSON, to check that two trees give the same bytes. ``--no-intervals`` times the same call
+without the bootstrap (``compare_runs(..., intervals=False)``): the difference is its cost.
 
 Run: ``PYTHONPATH=$PWD .venv/bin/python bench/compare_bootstrap.py [--repeats 7]``
 (A B A B against another tree: ``--root DIR`` reuses one workspace for both.)
@@ -60,7 +61,9 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=1)
     parser.add_argument("--root", type=Path, help="a workspace to build once and reuse")
     parser.add_argument("--json-out", type=Path)
+    parser.add_argument("--no-intervals", action="store_true")
     args = parser.parse_args()
+    from judge.app import comparing
     from judge.app.comparing import compare_runs_op
     from judge.app.workspace import Workspace
     from judge.store.runs import RunStore  # noqa: F401  (imported before the timing)
@@ -74,6 +77,9 @@ def main() -> None:
         runs = build(root)
         ids_file.write_text(json.dumps(runs))
     ws = Workspace.open(root, env={})
+    if args.no_intervals:
+        core = comparing.compare_runs
+        comparing.compare_runs = lambda *a, **k: core(*a, **{**k, "intervals": False})
     first = compare_runs_op(ws, runs)  # warm-up: imports (sklearn, scipy) and caches
     if args.json_out:
         args.json_out.write_text(json.dumps(first.model_dump(mode="json"), sort_keys=True))
@@ -83,7 +89,8 @@ def main() -> None:
         wall = timeit.timeit(lambda: compare_runs_op(ws, runs), number=args.number)
         cpus.append((time.process_time() - cpu) / args.number)
         walls.append(wall / args.number)
-    print(json.dumps({"runs": runs, "repeats": args.repeats, "number": args.number,
+    print(json.dumps({"runs": runs, "intervals": not args.no_intervals,
+                      "repeats": args.repeats, "number": args.number,
                       "wall_median": statistics.median(walls), "wall_min": min(walls),
                       "cpu_median": statistics.median(cpus), "cpu_min": min(cpus)}))
 
