@@ -29,7 +29,7 @@ absorbed by re-recording the baseline. Final scores blend the AI score at the ru
 
 Statistics that are undefined for the data (fewer than two cases, a constant vector, every
 case in one band) come out as ``None`` with a note saying why: never NaN, never a crash.
-scipy, scikit-learn and krippendorff are imported inside the functions, so importing this
+numpy, scipy, scikit-learn and krippendorff are imported inside the functions, so importing this
 module stays light. Nothing here touches files, the network or the clock.
 """
 
