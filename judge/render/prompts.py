@@ -273,7 +273,10 @@ def _text(value: object) -> str:
 
 def oneline(value: object) -> str:
     """``value`` on one line: every run of whitespace (newlines included) becomes one space."""
-    return _CONTROL.sub("\ufffd", " ".join(_text(value).split()))
+    text = " ".join(_text(value).split())
+    # Every character _CONTROL matches is unprintable: a printable text has none to replace
+    # (the re.sub was a tenth of a render: bench/RESULTS.md, "Row (b)'s cache-hit path").
+    return text if text.isprintable() else _CONTROL.sub("\ufffd", text)
 
 
 def _oneline_filter(value: object) -> Quoted:
@@ -297,7 +300,10 @@ def fence(value: object) -> str:
     text = _text(value)
     longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
     bar = "`" * max(3, longest + 1)
-    body = "\n".join("  " + _CONTROL.sub("\ufffd", line) for line in text.splitlines())
+    lines = text.splitlines()
+    if _CONTROL.search(text) is not None:  # a control character to replace on some line
+        lines = [_CONTROL.sub("\ufffd", line) for line in lines]
+    body = "\n".join(["  " + line for line in lines])
     return f"{bar}\n{body}\n{bar}" if body else f"{bar}\n{bar}"
 
 
@@ -555,14 +561,15 @@ def _ref_text(value: object) -> str:
 
 
 def _groups_view(bundle: EvidenceBundle) -> tuple[_GroupView, ...]:
-    return tuple(
-        _GroupView(name=g.name, notice=g.notice(), items=tuple(
-            _ItemView(id=Untrusted(it.id), title=Untrusted(it.title),
-                      excerpt=Untrusted(it.excerpt),
-                      refs=tuple((Untrusted(k), Untrusted(_ref_text(v)))
-                                 for k, v in it.refs.items()))
-            for it in g.items))
-        for g in bundle.groups)
+    # Lists, not generators, inside tuple(): this runs for every ref of every item of every
+    # render, and most refs are text already (bench/RESULTS.md, "Row (b)'s cache-hit path").
+    return tuple([
+        _GroupView(g.name, g.notice(), tuple([
+            _ItemView(Untrusted(it.id), Untrusted(it.title), Untrusted(it.excerpt),
+                      tuple([(Untrusted(k), Untrusted(v if type(v) is str else _ref_text(v)))
+                             for k, v in it.refs.items()]))
+            for it in g.items]))
+        for g in bundle.groups])
 
 
 @dataclass(frozen=True, slots=True)
