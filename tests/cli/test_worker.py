@@ -324,20 +324,23 @@ def test_the_idle_timeout_is_checked_as_the_loader_does(tmp_path: Path, value: s
 
 
 def test_sigterm_to_the_client_ends_the_child(shared: Home) -> None:
+    """SIGTERM to a client forwards it: the command's child ends, the client dies by it too."""
     env = _env(shared.runtime, JUDGE_WORKER="1")
     found = client.status(shared.socket)
     assert found is not None
     worker = int(str(found["pid"]))
+    earlier = set(_children_of(worker))  # an earlier command's child, not yet reaped
+
+    def children() -> list[int]:
+        return [c for c in _children_of(worker) if c not in earlier]
     proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0"],
                             cwd=shared.workspace,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        def children() -> list[int]:
-            return _children_of(worker)
         assert _wait(lambda: bool(children()), 30)
         child = children()[0]
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
         assert _wait(lambda: not _alive(child) or child not in children(), 30)
     finally:
         if proc.poll() is None:
@@ -673,7 +676,7 @@ def test_a_signal_to_the_command_keeps_what_was_judged_as_a_direct_run_does(
                 found = client.status(shared.socket)
                 assert found is not None and found["pid"] == before["pid"]
                 assert found["served"] == int(str(before["served"])) + 1  # the worker's run
-                if sig == signal.SIGKILL:
+                if sig == signal.SIGKILL:  # the run's child, by now the worker's only one
                     target = _children_of(int(str(found["pid"])))[0]
             os.kill(target, sig)
             code = proc.wait(timeout=TIMEOUT)
