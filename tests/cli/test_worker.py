@@ -411,10 +411,19 @@ def _normal(text: str, root: Path) -> str:
     return PROGRESS.sub("", SECONDS.sub("Ns", ISO_TIME.sub("TIME", text)))
 
 
+def _made(run: Any) -> tuple[str, str]:
+    """A run's place in the order they were made: its createdAt (microseconds), then id.
+
+    Not the id alone: two runs that start within one second share the id's timestamp and
+    are ordered by its random tag.
+    """
+    return (run.created_at, run.id)
+
+
 def _rows(root: Path) -> list[str]:
     """Every stored run and case result, oldest first, less the legitimately different."""
     with Workspace.open(root, env={}).open_store() as store:
-        runs = sorted(store.list_runs(limit=None), key=lambda r: r.id)
+        runs = sorted(store.list_runs(limit=None), key=_made)
         rows: list[Any] = []
         for run in runs:
             rows.append(run.model_dump(mode="json"))
@@ -441,7 +450,7 @@ def _delta(seen: dict[str, tuple[str, str, int]]) -> str:
 
 def _run_ids(root: Path) -> list[str]:
     with Workspace.open(root, env={}).open_store() as store:
-        return sorted(r.id for r in store.list_runs(limit=None))
+        return [r.id for r in sorted(store.list_runs(limit=None), key=_made)]
 
 
 def test_a_set_of_commands_gives_the_same_everything_both_ways(
