@@ -57,17 +57,19 @@ class ForkedJudge:
     """The parts of :class:`subprocess.Popen` the tests use, for a forked ``judge``."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str], *,
-                 server: bool = False, discard: bool = False) -> None:
+                 server: bool = False, discard: bool = False, pipes: bool = False) -> None:
         _warm_up()
         self.args = args
         self.returncode: int | None = None
+        self.stdout: TextIO | None = None
         self.stderr: TextIO | None = None
         # A command's output goes to unnamed files read by communicate(), or with ``discard``
         # to /dev/null (Popen's DEVNULL); a server's stdout to /dev/null and its stderr to a
-        # pipe read as it is written (its log).
-        self._files: list[IO[bytes]] = [] if server or discard else [
+        # pipe read as it is written (its log); with ``pipes`` both to pipes read as written.
+        self._files: list[IO[bytes]] = [] if server or discard or pipes else [
             tempfile.TemporaryFile(), tempfile.TemporaryFile()]
-        read, write = os.pipe() if server else (-1, -1)
+        read, write = os.pipe() if server or pipes else (-1, -1)
+        read_out, write_out = os.pipe() if pipes else (-1, -1)
         sys.stdout.flush()
         sys.stderr.flush()
         # The child's entry point collects garbage once before judging: frozen, what it
@@ -75,6 +77,10 @@ class ForkedJudge:
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # the child: never returns
+            if pipes:
+                os.close(read)
+                os.close(read_out)
+                _child(args, cwd, env, write_out, write)
             if server:
                 os.close(read)
                 _child(args, cwd, env, os.open(os.devnull, os.O_WRONLY), write)
@@ -84,9 +90,12 @@ class ForkedJudge:
             _child(args, cwd, env, self._files[0].fileno(), self._files[1].fileno())
         gc.unfreeze()
         self.pid = pid
-        if server:
+        if server or pipes:
             os.close(write)
             self.stderr = open(read, encoding="utf-8", errors="replace")
+        if pipes:
+            os.close(write_out)
+            self.stdout = open(read_out, encoding="utf-8", errors="replace")
 
     def poll(self) -> int | None:
         """The exit status once it has ended (``-N`` for signal N, as Popen), else None."""
@@ -133,10 +142,10 @@ class ForkedJudge:
             self.wait(30)
 
 
-def spawn_judge(args: list[str], cwd: Path, env: dict[str, str], *,
-                server: bool = False, discard: bool = False) -> ForkedJudge:
+def spawn_judge(args: list[str], cwd: Path, env: dict[str, str], *, server: bool = False,
+                discard: bool = False, pipes: bool = False) -> ForkedJudge:
     """Start ``judge ARGS`` in ``cwd`` with exactly ``env``, as a forked process."""
-    return ForkedJudge(args, cwd, env, server=server, discard=discard)
+    return ForkedJudge(args, cwd, env, server=server, discard=discard, pipes=pipes)
 
 
 def _child(args: list[str], cwd: Path, env: dict[str, str], out: int, err: int) -> None:

@@ -8,9 +8,8 @@ give the same verdict, interval and listed cases; `judge diff` marks the movemen
 from __future__ import annotations
 
 import json
+import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree
@@ -65,24 +64,35 @@ def _decided(body: dict[str, Any]) -> tuple[Any, ...]:
             test["noiseBefore"]["source"] if test["noiseBefore"] else None)
 
 
-def _plugin_gate(ws: Path, env: dict[str, str]) -> dict[str, Any]:
-    """The pytest plugin's gate item, replaying the seed-2 run offline (its junit properties)."""
+def _plugin_gate(ws: Path, env: dict[str, str], pytester: pytest.Pytester,
+                 monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The pytest plugin's gate item, replaying the seed-2 run offline (its junit properties).
+
+    An inner pytest session in this process (``pytester``, as the plugin's own tests run it),
+    in the workspace and with exactly ``env`` (pytest-asyncio's loop scope set, as this
+    project's own settings do, so it warns of none).
+    """
     (ws / "test_suite.py").write_text('from judge.pytest_plugin import judge_suite\n\n'
                                       'test_task = judge_suite("suites/suite.yaml")\n')
     (ws / "judge.toml").write_text(f'model = ["{NOISY}"]\nseed = 2\n')
+    monkeypatch.chdir(ws)
+    for name in set(os.environ) - set(env):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
     try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "judge.pytest_plugin", "--judge-mode",
-             "offline", "-q", "-p", "no:cacheprovider", "--junitxml", "gate.xml",
-             "test_suite.py", "-k", "baseline"],
-            cwd=ws, env=env, capture_output=True, text=True, timeout=300, check=False)
+        run = pytester.runpytest_inprocess(
+            "-p", "judge.pytest_plugin", "--judge-mode", "offline", "-q", "-p",
+            "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function",
+            "--junitxml", "gate.xml", "test_suite.py", "-k", "baseline")
     finally:
         (ws / "judge.toml").unlink()
         (ws / "test_suite.py").unlink()
-    assert (ws / "gate.xml").is_file(), proc.stdout + proc.stderr
+    output = "\n".join(run.outlines + run.errlines)
+    assert (ws / "gate.xml").is_file(), output
     tree = ElementTree.parse(ws / "gate.xml")
     props = {p.get("name"): p.get("value") for p in tree.iter("property")}
-    assert "judge.gate.test" in props, proc.stdout + proc.stderr
+    assert "judge.gate.test" in props, output
     return {"hasRegression": props["judge.gate.hasRegression"] == "true",
             "regressedCases": [c for c in (props["judge.gate.regressedCases"] or "").split(",")
                                if c],
@@ -101,7 +111,9 @@ def test_probe_stores_a_noise_model_with_its_uncertainty(noisy: dict[str, Any]) 
     assert spreads and all(a["low"] < 8 * 1.15 and a["high"] > 8 * 0.6 for a in spreads)
 
 
-def test_every_door_gives_the_same_statistical_verdict(noisy: dict[str, Any]) -> None:
+def test_every_door_gives_the_same_statistical_verdict(
+        noisy: dict[str, Any], pytester: pytest.Pytester,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     ws, run_id = noisy["ws"], noisy["run"]
     env = judge_env()
     check = run_judge(["check", run_id, "--json"], ws, env=env)
@@ -114,7 +126,8 @@ def test_every_door_gives_the_same_statistical_verdict(noisy: dict[str, Any]) ->
         assert answer.status_code == 200, answer.text
         http = answer.json()["regression"]
     doors = [_decided(_json(check)), _decided(_json(replay)["baseline"]),
-             _decided(api.public()), _decided(http), _decided(_plugin_gate(ws, env))]
+             _decided(api.public()), _decided(http),
+             _decided(_plugin_gate(ws, env, pytester, monkeypatch))]
     assert len(set(map(repr, doors))) == 1, doors
     body = _json(check)
     assert body["test"]["rule"] == "statistical"

@@ -10,8 +10,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,6 +18,7 @@ from typing import Any
 
 import yaml
 from conftest import judge_env, run_judge
+from forked import spawn_judge
 from test_tuning import _copy_templates
 
 from judge.app.watching import BURST_LIMIT_S, Watcher, watched_files
@@ -79,11 +78,11 @@ def test_a_template_edit_rejudges_exactly_the_touched_cases(fake_server: Any,
     touched = _suite(workspace)
     template = _copy_templates(workspace)
     assert template.read_text(encoding="utf-8").count("(none given)") == 1
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "judge", "--plain", "run", "suite.yaml", "--model", MODEL,
-         "--api-base", f"{fake_server.base_url}/v1", "--no-check", "--watch",
-         "--watch-runs", "5"], cwd=workspace, env=judge_env(), text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    # A process of its own (forked: ``forked``), so Ctrl-C is a real SIGINT to the watch.
+    proc = spawn_judge(
+        ["--plain", "run", "suite.yaml", "--model", MODEL, "--api-base",
+         f"{fake_server.base_url}/v1", "--no-check", "--watch", "--watch-runs", "5"],
+        workspace, judge_env(), pipes=True)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Lines(proc.stdout), _Lines(proc.stderr)
     try:

@@ -1,7 +1,13 @@
 """The warm worker (issue 32, item 1): the same bytes and exit codes as a direct run, a private
 socket, signals forwarded, fallback on any worker error, restart on a changed installation,
-an idle timeout. Every worker a test starts lives in its own short runtime dir under /tmp and is
-stopped (and, if need be, killed) at the test's end.
+an idle timeout.
+
+A worker's start imports the application and LiteLLM (seconds of CPU), so the tests share one
+per module (``shared``: one workspace and runtime dir, emptied before each test) unless their
+subject is a start of their own: the idle timeout starts its own worker; a stale socket, a
+changed digest and a killed worker each end the shared worker and the new one they start for
+real is the next tests' shared worker. Every worker is stopped (and, if need be, killed) at the
+end of the test or module that started it, each in its own short runtime dir under /tmp.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +48,15 @@ def _env(runtime: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _judge(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=ROOT, env=env,
+def _judge(args: list[str], env: dict[str, str],
+           cwd: Path = ROOT) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run([sys.executable, "-m", "judge", *args], cwd=cwd, env=env,
                           capture_output=True, timeout=TIMEOUT, check=False)
 
 
-def _status(env: dict[str, str]) -> dict[str, object] | None:
-    out = _judge(["worker", "status"], env).stdout.decode().strip()
+def _status(env: dict[str, str], cwd: Path = ROOT) -> dict[str, object] | None:
+    """``judge worker status``, as the command prints it."""
+    out = _judge(["worker", "status"], env, cwd).stdout.decode().strip()
     return None if out == "no worker running" else dict(json.loads(out))
 
 
@@ -69,19 +78,21 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def runtime() -> Iterator[Path]:
+def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A runtime dir of the test's own, this process's too (it asks the worker's status)."""
     # Not under tmp_path: a Unix socket's path has at most 107 bytes, and xdist's tmp_path
     # (/tmp/pytest-of-USER/pytest-N/popen-gwK/test_…) can pass that with the socket's name.
     folder = Path(tempfile.mkdtemp(prefix="jw-", dir="/tmp"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
     yield folder
     try:
-        _cleanup(folder)
+        _cleanup(folder, ROOT)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _cleanup(folder: Path) -> None:
-    _judge(["worker", "stop"], _env(folder))
+def _cleanup(folder: Path, cwd: Path) -> None:
+    _judge(["worker", "stop"], _env(folder), cwd)
     for pid in _workers(folder):  # whatever is left (a worker still starting): stopped hard
         if not _wait(lambda p=pid: not _alive(p), 10):
             os.kill(pid, signal.SIGKILL)
@@ -100,13 +111,100 @@ def _workers(folder: Path) -> list[int]:
     return found
 
 
-def _started(env: dict[str, str]) -> dict[str, object]:
-    """Run a command through the worker and wait until the worker answers its status."""
-    assert _judge(["--version"], env).returncode == 0
-    assert _wait(lambda: _status(env) is not None, 60)
-    found = _status(env)
+def _started(env: dict[str, str], cwd: Path = ROOT) -> dict[str, object]:
+    """Run a command through the worker and wait until the worker answers its status.
+
+    Asked in this process (the runtime dir is this process's too): a ``judge worker status``
+    per poll was a process start each, while the worker imports.
+    """
+    assert _judge(["--version"], env, cwd).returncode == 0
+    path = client.socket_path(str(cwd))
+    assert _wait(lambda: client.status(path) is not None, 90)
+    found = client.status(path)
     assert found is not None
     return found
+
+
+@dataclass(frozen=True)
+class Home:
+    """The module's shared worker: its runtime dir, its workspace, a direct run's twin folder.
+
+    ``direct`` and ``workspace`` have paths of one length: a direct run there and a worker's
+    run in the workspace print paths that wrap and pad alike.
+    """
+
+    runtime: Path
+    workspace: Path
+    direct: Path
+
+    @property
+    def socket(self) -> Path:
+        """The shared worker's socket (this process's runtime dir is ``runtime``)."""
+        return client.socket_path(str(self.workspace))
+
+    def env(self, **extra: str) -> dict[str, str]:
+        """A ``judge`` command's environment in this home: the judge_env of the tests."""
+        env = {k: v for k, v in judge_env().items() if k != "CI"}
+        env.update(XDG_RUNTIME_DIR=str(self.runtime), PYTHONPATH=str(ROOT), **extra)
+        return env
+
+
+@pytest.fixture(scope="module")
+def home_dirs() -> Iterator[Home]:
+    base = Path(tempfile.mkdtemp(prefix="jw-", dir="/tmp"))  # /tmp: see ``runtime``
+    home = Home(base / "run", base / "worker", base / "direct")
+    home.runtime.mkdir(mode=0o700)
+    home.workspace.mkdir()
+    try:
+        yield home
+    finally:
+        try:
+            _cleanup(home.runtime, home.workspace)
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _empty(folder: Path) -> None:
+    for entry in folder.iterdir():
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+@pytest.fixture
+def home(home_dirs: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
+    """The shared home, its workspace emptied (its worker may run, or not): ``worker = true``.
+
+    What a test leaves there (a store, a cache, settings) is gone, as it was in a workspace
+    of the test's own; the worker's parent reads none of it after its start.
+    """
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(home_dirs.runtime))
+    _empty(home_dirs.workspace)
+    shutil.rmtree(home_dirs.direct, ignore_errors=True)
+    (home_dirs.workspace / "judge.toml").write_text("worker = true\n")
+    return home_dirs
+
+
+def _stopped(home: Home) -> None:
+    """No worker in ``home``: the running one stopped, one still starting killed."""
+    if client.stop(home.socket):
+        assert _wait(lambda: not home.socket.exists(), 15)
+    for pid in _workers(home.runtime):
+        os.kill(pid, signal.SIGKILL)
+        assert _wait(lambda p=pid: not _alive(p), 15)
+    home.socket.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def shared(home: Home) -> Home:
+    """The shared home with its worker up: started here when none runs or is starting."""
+    if client.status(home.socket) is None:
+        if _workers(home.runtime):  # one starting (a client gave up waiting): wait for it
+            _wait(lambda: client.status(home.socket) is not None, 90)
+        if client.status(home.socket) is None:
+            _started(home.env(), home.workspace)
+    return home
 
 
 RUBRICS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "rubrics").glob("*.yaml"))
@@ -118,22 +216,52 @@ COMMANDS = [
 ]
 
 
-def test_worker_gives_the_same_bytes_and_exit_codes(runtime: Path) -> None:
-    direct_env = _env(runtime, JUDGE_NO_WORKER="1")
-    worker_env = _env(runtime, JUDGE_WORKER="1")
-    pid = _started(worker_env)["pid"]
+def test_a_stale_socket_or_a_broken_worker_falls_back(home: Home) -> None:
+    """A broken worker, then a stale socket: each command runs, its bytes a direct run's. The
+    stale socket's command starts a new worker (the next tests' shared one)."""
+    ws = home.workspace
+    _stopped(home)  # the shared worker, if it runs: its socket is this test's
+    direct = _judge(["--version"], _env(home.runtime, JUDGE_NO_WORKER="1"), ws)
+    env = _env(home.runtime, JUDGE_WORKER="1")
+    sock_path = home.socket
+    # a broken worker: it listens and answers nonsense
+    bad = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    bad.bind(str(sock_path))
+    bad.listen(1)
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "--version"], cwd=ws, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    conn, _ = bad.accept()
+    conn.recv(1 << 16)
+    conn.sendall(b"not json\n")
+    conn.close()
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert (out, err, proc.returncode) == (direct.stdout, direct.stderr, direct.returncode)
+    bad.close()  # now a stale socket file: nobody listens
+    assert sock_path.exists()
+    stale = _judge(["--version"], env, ws)
+    assert (stale.stdout, stale.returncode) == (direct.stdout, direct.returncode)
+
+
+def test_worker_gives_the_same_bytes_and_exit_codes(shared: Home) -> None:
+    ws = shared.workspace
+    for name in ("rubrics", "examples"):  # what the commands read, as in the repository
+        (ws / name).symlink_to(ROOT / name)
+    direct_env = _env(shared.runtime, JUDGE_NO_WORKER="1")
+    worker_env = _env(shared.runtime, JUDGE_WORKER="1")
+    before = client.status(shared.socket)
+    assert before is not None
     codes = []
     for args in COMMANDS:
-        direct = _judge(args, direct_env)
-        warm = _judge(args, worker_env)
+        direct = _judge(args, direct_env, ws)
+        warm = _judge(args, worker_env, ws)
         assert (warm.stdout, warm.stderr, warm.returncode) == (
             direct.stdout, direct.stderr, direct.returncode), args
         codes.append(direct.returncode)
     assert codes[-1] == 2 and codes[0] == 0
-    found = _status(worker_env)
-    assert found is not None and found["pid"] == pid  # one worker served them all
-    mode = stat.S_IMODE(os.stat(runtime / next(p.name for p in runtime.iterdir())).st_mode)
-    assert mode == 0o600
+    found = _status(worker_env, ws)
+    assert found is not None and found["pid"] == before["pid"]  # one worker served them all
+    assert int(str(found["served"])) - int(str(before["served"])) == len(COMMANDS)
+    assert stat.S_IMODE(os.stat(shared.socket).st_mode) == 0o600
 
 
 def test_ci_and_no_worker_switch_it_off(tmp_path: Path) -> None:
@@ -195,25 +323,24 @@ def test_the_idle_timeout_is_checked_as_the_loader_does(tmp_path: Path, value: s
     assert client.DEFAULT_IDLE_S == Settings.model_fields["worker_idle"].default
 
 
-def test_sigterm_to_the_client_ends_the_child(runtime: Path) -> None:
-    env = _env(runtime, JUDGE_WORKER="1")
-    found = _started(env)
+def test_sigterm_to_the_client_ends_the_child(shared: Home) -> None:
+    """SIGTERM to a client forwards it: the command's child ends, the client dies by it too."""
+    env = _env(shared.runtime, JUDGE_WORKER="1")
+    found = client.status(shared.socket)
+    assert found is not None
     worker = int(str(found["pid"]))
-    proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0"], cwd=ROOT,
+    earlier = set(_children_of(worker))  # an earlier command's child, not yet reaped
+
+    def children() -> list[int]:
+        return [c for c in _children_of(worker) if c not in earlier]
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0"],
+                            cwd=shared.workspace,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        def children() -> list[int]:
-            found = []  # the fork happens in a thread: every task's children
-            for task in Path(f"/proc/{worker}/task").glob("*/children"):
-                try:
-                    found += [int(p) for p in task.read_text().split()]
-                except OSError:
-                    continue
-            return found
         assert _wait(lambda: bool(children()), 30)
         child = children()[0]
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        assert proc.wait(timeout=30) == -signal.SIGTERM
         assert _wait(lambda: not _alive(child) or child not in children(), 30)
     finally:
         if proc.poll() is None:
@@ -221,34 +348,9 @@ def test_sigterm_to_the_client_ends_the_child(runtime: Path) -> None:
             proc.wait(timeout=10)
 
 
-def test_a_stale_socket_or_a_broken_worker_falls_back(runtime: Path) -> None:
-    direct = _judge(["--version"], _env(runtime, JUDGE_NO_WORKER="1"))
-    # a broken worker: it listens and answers nonsense
-    path = Path(str(runtime)) / "x"
-    env = _env(runtime, JUDGE_WORKER="1")
-    sock_path = Path(subprocess.run(
-        [sys.executable, "-c", "from judge.worker import client; print(client.socket_path())"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT, check=True,
-    ).stdout.strip())
-    del path
-    bad = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    bad.bind(str(sock_path))
-    bad.listen(1)
-    proc = subprocess.Popen([sys.executable, "-m", "judge", "--version"], cwd=ROOT, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    conn, _ = bad.accept()
-    conn.recv(1 << 16)
-    conn.sendall(b"not json\n")
-    conn.close()
-    out, err = proc.communicate(timeout=TIMEOUT)
-    assert (out, err, proc.returncode) == (direct.stdout, direct.stderr, direct.returncode)
-    bad.close()  # now a stale socket file: nobody listens
-    assert sock_path.exists()
-    stale = _judge(["--version"], env)
-    assert (stale.stdout, stale.returncode) == (direct.stdout, direct.returncode)
-
-
-def test_a_changed_digest_restarts_the_worker(runtime: Path) -> None:
+def test_a_changed_digest_restarts_the_worker(shared: Home) -> None:
+    """A client of other code stops the worker; the next command starts a fresh one (for
+    real: it is the next tests' shared worker)."""
     before = client.digest()
     target = ROOT / "judge" / "worker" / "__init__.py"
     st = target.stat()
@@ -258,9 +360,10 @@ def test_a_changed_digest_restarts_the_worker(runtime: Path) -> None:
     finally:
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
     assert client.digest() == before
-    env = _env(runtime, JUDGE_WORKER="1")
-    first = _started(env)
-    sock_path = Path(runtime) / next(p.name for p in runtime.iterdir())
+    env = _env(shared.runtime, JUDGE_WORKER="1")
+    first = client.status(shared.socket)
+    assert first is not None
+    sock_path = shared.socket
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:  # a client of other code
         sock.settimeout(TIMEOUT)
         sock.connect(str(sock_path))
@@ -268,7 +371,7 @@ def test_a_changed_digest_restarts_the_worker(runtime: Path) -> None:
                                            "env": {}}).encode() + b"\n"], [0, 1, 2])
         assert json.loads(sock.recv(100)) == {"stale": True}
     assert _wait(lambda: not _alive(int(str(first["pid"]))), 15)
-    second = _started(env)
+    second = _started(env, shared.workspace)
     assert second["pid"] != first["pid"]
 
 
@@ -308,10 +411,19 @@ def _normal(text: str, root: Path) -> str:
     return PROGRESS.sub("", SECONDS.sub("Ns", ISO_TIME.sub("TIME", text)))
 
 
+def _made(run: Any) -> tuple[str, str]:
+    """A run's place in the order they were made: its createdAt (microseconds), then id.
+
+    Not the id alone: two runs that start within one second share the id's timestamp and
+    are ordered by its random tag.
+    """
+    return (run.created_at, run.id)
+
+
 def _rows(root: Path) -> list[str]:
     """Every stored run and case result, oldest first, less the legitimately different."""
     with Workspace.open(root, env={}).open_store() as store:
-        runs = sorted(store.list_runs(limit=None), key=lambda r: r.id)
+        runs = sorted(store.list_runs(limit=None), key=_made)
         rows: list[Any] = []
         for run in runs:
             rows.append(run.model_dump(mode="json"))
@@ -338,27 +450,24 @@ def _delta(seen: dict[str, tuple[str, str, int]]) -> str:
 
 def _run_ids(root: Path) -> list[str]:
     with Workspace.open(root, env={}).open_store() as store:
-        return sorted(r.id for r in store.list_runs(limit=None))
+        return [r.id for r in sorted(store.list_runs(limit=None), key=_made)]
 
 
 def test_a_set_of_commands_gives_the_same_everything_both_ways(
-        runtime: Path, fake_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        shared: Home, fake_server: Any) -> None:
     """stdout and stderr bytes, exit codes, the report's and the cache export's bytes, the
-    store's rows: identical with and without the worker, but for ``LEGITIMATE``."""
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))  # this process asks the worker too
-    roots = {"direct": tmp_path / "direct", "worker": tmp_path / "worker"}
-    try:
-        _equivalence(roots, runtime, fake_server)
-    finally:
-        client.stop(client.socket_path(str(roots["worker"])))
+    store's rows: identical with and without the worker, but for ``LEGITIMATE``.
 
-
-def _equivalence(roots: dict[str, Path], runtime: Path, fake_server: Any) -> None:
-    env = {k: v for k, v in judge_env().items() if k != "CI"}
-    env.update(XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
+    The direct side is ``python -m judge``, a fresh interpreter per command, not a fork of this
+    (warmed) process: what the worker moves out of the command's process is the imports and
+    what they do (LiteLLM's set-up, a message on stderr, settings read at import, the streams
+    the interpreter opens), and only a cold process still does all of that where a user's does.
+    """
+    roots = {"direct": shared.direct, "worker": shared.workspace}
+    env = shared.env()
     envs = {"direct": {**env, "JUDGE_NO_WORKER": "1"}, "worker": dict(env)}
     for name, root in roots.items():
-        root.mkdir()
+        root.mkdir(exist_ok=True)
         shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
         (root / "judge.toml").write_text(f'worker = {"true" if name == "worker" else "false"}\n'
                                          f'model = "{MODEL}"\n'
@@ -370,13 +479,7 @@ def _equivalence(roots: dict[str, Path], runtime: Path, fake_server: Any) -> Non
                          .replace("weight: 0.45", "weight: 0.55", 1)
                          .replace("weight: 0.25", "weight: 0.15", 1))
 
-    # The worker up before the first command is counted: under load its start (LiteLLM's
-    # import) can pass the client's wait, and that command then rightly runs directly.
-    warm = subprocess.run([sys.executable, "-m", "judge", "--version"], cwd=roots["worker"],
-                          env=envs["worker"], capture_output=True, timeout=TIMEOUT, check=False)
-    assert warm.returncode == 0
-    worker_socket = client.socket_path(str(roots["worker"]))
-    assert _wait(lambda: client.status(worker_socket) is not None, 60)
+    worker_socket = shared.socket
     before = client.status(worker_socket)
     assert before is not None
     issued: list[list[str]] = []
@@ -490,7 +593,7 @@ LLM_CASES = 14  # the example suite's LLM cases (the other two are deterministic
 
 
 def _slow_workspace(root: Path, base_url: str, worker: bool) -> None:
-    root.mkdir()
+    root.mkdir(exist_ok=True)
     shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
     (root / "judge.toml").write_text(f"worker = {'true' if worker else 'false'}\n"
                                      f'model = "{MODEL}"\napi_base = "{base_url}/v1"\n'
@@ -521,22 +624,6 @@ def _start_run(root: Path, env: dict[str, str]) -> subprocess.Popen[bytes] | For
     return subprocess.Popen([sys.executable, "-m", "judge", "run", "suite.yaml", "--no-check"],
                             cwd=root, env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-
-
-def _warm_in(root: Path, env: dict[str, str]) -> int:
-    """Start the worker of workspace ``root`` and wait until it answers; what it has served.
-
-    Waited for, not assumed: under load litellm's import can outlast the client's 10 s wait,
-    and the first command then runs directly (as it should) while the worker comes up.
-    """
-    done = subprocess.run([sys.executable, "-m", "judge", "--version"], cwd=root, env=env,
-                          capture_output=True, timeout=TIMEOUT, check=False)
-    assert done.returncode == 0, done.stderr
-    path = client.socket_path(str(root))
-    assert _wait(lambda: client.status(path) is not None, 90)
-    found = client.status(path)
-    assert found is not None
-    return int(str(found["served"]))
 
 
 def _children_of(worker: int) -> list[int]:
@@ -573,36 +660,32 @@ def slow_server() -> Iterator[Any]:
         handle.stop()
 
 
-def _envs(runtime: Path) -> dict[str, dict[str, str]]:
-    env = {k: v for k, v in judge_env().items() if k != "CI"}
-    env.update(XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(ROOT))
-    return {"direct": {**env, "JUDGE_NO_WORKER": "1"}, "worker": dict(env)}
-
-
 # SIGKILL of the worker's child: the client dies by signal 9 too (it once exited 1, because
 # ``signal.signal(SIGKILL, SIG_DFL)`` raises OSError before the client could kill itself).
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL])
 def test_a_signal_to_the_command_keeps_what_was_judged_as_a_direct_run_does(
-        runtime: Path, slow_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        sig: signal.Signals) -> None:
+        shared: Home, slow_server: Any, sig: signal.Signals) -> None:
     """Ctrl-C and SIGTERM to the client (forwarded), SIGKILL of the command's process (the
     direct process; the worker's child): the same exit, the same run status, every judged
     case cached, and a rerun asks the judge only for the rest."""
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    envs, seen = _envs(runtime), {}
+    env = shared.env()
+    envs = {"direct": {**env, "JUDGE_NO_WORKER": "1"}, "worker": env}
+    roots = {"direct": shared.direct, "worker": shared.workspace}
+    seen = {}
     for name, env in envs.items():
-        root = tmp_path / name
+        root = roots[name]
         _slow_workspace(root, slow_server.base_url, worker=name == "worker")
-        served = _warm_in(root, env) if name == "worker" else 0
+        before = client.status(shared.socket) if name == "worker" else None
         start = slow_server.stats()["requests"]
         proc = _start_run(root, env)
         try:
             assert _wait(lambda s=start: slow_server.stats()["requests"] >= s + 3, 60)
             target = proc.pid
-            if name == "worker":
-                found = client.status(client.socket_path(str(root)))
-                assert found is not None and found["served"] == served + 1
-                if sig == signal.SIGKILL:
+            if before is not None:
+                found = client.status(shared.socket)
+                assert found is not None and found["pid"] == before["pid"]
+                assert found["served"] == int(str(before["served"])) + 1  # the worker's run
+                if sig == signal.SIGKILL:  # the run's child, by now the worker's only one
                     target = _children_of(int(str(found["pid"])))[0]
             os.kill(target, sig)
             code = proc.wait(timeout=TIMEOUT)
@@ -615,28 +698,26 @@ def test_a_signal_to_the_command_keeps_what_was_judged_as_a_direct_run_does(
         assert 1 <= cached < LLM_CASES  # stopped in flight, what was answered is kept
         assert _resumed(root, env, slow_server) == LLM_CASES - cached
         seen[name] = (code, [status for status, _ in stored])
-        if name == "worker":
-            client.stop(client.socket_path(str(root)))
     assert seen["worker"] == seen["direct"]
     expected = {signal.SIGINT: 130, signal.SIGKILL: -signal.SIGKILL}
     assert seen["direct"][0] == expected.get(sig, seen["direct"][0]), seen
 
 
-def test_a_worker_killed_under_a_command_lets_it_finish(
-        runtime: Path, slow_server: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_killed_under_a_command_lets_it_finish(shared: Home, slow_server: Any) -> None:
     """SIGKILL of the worker while its child judges: the command ends as it would have (exit
-    0, the run complete, every case judged once), and the next command starts a new worker."""
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
-    env = _envs(runtime)["worker"]
-    root = tmp_path / "ws"
+    0, the run complete, every case judged once), and the next command starts a new worker
+    (for real: it is the next tests' shared worker)."""
+    env = shared.env()
+    root = shared.workspace
     _slow_workspace(root, slow_server.base_url, worker=True)
-    served = _warm_in(root, env)
+    before = client.status(shared.socket)
+    assert before is not None
     proc = _start_run(root, env)
     try:
         assert _wait(lambda: slow_server.stats()["requests"] >= 3, 60)
-        found = client.status(client.socket_path(str(root)))
-        assert found is not None and found["served"] == served + 1  # the run is the worker's
-        worker = int(str(found["pid"]))
+        found = client.status(shared.socket)
+        assert found is not None and found["served"] == int(str(before["served"])) + 1
+        worker = int(str(found["pid"]))  # the run is this worker's
         os.kill(worker, signal.SIGKILL)
         assert proc.wait(timeout=TIMEOUT) == 0
     finally:
@@ -646,10 +727,8 @@ def test_a_worker_killed_under_a_command_lets_it_finish(
     assert _stored(root) == [("complete", 16)]
     assert slow_server.stats()["requests"] == LLM_CASES
     assert _resumed(root, env, slow_server) == 0  # all cached; it starts a new worker
-    # Waited for, as in _warm_in: under load the new worker's start can outlast the
-    # client's 10 s wait, and that command then ran directly while it came up.
-    path = client.socket_path(str(root))
-    assert _wait(lambda: client.status(path) is not None, 90)
-    again = client.status(path)
+    # Waited for: under load the new worker's start can outlast the client's 10 s wait, and
+    # that command then ran directly while it came up.
+    assert _wait(lambda: client.status(shared.socket) is not None, 90)
+    again = client.status(shared.socket)
     assert again is not None and again["pid"] != worker
-    client.stop(client.socket_path(str(root)))

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -24,6 +22,7 @@ from typing import Any
 import pytest
 import uvicorn
 from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
+from forked import spawn_judge
 from report_runs import SCRIPT, hostile_runs
 
 from judge.app.reviewing import export_labels, import_labels, labels_path, review_page_data
@@ -273,9 +272,9 @@ def test_hostile_text_stays_text(workspace: tuple[Path, str, str], browser: Brow
 def test_judge_review_serves_the_page_with_a_fresh_token(
         workspace: tuple[Path, str, str]) -> None:
     root, run_id, _ = workspace
-    proc = subprocess.Popen([sys.executable, "-m", "judge", "review", run_id, "--port", "0"],
-                            cwd=root, env=judge_env(PYTHONPATH=str(ROOT)), text=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    # A server of its own, forked (``forked``): what is tested is what it serves.
+    proc = spawn_judge(["review", run_id, "--port", "0"], root,
+                       judge_env(PYTHONPATH=str(ROOT)), server=True)
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
