@@ -18,11 +18,31 @@ import socket
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TextIO
 
 from . import client
 
 __all__ = ["serve"]
+
+
+def _stream(fd: int, mode: str, like: TextIO | None, env: Mapping[str, str], *,
+            line_buffering: bool = False) -> io.TextIOWrapper:
+    """The caller's descriptor ``fd`` as the interpreter of a direct run would open it.
+
+    Encoding and error handler as the warm parent's own stream of that number got them
+    from the interpreter (stderr ``backslashreplace``; stdin and stdout ``surrogateescape``
+    under a C or UTF-8 locale), or as the caller's ``PYTHONIOENCODING`` sets them: a file
+    name that is not UTF-8 then prints as it does without the worker, not as an internal
+    error (``strict``, io's default, raised on it).
+    """
+    encoding = like.encoding if like is not None else "utf-8"
+    errors = (like.errors if like is not None else None) or "strict"
+    chosen, _, handler = env.get("PYTHONIOENCODING", "").partition(":")
+    encoding, errors = chosen or encoding, handler or errors
+    return io.TextIOWrapper(io.FileIO(fd, mode, closefd=False), encoding=encoding,
+                            errors=errors, line_buffering=line_buffering)
 
 
 def _child(conn: socket.socket, head: dict[str, object], fds: list[int],
@@ -48,10 +68,9 @@ def _child(conn: socket.socket, head: dict[str, object], fds: list[int],
         argv = head["argv"]
         assert isinstance(argv, list)
         sys.argv = [str(a) for a in argv]
-        sys.stdin = io.TextIOWrapper(io.FileIO(0, "r", closefd=False))
-        sys.stdout = io.TextIOWrapper(io.FileIO(1, "w", closefd=False),
-                                      line_buffering=os.isatty(1))
-        sys.stderr = io.TextIOWrapper(io.FileIO(2, "w", closefd=False), line_buffering=True)
+        sys.stdin = _stream(0, "r", sys.__stdin__, os.environ)
+        sys.stdout = _stream(1, "w", sys.__stdout__, os.environ, line_buffering=os.isatty(1))
+        sys.stderr = _stream(2, "w", sys.__stderr__, os.environ, line_buffering=True)
         from ..cli import main
         try:
             main()

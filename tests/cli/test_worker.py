@@ -212,6 +212,8 @@ COMMANDS = [
     ["--version"],
     ["rubric", "validate", *RUBRICS],
     ["score", "examples/score.json"],
+    # a file name that is not UTF-8: printed as a direct run's interpreter prints it
+    ["rubric", "validate", os.fsdecode(b"bad\xff.yaml")],
     ["rubric", "validate", "no-such-rubric.yaml"],
 ]
 
