@@ -403,8 +403,8 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
         written = None
         if cache is not None and cache.writable:
             entry, data = seal_entry(keyed, turns, _provenance(meta, turns, client.engine))
-            if cache.put(entry, data=data,
-                         vouched=("responseFormat",) if "responseFormat" in keyed.pieces else ()):
+            if await cache.put_soon(entry, data=data, vouched=(
+                    ("responseFormat",) if "responseFormat" in keyed.pieces else ())):
                 written = str(entry["digest"])
         return Exchange(key, tuple(turns), False, value, "ok", written=written)
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
