@@ -124,7 +124,7 @@ def _plain_messages(messages: Any) -> bool:
 
 
 def _unchanged(value: Any) -> bool:
-    """Whether :func:`_normalised` leaves ``value``'s canonical JSON as it is (no integral float)."""
+    """Whether :func:`_normalised` leaves the canonical JSON of ``value`` as it is."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return True
