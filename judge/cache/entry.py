@@ -123,6 +123,20 @@ def _plain_messages(messages: Any) -> bool:
         for m in messages)
 
 
+def _unchanged(value: Any) -> bool:
+    """Whether :func:`_normalised` leaves the canonical JSON of ``value`` as it is."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return not value.is_integer()
+    if kind is dict:
+        return all(type(k) is str and _unchanged(v) for k, v in value.items())
+    if kind is list or kind is tuple:
+        return all(_unchanged(v) for v in value)
+    return False
+
+
 def _joined(request: Mapping[str, Any], pieces: Mapping[str, str], *, normalise: bool) -> str:
     """``canonical_json(request)`` (of its normalised form) with ``pieces`` put in as written."""
     parts = []
@@ -148,6 +162,11 @@ def key_request(request: Mapping[str, Any],
         known["messages"] = canonical_json(list(request["messages"]))
     if not known or not all(isinstance(k, str) for k in request):
         return KeyedRequest(request, cache_key(request), {})
+    # The small fields that normalising leaves alone (all but an integral temperature,
+    # typically) are written once here, for the key and for seal_entry's stored bytes.
+    for name, value in request.items():
+        if name not in known and _unchanged(value):
+            known[name] = canonical_json(value)
     text = f'{{"format":{CACHE_FORMAT},"request":{_joined(request, known, normalise=True)}}}'
     return KeyedRequest(request, hashlib.sha256(text.encode("utf-8")).hexdigest(), known)
 
@@ -170,10 +189,11 @@ def seal_entry(keyed: KeyedRequest, turns: Iterable[Mapping[str, Any]],
             f'"meta":{canonical_json(meta_dict)},'
             f'"request":{_joined(req, keyed.pieces, normalise=False)},'
             f'"turns":{canonical_json(turn_list)}}}')
-    digest = hashlib.sha256(body.encode("utf-8")).hexdigest()
+    data = body.encode("utf-8")
+    digest = hashlib.sha256(data).hexdigest()
     entry = {"digest": digest, "format": CACHE_FORMAT, "key": keyed.key, "request": req,
              "turns": turn_list, "meta": meta_dict}
-    return entry, f'{{"digest":"{digest}",{body[1:]}'.encode()
+    return entry, b'{"digest":"' + digest.encode("ascii") + b'",' + data[1:]
 
 
 def entry_digest(entry: Mapping[str, Any]) -> str:

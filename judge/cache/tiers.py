@@ -173,6 +173,14 @@ class TieredCache(JudgmentCache):
                         data if data is not None else canonical_json(dict(entry)).encode("utf-8"))
         return written
 
+    async def put_soon(self, entry: Mapping[str, Any], *, data: bytes,
+                       vouched: Collection[str] = ()) -> bool:
+        """Store ``entry`` locally (in the writer thread), then in the shared tier (here)."""
+        written = await super().put_soon(entry, data=data, vouched=vouched)
+        if written:
+            self._share(str(entry["key"]), data)
+        return written
+
     def counters(self) -> dict[str, int]:
         """The local counters and the shared tier's: hits, misses, writes, rejected, copied."""
         return {**super().counters(), **self._shared}

@@ -333,17 +333,27 @@ def secret_paths(value: Any) -> list[str]:
     stack: list[tuple[str, Any]] = [("", value)]
     while stack:
         path, node = stack.pop()
-        if isinstance(node, Mapping):
+        kind = type(node)  # the JSON types first: isinstance of an ABC is slow
+        if kind is dict or (kind is not list and kind is not tuple and isinstance(node, Mapping)):
             for k, v in node.items():
-                where = f"{path}.{k}" if path else str(k)
-                if is_secret_key(str(k)):
-                    found.append(where)
-                if isinstance(v, Mapping | list | tuple):
-                    stack.append((where, v))
-        elif isinstance(node, list | tuple):
-            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node)
-                         if isinstance(v, Mapping | list | tuple))
+                secret = is_secret_key(str(k))
+                nested = _nested(v)
+                if secret or nested:  # a path is written only where it is needed
+                    where = f"{path}.{k}" if path else str(k)
+                    if secret:
+                        found.append(where)
+                    if nested:
+                        stack.append((where, v))
+        elif kind is list or kind is tuple or isinstance(node, list | tuple):
+            stack.extend((f"{path}[{i}]", v) for i, v in enumerate(node) if _nested(v))
     return sorted(found)
+
+
+def _nested(value: Any) -> bool:
+    kind = type(value)
+    if kind is dict or kind is list or kind is tuple:
+        return True
+    return kind is not str and isinstance(value, Mapping | list | tuple)
 
 
 class Redactor:

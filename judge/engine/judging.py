@@ -336,6 +336,8 @@ class Exchange(Generic[T]):
     value: T | None
     status: Literal["ok", "unscored", "cache_miss"]
     reason: str | None = None
+    written: str | None = None
+    """The digest of the entry this exchange stored (None: a hit, or nothing stored)."""
 
 
 def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
@@ -398,11 +400,13 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                         {"role": "user", "content": repair_message(exc.errors,
                                                                    turn.finish_reason)}]
             continue
+        written = None
         if cache is not None and cache.writable:
             entry, data = seal_entry(keyed, turns, _provenance(meta, turns, client.engine))
-            cache.put(entry, data=data,
-                      vouched=("responseFormat",) if "responseFormat" in keyed.pieces else ())
-        return Exchange(key, tuple(turns), False, value, "ok")
+            if await cache.put_soon(entry, data=data, vouched=(
+                    ("responseFormat",) if "responseFormat" in keyed.pieces else ())):
+                written = str(entry["digest"])
+        return Exchange(key, tuple(turns), False, value, "ok", written=written)
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
         (error.errors if error else ["unknown"])[:5])
     return Exchange(key, tuple(turns), False, None, "unscored", reason)
@@ -411,12 +415,14 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
 async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model: str,
                          settings: JudgeSettings, cache: JudgmentCache | None,
                          client: Completer | None, *, now: str, sample: int = 0,
-                         remember: Callable[[Prepared, CaseResult], None] | None = None,
+                         remember: Callable[[Prepared, CaseResult, str | None], None]
+                         | None = None,
                          ) -> CaseResult:
     """Judge one prepared case with one model.
 
     ``client`` None means offline: a miss becomes a ``cache_miss`` result, never a call.
-    ``remember`` is told of every result scored from a verdict that is in the cache.
+    ``remember`` is told of every result scored from a verdict that is in the cache, with
+    the digest of the entry when this judgment wrote it (None for a hit).
     """
     if prep.prompt is None:
         return scored_result(prep, rubric, None, None, None)
@@ -442,7 +448,7 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
         return _unscored(prep, rubric, meta, done.reason or "no verdict")
     result = scored_result(prep, rubric, done.value, meta, None)
     if remember is not None and (done.cached or (cache is not None and cache.writable)):
-        remember(prep, result)  # the verdict is in the cache: a replay may find it directly
+        remember(prep, result, done.written)  # in the cache: a replay may find it directly
     return result
 
 

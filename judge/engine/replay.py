@@ -144,7 +144,8 @@ class ReplayIndex:
         self.template_hash = template_hash
         self.settings = settings
         self._salts: dict[str, bytes] = {}
-        self._unwritten: list[tuple[bytes, str, dict[str, int | None], CaseResult]] = []
+        self._unwritten: list[tuple[bytes, str, str | None, dict[str, int | None],
+                                    CaseResult]] = []
         self.found = 0
         """Judgments this run replayed through the index."""
 
@@ -224,33 +225,43 @@ class ReplayIndex:
         return found
 
     def remember(self, digest: bytes, model: str, sample: int, prep: Prepared,
-                 result: CaseResult) -> None:
-        """Record a result the plain path scored from a verdict that is in the cache."""
+                 result: CaseResult, written: str | None = None) -> None:
+        """Record a result the plain path scored from a verdict that is in the cache.
+
+        ``written``: the digest of the entry this judgment just stored (a miss); the record
+        is bound to it without reading the entry back. None (a hit): read at :meth:`flush`.
+        """
         meta = result.judge
         if meta is None or not meta.cache_key:
             return
         if not meta.cached:  # as a replay reports it: this run did not pay for the call
             result = result.model_copy(update={"judge": meta.model_copy(update={"cached": True})})
         self._unwritten.append((self.fingerprint(digest, model, sample), meta.cache_key,
-                                prep.signals, result))
+                                written, prep.signals, result))
         if len(self._unwritten) >= WRITE_BATCH:
             self.flush()
 
     def flush(self) -> None:
         """Write the records remembered so far (one transaction; call at the end of a run).
 
-        Each is bound to the digest of its entry as stored now (read in one SELECT), and
-        only when that entry checks out against its digest.
+        Each is bound to the digest of its entry: the one its judgment wrote, else the
+        entry as stored now (read in one SELECT), and only when that entry checks out
+        against its digest. Binding to the digest written, not re-read, is safe: a replay
+        checks the stored entry's own digest against the record's, so an entry replaced
+        since (a later write under the same key) sends that case down the plain path.
         """
         store = self.cache.replay_store
         pending, self._unwritten = self._unwritten, []
         if not pending or store is None:
             return
-        entries = self.cache.raw_many(key for _, key, _, _ in pending)
+        entries = self.cache.raw_many(key for _, key, written, _, _ in pending
+                                      if written is None)
         rows = []
-        for fp, key, signals, result in pending:
-            raw = entries.get(key)
-            entry = sound_digest(raw, key) if raw is not None else None
+        for fp, key, written, signals, result in pending:
+            entry = written
+            if entry is None:
+                raw = entries.get(key)
+                entry = sound_digest(raw, key) if raw is not None else None
             if entry is None:
                 continue
             record = {"format": INDEX_FORMAT, "key": key, "entry": entry, "signals": signals,

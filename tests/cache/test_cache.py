@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import io
 import json
@@ -9,6 +10,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from judge.cache.entry import (
     build_entry,
     cache_key,
     digest_ok,
+    entry_digest,
     entry_problems,
     is_iso_time,
 )
@@ -136,6 +139,34 @@ def test_put_get_roundtrip_and_counters(tmp_path: Path) -> None:
         assert cache.counters() == {"hits": 1, "misses": 1, "writes": 1, "corrupt": 0}
     with JudgmentCache(tmp_path / "c", "read-only") as again:
         assert again.get(entry["key"]) == entry
+
+
+def test_put_soon_is_committed_when_it_returns_and_keeps_order(tmp_path: Path) -> None:
+    """The run's write: checked in the caller, committed in the writer thread, in order."""
+    entries = [_entry(n) for n in range(1, 6)]
+    newer = {**_entry(1), "meta": {**_entry(1)["meta"], "createdAt": "2025-03-02T12:00:00Z"}}
+    newer = {**newer, "digest": entry_digest(newer)}
+
+    async def go(cache: JudgmentCache, seen: JudgmentCache) -> None:
+        for entry in entries:
+            assert await cache.put_soon(entry, data=canonical_json(entry).encode())
+            assert seen.get(entry["key"]) == entry  # another connection sees it committed
+        leaky = build_entry(_request(params={"extra": {"api_key": "sk-x"}}), [{"text": "{}"}],
+                            {"createdAt": CREATED})
+        with pytest.raises(ValueError, match="api_key"):
+            await cache.put_soon(leaky, data=canonical_json(leaky).encode())
+        assert leaky["key"] not in seen
+        # Two writes of one key started together: the one started last is what stays.
+        await asyncio.gather(*(cache.put_soon(e, data=canonical_json(e).encode())
+                               for e in (entries[0], newer)))
+        assert seen.get(newer["key"]) == newer
+
+    with JudgmentCache(tmp_path / "c") as cache, JudgmentCache(tmp_path / "c") as seen:
+        asyncio.run(go(cache, seen))
+        assert cache.counters()["writes"] == len(entries) + 2
+    assert not [t for t in threading.enumerate() if t.name.startswith("judge-cache-writer")]
+    with JudgmentCache(tmp_path / "c", "read-only") as cache:
+        assert asyncio.run(cache.put_soon(entries[0], data=b"{}")) is False
 
 
 def test_large_entry_lives_in_a_file_and_prune_removes_it(tmp_path: Path) -> None:

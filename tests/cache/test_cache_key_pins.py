@@ -436,6 +436,11 @@ SEALED = {
     "a key before messages": ({"aaa": 1.0, "messages": [{"role": "user", "content": "x"}],
                                "model": HOSTED}),
     "messages alone": ({"messages": [{"role": "user", "content": "x"}]}),
+    "small fields, some normalised": ({
+        "model": HOSTED, "messages": [{"role": "user", "content": "x"}], "temperature": 0.7,
+        "seed": None, "outputMode": "json_object", "flag": True, "big": 1e20,
+        "params": {"top_p": 1.0, "stop": ("a", "b"), "n": True, "x": [0.5, {"y": 2.0}]},
+        "plain": {"max_tokens": 5, "stop": ["é"]}}),
     "a message that is not strings": ({"model": HOSTED, "messages": [
         {"role": "user", "content": [{"type": "text", "text": "x"}], "w": 1.0}]}),
 }

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from types import MappingProxyType
+from typing import Any
+
 import pytest
 
-from judge.core.secrets import MASK, Redactor, secret_values
+from judge.core.secrets import MASK, Redactor, secret_paths, secret_values
 
 ENV = {
     "OPENAI_API_KEY": "sk-live-0123456789abcdefXYZ",
@@ -51,3 +54,19 @@ def test_the_working_directory_is_not_a_secret() -> None:
     assert found == ("hunter2-long",)
     assert Redactor(found)("bad /home/someone/project/judge.toml") == \
         "bad /home/someone/project/judge.toml"
+
+
+@pytest.mark.parametrize(("value", "paths"), [
+    ({"a": {"api_key": 1, "x": [{"Authorization": 2}, ({"apiKey": 3},)]},
+      "api-key": MappingProxyType({"password": [1]}), 5: {"base_url": "u"}},
+     ["5.base_url", "a.api_key", "a.x[0].Authorization", "a.x[1][0].apiKey", "api-key",
+      "api-key.password"]),
+    ([{"apiKey": "x"}, "api_key", ("t", {"k": {"client_secret": {}}})],
+     ["[0].apiKey", "[2][1].k.client_secret"]),
+    ("api_key", []),
+    (MappingProxyType({"token": 1, "api_key": {"api_key": None}}),
+     ["api_key", "api_key.api_key"]),
+    ({"messages": [{"role": "user", "content": "api_key=sk-x"}], "params": {"top_p": 1}}, []),
+])
+def test_secret_paths_name_every_credential_key_at_any_depth(value: Any, paths: list[str]) -> None:
+    assert secret_paths(value) == paths
