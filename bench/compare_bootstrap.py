@@ -15,7 +15,6 @@ Run: ``PYTHONPATH=$PWD .venv/bin/python bench/compare_bootstrap.py [--repeats 7]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import shutil
 import statistics
@@ -28,15 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE_SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
 MODELS = ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+15")
-
-
-def _fake() -> object:
-    spec = importlib.util.spec_from_file_location("fake_server", ROOT / "bench" / "fake_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fake_server"] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(ROOT / "bench"))  # bench/fake_server.py; judge/ from PYTHONPATH or the venv
 
 
 def build(root: Path) -> list[str]:
@@ -45,7 +36,9 @@ def build(root: Path) -> list[str]:
     from judge.app.workspace import Workspace
 
     shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
-    server = _fake().start_in_thread(latency_ms=0, seed=7)  # type: ignore[attr-defined]
+    from fake_server import start_in_thread
+
+    server = start_in_thread(latency_ms=0, seed=7)
     try:
         return [run_suite(Workspace.open(root, {"model": [m], "api_base":
                                                 f"{server.base_url}/v1"}, env={}),
