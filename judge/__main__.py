@@ -1,9 +1,9 @@
 """``python -m judge`` and the ``judge`` console script.
 
 Before anything heavy is imported, the warm worker (:mod:`judge.worker`) is asked to run the
-command when it is enabled (the ``worker`` setting or ``JUDGE_WORKER=1``; never under ``CI`` or
-``JUDGE_NO_WORKER=1``); on any worker error the command runs directly, exactly as without the
-worker.
+command when the environment enables it (``JUDGE_WORKER=1``; never under ``CI`` or
+``JUDGE_NO_WORKER=1``; a workspace's settings file cannot); on any worker error the command runs
+directly, exactly as without the worker.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ def main(argv: list[str] | None = None) -> None:
             code = client.run(["judge", *args])
             if code is not None:
                 client.exit_now(code)
+        elif notice := client.file_notice():
+            sys.stderr.write(notice)
     from .cli import main as cli_main
     cli_main(argv)
 

@@ -23,6 +23,7 @@ from ..core.validation_text import format_validation_error
 
 __all__ = [
     "DEFAULT_SUITE_GLOBS",
+    "ENV_ONLY",
     "ENV_PREFIX",
     "LOCAL_DEFAULTS",
     "LOCAL_DEFAULT_SOURCE",
@@ -34,6 +35,9 @@ __all__ = [
 ]
 
 ENV_PREFIX = "JUDGE_"
+ENV_ONLY: Final = frozenset({"worker"})
+"""Settings a workspace's file cannot set: a cloned repository must not start a process that
+holds the caller's keys (:func:`judge.worker.client.enabled`)."""
 MAX_SEED = 2**63 - 1
 """Providers take a 64-bit signed seed; a larger one is refused here, not by a crash later."""
 
@@ -139,8 +143,11 @@ class Settings(Frozen):
     (and, on loopback, ``localhost``); any other is refused (DNS rebinding). A
     comma-separated string is accepted."""
     worker: bool = False
-    """Run commands in the warm worker (docs/worker.md); ``JUDGE_NO_WORKER=1`` and ``CI`` turn
-    it off whatever this says. Read by the ``judge`` entry point before the application."""
+    """Run commands in the warm worker (docs/worker.md). Environment only (``JUDGE_WORKER=1``):
+    a workspace's settings file is a file a cloned repository controls, and the worker is a
+    long-lived process holding your keys; there it is ignored with a notice.
+    ``JUDGE_NO_WORKER=1`` and ``CI`` turn it off. Read by the entry point before the
+    application."""
     worker_idle: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds the warm worker stays up with no command before it ends."""
 
@@ -269,6 +276,9 @@ def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
     sources = dict.fromkeys(Settings.model_fields, "default")
     file_values, file_name = _file_values(workspace)
     for key, value in file_values.items():
+        if key in ENV_ONLY:
+            sources[key] = f"default ({key} in {file_name} is ignored: environment only)"
+            continue
         values[key], sources[key] = value, file_name or "file"
     for key, (raw, source) in _env_values(env).items():
         values[key], sources[key] = raw, source

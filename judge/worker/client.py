@@ -19,9 +19,9 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["DEFAULT_IDLE_S", "KILLED", "digest", "enabled", "exit_now", "file_settings",
-           "idle_seconds", "run", "runtime_dir", "socket_path", "spawn", "status", "stop",
-           "workspace"]
+__all__ = ["BOOT", "DEFAULT_IDLE_S", "FILE_IGNORED", "KILLED", "digest", "enabled", "exit_now",
+           "file_notice", "file_settings", "idle_seconds", "run", "runtime_dir", "socket_path",
+           "spawn", "status", "stop", "workspace"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 START_WAIT_S = 10.0
@@ -74,18 +74,38 @@ def file_settings(cwd: str | None = None) -> dict[str, object]:
     return {}
 
 
-def enabled(env: Mapping[str, str] = os.environ, cwd: str | None = None) -> bool:
+def enabled(env: Mapping[str, str] = os.environ) -> bool:
     """Whether this command goes to the worker; the first rule that speaks decides.
 
     1. ``JUDGE_NO_WORKER`` true: off.  2. ``CI`` set (non-empty): off.
-    3. ``JUDGE_WORKER`` set: its value.  4. the ``worker`` setting of the settings file.
-    5. off. A value the settings loader would refuse counts as off (the direct run names it).
+    3. ``JUDGE_WORKER``: its value.  4. off. A value the settings loader would refuse counts
+    as off. Only the environment turns it on: a workspace's ``judge.toml`` is a file a cloned
+    repository controls, and the worker is a long-lived process holding the caller's keys.
     """
     if _as_bool(env.get("JUDGE_NO_WORKER", "")) or env.get("CI"):
         return False
-    if env.get("JUDGE_WORKER"):
-        return _as_bool(env["JUDGE_WORKER"]) is True
-    return _as_bool(file_settings(cwd).get("worker", False)) is True
+    return _as_bool(env.get("JUDGE_WORKER", "")) is True
+
+
+FILE_IGNORED = ("judge: `worker` in {name} is ignored: a repository's settings file cannot "
+                "start the warm worker (it would run with your keys); to use it, set "
+                "JUDGE_WORKER=1 in your own environment, and remove the line\n")
+"""The notice a settings file that asks for the worker gets, once per command."""
+
+
+def file_notice(env: Mapping[str, str] = os.environ, cwd: str | None = None) -> str | None:
+    """The notice for a settings file that sets ``worker`` where the environment did not decide.
+
+    None when the file does not set it, or the environment already says on or off.
+    """
+    if env.get("JUDGE_WORKER") or env.get("JUDGE_NO_WORKER") or env.get("CI"):
+        return None
+    found = file_settings(cwd)
+    if "worker" not in found:
+        return None
+    name = "judge.toml" if (Path(cwd or os.getcwd()) / "judge.toml").is_file() else \
+        "pyproject.toml [tool.judge]"
+    return FILE_IGNORED.format(name=name)
 
 
 def idle_seconds(env: Mapping[str, str] = os.environ, cwd: str | None = None) -> float | None:
@@ -155,17 +175,36 @@ def digest() -> str:
     return h.hexdigest()
 
 
+BOOT = (
+    "import importlib.util, sys\n"
+    "spec = importlib.util.spec_from_file_location('judge', sys.argv[1] + '/__init__.py', "
+    "submodule_search_locations=[sys.argv[1]])\n"
+    "sys.modules['judge'] = package = importlib.util.module_from_spec(spec)\n"
+    "spec.loader.exec_module(package)\n"
+    "from judge.worker.server import main\n"
+    "main(sys.argv[2:])\n"
+)
+"""How the worker starts: ``python -E -P -c BOOT PACKAGE SOCKET``.
+
+``-P`` puts neither the working directory nor a script's folder on ``sys.path`` and ``-E``
+ignores ``PYTHONPATH`` (whose empty entry means the working directory): a workspace's
+``json.py`` or ``judge/`` is never imported. The package itself is loaded from this client's
+own folder (the files its digest names), not looked up on the path."""
+
+
 def spawn(path: Path, idle_s: float = DEFAULT_IDLE_S) -> None:
-    """Start a worker for ``path`` in its own session, detached from this terminal."""
+    """Start a worker for ``path`` in its own session, detached from this terminal.
+
+    Its working directory is the workspace (it parses the workspace's rubrics and templates
+    before it forks), which is on no import path (:data:`BOOT`).
+    """
     import subprocess  # here: only the command that starts a worker needs it
 
     with open(os.devnull, "rb") as null_in, open(os.devnull, "wb") as null_out:
         subprocess.Popen(
-            [sys.executable, "-m", "judge.worker.server", str(path)],
+            [sys.executable, "-E", "-P", "-c", BOOT, str(PACKAGE), str(path)],
             stdin=null_in, stdout=null_out, stderr=null_out, start_new_session=True,
-            cwd=str(workspace()), env={**os.environ, "JUDGE_WORKER_IDLE": repr(idle_s),
-                                       "PYTHONPATH": str(PACKAGE.parent) + os.pathsep
-                                       + os.environ.get("PYTHONPATH", "")},
+            cwd=str(workspace()), env={**os.environ, "JUDGE_WORKER_IDLE": repr(idle_s)},
         )
 
 

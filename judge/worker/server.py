@@ -24,7 +24,7 @@ from typing import TextIO
 
 from . import client
 
-__all__ = ["serve"]
+__all__ = ["main", "serve"]
 
 
 def _stream(fd: int, mode: str, like: TextIO | None, env: Mapping[str, str], *,
@@ -38,6 +38,8 @@ def _stream(fd: int, mode: str, like: TextIO | None, env: Mapping[str, str], *,
     error (``strict``, io's default, raised on it).
     """
     encoding = like.encoding if like is not None else "utf-8"
+    if env.get("PYTHONUTF8") == "1":  # the worker starts with -E: the caller's UTF-8 mode
+        encoding = "utf-8"
     errors = (like.errors if like is not None else None) or "strict"
     chosen, _, handler = env.get("PYTHONIOENCODING", "").partition(":")
     encoding, errors = chosen or encoding, handler or errors
@@ -193,6 +195,16 @@ def serve(path: Path, idle_s: float) -> None:
             pass
 
 
-if __name__ == "__main__":
-    serve(Path(sys.argv[1]), float(os.environ.get("JUDGE_WORKER_IDLE", client.DEFAULT_IDLE_S)))
+def main(argv: list[str]) -> None:
+    """Serve the socket ``argv[0]`` (:data:`judge.worker.client.BOOT` calls this), then exit.
+
+    A relative or empty ``sys.path`` entry would make the commands' lazy imports look in the
+    caller's folder: none is kept, whatever started this process.
+    """
+    sys.path[:] = [p for p in sys.path if p and os.path.isabs(p)]
+    serve(Path(argv[0]), float(os.environ.get("JUDGE_WORKER_IDLE", client.DEFAULT_IDLE_S)))
     os._exit(0)  # imported libraries' non-daemon threads must not keep a stopped worker alive
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -143,9 +143,10 @@ class Home:
         return client.socket_path(str(self.workspace))
 
     def env(self, **extra: str) -> dict[str, str]:
-        """A ``judge`` command's environment in this home: the judge_env of the tests."""
+        """A ``judge`` command's environment in this home, the worker on: the tests' judge_env."""
         env = {k: v for k, v in judge_env().items() if k != "CI"}
-        env.update(XDG_RUNTIME_DIR=str(self.runtime), PYTHONPATH=str(ROOT), **extra)
+        env.update(XDG_RUNTIME_DIR=str(self.runtime), PYTHONPATH=str(ROOT), JUDGE_WORKER="1",
+                   **extra)
         return env
 
 
@@ -174,7 +175,7 @@ def _empty(folder: Path) -> None:
 
 @pytest.fixture
 def home(home_dirs: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
-    """The shared home, its workspace emptied (its worker may run, or not): ``worker = true``.
+    """The shared home, its workspace emptied (its worker may run, or not).
 
     What a test leaves there (a store, a cache, settings) is gone, as it was in a workspace
     of the test's own; the worker's parent reads none of it after its start.
@@ -182,7 +183,6 @@ def home(home_dirs: Home, monkeypatch: pytest.MonkeyPatch) -> Home:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(home_dirs.runtime))
     _empty(home_dirs.workspace)
     shutil.rmtree(home_dirs.direct, ignore_errors=True)
-    (home_dirs.workspace / "judge.toml").write_text("worker = true\n")
     return home_dirs
 
 
@@ -266,52 +266,94 @@ def test_worker_gives_the_same_bytes_and_exit_codes(shared: Home) -> None:
     assert stat.S_IMODE(os.stat(shared.socket).st_mode) == 0o600
 
 
-def test_ci_and_no_worker_switch_it_off(tmp_path: Path) -> None:
-    assert not client.enabled({}, str(tmp_path))
-    assert client.enabled({"JUDGE_WORKER": "1"}, str(tmp_path))
-    assert not client.enabled({"JUDGE_WORKER": "1", "CI": "true"}, str(tmp_path))
-    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "1"}, str(tmp_path))
+def test_ci_and_no_worker_switch_it_off() -> None:
+    assert not client.enabled({})
+    assert client.enabled({"JUDGE_WORKER": "1"})
+    assert not client.enabled({"JUDGE_WORKER": "1", "CI": "true"})
+    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "1"})
 
 
-def test_the_worker_setting_and_its_precedence(tmp_path: Path) -> None:
-    """judge.toml's ``worker`` turns it on; JUDGE_WORKER overrides the file; CI and
-    JUDGE_NO_WORKER win over both; pyproject's [tool.judge] counts only without judge.toml."""
+def test_a_workspace_file_cannot_turn_the_worker_on(tmp_path: Path) -> None:
+    """A cloned repository's judge.toml or [tool.judge] saying ``worker = true`` starts
+    nothing: only the environment does. The file's line gets a notice naming the fix, and
+    ``judge config`` says the value is ignored."""
     ws = str(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.judge]\nworker = true\n")
-    assert client.enabled({}, ws)
-    (tmp_path / "judge.toml").write_text("worker = false\n")  # judge.toml first, as the loader
-    assert not client.enabled({}, ws)
+    assert not client.enabled({})
+    assert "pyproject.toml [tool.judge]" in str(client.file_notice({}, ws))
     (tmp_path / "judge.toml").write_text("worker = true\nworker_idle = 30\n")
-    assert client.enabled({}, ws)
-    assert client.idle_seconds({}, ws) == 30
+    notice = client.file_notice({}, ws)
+    assert notice is not None and "judge.toml is ignored" in notice and "JUDGE_WORKER=1" in notice
+    assert client.file_notice({"JUDGE_WORKER": "0"}, ws) is None  # the environment decided
+    assert client.file_notice({"CI": "1"}, ws) is None
+    assert client.idle_seconds({}, ws) == 30  # how long it idles is harmless: still read
     assert client.idle_seconds({"JUDGE_WORKER_IDLE": "7"}, ws) == 7
-    assert not client.enabled({"JUDGE_WORKER": "0"}, ws)
-    assert not client.enabled({"CI": "1"}, ws)
-    assert not client.enabled({"JUDGE_WORKER": "1", "JUDGE_NO_WORKER": "yes"}, ws)
     settings, sources = load_settings(tmp_path, None, {})
-    assert (settings.worker, settings.worker_idle, sources["worker"]) == (True, 30, "judge.toml")
-    (tmp_path / "judge.toml").write_text("worker = [true\n")  # malformed: off, direct names it
-    assert not client.enabled({}, ws)
-    with pytest.raises(UsageError, match="invalid TOML"):
-        load_settings(tmp_path, None, {})
+    assert settings.worker is False and "ignored" in sources["worker"]
+    settings, sources = load_settings(tmp_path, None, {"JUDGE_WORKER": "1"})
+    assert (settings.worker, sources["worker"]) == (True, "env JUDGE_WORKER")
+    (tmp_path / "judge.toml").write_text("worker_idle = 30\n")
+    assert client.file_notice({}, ws) is None
+    # the notice, as a direct run prints it: one line on stderr, the command unchanged
+    (tmp_path / "judge.toml").write_text("worker = true\n")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("CI", "JUDGE_NO_WORKER", "JUDGE_WORKER")}
+    done = _judge(["--version"], env, tmp_path)
+    assert done.returncode == 0 and done.stderr.decode().count("\n") == 1
+    assert "is ignored" in done.stderr.decode()
+
+
+SHADOWS = ("json", "socket", "signal", "typing", "pathlib", "enum", "os", "sitecustomize",
+           "usercustomize", "pydantic", "typer", "litellm", "yaml", "diskcache")
+"""Modules a workspace could plant under the names the worker's start imports."""
+
+
+def test_a_workspace_module_never_runs_in_the_worker(runtime: Path) -> None:
+    """A repository planting ``json.py``, ``sitecustomize.py``, a ``judge/`` package … beside its
+    judge.toml runs none of them: not through the worker (on from the environment), not in a
+    direct run. The worker did serve the commands (its count says so)."""
+    ws = runtime / "ws"
+    ws.mkdir()
+    marker = runtime / "ran"
+    plant = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in SHADOWS:
+        (ws / f"{name}.py").write_text(plant)
+    (ws / "judge").mkdir()
+    (ws / "judge" / "__init__.py").write_text(plant)
+    (ws / "judge.toml").write_text("worker = true\n")
+    script = str(Path(sys.executable).parent / "judge")
+    env = _env(runtime, JUDGE_WORKER="1")
+    env.pop("PYTHONPATH")
+    commands = [["--version"],
+                ["rubric", "validate", str(ROOT / "rubrics" / "task-evaluation.yaml")]]
+    for args in commands:
+        done = subprocess.run([script, *args], cwd=ws, env=env, capture_output=True,
+                              timeout=TIMEOUT, check=False)
+        assert done.returncode == 0, done.stderr
+    path = client.socket_path(str(ws))
+    assert _wait(lambda: client.status(path) is not None, 90)
+    for args in commands:  # now surely through the worker
+        done = subprocess.run([script, *args], cwd=ws, env=env, capture_output=True,
+                              timeout=TIMEOUT, check=False)
+        assert done.returncode == 0, done.stderr
+    found = client.status(path)
+    assert found is not None and int(str(found["served"])) >= len(commands)
+    direct = subprocess.run([script, "--version"], cwd=ws, env={**env, "JUDGE_NO_WORKER": "1"},
+                            capture_output=True, timeout=TIMEOUT, check=False)
+    assert direct.returncode == 0
+    assert not marker.exists(), marker.read_text()
 
 
 @pytest.mark.parametrize("value", ["1", "0", "true", "FALSE", "yes", "no", "on", "off", "t",
                                    "n", "2", "maybe", " true", "worker"])
 def test_the_client_reads_a_bool_as_the_settings_loader_does(tmp_path: Path,
                                                               value: str) -> None:
-    """Env and file: the client's verdict is the loader's; what the loader refuses is off."""
+    """The client's verdict on JUDGE_WORKER is the loader's; what the loader refuses is off."""
     try:
         loaded: bool | None = load_settings(tmp_path, None, {"JUDGE_WORKER": value})[0].worker
     except UsageError:
         loaded = None
-    assert client.enabled({"JUDGE_WORKER": value}, str(tmp_path)) is (loaded is True)
-    (tmp_path / "judge.toml").write_text(f"worker = {json.dumps(value)}\n")
-    try:
-        loaded = load_settings(tmp_path, None, {})[0].worker
-    except UsageError:
-        loaded = None
-    assert client.enabled({}, str(tmp_path)) is (loaded is True)
+    assert client.enabled({"JUDGE_WORKER": value}) is (loaded is True)
 
 
 @pytest.mark.parametrize("value", ["30", "0", "-1", "abc", "86401", "1e3"])
@@ -468,11 +510,10 @@ def test_a_set_of_commands_gives_the_same_everything_both_ways(
     roots = {"direct": shared.direct, "worker": shared.workspace}
     env = shared.env()
     envs = {"direct": {**env, "JUDGE_NO_WORKER": "1"}, "worker": dict(env)}
-    for name, root in roots.items():
+    for root in roots.values():
         root.mkdir(exist_ok=True)
         shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
-        (root / "judge.toml").write_text(f'worker = {"true" if name == "worker" else "false"}\n'
-                                         f'model = "{MODEL}"\n'
+        (root / "judge.toml").write_text(f'model = "{MODEL}"\n'
                                          f'api_base = "{fake_server.base_url}/v1"\n')
         (root / "rubrics").mkdir()
         shutil.copy(ROOT / "rubrics" / "task-evaluation.yaml", root / "rubrics" / "heavy.yaml")
@@ -594,11 +635,10 @@ def test_a_warm_child_imports_nothing_for_a_cold_run(fake_server: Any, tmp_path:
 LLM_CASES = 14  # the example suite's LLM cases (the other two are deterministic)
 
 
-def _slow_workspace(root: Path, base_url: str, worker: bool) -> None:
+def _slow_workspace(root: Path, base_url: str) -> None:
     root.mkdir(exist_ok=True)
     shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
-    (root / "judge.toml").write_text(f"worker = {'true' if worker else 'false'}\n"
-                                     f'model = "{MODEL}"\napi_base = "{base_url}/v1"\n'
+    (root / "judge.toml").write_text(f'model = "{MODEL}"\napi_base = "{base_url}/v1"\n'
                                      "concurrency = 2\n")
 
 
@@ -676,7 +716,7 @@ def test_a_signal_to_the_command_keeps_what_was_judged_as_a_direct_run_does(
     seen = {}
     for name, env in envs.items():
         root = roots[name]
-        _slow_workspace(root, slow_server.base_url, worker=name == "worker")
+        _slow_workspace(root, slow_server.base_url)
         before = client.status(shared.socket) if name == "worker" else None
         start = slow_server.stats()["requests"]
         proc = _start_run(root, env)
@@ -711,7 +751,7 @@ def test_a_worker_killed_under_a_command_lets_it_finish(shared: Home, slow_serve
     (for real: it is the next tests' shared worker)."""
     env = shared.env()
     root = shared.workspace
-    _slow_workspace(root, slow_server.base_url, worker=True)
+    _slow_workspace(root, slow_server.base_url)
     before = client.status(shared.socket)
     assert before is not None
     proc = _start_run(root, env)
