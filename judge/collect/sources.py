@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..system.input_files import read_input
 
 __all__ = ["MAX_BYTES", "read_source"]
 
@@ -15,16 +16,11 @@ MAX_BYTES = 64 * 1024 * 1024
 def read_source(path: Path, flag: str, what: str) -> str:
     """The UTF-8 text of ``path``; UsageError (exit 2) naming it and ``flag`` otherwise."""
     try:
-        size = path.stat().st_size
-        if not path.is_file():
-            raise IsADirectoryError("not a file")
-        if size > MAX_BYTES:
-            raise UsageError(f"{what} is {size} bytes, over the {MAX_BYTES}-byte limit",
-                             file=str(path), where=flag, fix="pass a smaller excerpt of it")
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{what} is not UTF-8 text", file=str(path), where=flag,
-                         fix=f"pass the {what} as UTF-8 text") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read the {what}: {exc.strerror or exc}", file=str(path),
-                         where=flag, fix="check the path") from None
+        return read_input(path, UsageError, MAX_BYTES)
+    except UsageError as exc:
+        reason = exc.message.removeprefix("cannot read: ")
+        message = f"the {what}: {reason}" if reason == exc.message else \
+            f"cannot read the {what}: {reason}"
+        raise UsageError(message, file=exc.file,
+                         where=f"{flag}, {exc.where}" if exc.where else flag,
+                         fix=exc.fix) from None

@@ -11,6 +11,8 @@ limit                  value           why
 MAX_SUITE_CHARS        64 Mi chars     a YAML suite is loaded whole (JSONL streams)
 MAX_RUBRIC_CHARS       1 Mi chars      a rubric is configuration, a few KB
 MAX_JSONL_LINE_CHARS   16 Mi chars     one case of a JSONL suite
+MAX_JSONL_SUITE_BYTES  4 GiB           a JSONL suite streams, but a source that never ends
+                                       (a growing log, a mistaken device) must stop
 MAX_DEPTH              64 levels       nested lists/mappings in a YAML document or JSON line
 MAX_ALIAS_NODES        100,000 nodes   nodes reached through YAML aliases, every use counted
 MAX_SUITE_ID           128 chars       ``baselines/<id>.json`` must fit a file name (255)
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "MAX_JSONL_LINE_CHARS",
+    "MAX_JSONL_SUITE_BYTES",
     "MAX_PROMPT_CHARS",
     "MAX_RUBRIC_CHARS",
     "MAX_SUITE_CHARS",
@@ -45,6 +48,8 @@ MAX_RUBRIC_CHARS = 1024 * 1024
 """Characters in a rubric file."""
 MAX_JSONL_LINE_CHARS = 16 * 1024 * 1024
 """Characters in one line (one case) of a JSONL suite."""
+MAX_JSONL_SUITE_BYTES = 4 * 1024 ** 3
+"""Bytes in a JSONL suite (100,000 cases of 2 KB are 200 MB)."""
 MAX_PROMPT_CHARS = 2 * MAX_JSONL_LINE_CHARS + 1024 * 1024
 """Characters a workspace template may build while rendering one case (judge.render.prompts)."""
 MAX_DEPTH = 64

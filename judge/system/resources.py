@@ -23,8 +23,13 @@ from pydantic import ValidationError
 
 from ..core.calibration import attach_calibration, parse_calibration
 from ..core.canonical import canonical_json
-from ..core.errors import ConfigError, RubricError, SuiteError
-from ..core.limits import MAX_RUBRIC_CHARS, MAX_SUITE_CHARS
+from ..core.errors import RubricError, SuiteError
+from ..core.limits import (
+    MAX_JSONL_LINE_CHARS,
+    MAX_JSONL_SUITE_BYTES,
+    MAX_RUBRIC_CHARS,
+    MAX_SUITE_CHARS,
+)
 from ..core.rubric import Rubric, parse_rubric
 from ..core.suite import (
     Case,
@@ -35,6 +40,7 @@ from ..core.suite import (
     iter_jsonl_checked,
     parse_suite,
 )
+from .input_files import input_lines, not_utf8, open_input, read_input, read_input_bytes
 
 __all__ = [
     "COMPILED_FORMAT",
@@ -46,7 +52,6 @@ __all__ = [
     "load_rubric",
     "load_suite",
     "open_suite",
-    "read_utf8",
     "shipped_dir",
     "utf8_lines",
 ]
@@ -106,23 +111,10 @@ def list_rubrics(workspace: Path | None = None) -> dict[str, Path]:
     return found
 
 
-def _check_size(file: Path, limit: int, error: type[ConfigError]) -> None:
-    # Before reading: a file far over the limit is refused without loading it into memory
-    # (characters never outnumber UTF-8 bytes; the parser checks characters exactly).
-    try:
-        size = file.stat().st_size
-    except OSError:
-        return  # the read that follows reports it
-    if size > 4 * limit:
-        raise error(f"file too large: {size:,} bytes, the limit is {limit:,} characters",
-                    file=str(file), fix="split it into smaller files")
-
-
 def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
     """Load and validate a rubric by id or path."""
     path = find_rubric(str(name), workspace)
-    _check_size(path, MAX_RUBRIC_CHARS, RubricError)
-    rubric = _parsed_rubric(read_utf8(path, RubricError), str(path))
+    rubric = _parsed_rubric(read_input(path, RubricError, 4 * MAX_RUBRIC_CHARS), str(path))
     return rubric if rubric.calibration is None else _calibrated(rubric, path)
 
 
@@ -154,46 +146,14 @@ def _calibrated(rubric: Rubric, path: Path) -> Rubric:
 def load_suite(path: str | Path) -> Suite:
     """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem."""
     file = Path(path)
-    if file.suffix != ".jsonl":
-        _check_size(file, MAX_SUITE_CHARS, SuiteError)
-    return parse_suite(read_utf8(file, SuiteError), str(file), default_id=_default_id(file))
+    limit = MAX_JSONL_SUITE_BYTES if file.suffix == ".jsonl" else 4 * MAX_SUITE_CHARS
+    return parse_suite(read_input(file, SuiteError, limit), str(file),
+                       default_id=_default_id(file))
 
 
-def _not_utf8(file: Path, data: bytes, exc: UnicodeDecodeError,
-              error: type[ConfigError]) -> ConfigError:
-    line = data.count(b"\n", 0, exc.start) + 1
-    column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-    return error(f"not UTF-8: byte 0x{data[exc.start]:02x} cannot start or continue a "
-                 f"character", file=str(file), where=f"line {line}, column {column}",
-                 fix="save the file as UTF-8 (iconv -f LATIN1 -t UTF-8, or your editor's "
-                     "'save with encoding')")
-
-
-def read_utf8(file: Path, error: type[ConfigError]) -> str:
-    """The text of ``file``; ``error`` naming the file (and the line of a non-UTF-8 byte)."""
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        what = "it is a folder, not a file" if file.is_dir() else exc.strerror or str(exc)
-        raise error(f"cannot read: {what}", file=str(file),
-                    fix="give the path of a readable file") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _not_utf8(file, data, exc, error) from None
-
-
-def utf8_lines(file: Path) -> Generator[str]:
-    """The lines of a JSONL suite, decoded one at a time; SuiteError naming a non-UTF-8 line."""
-    with file.open("rb") as lines:
-        for lineno, raw in enumerate(lines, start=1):
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                error = _not_utf8(file, raw, exc, SuiteError)
-                raise SuiteError(error.message, file=str(file),
-                                 where=f"line {lineno}, column {exc.start + 1}",
-                                 fix=error.fix) from None
+def utf8_lines(file: Path) -> Iterator[str]:
+    """The lines of a JSONL suite, decoded one at a time (:func:`input_lines`)."""
+    return input_lines(file, SuiteError, MAX_JSONL_SUITE_BYTES, 4 * MAX_JSONL_LINE_CHARS)
 
 
 def line_crc(text: str) -> int:
@@ -363,18 +323,13 @@ def open_suite(path: str | Path, *, compiled_dir: Path | None = None,
             suite = load_suite(file)
             return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
         return _open_yaml(file, compiled_dir, salt)
-    if not file.is_file():
-        raise SuiteError("cannot read: no such file", file=str(file), fix="check the path")
+    open_input(file, SuiteError, MAX_JSONL_SUITE_BYTES).close()  # a regular file, or refused
     return SuiteSource(path=file, id=check_suite_id(_default_id(file), str(file)), rubric=None,
                        loaded=None)
 
 
 def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
-    _check_size(file, MAX_SUITE_CHARS, SuiteError)
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise SuiteError(f"cannot read: {exc}", file=str(file), fix="check the path") from None
+    data = read_input_bytes(file, SuiteError, 4 * MAX_SUITE_CHARS)
     default_id = _default_id(file)
     target = compiled_dir / _compiled_name(data, salt, default_id)
     found = _read_compiled(target)
@@ -385,7 +340,7 @@ def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _not_utf8(file, data, exc, SuiteError) from None
+        raise not_utf8(file, data, exc, SuiteError) from None
     del data
     suite, compiled = compile_suite(text, str(file), default_id)
     if compiled is None:
