@@ -12,16 +12,15 @@ import ast
 import re
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
+from conftest import ROOT, judge_env
 from fastapi.testclient import TestClient
 from forked import spawn_judge
+from report_runs import example_runs
 
-from judge.app.running import RunRequest, run_suite
 from judge.app.workspace import Workspace
 from judge.server.app import create_app
 from judge.server.security import PUBLIC_PATHS, WRITES, ReviewGrant
@@ -33,19 +32,12 @@ LABEL = {"reviewer": "bo", "labels": [{"case": "fix-login-redirect",
 
 
 @pytest.fixture(scope="module")
-def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
-    """A workspace with one run of the example suite (the fake judge's verdicts)."""
-    root = tmp_path_factory.mktemp("tokens")
-    shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
-    fake = load_fake_server().start_in_thread(latency_ms=0, seed=7)
-    try:
-        ws = Workspace.open(root, {"model": ["hosted_vllm/fake-judge"],
-                                   "api_base": f"{fake.base_url}/v1"}, env={})
-        report = run_suite(ws, RunRequest(suite=root / "suite.yaml", check=False))
-    finally:
-        fake.stop()
-    assert report.run.status == "complete"
-    yield root, report.run.id
+def judged(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A workspace of its own holding a run of the example suite (labels are written)."""
+    source, _, run_id = example_runs()
+    root = tmp_path_factory.mktemp("tokens") / "ws"
+    shutil.copytree(source, root)
+    return root, run_id
 
 
 def _client(root: Path, run_id: str) -> TestClient:
