@@ -71,7 +71,7 @@ def _print_shared(shared: SharedTierStats) -> None:
     else:
         rows += [["entries", str(shared.entries)], ["size", f"{shared.bytes / 1e6:.1f} MB"],
                  ["rejected", Text.assemble((str(shared.rejected), "red"),
-                                            " (digest mismatch: ignored)")
+                                            " (digest or signature failed: ignored)")
                   if shared.rejected else "0"]]
         rows += [["", key] for key in shared.rejected_keys]
     table(["", ""], rows, title="shared cache tier", show_header=False)

@@ -340,13 +340,13 @@ class _Worker:
         for pid, running in list(self.running.items()):
             try:
                 done, status = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:
-                done, status = pid, 0
+            except ChildProcessError:  # not ours to report: the client hears the end alone
+                done, status = pid, -1
             if done == 0:
                 continue
-            if os.WIFSIGNALED(status):
+            if status >= 0 and os.WIFSIGNALED(status):
                 _say(running.conn, {"signal": os.WTERMSIG(status)})
-            else:
+            elif status >= 0:
                 _say(running.conn, {"exit": os.WEXITSTATUS(status)})
             del self.running[pid]
             for fd in (running.conn, running.pidfd):
@@ -360,7 +360,7 @@ class _Worker:
     def _registered(self, fd: socket.socket | int) -> bool:
         try:
             self.selector.get_key(fd)
-        except KeyError:
+        except (KeyError, ValueError):  # ValueError: a socket already closed
             return False
         return True
 

@@ -821,7 +821,8 @@ def _foreign(work: Callable[[int], None]) -> tuple[int, Any]:
 
 @pytest.fixture
 def reachable() -> Iterator[Path]:
-    """A folder under /tmp that another user may enter (tmp_path's parents are private)."""
+    """A short folder under /tmp that another user may enter (tmp_path's parents are private,
+    and its path under xdist leaves a socket's name too little of the 107 bytes it may have)."""
     folder = Path(tempfile.mkdtemp(prefix="jw-", dir="/tmp"))
     folder.chmod(0o755)
     try:
@@ -838,27 +839,27 @@ def _ended(pid: int) -> int:
 
 @needs_root
 def test_a_runtime_folder_of_another_user_or_open_to_others_is_not_used(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        reachable: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """``XDG_RUNTIME_DIR`` owned by another uid, writable by others, or a symlink: the client
     neither connects to a socket planted there nor would start a worker there; it uses its
     private folder under the temp dir instead and says why. That folder, made first by another
     user, is refused too: the command runs directly."""
-    temp = tmp_path / "temp"
+    temp = reachable / "temp"
     temp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(temp))
-    foreign = tmp_path / "foreign"
+    foreign = reachable / "foreign"
     foreign.mkdir(mode=0o700)
     os.chown(foreign, FOREIGN, FOREIGN)
-    open_to_all = tmp_path / "open"
+    open_to_all = reachable / "open"
     open_to_all.mkdir()
     open_to_all.chmod(0o1777)  # /tmp's mode: anyone may put a socket there
-    private = tmp_path / "private"
+    private = reachable / "private"
     private.mkdir(mode=0o700)
-    (tmp_path / "link").symlink_to(private)
+    (reachable / "link").symlink_to(private)
     own = temp / f"judge-{os.getuid()}"
     for folder, why in ((foreign, f"belongs to uid {FOREIGN}"), (open_to_all, "mode 1777"),
-                        (tmp_path / "link", "symlink")):
+                        (reachable / "link", "symlink")):
         monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
         assert why in str(client.folder_problem(folder))
         assert client.socket_path().parent == own
@@ -881,12 +882,12 @@ def test_a_runtime_folder_of_another_user_or_open_to_others_is_not_used(
 
 @needs_root
 def test_a_socket_held_by_another_user_gets_nothing(
-        tmp_path: Path, reachable: Path, monkeypatch: pytest.MonkeyPatch,
+        reachable: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     """Another user's process listening where the worker's socket would be (in the client's own
     private folder): the client sees its uid (SO_PEERCRED) and sends it nothing — no
     environment, no descriptor, no control message — then runs the command directly."""
-    runtime = tmp_path / "run"
+    runtime = reachable / "run"
     runtime.mkdir(mode=0o700)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
     theirs = reachable / "theirs"
@@ -938,8 +939,8 @@ def test_the_peer_check_reads_the_kernels_record_of_the_connecting_user(reachabl
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
                 sock.settimeout(TIMEOUT)
                 sock.connect(str(spot))
-                socket.send_fds(sock, [b'{"argv": []}\n'], [out, out, out])
-                with contextlib.suppress(OSError):
+                with contextlib.suppress(OSError):  # the other side may have closed already
+                    socket.send_fds(sock, [b'{"argv": []}\n'], [out, out, out])
                     sock.recv(1)  # until the other side closes
             os.write(out, b"done\n")
 
