@@ -303,12 +303,12 @@ def import_cache_file(workspace: Workspace, source: Path, *, require_signed: boo
 
 
 def verify_cache(workspace: Workspace, *, repair: bool = False,
-                 require_signed: bool | None = None) -> VerifyReport:
+                 require_signed: bool = False) -> VerifyReport:
     """Re-read and re-hash every entry and index record; name the bad ones and why.
 
     With ``cache_url`` set, every shared row too: its digest, and with ``JUDGE_CACHE_SECRET``
-    its HMAC (``require_signed``, default the ``cache_require_signed`` setting, also refuses
-    unsigned rows).
+    its HMAC (an unsigned row counts as bad unless ``--allow-unsigned-shared``;
+    ``require_signed`` makes the secret itself required: :meth:`Workspace.shared_signing`).
 
     ``repair`` removes them: corrupt entries (which clears the index, derived data), bad
     index records, and an index file SQLite cannot read. A damaged ``cache.db`` is a
@@ -422,25 +422,19 @@ class TierCopyReport(Frozen):
     rejected_keys: tuple[str, ...] = ()
 
 
-def _open_shared(workspace: Workspace, require_signed: bool | None = None) -> SharedCache:
+def _open_shared(workspace: Workspace, require_signed: bool = False) -> SharedCache:
     url = workspace.settings.cache_url
     if not url:
         raise UsageError("no shared cache configured",
                          fix='set cache_url = "postgresql+psycopg://user@host/db" in '
                              "judge.toml, or JUDGE_CACHE_URL")
-    secret = _secret(workspace)
-    required = workspace.settings.cache_require_signed if require_signed is None \
-        else require_signed
-    if required and secret is None:
-        raise UsageError(f"requiring signed shared rows needs the team secret in {SECRET_ENV}",
-                         where="--require-signed / cache_require_signed",
-                         fix=f"set {SECRET_ENV}, or leave signatures optional")
+    secret, waived = workspace.shared_signing(require=require_signed)
     return SharedCache(url, workspace=workspace.root, batch=COPY_BATCH, secret=secret,
-                       require_signed=required)
+                       allow_unsigned=waived)
 
 
 def shared_tier_stats(workspace: Workspace, *, listed: int = 20,
-                      require_signed: bool | None = None) -> SharedTierStats:
+                      require_signed: bool = False) -> SharedTierStats:
     """Scan the shared tier (every digest, and signature with the secret, checked).
 
     An unreachable tier is said, not raised.

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from ..cache.tiers import TieredCache, TierTrust
 from ..core.calibration import check_judge
 from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..core.frozen import Frozen
@@ -147,6 +148,8 @@ class RunReport:
     stopped: str | None = None
     """Why the run stopped calling its judge early (the first calls all failed the same
     way: a judge that cannot work); exit 4."""
+    shared_tier: TierTrust | None = None
+    """The team's shared cache tier this run read, and what its rows were checked for."""
 
     @property
     def no_judgment(self) -> bool:
@@ -318,6 +321,7 @@ class _Run:
             self.notices = (*self.notices, *((none,) if none else ()))
         self.rubric_hash = rubric_hash(self.rubric)
         self.plan = self._plan()
+        self.shared_tier: TierTrust | None = None
 
     def _plan(self) -> RunPlan:
         s = self.ws.settings
@@ -350,6 +354,10 @@ class _Run:
             self.observer.notice(text)
         s, plan = self.ws.settings, self.plan
         cache = self.ws.open_cache(notice=self.observer.notice)
+        if isinstance(cache, TieredCache):
+            self.shared_tier = cache.trust()
+            if self.shared_tier.notice is not None:  # said once, before any judgment
+                self.observer.notice(self.shared_tier.notice)
         if cache is not None and cache.mode in ("read-write", "refresh", "offline"):
             self.selected.source.save_compiled()  # derived, as the replay index is
         index = None if self.renderer is None else ReplayIndex.open(
@@ -422,7 +430,8 @@ class _Run:
                          offline=self.offline, missing=tuple(sorted(missing)),
                          scored_llm=scored, first_failure=stopped or first, verdict=verdict,
                          notices=self.notices, group=group,
-                         stopped=stopped if not scored else None)
+                         stopped=stopped if not scored else None,
+                         shared_tier=self.shared_tier)
 
 
 @dataclass(frozen=True)

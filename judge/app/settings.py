@@ -25,6 +25,7 @@ __all__ = [
     "DEFAULT_SUITE_GLOBS",
     "ENV_ONLY",
     "ENV_PREFIX",
+    "FLAG_ONLY",
     "LOCAL_DEFAULTS",
     "LOCAL_DEFAULT_SOURCE",
     "MAX_SEED",
@@ -38,6 +39,9 @@ ENV_PREFIX = "JUDGE_"
 ENV_ONLY: Final = frozenset({"worker"})
 """Settings a workspace's file cannot set: a cloned repository must not start a process that
 holds the caller's keys (:func:`judge.worker.client.enabled`)."""
+FLAG_ONLY: Final = frozenset({"cache_allow_unsigned"})
+"""Settings only a command's own flag sets (neither a file nor the environment): a waiver of
+a check is given per command, never left on for every command after it."""
 MAX_SEED = 2**63 - 1
 """Providers take a 64-bit signed seed; a larger one is refused here, not by a crash later."""
 
@@ -84,8 +88,13 @@ class Settings(Frozen):
     """Shared cache tier behind the local cache (``postgresql+psycopg://user@host/db``): a
     local miss asks it before the model, new verdicts go to both; unset: local only."""
     cache_require_signed: bool = False
-    """Use only shared-tier rows signed with ``JUDGE_CACHE_SECRET`` (an unsigned row is then
-    rejected like a tampered one); needs the secret. Turn it on once every writer has it."""
+    """Refuse to use the shared tier without ``JUDGE_CACHE_SECRET`` (and refuse
+    ``--allow-unsigned-shared``). With the secret set, shared rows must be signed whatever
+    this says; this makes the secret itself required, for a team whose writers all hold it."""
+    cache_allow_unsigned: bool = False
+    """Take unsigned shared-tier rows although ``JUDGE_CACHE_SECRET`` is set (their digests
+    checked, not who wrote them). A command's ``--allow-unsigned-shared`` only: a file or the
+    environment cannot waive signatures."""
     seed: int | None = Field(default=42, ge=0, le=MAX_SEED)
     """Judge seed (sample k uses seed + k); None sends none."""
     temperature: float = Field(default=0.0, ge=0, le=2)
@@ -276,11 +285,15 @@ def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
     sources = dict.fromkeys(Settings.model_fields, "default")
     file_values, file_name = _file_values(workspace)
     for key, value in file_values.items():
-        if key in ENV_ONLY:
-            sources[key] = f"default ({key} in {file_name} is ignored: environment only)"
+        if key in ENV_ONLY | FLAG_ONLY:
+            only = "environment" if key in ENV_ONLY else "a command's flag"
+            sources[key] = f"default ({key} in {file_name} is ignored: {only} only)"
             continue
         values[key], sources[key] = value, file_name or "file"
     for key, (raw, source) in _env_values(env).items():
+        if key in FLAG_ONLY:
+            sources[key] = f"default ({source} is ignored: a command's flag only)"
+            continue
         values[key], sources[key] = raw, source
     for key, value in (overrides or {}).items():
         if key not in Settings.model_fields:

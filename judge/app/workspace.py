@@ -250,28 +250,47 @@ class Workspace:
         """``JUDGE_CACHE_SECRET``, which keys the run store's seals (judge.store.seal)."""
         return self.env.get(SECRET_ENV) or None
 
+    def shared_signing(self, *, require: bool = False) -> tuple[bytes | None, bool]:
+        """The team secret for the shared tier's rows, and whether unsigned rows are taken.
+
+        With ``JUDGE_CACHE_SECRET`` set every row must carry its HMAC, unless this command
+        waived it (``--allow-unsigned-shared``: the ``cache_allow_unsigned`` setting, which
+        only a flag sets). ``require`` (a command's ``--require-signed``) or the
+        ``cache_require_signed`` setting makes the secret itself required and the waiver an
+        error (UsageError, before anything is opened).
+        """
+        secret = self.store_secret
+        waived = self.settings.cache_allow_unsigned
+        if not (require or self.settings.cache_require_signed):
+            return (None if secret is None else secret.encode("utf-8")), waived
+        where, off = (("--require-signed", "leave out --require-signed") if require else
+                      ("cache_require_signed", "turn cache_require_signed off"))
+        if secret is None:
+            raise UsageError(f"signed shared rows are required, which needs the team secret "
+                             f"in {SECRET_ENV}", where=where, fix=f"set {SECRET_ENV}, or {off}")
+        if waived:
+            raise UsageError(f"--allow-unsigned-shared contradicts {where}", where=where,
+                             fix=f"leave out --allow-unsigned-shared, or {off}")
+        return secret.encode("utf-8"), False
+
     def open_cache(self, mode: CacheModeName | None = None, *,
                    notice: Callable[[str], None] | None = None) -> JudgmentCache | None:
         """The judgment cache in its mode (None when the mode is ``off``).
 
         With ``cache_url`` set, the local cache with the shared tier behind it
-        (:class:`judge.cache.tiers.TieredCache`); ``notice`` hears once that the tier is
-        unreachable, and of each entry it rejected.
+        (:class:`judge.cache.tiers.TieredCache`; its rows signed as :meth:`shared_signing`
+        says); ``notice`` hears once that the tier is unreachable, and of each entry it
+        rejected.
         """
         mode = mode or self.settings.cache_mode
         if mode == "off":
             return None
         directory = self.path(self.settings.cache_dir)
         if self.settings.cache_url:
-            secret = self.env.get(SECRET_ENV)
-            if self.settings.cache_require_signed and not secret:
-                raise UsageError(f"cache_require_signed needs the team secret in {SECRET_ENV}",
-                                 where="cache_require_signed",
-                                 fix=f"set {SECRET_ENV}, or turn cache_require_signed off")
+            secret, waived = self.shared_signing()
             return TieredCache(directory, mode, shared_url=self.settings.cache_url,
-                               workspace=self.root, notice=notice,
-                               secret=secret.encode("utf-8") if secret else None,
-                               require_signed=self.settings.cache_require_signed)
+                               workspace=self.root, notice=notice, secret=secret,
+                               allow_unsigned=waived)
         return JudgmentCache(directory, mode)
 
     def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:

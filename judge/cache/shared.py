@@ -16,11 +16,12 @@ for the caller to report.
 What the tier promises. Without a secret: integrity against accidents (a flipped bit, a
 truncated write, a row under the wrong key), not against someone who can write to the
 database — the digest is public arithmetic, so an edited score with its digest recomputed
-passes. With ``JUDGE_CACHE_SECRET`` every row written carries its HMAC and a row whose
-HMAC fails is never used; an unsigned row (written before the secret, or by a writer
-without it) is still used unless ``require_signed`` (``cache_require_signed``) is set,
-which every team should turn on once all its writers hold the secret: a writer without it
-could otherwise strip the ``sig`` and edit the row.
+passes (a run says so: :meth:`judge.cache.tiers.TieredCache.trust`). With
+``JUDGE_CACHE_SECRET`` every row written carries its HMAC, and a row is used only when its
+HMAC matches: one edited, resealed without the secret (its digest recomputed, its ``sig``
+gone) or stripped of its ``sig`` is refused like a tampered one. Unsigned rows (written
+before the secret, or by a writer without it) are taken only under ``allow_unsigned``, a
+waiver a command asks for with ``--allow-unsigned-shared``.
 
 This module only stores and fetches bytes; :mod:`judge.cache.tiers` puts it behind the
 local cache. PostgreSQL by URL (``cache_url``); SQLite works too (tests, one machine).
@@ -108,14 +109,21 @@ def sealed_digest(key: str, body: bytes) -> str | None:
 
 
 def row_problem(key: str, digest: str, body: bytes, sig: str | None, secret: bytes | None,
-                *, require_signed: bool = False) -> str | None:
-    """Why a stored row must not be used, or None when it is sound (and signed, if asked)."""
+                *, allow_unsigned: bool = False) -> str | None:
+    """Why a stored row must not be used, or None when it is sound.
+
+    Sound: its digest matches its content and, with ``secret``, its HMAC is that secret's
+    (an unsigned row passes only under ``allow_unsigned``).
+    """
     if sealed_digest(key, body) != digest:
         return "its digest does not match its content"
-    if secret is not None and sig is not None and not signature_ok(secret, body, sig):
+    if secret is None or (sig is None and allow_unsigned):
+        return None
+    if sig is None:
+        return (f"unsigned, and {SECRET_ENV} is set: a row resealed without the secret or "
+                "stripped of its signature looks like this")
+    if not signature_ok(secret, body, sig):
         return f"its signature does not match ({SECRET_ENV}): edited, or another secret"
-    if sig is None and require_signed:
-        return f"unsigned, and signed rows are required ({SECRET_ENV})"
     return None
 
 
@@ -145,22 +153,20 @@ class SharedCache:
     """Cache entries (bytes by key) in a shared database; safe for many writers at once."""
 
     def __init__(self, url: str, *, batch: int = 500, workspace: Path | None = None,
-                 secret: bytes | None = None, require_signed: bool = False) -> None:
+                 secret: bytes | None = None, allow_unsigned: bool = False) -> None:
         """Open the tier at ``url``, creating its table if needed.
 
         ``workspace``: what a relative SQLite path is relative to (else the current folder).
-        ``secret`` signs every row written and checks every signed row read;
-        ``require_signed`` (which needs it) also refuses unsigned rows.
+        ``secret`` signs every row written and refuses every row read that it did not sign;
+        ``allow_unsigned`` (a command's waiver) takes unsigned rows all the same.
         """
-        if require_signed and secret is None:
-            raise ValueError(f"require_signed needs the team secret ({SECRET_ENV})")
         self.url = mask_url(url)
         self.rejected: list[str] = []
         """Keys whose stored row failed its checks (ignored, never used), in order."""
         self.reasons: dict[str, str] = {}
         """Why each rejected row failed."""
         self._secret = secret
-        self._require_signed = require_signed
+        self._allow_unsigned = allow_unsigned
         self._batch = batch
         self._password: str | None = None
         self._kept: Connection | None = None
@@ -224,7 +230,7 @@ class SharedCache:
 
     def _refused(self, key: str, digest: str, body: bytes, sig: str | None) -> bool:
         problem = row_problem(key, digest, body, sig, self._secret,
-                              require_signed=self._require_signed)
+                              allow_unsigned=self._allow_unsigned)
         if problem is not None:
             self.rejected.append(key)
             self.reasons[key] = problem
@@ -266,7 +272,7 @@ class SharedCache:
                                       _entries.c.sig).where(_entries.c.key.in_(keys))).all()
         stale = [str(k) for k, d, b, s in present
                  if row_problem(str(k), d, bytes(b), s, self._secret,
-                                require_signed=self._require_signed) is not None]
+                                allow_unsigned=self._allow_unsigned) is not None]
         # RETURNING names the rows inserted or replaced: a sound row already there is kept.
         statement = self._upsert(stale).values(rows).returning(_entries.c.key)
         return len(conn.execute(statement).all())

@@ -17,8 +17,10 @@ stats, verify, prune, export, import — act on the local folder) with
   write neither, ``refresh`` writes both and reads neither.
 
 Faults: an entry failing its check in the shared tier (its digest, or with the team secret
-its HMAC) is ignored (a miss), counted and reported through ``notice``, never used; the
-fresh verdict then replaces its row. The shared tier unreachable (at the first use or
+its HMAC, or its missing HMAC) is ignored (a miss), counted and reported through
+``notice``, never used; the fresh verdict then replaces its row. What a user of the tier
+is told about its rows (signed, unsigned taken by a waiver, or not authenticated at all) is
+:meth:`TieredCache.trust`. The shared tier unreachable (at the first use or
 mid-run) is said once and the cache goes on with the local tier alone for the rest of its
 life, never an error. Every message carries the URL with its password masked.
 """
@@ -28,19 +30,34 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..core.canonical import canonical_json
 from ..core.errors import StoreError
+from ..core.frozen import Frozen
 from ..core.secrets import mask_url
 from .disk import CacheMode, JudgmentCache
 from .entry import entry_problems
 from .shared import SharedCache
+from .signing import SECRET_ENV
 
-__all__ = ["REPORTED_REJECTIONS", "TieredCache"]
+__all__ = ["REPORTED_REJECTIONS", "TierTrust", "TieredCache"]
 
 REPORTED_REJECTIONS: Final = 5
 """Rejected shared entries named one by one in notices; the rest are only counted."""
+
+
+class TierTrust(Frozen):
+    """What the shared tier's rows are checked for, as a run states it (text and JSON)."""
+
+    url: str
+    """The tier's URL, password masked."""
+    rows: Literal["signed", "unsigned-accepted", "unauthenticated"]
+    """``signed``: only rows carrying the team secret's HMAC are used; ``unsigned-accepted``:
+    so, but unsigned rows too (``--allow-unsigned-shared``); ``unauthenticated``: no secret,
+    digests only — anyone who can write to the database decides the verdicts reused."""
+    notice: str | None = None
+    """The sentence a run says once about it; None for ``signed``."""
 
 
 class TieredCache(JudgmentCache):
@@ -49,12 +66,13 @@ class TieredCache(JudgmentCache):
     def __init__(self, directory: str | Path, mode: CacheMode = "read-write", *,
                  shared_url: str, workspace: Path | None = None,
                  notice: Callable[[str], None] | None = None, secret: bytes | None = None,
-                 require_signed: bool = False) -> None:
+                 allow_unsigned: bool = False) -> None:
         """``notice`` is told, once each, that the tier is down or that an entry was rejected.
 
         The shared tier is connected to on first need, never by opening: maintenance of the
-        local folder does not touch the network. ``secret`` and ``require_signed``: see
-        :class:`judge.cache.shared.SharedCache` (rows signed, a row failing its HMAC unused).
+        local folder does not touch the network. ``secret`` and ``allow_unsigned``: see
+        :class:`judge.cache.shared.SharedCache` (rows signed; a row without the secret's
+        HMAC unused unless the command waived it).
         """
         super().__init__(directory, mode)
         self.shared_url = mask_url(shared_url)
@@ -70,7 +88,7 @@ class TieredCache(JudgmentCache):
         self._notice = notice
         self._tier: SharedCache | None = None
         self._secret = secret
-        self._require_signed = require_signed
+        self._allow_unsigned = allow_unsigned
         self._shared = {"sharedHits": 0, "sharedMisses": 0, "sharedWrites": 0,
                         "sharedRejected": 0, "copiedLocal": 0}
 
@@ -86,10 +104,25 @@ class TieredCache(JudgmentCache):
             try:
                 self._tier = SharedCache(self._url, workspace=self._workspace,
                                          secret=self._secret,
-                                         require_signed=self._require_signed)
+                                         allow_unsigned=self._allow_unsigned)
             except StoreError as exc:
                 self._fail(exc)
         return self._tier
+
+    def trust(self) -> TierTrust:
+        """What the shared tier's rows are checked for, and the sentence a run says of it."""
+        url = self.shared_url
+        if self._secret is None:
+            return TierTrust(url=url, rows="unauthenticated", notice=(
+                f"shared cache {url}: its rows are not authenticated ({SECRET_ENV} is not "
+                "set): anyone who can write to that database can change the verdicts this "
+                f"command reuses; set {SECRET_ENV} (the same secret on every writer) to sign "
+                "and check them"))
+        if self._allow_unsigned:
+            return TierTrust(url=url, rows="unsigned-accepted", notice=(
+                f"shared cache {url}: unsigned rows are used too (--allow-unsigned-shared): "
+                "their digests are checked, not who wrote them"))
+        return TierTrust(url=url, rows="signed")
 
     def _say(self, text: str) -> None:
         self.notices.append(text)

@@ -32,7 +32,7 @@ from ..app.cache_ops import (
 )
 from ..app.workspace import Workspace
 from ..core.errors import UsageError
-from .options import CacheDirOption, JsonFlag
+from .options import AllowUnsignedShared, CacheDirOption, JsonFlag
 from .output import Cell, console, emit_json, plural, table
 
 __all__ = ["register"]
@@ -58,9 +58,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(cache_app, name="cache")
 
 
-def _workspace(cache_dir: str | None, alias: str | None,
-               cache_url: str | None = None) -> Workspace:
-    return Workspace.open(overrides={"cache_dir": cache_dir or alias, "cache_url": cache_url})
+def _workspace(cache_dir: str | None, alias: str | None, cache_url: str | None = None,
+               allow_unsigned: bool = False) -> Workspace:
+    return Workspace.open(overrides={"cache_dir": cache_dir or alias, "cache_url": cache_url,
+                                     "cache_allow_unsigned": allow_unsigned or None})
 
 
 def _print_shared(shared: SharedTierStats) -> None:
@@ -70,7 +71,7 @@ def _print_shared(shared: SharedTierStats) -> None:
     else:
         rows += [["entries", str(shared.entries)], ["size", f"{shared.bytes / 1e6:.1f} MB"],
                  ["rejected", Text.assemble((str(shared.rejected), "red"),
-                                            " (digest mismatch: ignored)")
+                                            " (digest or signature failed: ignored)")
                   if shared.rejected else "0"]]
         rows += [["", key] for key in shared.rejected_keys]
     table(["", ""], rows, title="shared cache tier", show_header=False)
@@ -96,15 +97,20 @@ def cache_push_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
 
 
 def cache_pull_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
-                   cache_url: CacheUrlOption = None, json_out: JsonFlag = False) -> None:
+                   cache_url: CacheUrlOption = None,
+                   allow_unsigned_shared: AllowUnsignedShared = False,
+                   json_out: JsonFlag = False) -> None:
     """Copy shared entries into the local cache (each checked). Exit 1 if any rejected."""
-    _copied(pull_cache(_workspace(cache_dir, alias, cache_url)), json_out)
+    _copied(pull_cache(_workspace(cache_dir, alias, cache_url, allow_unsigned_shared)),
+            json_out)
 
 
 def cache_stats_cmd(cache_dir: CacheDirOption = None, alias: DirAlias = None,
-                    cache_url: CacheUrlOption = None, json_out: JsonFlag = False) -> None:
+                    cache_url: CacheUrlOption = None,
+                    allow_unsigned_shared: AllowUnsignedShared = False,
+                    json_out: JsonFlag = False) -> None:
     """Count entries per model, their age and the bytes on disk (and the shared tier's)."""
-    ws = _workspace(cache_dir, alias, cache_url)
+    ws = _workspace(cache_dir, alias, cache_url, allow_unsigned_shared)
     stats = cache_stats(ws)
     if json_out:
         emit_json(stats.model_dump(mode="json"))
@@ -213,17 +219,21 @@ def cache_verify_cmd(
         "--repair", help="Remove the corrupt entries and bad index records found.")] = False,
     require_signed: Annotated[bool, typer.Option(
         "--require-signed",
-        help="Count shared-tier rows not signed with JUDGE_CACHE_SECRET as bad.")] = False,
+        help="Fail (exit 2) without JUDGE_CACHE_SECRET: with it, shared-tier rows not signed "
+             "with it are bad anyway.")] = False,
+    allow_unsigned_shared: AllowUnsignedShared = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Re-read and re-hash every entry and replay index record. Exit 1 naming any bad one.
 
-    With cache_url set, every shared-tier row too (its digest, and its HMAC when
-    JUDGE_CACHE_SECRET is set). With --repair local ones are removed (exit 0 once nothing
-    bad is left); a bad shared row is replaced by the next verdict of its key.
+    With cache_url set, every shared-tier row too (its digest, and with JUDGE_CACHE_SECRET
+    set its HMAC: an unsigned row is bad unless --allow-unsigned-shared). With --repair
+    local ones are removed (exit 0 once nothing bad is left); a bad shared row is replaced
+    by the next verdict of its key.
     """
-    report = verify_cache(_workspace(cache_dir, alias), repair=repair,
-                          require_signed=True if require_signed else None)
+    ws = _workspace(cache_dir, alias, allow_unsigned=allow_unsigned_shared)
+    report = verify_cache(ws, repair=repair,
+                          require_signed=require_signed)
     if json_out:
         emit_json(report.model_dump(mode="json"))
     else:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 __all__ = [
+    "AllowUnsignedShared",
     "ApiBaseOption",
     "CacheDirOption",
     "CacheModeOption",
@@ -36,3 +37,8 @@ SeedOption = Annotated[int | None, typer.Option(metavar="N", help="Judge seed (d
 CacheModeOption = Annotated[str | None, typer.Option(
     help="How the cache is used: read-write (default), read-only, offline (as --offline), "
          "refresh (ask again, store the new answer) or off.")]
+AllowUnsignedShared = Annotated[bool, typer.Option(
+    "--allow-unsigned-shared",
+    help="With JUDGE_CACHE_SECRET set, use shared-tier rows that carry no signature too "
+         "(their digests are checked, not who wrote them). This command only: a file or "
+         "the environment cannot waive signatures.")]

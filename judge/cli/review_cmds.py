@@ -4,8 +4,9 @@
 
 The work is :mod:`judge.app.reviewing` and :mod:`judge.app.calibrating`; this module parses
 the flags and renders the results. ``judge review RUN`` serves the workspace on 127.0.0.1
-with a fresh write token (unless ``JUDGE_SERVER_TOKEN`` is set) and prints the page's
-address; the token rides in the address's fragment, which the browser never sends.
+with a fresh review token, which only reads and labels that run (every other route needs
+``JUDGE_SERVER_TOKEN``; without it they are closed), and prints the page's address; the
+token rides in the address's fragment, which the browser never sends.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ def review(
 
 
 def _serve_review(workspace: Workspace, run_id: str, port: int) -> None:
+    from ..server.security import ReviewGrant
     from ..server.serving import serve
 
     with workspace.open_store() as store:
@@ -80,11 +82,10 @@ def _serve_review(workspace: Workspace, run_id: str, port: int) -> None:
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             port = int(probe.getsockname()[1])
-    token = workspace.env.get(TOKEN_ENV) or secrets.token_urlsafe(24)
-    env = {**workspace.env, TOKEN_ENV: token}
-    shown = "#token=" + token if not workspace.env.get(TOKEN_ENV) else ""
-    typer.echo(f"review page: {review_link(run.id, port=port)}{shown}", err=True)
-    serve(workspace.root, "127.0.0.1", port, env=env, token=token)
+    grant = ReviewGrant(run.id, secrets.token_urlsafe(24))
+    typer.echo(f"review page: {review_link(run.id, port=port)}#token={grant.token}", err=True)
+    serve(workspace.root, "127.0.0.1", port, env=workspace.env,
+          token=workspace.env.get(TOKEN_ENV) or None, review=grant)
 
 
 def calibrate_cmd(

@@ -33,6 +33,7 @@ from . import print_error
 from .batch_cmds import submit as submit_batch
 from .diff_cmds import print_diff
 from .options import (
+    AllowUnsignedShared,
     ApiBaseOption,
     CacheDirOption,
     CacheModeOption,
@@ -136,6 +137,7 @@ def run(
     watch_runs: Annotated[int, typer.Option(
         "--watch-runs", hidden=True, min=0, help="With --watch: stop after N reruns.")]
     = MAX_RERUNS,
+    allow_unsigned_shared: AllowUnsignedShared = False,
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 
@@ -149,6 +151,7 @@ def run(
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
         "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
+        "cache_allow_unsigned": allow_unsigned_shared or None,
     }
     workspace = Workspace.open(overrides=overrides)
     try:
@@ -181,6 +184,8 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
             if len(report.summaries) > 1 else None,
             "baseline": verdict.public() if verdict is not None else None,
             **({"group": group_json(report.group)} if report.group is not None else {}),
+            **({"sharedTier": report.shared_tier.model_dump(mode="json")}
+               if report.shared_tier is not None else {}),
         }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
         rubric = workspace.rubric(report.run.rubric)

@@ -25,7 +25,7 @@ from . import routes_eval, routes_review, routes_runs, routes_service
 from .door import DoorLimits, DoorPolicy, allowed_hosts
 from .metrics import Metrics
 from .problems import Redactor, document_problems, install_handlers
-from .security import WriteGuard
+from .security import Access, ReviewGrant, WriteGuard
 from .state import Evaluations, ServerState
 
 __all__ = ["DESCRIPTION", "create_app", "open_app"]
@@ -39,19 +39,23 @@ DESCRIPTION = (
     "413). Errors are `application/problem+json` (RFC 9457).")
 
 
-def create_app(workspace: Workspace, *, token: str | None = None,
-               bind: str | None = None) -> FastAPI:
+def create_app(workspace: Workspace, *, token: str | None = None, bind: str | None = None,
+               review: ReviewGrant | None = None) -> FastAPI:
     """The app serving ``workspace`` on ``bind`` (None: loopback, in process).
 
     ``token`` (default: ``JUDGE_SERVER_TOKEN``) guards every route but the probes and the
-    schema; :class:`judge.server.door.DoorLimits` checks it, the ``Host`` and the body's
-    size before anything is parsed.
+    schema; ``review`` adds the review page's token, which only reads and labels its run
+    (:class:`judge.server.security.Access`). :class:`judge.server.door.DoorLimits` checks
+    them, the ``Host`` and the body's size before anything is parsed. No API docs page is
+    served (``/docs``, ``/redoc``: their scripts come from a CDN, and a page of this origin
+    could ask the review page for its token); ``/openapi.json`` is the contract.
     """
     if isinstance(workspace.judges, LiteLLMJudges) and not workspace.judges.process_owned:
         # Many requests and runs at once share LiteLLM's sessions: none may close them.
         workspace = replace(workspace, judges=LiteLLMJudges(process_owned=True))
     redact = Redactor(workspace.env)
     token = token if token is not None else workspace.env.get(TOKEN_ENV)
+    access = Access(token or None, review)
     jobs_box: list[RunJobs] = []
     metrics = Metrics(lambda: len(jobs_box[0].active()) if jobs_box else 0)
     jobs = RunJobs([metrics])
@@ -59,7 +63,7 @@ def create_app(workspace: Workspace, *, token: str | None = None,
     index = SuiteIndex(workspace)
     state = ServerState(workspace=workspace, index=index, jobs=jobs,
                         monitor=LiveMonitor(index), metrics=metrics,
-                        guard=WriteGuard(token),
+                        guard=WriteGuard(access),
                         redact=redact, evaluations=Evaluations(workspace))
 
     @asynccontextmanager
@@ -68,9 +72,10 @@ def create_app(workspace: Workspace, *, token: str | None = None,
         await state.aclose()
 
     app = FastAPI(title="judgeflow", version=__version__, description=DESCRIPTION,
-                  lifespan=lifespan, default_response_class=redact.response_class())
+                  lifespan=lifespan, default_response_class=redact.response_class(),
+                  docs_url=None, redoc_url=None)
     app.state.judge = state
-    policy = DoorPolicy(token=token or None,
+    policy = DoorPolicy(access=access,
                         hosts=allowed_hosts(bind, workspace.settings.server_hosts),
                         any_address=(bind or "").strip("[]") in {"0.0.0.0", "::"},
                         max_body=workspace.settings.server_max_body)
@@ -92,7 +97,7 @@ def create_app(workspace: Workspace, *, token: str | None = None,
 
 
 def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None,
-             bind: str | None = None) -> FastAPI:
+             bind: str | None = None, review: ReviewGrant | None = None) -> FastAPI:
     """The app of the workspace at ``root``, ready: settings read, store opened once.
 
     What ``judge serve`` builds behind its gate; it raises what opening raises (a bad
@@ -101,4 +106,4 @@ def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None,
     workspace = Workspace.open(root, env=env)
     with workspace.open_store():
         pass  # created or migrated, and this host's dead runs marked, before any request
-    return create_app(workspace, token=token, bind=bind)
+    return create_app(workspace, token=token, bind=bind, review=review)

@@ -5,8 +5,8 @@ loopback name when bound to loopback, or a name of the ``server_hosts`` setting)
 a page whose DNS name was rebound to 127.0.0.1 sends its own name, and is refused; the
 method is one the path has (``OPTIONS`` answers 204 with ``Allow``; another method 405 with
 ``Allow`` listing the methods the OpenAPI documents for the path, across all its routes);
-the token, when the server has one, for every route but the probes and the schema (401
-without it), and without one no write from a web page (``Origin``, 403); the body at most
+the token check (:meth:`judge.server.security.Access.refusal`: 401 without the token, 403
+for a review token off its run, and without a token no write from a web page); the body at most
 ``server_max_body`` bytes: a larger ``Content-Length`` gets 413 unread, a body without one
 is read up to the limit and refused as it crosses it. Only then does the app parse anything.
 Every refusal is a problem+json answer, and docs/openapi.json lists them
@@ -19,7 +19,6 @@ page could read runs.
 
 from __future__ import annotations
 
-import hmac
 import ipaddress
 import json
 import re
@@ -29,19 +28,11 @@ from typing import Any
 
 from starlette.routing import compile_path
 
-__all__ = ["PUBLIC_PATHS", "DoorLimits", "DoorPolicy", "allowed_hosts"]
+from .security import WRITES, Access
 
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/openapi.json", "/docs",
-                          "/docs/oauth2-redirect", "/redoc"})
-"""Routes open without the token: liveness and readiness probes (an orchestrator's, which
-carries no credentials; they say nothing but "up"), and the API's schema and its pages
-(the contract, the same for every workspace). Everything else needs it when one is set."""
-PUBLIC_PAGES = ("/review/",)
-"""Pages whose GET is the page's shell alone (no run data: its script asks the API for that,
-with the token it reads from the address's fragment, which browsers never send)."""
+__all__ = ["DoorLimits", "DoorPolicy", "allowed_hosts"]
 
 _PROBLEM = "urn:judgeflow:problem:"
-_WRITES = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -90,8 +81,8 @@ def _host_name(value: str) -> str:
 class DoorPolicy:
     """What :class:`DoorLimits` enforces."""
 
-    token: str | None
-    """The bearer token (None: none; then writes from web pages are refused)."""
+    access: Access
+    """The tokens, and who may call what (:meth:`Access.refusal`)."""
     hosts: frozenset[str]
     """:func:`allowed_hosts`."""
     any_address: bool
@@ -114,14 +105,6 @@ class DoorPolicy:
             return False
         return True
 
-    def token_ok(self, authorization: str | None) -> bool:
-        """``Authorization: Bearer <token>``, compared in constant time."""
-        assert self.token is not None
-        scheme, _, given = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer":
-            given = ""
-        return hmac.compare_digest(given.strip().encode(), self.token.encode())
-
 
 class DoorLimits:
     """Pure ASGI middleware: the checks above, then the app (see the module's docstring)."""
@@ -143,7 +126,7 @@ class DoorLimits:
         if refusal is not None:
             await _answer(send, scope, *refusal)
             return
-        if scope["method"] not in _WRITES:
+        if scope["method"] not in WRITES:
             await self.app(scope, receive, send)
             return
         await self._bounded(scope, receive, send)
@@ -163,14 +146,11 @@ class DoorLimits:
             return (405, "method-not-allowed", "Method not allowed",
                     f"{path} answers {', '.join(sorted(methods))}",
                     {"Allow": ", ".join(sorted(methods | {"OPTIONS"}))})
-        if policy.token is not None:
-            public = path in PUBLIC_PATHS or (method == "GET" and path.startswith(PUBLIC_PAGES))
-            if not public and not policy.token_ok(headers.get("authorization")):
-                return (401, "unauthorized", "A bearer token is required (JUDGE_SERVER_TOKEN)",
-                        None, {"WWW-Authenticate": "Bearer"})
-        elif method in _WRITES and headers.get("origin"):
-            return (403, "forbidden", "Writes from a web page need JUDGE_SERVER_TOKEN", None,
-                    {})
+        refused = policy.access.refusal(method, path, headers.get("authorization"),
+                                        headers.get("origin"))
+        if refused is not None:
+            return (refused.status, refused.slug, refused.title, refused.detail,
+                    dict(refused.headers))
         length = headers.get("content-length")
         if length is not None:
             if not length.isdigit():

@@ -33,6 +33,7 @@ from .gate import Gate
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
+    from .security import ReviewGrant
     from .state import ServerState
 
 __all__ = ["GRACEFUL_SECONDS", "OPENING_SWITCH_INTERVAL", "serve", "url_of"]
@@ -51,9 +52,11 @@ def url_of(host: str, port: int) -> str:
 
 class _Server(uvicorn.Server):
     def __init__(self, config: uvicorn.Config, gate: Gate, root: Path,
-                 env: Mapping[str, str], token: str | None) -> None:
+                 env: Mapping[str, str], token: str | None,
+                 review: ReviewGrant | None = None) -> None:
         super().__init__(config)
         self.gate, self.root, self.env, self.token = gate, root, env, token
+        self.review = review
         self.judge: ServerState | None = None
         self.error: BaseException | None = None
 
@@ -82,7 +85,8 @@ class _Server(uvicorn.Server):
             from ..llm.client import preload
             from .app import open_app
 
-            app = open_app(self.root, self.env, token=self.token, bind=self.config.host)
+            app = open_app(self.root, self.env, token=self.token, bind=self.config.host,
+                           review=self.review)
         except BaseException as exc:  # handed to the main thread, re-raised by serve()
             self._in_loop(loop, self._failed, exc)
             return
@@ -118,16 +122,17 @@ class _Server(uvicorn.Server):
 
 
 def serve(root: Path, host: str, port: int, *, env: Mapping[str, str],
-          token: str | None = None) -> None:
+          token: str | None = None, review: ReviewGrant | None = None) -> None:
     """Serve the workspace at ``root`` on ``host:port`` until SIGTERM or Ctrl-C.
 
-    Raises what opening the workspace raised (after the server stopped), if it failed.
+    ``review``: a review page's token besides ``token`` (``judge review``). Raises what
+    opening the workspace raised (after the server stopped), if it failed.
     """
     gate = Gate()
     config = uvicorn.Config(gate, host=host, port=port, log_level="warning", access_log=False,
                             lifespan="off", ws="none", http="h11",
                             timeout_graceful_shutdown=GRACEFUL_SECONDS)
-    server = _Server(config, gate, root, env, token)
+    server = _Server(config, gate, root, env, token, review)
     server.run()
     if server.error is not None:
         raise server.error

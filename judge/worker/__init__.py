@@ -10,8 +10,10 @@ direct run, unchanged.
 Layer: door (the CLI's front). May import: the CLI (the server side only); ``judge.__main__``
 imports the client, which imports nothing but the standard library: it decides before typer.
 
-Modules: ``client`` (decide, connect, pass fds, forward signals, fall back), ``server`` (the
-warm parent: listen, fork a child per command, idle timeout, digest check).
+Modules: ``client`` (decide, check the socket's folder and its peer, connect, pass fds,
+forward signals, fall back), ``server`` (the warm parent: one thread that listens, checks
+each peer and head, forks a child per command and kills it when its client goes, idles out,
+checks the digest).
 """
 
 from __future__ import annotations

@@ -1,10 +1,16 @@
 """The worker's client: tiny, standard library only, decided before anything heavy is imported.
 
 Protocol (one Unix stream connection per command): the client sends one JSON line
-``{"digest", "argv", "cwd", "env"}`` with fds 0/1/2 attached (SCM_RIGHTS); the worker answers
-``{"pid": N}`` (the child, for forwarding SIGINT/SIGTERM) or ``{"stale": true}``, then
-``{"exit": CODE}`` or ``{"signal": SIG}``. Anything else is a worker error: the client runs the
-command directly, as without the worker.
+``{"digest", "argv", "cwd", "env"}`` (at most :data:`MAX_HEAD` bytes) with fds 0/1/2 attached
+(SCM_RIGHTS); the command's child answers ``{"pid": N}`` before it does anything else (for
+forwarding SIGINT/SIGTERM), or the worker answers ``{"stale": true}`` or ``{"refused": WHY}``;
+then ``{"exit": CODE}`` or ``{"signal": SIG}``. Anything else before the pid is a worker error:
+nothing ran, and the client runs the command directly, as without the worker.
+
+Trust: the socket's folder must be a private folder of this user (:func:`private_folder`) and
+the process at the other end of the socket this user (:func:`same_user`, ``SO_PEERCRED``)
+before a byte is sent; otherwise the command runs directly and nothing (no environment, no
+descriptor) reaches that socket.
 """
 
 from __future__ import annotations
@@ -14,22 +20,31 @@ import json
 import os
 import signal
 import socket
+import stat
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-__all__ = ["BOOT", "DEFAULT_IDLE_S", "FILE_IGNORED", "KILLED", "digest", "enabled", "exit_now",
-           "file_notice", "file_settings", "idle_seconds", "run", "runtime_dir", "socket_path",
-           "spawn", "status", "stop", "workspace"]
+__all__ = ["BOOT", "DEFAULT_IDLE_S", "FILE_IGNORED", "KILLED", "MAX_ANSWER", "MAX_HEAD", "digest",
+           "enabled", "exit_now", "file_notice", "file_settings", "folder_problem", "idle_seconds",
+           "peer_uid", "run", "runtime_dir", "same_user", "socket_path", "spawn", "status", "stop",
+           "workspace"]
 
 PACKAGE = Path(__file__).resolve().parents[1]
 START_WAIT_S = 10.0
 KILLED = 128 + signal.SIGKILL
+"""The exit code when the worker and the command's child died with no report."""
 FORWARDED = (signal.SIGINT, signal.SIGTERM)
 """The signals the client passes on to the command's child."""
-"""The exit code when the worker and the command's child died with no report."""
 DEFAULT_IDLE_S = 600.0
+MAX_HEAD = 16 * 1024 * 1024
+"""The largest head line, in bytes; the worker refuses a longer one unread, and the client
+runs a command whose head would be longer directly. Linux caps a process's arguments and
+environment together at 2 MiB (``ARG_MAX``) and JSON escapes a byte as at most six: a real
+head stays under 12 MiB."""
+MAX_ANSWER = 4096
+"""The largest line the worker may answer with (its answers are a few dozen bytes)."""
 
 
 _TRUE = frozenset({"1", "on", "t", "true", "y", "yes"})
@@ -125,19 +140,78 @@ def idle_seconds(env: Mapping[str, str] = os.environ, cwd: str | None = None) ->
     return seconds if 0 < seconds <= 86_400 else None
 
 
-def runtime_dir() -> Path:
-    """``$XDG_RUNTIME_DIR``, else a 0700 folder under the temp dir named for the uid."""
+def folder_problem(path: Path) -> str | None:
+    """Why ``path`` is not a private folder of this user, or None when it is one.
+
+    Private: a folder itself (not a symlink to one), owned by this uid, that neither its group
+    nor others may write to — else another user could put their own socket where the
+    client looks for the worker's, or remove the worker's.
+    """
+    try:
+        st = os.lstat(path)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not stat.S_ISDIR(st.st_mode):
+        return "is not a folder" + (" (a symlink)" if stat.S_ISLNK(st.st_mode) else "")
+    if st.st_uid != os.getuid():
+        return f"belongs to uid {st.st_uid}, not to this user (uid {os.getuid()})"
+    if st.st_mode & 0o022:
+        return f"may be written by its group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _xdg_problem() -> str | None:
+    """Why ``$XDG_RUNTIME_DIR`` is set but not used, or None (unset, or private)."""
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
+    if not xdg:
+        return None
+    if not os.path.isabs(xdg):
+        return f"XDG_RUNTIME_DIR {xdg!r} is not an absolute path"
+    problem = folder_problem(Path(xdg))
+    return None if problem is None else f"XDG_RUNTIME_DIR {xdg} {problem}"
+
+
+def runtime_dir() -> Path:
+    """``$XDG_RUNTIME_DIR`` when it is a private folder of this user, else ``judge-<uid>``.
+
+    The fallback is a 0700 folder under the temp dir made by this user; OSError when that is
+    not private either (someone else made it first): the command then runs directly.
+    """
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and _xdg_problem() is None:
         return Path(xdg)
     import tempfile  # here: every command pays the client's imports
 
     path = Path(tempfile.gettempdir()) / f"judge-{os.getuid()}"
-    path.mkdir(mode=0o700, exist_ok=True)
-    st = path.stat()
-    if st.st_uid != os.getuid() or st.st_mode & 0o077:
-        raise OSError(f"{path} is not a private folder of this user")
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    problem = folder_problem(path)
+    if problem is not None:
+        raise OSError(f"{path} {problem}")
     return path
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of the Unix socket ``sock``, by ``SO_PEERCRED``.
+
+    The kernel's record of who connected (or listened), which the peer cannot forge. None
+    where the platform has no ``SO_PEERCRED``: no peer is trusted there.
+    """
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    try:
+        cred = sock.getsockopt(socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+    except OSError:
+        return None
+    return int.from_bytes(cred[4:8], sys.byteorder)
+
+
+def same_user(sock: socket.socket) -> bool:
+    """Whether the peer of ``sock`` is this user: the only peer we send to or take from."""
+    return peer_uid(sock) == os.getuid()
 
 
 def workspace(cwd: str | None = None) -> Path:
@@ -235,52 +309,85 @@ def _connect(path: Path, start: bool) -> socket.socket | None:
     return sock
 
 
-def _answer(sock: socket.socket) -> dict[str, int]:
+def _lines(sock: socket.socket) -> Iterator[bytes]:
+    """The worker's answer lines as they come, until the end of the stream.
+
+    Bounded: a line longer than :data:`MAX_ANSWER` is a worker error (ValueError).
+    """
+    data = b""
+    while True:
+        chunk = sock.recv(4096)
+        if not chunk:
+            return
+        data += chunk
+        *lines, data = data.split(b"\n")
+        yield from (line for line in lines if line.strip())
+        if len(data) > MAX_ANSWER:
+            raise ValueError("the worker's answer is not a line of its protocol")
+
+
+def _answer(lines: Iterator[bytes]) -> dict[str, int]:
     """The first ``exit`` or ``signal`` line, else ``{}`` at the end of the stream.
 
     The child reports its exit code itself before it ends (the parent says the same once it
     has reaped it): the client goes on at the child's line, without waiting for the
     parent's ``waitpid`` (bench/RESULTS.md, "The warm worker's fixed costs").
     """
-    data = b""
-    while True:
-        chunk = sock.recv(4096)
-        if not chunk:
-            return {}
-        data += chunk
-        *lines, data = data.split(b"\n")
-        for line in lines:
-            if line.strip():
-                answer: dict[str, int] = json.loads(line)
-                if "exit" in answer or "signal" in answer:
-                    return answer
+    for line in lines:
+        answer = json.loads(line)
+        if isinstance(answer, dict) and ("exit" in answer or "signal" in answer):
+            return answer
+    return {}
+
+
+def _trusted(sock: socket.socket, path: Path) -> bool:
+    """Whether the worker at ``path`` is this user's; said on stderr when it is not."""
+    uid = peer_uid(sock)
+    if uid == os.getuid():
+        return True
+    who = "a process of unknown owner" if uid is None else f"uid {uid}"
+    sys.stderr.write(f"judge: the warm worker's socket {path} is held by {who}, not by you: "
+                     "nothing was sent to it, the command ran directly\n")
+    return False
+
+
+def _send_head(sock: socket.socket, argv: list[str]) -> bool:
+    """Send the command's head with fds 0/1/2; False (nothing sent) when it is too long."""
+    head = json.dumps({"digest": digest(), "argv": argv, "cwd": os.getcwd(),
+                       "env": dict(os.environ)}).encode() + b"\n"
+    if len(head) > MAX_HEAD:
+        return False
+    sent = socket.send_fds(sock, [head], [0, 1, 2])
+    sock.sendall(head[sent:])
+    return True
 
 
 def run(argv: list[str], start: bool = True) -> int | None:
     """Run ``argv`` in the worker; its exit code, or None when the caller must run directly."""
+    if getattr(socket, "SO_PEERCRED", None) is None:
+        return None  # no peer can be checked here: nothing is sent to any
     try:
         path = socket_path()
+        if (problem := _xdg_problem()) is not None:
+            sys.stderr.write(f"judge: {problem}: the warm worker uses {path.parent} instead\n")
         sock = _connect(path, start)
         if sock is None:
             return None
         with sock:
-            head = {"digest": digest(), "argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+            if not _trusted(sock, path):
+                return None
             # Ctrl-C or SIGTERM between the fork and the forwarder would end this client and
             # leave the child running: held until the forwarder is in place, then delivered.
             signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED)
             try:
-                socket.send_fds(sock, [json.dumps(head).encode() + b"\n"], [0, 1, 2])
+                if not _send_head(sock, argv):
+                    return None
                 sock.settimeout(START_WAIT_S)  # a worker that accepts but never answers
-                first = b""
-                while not first.endswith(b"\n"):
-                    chunk = sock.recv(1)
-                    if not chunk:
-                        return None
-                    first += chunk
+                lines = _lines(sock)
+                hello = json.loads(next(lines, b"{}"))
                 sock.settimeout(None)
-                hello = json.loads(first)
                 if "pid" not in hello:
-                    return None  # stale: the worker restarts itself; this run goes direct
+                    return None  # stale or refused: no child started; this run goes direct
                 child = int(hello["pid"])
 
                 def forward(signum: int, _frame: object) -> None:
@@ -292,7 +399,7 @@ def run(argv: list[str], start: bool = True) -> int | None:
             finally:
                 signal.pthread_sigmask(signal.SIG_UNBLOCK, FORWARDED)
             try:
-                last = _answer(sock)
+                last = _answer(lines)
             except (OSError, ValueError):
                 last = {}
             finally:
@@ -316,18 +423,17 @@ def run(argv: list[str], start: bool = True) -> int | None:
 
 
 def _control(path: Path, name: str) -> bytes:
-    """Send the worker the control message ``name``; its one-line answer (OSError: none runs)."""
+    """Send the worker the control message ``name``; its one-line answer.
+
+    OSError when none runs, or when the socket is not this user's worker (nothing sent).
+    """
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(5)
         sock.connect(str(path))
+        if not same_user(sock):
+            raise OSError(f"{path} is not this user's worker")
         sock.sendall(b'{"control": "%s"}\n' % name.encode())
-        data = b""
-        while not data.endswith(b"\n"):
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            data += chunk
-    return data
+        return next(_lines(sock), b"")
 
 
 def exit_now(code: int) -> None:
@@ -347,9 +453,8 @@ def exit_now(code: int) -> None:
 
 def stop(path: Path | None = None) -> bool:
     """Ask the worker to stop; True when one was running."""
-    path = path or socket_path()
     try:
-        _control(path, "stop")
+        _control(path or socket_path(), "stop")
     except OSError:
         return False
     return True
@@ -357,9 +462,8 @@ def stop(path: Path | None = None) -> bool:
 
 def status(path: Path | None = None) -> dict[str, object] | None:
     """The worker's status (pid, digest, idle timeout), or None when none runs."""
-    path = path or socket_path()
     try:
-        result: dict[str, object] = json.loads(_control(path, "status"))
+        result: dict[str, object] = json.loads(_control(path or socket_path(), "status"))
     except (OSError, ValueError):
         return None
     return result

@@ -110,19 +110,22 @@ def test_a_stale_digest_row_is_replaced_not_kept_forever(cache_url: str) -> None
         assert tier.get(key) == body
 
 
-def test_require_signed_refuses_unsigned_rows(cache_url: str) -> None:
+def test_with_the_secret_an_unsigned_row_is_refused_unless_waived(cache_url: str) -> None:
+    """With the secret, signatures are required by default: an unsigned row (a writer without
+    the secret, or a row stripped of its ``sig``) is refused, then replaced signed by the next
+    verdict; only a command's waiver (``allow_unsigned``) takes it."""
     one = entry(1)
     key, body = one["key"], canonical_json(one).encode("utf-8")
     with SharedCache(cache_url) as unsigned_writer:
         unsigned_writer.put(key, body)
-    with SharedCache(cache_url, secret=SECRET) as lenient:
-        assert lenient.get(key) == body  # an unsigned row: used unless signatures are required
-    with SharedCache(cache_url, secret=SECRET, require_signed=True) as strict:
+    with SharedCache(cache_url) as no_secret:
+        assert no_secret.get(key) == body  # nothing to check it against: digests only
+    with SharedCache(cache_url, secret=SECRET, allow_unsigned=True) as waived:
+        assert waived.get(key) == body
+    with SharedCache(cache_url, secret=SECRET) as strict:
         assert strict.get(key) is None and "unsigned" in strict.reasons[key]
         assert strict.put(key, body)  # and the next verdict replaces it, signed
     assert _rows(cache_url)[key][2] == sign(SECRET, body)
-    with pytest.raises(ValueError, match="needs the team secret"):
-        SharedCache(cache_url, require_signed=True)
 
 
 def test_a_table_made_before_signing_gains_its_column(tmp_path: Path) -> None:
@@ -151,16 +154,17 @@ def test_cache_verify_checks_the_tiers_signatures(cache_url: str, tmp_path: Path
     with TieredCache(tmp_path / "a2", shared_url=cache_url) as unsigned:
         unsigned.put(two)
     ws = _workspace(tmp_path / "ws", cache_url, env)
-    clean = verify_cache(ws)
-    assert clean.shared is not None and clean.shared.signed
-    assert (clean.shared.entries, clean.shared.rejected) == (2, 0) and not clean.bad
-    strict = verify_cache(ws, require_signed=True)
-    assert strict.bad and strict.shared is not None
+    strict = verify_cache(ws)  # with the secret, the unsigned row is bad by default
+    assert strict.bad and strict.shared is not None and strict.shared.signed
     assert strict.shared.rejected_keys == (two["key"],)
+    waived = verify_cache(_workspace(tmp_path / "ws", cache_url, env, cache_allow_unsigned=True))
+    assert waived.shared is not None and not waived.bad
+    assert (waived.shared.entries, waived.shared.rejected) == (2, 0)
+    assert verify_cache(ws, require_signed=True).shared == strict.shared
     _tamper(cache_url, one["key"])
     report = verify_cache(ws)
     assert report.bad and report.shared is not None
-    assert report.shared.rejected_keys == (one["key"],)
+    assert set(report.shared.rejected_keys) == {one["key"], two["key"]}
     assert "signature does not match" in report.shared.rejected_reasons[one["key"]]
     with pytest.raises(UsageError, match="needs the team secret"):
         verify_cache(_workspace(tmp_path / "ws2", cache_url, {}), require_signed=True)

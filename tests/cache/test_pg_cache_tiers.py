@@ -1,14 +1,17 @@
 """The shared cache tier on a real PostgreSQL: two machines, one cache; tampering; offline
-replay from the shared tier alone; push/pull; the tier lost mid-run."""
+replay from the shared tier alone; push/pull; the tier lost mid-run; under the team secret a
+resealed or stripped row refused; without it, a run saying once that the rows are
+unauthenticated."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import EXAMPLE_SUITE
+from conftest import EXAMPLE_SUITE, judge_env, run_judge
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
@@ -18,7 +21,9 @@ from judge.app.cache_ops import cache_stats, pull_cache, push_cache
 from judge.app.running import NullObserver, RunReport, RunRequest, run_suite
 from judge.app.workspace import JudgePool, Workspace
 from judge.cache.disk import JudgmentCache
+from judge.cache.entry import with_digest
 from judge.cache.tiers import TieredCache
+from judge.core.canonical import canonical_json
 from judge.core.models import CaseResult
 from judge.core.secrets import MASK
 
@@ -51,10 +56,16 @@ class NoJudges:
 
 
 def machine(root: Path, fake_server: Any, cache_url: str | None, *, judges: Any = None,
-            **more: Any) -> Workspace:
+            env: dict[str, str] | None = None, **more: Any) -> Workspace:
     root.mkdir(exist_ok=True)
     return Workspace.open(root, {"model": MODEL, "api_base": fake_server.base_url + "/v1",
-                                 "cache_url": cache_url, **more}, env={}, judges=judges)
+                                 "cache_url": cache_url, **more}, env=env or {},
+                          judges=judges)
+
+
+def unauthenticated(notices: list[str]) -> list[str]:
+    """The notices a run without the team secret says of its tier's rows (one, first)."""
+    return [n for n in notices if "rows are not authenticated" in n]
 
 
 def requests(fake_server: Any) -> int:
@@ -85,7 +96,8 @@ def test_two_machines_share_one_cache_and_the_second_run_calls_no_model(
         update={"cache_hits": second.summary.cache_hits})
     assert second.summary.cache_hits == first.llm_cases > 0
     assert second.run.totals.calls == 0
-    assert heard.notices == []
+    assert second.shared_tier is not None and second.shared_tier.rows == "unauthenticated"
+    assert heard.notices == unauthenticated(heard.notices) == [second.shared_tier.notice]
     assert sorted(local_keys(b)) == sorted(local_keys(machine(tmp_path / "a", fake_server,
                                                               pg_url)))
     third = run(b)  # now local, through the replay index: still no call
@@ -108,7 +120,8 @@ def test_a_tampered_shared_entry_is_ignored_reported_and_judged_again(
     report = run(b, heard)
     assert requests(fake_server) == called + 1  # that one judgment, asked of the model again
     assert report.summary.cache_hits == report.llm_cases - 1
-    assert len(heard.notices) == 1 and key[:16] in heard.notices[0]
+    assert len(heard.notices) == 2 and unauthenticated(heard.notices) == heard.notices[:1]
+    assert key[:16] in heard.notices[1]
     # The fresh verdict replaced the tampered row (an upsert, issue 30): nothing is left
     # rejected, and the next runner pays for it no more.
     stats = cache_stats(b)
@@ -166,7 +179,7 @@ def test_the_shared_tier_lost_mid_run_leaves_the_local_cache(
     report = run(ws, heard)
     assert heard.results > 3 and report.summary.scored == report.summary.cases
     lost = [n for n in heard.notices if "local cache only" in n]
-    assert len(lost) == 1 and heard.notices == lost
+    assert len(lost) == 1 and heard.notices == [*unauthenticated(heard.notices), *lost]
     assert len(local_keys(ws)) == report.llm_cases  # every verdict kept locally
     assert report.run.totals.judged_anew == report.llm_cases
 
@@ -185,3 +198,92 @@ def test_a_server_restart_is_weathered_without_losing_the_tier(
         cache.remove([two["key"]])
         assert cache.turns(two["key"]) == two["turns"]  # a read: the reader reconnects
         assert cache.down is None and heard == []
+
+
+SECRET = "team-secret-for-tests"
+
+
+def _unsign(url: str, key: str, *, score: int | None = None) -> None:
+    """Set the row's ``sig`` to NULL; with ``score``, edit its verdict and reseal its digest
+    first (what a writer without the secret can do)."""
+    engine = create_engine(url, poolclass=NullPool)
+    with engine.begin() as conn:
+        body = conn.execute(text("SELECT body FROM judge_cache_entries WHERE key = :k"),
+                            {"k": key}).scalar_one()
+        entry = json.loads(bytes(body))
+        if score is not None:
+            before = json.dumps(entry["turns"])
+            for turn in entry["turns"]:
+                turn["text"] = turn["text"].replace('"score": ', f'"score": {score}, "was": ')
+            assert json.dumps(entry["turns"]) != before
+            entry = with_digest({k: v for k, v in entry.items() if k != "digest"})
+        conn.execute(text("UPDATE judge_cache_entries SET body = :b, digest = :d, sig = NULL "
+                          "WHERE key = :k"),
+                     {"b": canonical_json(entry).encode("utf-8"), "d": entry["digest"],
+                      "k": key})
+    engine.dispose()
+
+
+def test_under_the_secret_a_resealed_or_stripped_row_is_refused_and_judged_again(
+        fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    """With JUDGE_CACHE_SECRET set, signatures are required by default: a row edited and
+    resealed without the secret (digest recomputed, ``sig`` gone) and a row merely stripped
+    of its ``sig`` are both refused like tampered ones — judged again, named, never used —
+    and the fresh signed verdicts replace them. (They used to be served: every score 100.)"""
+    env = {"JUDGE_CACHE_SECRET": SECRET}
+    first = run(machine(tmp_path / "a", fake_server, pg_url, env=env))
+    called = requests(fake_server)
+    engine = create_engine(pg_url, poolclass=NullPool)
+    with engine.connect() as conn:
+        keys = list(conn.execute(text("SELECT key FROM judge_cache_entries ORDER BY key "
+                                      "LIMIT 2")).scalars())
+    engine.dispose()
+    _unsign(pg_url, keys[0], score=100)
+    _unsign(pg_url, keys[1])
+    heard = Heard()
+    second = run(machine(tmp_path / "b", fake_server, pg_url, env=env), heard)
+    assert requests(fake_server) == called + 2  # both asked of the judge again
+    assert second.summary.mean_overall == first.summary.mean_overall  # no 100 got in
+    assert second.shared_tier is not None and second.shared_tier.rows == "signed"
+    assert second.shared_tier.notice is None and not unauthenticated(heard.notices)
+    refused = [n for n in heard.notices if "ignored, never used" in n]
+    assert len(refused) == 2 and all("unsigned" in n for n in refused)
+    assert {k[:16] for k in keys} == {n.split("entry ")[1][:16] for n in refused}
+    stats = cache_stats(machine(tmp_path / "b", fake_server, pg_url, env=env))
+    assert stats.shared is not None and stats.shared.rejected == 0  # replaced, signed
+
+
+def test_a_run_says_once_what_the_shared_tiers_rows_are_checked_for(
+        fake_server: Any, pg_url: str, tmp_path: Path) -> None:
+    """Without the secret, ``judge run`` says once (stderr, and ``sharedTier`` in its JSON)
+    that the tier's rows are unauthenticated. With it: ``signed``, nothing said; waived by
+    the command's ``--allow-unsigned-shared``: ``unsigned-accepted``, said. A settings file
+    or the environment cannot waive signatures; the waiver contradicts
+    ``cache_require_signed`` (exit 2)."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "judge.toml").write_text(f'model = "{MODEL}"\napi_base = "{fake_server.base_url}'
+                                     f'/v1"\ncache_url = "{pg_url}"\n'
+                                     "cache_allow_unsigned = true\n")  # ignored: flag only
+    args = ["run", str(EXAMPLE_SUITE), "--json", "--no-check"]
+
+    def tier(env: dict[str, str], *more: str) -> tuple[dict[str, Any], str]:
+        done = run_judge([*args, *more], root, env=judge_env(**env))
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["sharedTier"], done.stderr
+
+    bare, err = tier({})
+    assert bare["rows"] == "unauthenticated"
+    assert MASK in bare["url"] or make_url(pg_url).password is None
+    assert err.count("rows are not authenticated") == 1 and bare["notice"] in err
+    signed, err = tier({"JUDGE_CACHE_SECRET": SECRET, "JUDGE_CACHE_ALLOW_UNSIGNED": "1"})
+    assert signed == {"url": bare["url"], "rows": "signed", "notice": None}
+    assert "authenticated" not in err and "unsigned" not in err
+    waived, err = tier({"JUDGE_CACHE_SECRET": SECRET}, "--allow-unsigned-shared")
+    assert waived["rows"] == "unsigned-accepted" and err.count(waived["notice"]) == 1
+    config = run_judge(["config"], root, env=judge_env(JUDGE_CACHE_ALLOW_UNSIGNED="1"))
+    assert "ignored: a command's flag only" in config.stdout
+    (root / "judge.toml").write_text(f'cache_url = "{pg_url}"\ncache_require_signed = true\n')
+    both = run_judge([*args, "--allow-unsigned-shared"], root,
+                     env=judge_env(JUDGE_CACHE_SECRET=SECRET))
+    assert both.returncode == 2 and "contradicts cache_require_signed" in both.stderr

@@ -12,6 +12,7 @@ end of the test or module that started it, each in its own short runtime dir und
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -25,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -86,27 +88,33 @@ def runtime(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
     yield folder
     try:
-        _cleanup(folder, ROOT)
+        _cleanup(folder)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _cleanup(folder: Path, cwd: Path) -> None:
-    _judge(["worker", "stop"], _env(folder), cwd)
+def _cleanup(folder: Path) -> None:
+    """Stop every worker whose socket is in ``folder`` (whatever its workspace)."""
+    for sock in folder.glob("judge-worker-*.sock"):
+        client.stop(sock)
     for pid in _workers(folder):  # whatever is left (a worker still starting): stopped hard
         if not _wait(lambda p=pid: not _alive(p), 10):
             os.kill(pid, signal.SIGKILL)
 
 
 def _workers(folder: Path) -> list[int]:
-    """The worker processes whose socket is in ``folder``."""
+    """The worker processes (and their commands' children) whose socket is in ``folder``.
+
+    The worker starts as ``python -c BOOT``: its module's name is inside an argument.
+    """
     found = []
     for proc in Path("/proc").iterdir():
         try:
             cmd = (proc / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue
-        if b"judge.worker.server" in cmd and any(str(folder).encode() in c for c in cmd):
+        if (any(b"judge.worker.server" in c for c in cmd)
+                and any(str(folder).encode() in c for c in cmd)):
             found.append(int(proc.name))
     return found
 
@@ -160,7 +168,7 @@ def home_dirs() -> Iterator[Home]:
         yield home
     finally:
         try:
-            _cleanup(home.runtime, home.workspace)
+            _cleanup(home.runtime)
         finally:
             shutil.rmtree(base, ignore_errors=True)
 
@@ -774,3 +782,346 @@ def test_a_worker_killed_under_a_command_lets_it_finish(shared: Home, slow_serve
     assert _wait(lambda: client.status(shared.socket) is not None, 90)
     again = client.status(shared.socket)
     assert again is not None and again["pid"] != worker
+
+
+# -- trust: the socket's folder, the peer, the frames, the descriptors -------------------
+
+FOREIGN = 65534
+"""Another user's uid (``nobody``): the owner of a planted folder, the peer of a socket."""
+needs_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="another user's folder and process need root (os.chown, "
+                              "setuid); CI runs as root")
+
+
+def _foreign(work: Callable[[int], None]) -> tuple[int, Any]:
+    """Run ``work(out)`` in a process of uid FOREIGN forked from this one: its pid, its output.
+
+    Forked, not started: its uid is what the tests are about, and a fresh interpreter as
+    ``nobody`` could not read this one's installation. It makes system calls only (sockets,
+    ``os.write``) and ends with ``os._exit``; ``work`` bounds its own waits.
+    """
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(r)
+            os.setgroups([])
+            os.setgid(FOREIGN)
+            os.setuid(FOREIGN)
+            work(w)
+            code = 0
+        except BaseException as exc:  # said where the test reads, to show why
+            os.write(w, f"error: {exc!r}".encode())
+        finally:
+            os._exit(code)
+    os.close(w)
+    return pid, os.fdopen(r, "rb")
+
+
+@pytest.fixture
+def reachable() -> Iterator[Path]:
+    """A short folder under /tmp that another user may enter (tmp_path's parents are private,
+    and its path under xdist leaves a socket's name too little of the 107 bytes it may have)."""
+    folder = Path(tempfile.mkdtemp(prefix="jw-", dir="/tmp"))
+    folder.chmod(0o755)
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _ended(pid: int) -> int:
+    """The exit status of the forked ``pid`` (its work bounds how long that takes)."""
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status)
+
+
+@needs_root
+def test_a_runtime_folder_of_another_user_or_open_to_others_is_not_used(
+        reachable: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``XDG_RUNTIME_DIR`` owned by another uid, writable by others, or a symlink: the client
+    neither connects to a socket planted there nor would start a worker there; it uses its
+    private folder under the temp dir instead and says why. That folder, made first by another
+    user, is refused too: the command runs directly."""
+    temp = reachable / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    foreign = reachable / "foreign"
+    foreign.mkdir(mode=0o700)
+    os.chown(foreign, FOREIGN, FOREIGN)
+    open_to_all = reachable / "open"
+    open_to_all.mkdir()
+    open_to_all.chmod(0o1777)  # /tmp's mode: anyone may put a socket there
+    private = reachable / "private"
+    private.mkdir(mode=0o700)
+    (reachable / "link").symlink_to(private)
+    own = temp / f"judge-{os.getuid()}"
+    for folder, why in ((foreign, f"belongs to uid {FOREIGN}"), (open_to_all, "mode 1777"),
+                        (reachable / "link", "symlink")):
+        monkeypatch.setenv("XDG_RUNTIME_DIR", str(folder))
+        assert why in str(client.folder_problem(folder))
+        assert client.socket_path().parent == own
+        planted = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)  # where a worker's would be
+        planted.bind(str(folder / client.socket_path().name))
+        planted.listen(1)
+        planted.setblocking(False)
+        with planted:
+            assert client.run(["judge", "--version"], start=False) is None
+            with pytest.raises(BlockingIOError):
+                planted.accept()  # never connected to
+        assert why in capsys.readouterr().err
+    assert client.folder_problem(own) is None and stat.S_IMODE(own.stat().st_mode) == 0o700
+    os.chown(own, FOREIGN, FOREIGN)
+    with pytest.raises(OSError, match="belongs to uid"):
+        client.runtime_dir()
+    assert client.run(["judge", "--version"], start=False) is None
+    assert client.status() is None and client.stop() is False
+
+
+@needs_root
+def test_a_socket_held_by_another_user_gets_nothing(
+        reachable: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Another user's process listening where the worker's socket would be (in the client's own
+    private folder): the client sees its uid (SO_PEERCRED) and sends it nothing — no
+    environment, no descriptor, no control message — then runs the command directly."""
+    runtime = reachable / "run"
+    runtime.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    theirs = reachable / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, FOREIGN, FOREIGN)
+    spot = theirs / "s.sock"
+
+    def listen(out: int) -> None:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+            server.bind(str(spot))
+            server.listen(4)
+            server.settimeout(TIMEOUT)
+            os.write(out, b"ready\n")
+            got = []
+            for _ in range(3):  # the command, its status, its stop
+                conn, _ = server.accept()
+                with conn:
+                    conn.settimeout(TIMEOUT)
+                    msg, fds, _, _ = socket.recv_fds(conn, 1 << 20, 8)
+                    got.append(f"{len(msg)}:{len(fds)}")
+            os.write(out, " ".join(got).encode() + b"\n")
+
+    pid, out = _foreign(listen)
+    with out:
+        assert out.readline() == b"ready\n"
+        path = client.socket_path()
+        os.rename(spot, path)  # the bound socket keeps working under its new name
+        assert client.run(["judge", "--version"], start=False) is None
+        assert client.status(path) is None
+        assert client.stop(path) is False
+        assert out.readline() == b"0:0 0:0 0:0\n"  # three connections, not a byte, no fd
+    assert _ended(pid) == 0
+    assert f"held by uid {FOREIGN}" in capsys.readouterr().err
+
+
+@needs_root
+def test_the_peer_check_reads_the_kernels_record_of_the_connecting_user(reachable: Path) -> None:
+    """The decision both sides take, against a socket whose peer is another user for real: a
+    process of uid 65534 connecting (and sending a head with descriptors) is not this user; a
+    process of this user is."""
+    spot = reachable / "s.sock"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
+        server.bind(str(spot))
+        spot.chmod(0o666)
+        server.listen(1)
+        server.settimeout(TIMEOUT)
+
+        def connect(out: int) -> None:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(TIMEOUT)
+                sock.connect(str(spot))
+                with contextlib.suppress(OSError):  # the other side may have closed already
+                    socket.send_fds(sock, [b'{"argv": []}\n'], [out, out, out])
+                    sock.recv(1)  # until the other side closes
+            os.write(out, b"done\n")
+
+        pid, out = _foreign(connect)
+        with out:
+            with server.accept()[0] as conn:
+                assert client.peer_uid(conn) == FOREIGN
+                assert not client.same_user(conn)
+            assert out.read() == b"done\n"
+        assert _ended(pid) == 0
+    mine, theirs = socket.socketpair(socket.AF_UNIX)
+    with mine, theirs:
+        assert client.peer_uid(mine) == os.getuid() and client.same_user(mine)
+
+
+def _fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _frame(path: Path, data: bytes, fds: list[int]) -> bytes:
+    """Send one frame (``data`` with ``fds``) on a connection of its own; the answer."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(TIMEOUT)
+        sock.connect(str(path))
+        try:
+            sent = socket.send_fds(sock, [data], fds)
+            sock.sendall(data[sent:])
+            sock.shutdown(socket.SHUT_WR)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused while it was still sending
+        answer = b""
+        with contextlib.suppress(ConnectionResetError):  # closed with the frame unread
+            while chunk := sock.recv(4096):
+                answer += chunk
+        return answer
+
+
+@needs_root
+def test_malformed_frames_leave_the_workers_descriptors_flat(shared: Home) -> None:
+    """A few hundred frames that are not a command — not JSON, not an object, fields of other
+    types, one or five descriptors, cut short, longer than MAX_HEAD, from another user's
+    process — each refused, none run; the worker's descriptor count is what it was, every
+    descriptor sent is closed (the pipe they carried reads its end), and it still serves.
+    Each frame used to leak three descriptors; about 356 ended the worker."""
+    found = client.status(shared.socket)
+    assert found is not None
+    worker = int(str(found["pid"]))
+    before = _fd_count(worker)
+    r, w = os.pipe()
+    head = json.dumps({"digest": client.digest(), "argv": ["judge", "--version"], "cwd": "/",
+                       "env": {}}).encode()
+    frames = [(b"{not json\n", [w, w, w])] * 100 + [(b"[1, 2]\n", [w, w, w])] * 40 + [
+        (b'{"digest": "x", "argv": "judge", "cwd": 1, "env": []}\n', [w, w, w])] * 40 + [
+        (head + b"\n", [w])] * 40 + [(head + b"\n", [w] * 5)] * 40 + [
+        (head[:20], [w, w, w])] * 40 + [(b"x" * (client.MAX_HEAD + 1), [w, w, w])] * 2
+    answers = [_frame(shared.socket, data, fds) for data, fds in frames]
+    assert all(b'"refused"' in a for a in answers if a), {a[:80] for a in answers}
+    # another user's process: refused before a byte is read (the folder and socket opened
+    # to it for this only; the folder stays unwritable by others)
+    modes = {p: stat.S_IMODE(p.stat().st_mode) for p in (shared.runtime.parent,
+                                                          shared.runtime, shared.socket)}
+    try:
+        for p in modes:
+            p.chmod(0o711 if p.is_dir() else 0o666)
+
+        path = shared.socket  # found here: the other user's runtime folder is not this one
+
+        def send(out: int) -> None:
+            for _ in range(2):
+                os.write(out, _frame(path, head + b"\n", [w, w, w]) or b"-")
+
+        pid, out = _foreign(send)
+        with out:
+            assert out.read() == b"--"  # closed unanswered
+        assert _ended(pid) == 0
+    finally:
+        for p, mode in modes.items():
+            p.chmod(mode)
+    os.close(w)
+    os.set_blocking(r, False)
+    assert os.read(r, 1) == b"", "a descriptor sent is still held"  # not BlockingIOError
+    os.close(r)
+    assert _fd_count(worker) == before
+    after = client.status(shared.socket)
+    assert after is not None and after["pid"] == worker and after["served"] == found["served"]
+
+
+def test_the_first_answer_is_the_childs_pid_however_fast_the_command(shared: Home) -> None:
+    """A fast command's child used to report its exit before the worker sent its pid; the
+    client took that for a stale worker and ran the command again, directly (29 of 160 under
+    four concurrent clients). The child now says its pid before anything else."""
+    head = json.dumps({"digest": client.digest(), "argv": ["judge", "--version"],
+                       "cwd": str(shared.workspace), "env": shared.env()}).encode() + b"\n"
+    null = os.open(os.devnull, os.O_RDWR)
+
+    def first(_: int) -> tuple[bytes, bytes]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(TIMEOUT)
+            sock.connect(str(shared.socket))
+            socket.send_fds(sock, [head], [null, null, null])
+            with sock.makefile("rb") as answers:
+                return answers.readline(), answers.read()
+
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(first, range(40)))
+    finally:
+        os.close(null)
+    assert [json.loads(one).keys() for one, _ in answers] == [{"pid"}] * 40
+    assert all(b'"exit": 0' in rest for _, rest in answers)
+
+
+def test_a_child_holds_no_descriptor_of_another_command(shared: Home) -> None:
+    """A command's child closes what the worker holds for the others: another client's
+    descriptors (sent with a head still coming) and connections. A child used to inherit
+    them, so another command's reader waited for this one's end to see its pipe close.
+    Closing the command's connection (its client gone) then ends the child at once."""
+    found = client.status(shared.socket)
+    assert found is not None
+    worker = int(str(found["pid"]))
+    r, w = os.pipe()
+    other = f"pipe:[{os.fstat(r).st_ino}]"
+    stdin_r, stdin_w = os.pipe()
+    null = os.open(os.devnull, os.O_RDWR)
+    half = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    command = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        half.connect(str(shared.socket))
+        socket.send_fds(half, [b'{"digest": '], [r, w, w])  # a head still coming
+
+        def held(pid: int) -> set[str]:
+            links = set()
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    links.add(os.readlink(f"/proc/{pid}/fd/{fd}"))
+            return links
+        assert _wait(lambda: other in held(worker), 15)
+        command.settimeout(TIMEOUT)
+        command.connect(str(shared.socket))
+        head = {"digest": client.digest(), "argv": ["judge", "cache", "import", "-"],
+                "cwd": str(shared.workspace), "env": shared.env()}
+        socket.send_fds(command, [json.dumps(head).encode() + b"\n"], [stdin_r, null, null])
+        child = int(json.loads(command.makefile("rb").readline())["pid"])
+        assert other not in held(child)  # it waits on its stdin meanwhile
+        command.close()
+        assert _wait(lambda: child not in _children_of(worker), 30)  # killed and reaped
+    finally:
+        for sock in (half, command):
+            sock.close()
+        for fd in (r, w, stdin_r, stdin_w, null):
+            os.close(fd)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP])
+def test_a_killed_client_stops_its_commands_work_at_once(
+        shared: Home, slow_server: Any, sig: signal.Signals) -> None:
+    """SIGKILL or SIGHUP to a ``judge run`` using the worker: its connection closes, the worker
+    kills the child, and no further judgment starts — as a direct run killed so (the child
+    used to judge every case). What was answered stays cached; a rerun asks for the rest. The
+    worker runs one thread: its fork never copies a lock another thread holds."""
+    env = shared.env()
+    root = shared.workspace
+    _slow_workspace(root, slow_server.base_url)
+    found = client.status(shared.socket)
+    assert found is not None
+    worker = int(str(found["pid"]))
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "run", "suite.yaml", "--no-check"],
+                            cwd=root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(lambda: slow_server.stats()["requests"] >= 3, 60)
+        assert len(_children_of(worker)) == 1  # the run is this worker's
+        assert os.listdir(f"/proc/{worker}/task") == [str(worker)]
+        os.kill(proc.pid, sig)
+        assert proc.wait(timeout=TIMEOUT) == -sig
+        assert _wait(lambda: not _children_of(worker), 30)  # killed and reaped
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert slow_server.stats()["requests"] < LLM_CASES
+    cached = _cached(root)
+    assert 1 <= cached < LLM_CASES
+    assert _resumed(root, env, slow_server) == LLM_CASES - cached
