@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     """A statistic computed on every row of a :data:`Samples` matrix at once."""
 
 __all__ = [
+    "AGREEMENT_RESAMPLES",
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
@@ -73,6 +74,8 @@ DEFAULT_RESAMPLES: Final = 2000
 """Bootstrap resamples: the 2.5 % tail then rests on 50 resamples (Monte-Carlo error of a
 bound about 1/20 of the interval's width)."""
 DEFAULT_SEED: Final = 20261202
+AGREEMENT_RESAMPLES: Final = 1000
+"""Bootstrap resamples of an agreement interval (seeded: :data:`DEFAULT_SEED`)."""
 _MASK: Final = (1 << 64) - 1
 _NORMAL: Final = NormalDist()
 
