@@ -6,9 +6,9 @@ agreement-with-people views all say the same thing about the same numbers.
 
 Decisions:
 
-- The bootstrap resamples *cases* (the unit a suite samples), with a seeded SplitMix64
-  generator written here: the core may not import ``random``, and a generator of our own
-  gives the same interval on every platform and Python version for the same seed.
+- The bootstrap resamples *cases* (the unit a suite samples), drawn from the one seeded
+  source (:mod:`judge.core.seeded`): the same interval on every platform and Python version
+  for the same seed.
 - The resamples are a matrix (a row per resample, case indices in draw order), drawn once
   per size and seed; a statistic takes the whole matrix and gives a value per row (numpy,
   imported where it is used: a command that never bootstraps does not load it). NaN marks
@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 from pydantic import Field
 
 from .frozen import Frozen
+from .seeded import SplitMix64
 
 if TYPE_CHECKING:
     import numpy as np
@@ -53,7 +54,6 @@ __all__ = [
     "DEFAULT_SEED",
     "Interval",
     "MeanTest",
-    "SplitMix64",
     "benjamini_hochberg",
     "bootstrap",
     "bootstrap_many",
@@ -76,31 +76,7 @@ bound about 1/20 of the interval's width)."""
 DEFAULT_SEED: Final = 20261202
 AGREEMENT_RESAMPLES: Final = 1000
 """Bootstrap resamples of an agreement interval (seeded: :data:`DEFAULT_SEED`)."""
-_MASK: Final = (1 << 64) - 1
 _NORMAL: Final = NormalDist()
-
-
-class SplitMix64:
-    """A tiny, seeded, platform-independent generator (Steele, Lea and Flood 2014)."""
-
-    def __init__(self, seed: int) -> None:
-        self._state = seed & _MASK
-
-    def next64(self) -> int:
-        """The next 64-bit output."""
-        self._state = (self._state + 0x9E3779B97F4A7C15) & _MASK
-        z = self._state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return z ^ (z >> 31)
-
-    def below(self, n: int) -> int:
-        """A uniform integer in ``0..n-1`` (rejection sampling: no modulo bias)."""
-        limit = (1 << 64) - ((1 << 64) % n)
-        while True:
-            value = self.next64()
-            if value < limit:
-                return value % n
 
 
 class Interval(Frozen):
@@ -132,31 +108,20 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
 
 
-def _resample(n: int, rng: SplitMix64) -> list[int]:
-    """``n`` draws of ``rng.below(n)``, the bound computed once (the bootstrap's inner loop)."""
-    limit = (1 << 64) - ((1 << 64) % n)
-    out: list[int] = []
-    draw = rng.next64
-    while len(out) < n:
-        value = draw()
-        if value < limit:
-            out.append(value % n)
-    return out
-
-
 @lru_cache(maxsize=16)
 def resample_rows(n: int, resamples: int, seed: int) -> Samples:
     """The bootstrap's resamples of ``n`` cases, one a row, as case indices in draw order.
 
-    Row k is the k-th ``_resample(n, rng)`` of one ``SplitMix64(seed)``: the draws of the
-    loop this replaced, in its order. Read-only and made once per (n, resamples, seed): all
-    the statistics of a ``judge compare`` resample a few sizes with one seed (16 kept: at
-    most 16 x resamples x n x 8 bytes, 6 MiB for 1,000 resamples of 48 cases).
+    Row k is the k-th ``draws(n)`` of one :class:`~judge.core.seeded.SplitMix64` ``(seed)``:
+    the draws of the loop this replaced, in its order. Read-only and made once per (n,
+    resamples, seed): all the statistics of a ``judge compare`` resample a few sizes with one
+    seed (16 kept: at most 16 x resamples x n x 8 bytes, 6 MiB for 1,000 resamples of 48
+    cases).
     """
     import numpy as np
 
     rng = SplitMix64(seed)
-    rows = np.array([_resample(n, rng) for _ in range(resamples if n else 0)],
+    rows = np.array([rng.draws(n) for _ in range(resamples if n else 0)],
                     dtype=np.intp).reshape(resamples if n else 0, n)
     rows.flags.writeable = False
     return rows

@@ -32,10 +32,11 @@ from judge.core.correlation import (
     spearman_rows,
 )
 from judge.core.frozen import wire_value
-from judge.core.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED, SplitMix64
+from judge.core.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
 from judge.core.models import CaseResult, CategoryScore, JudgeMeta
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
+from judge.core.seeded import SplitMix64
 from judge.core.suite import HumanLabel
 
 N = None
