@@ -1,4 +1,4 @@
-"""``--samples K``: the median aggregate, the measured spread, ``judge stability`` and the gate."""
+"""``--samples K``: the mean or median aggregate, the spread, ``judge stability``, the gate."""
 
 from __future__ import annotations
 
@@ -51,8 +51,9 @@ def _median(values: list[int]) -> int:
 
 def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
                                                               workspace: Path) -> None:
-    code, payload, err = _run(workspace, fake_server.base_url, RANDOM)
+    code, payload, err = _run(workspace, fake_server.base_url, RANDOM, "--aggregate", "median")
     assert code == 0, err
+    assert payload["run"]["settings"]["sampleAggregate"] == "median"
     grouped = _grouped(payload)
     assert grouped and fake_server.stats()["requests"] == 3 * len(grouped)
     unstable = set()
@@ -98,6 +99,23 @@ def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
     median = f"{report['medianSpread']:g}"
     assert (f"{len(grouped) - len(unstable)} of {len(grouped)} cases stable; "
             f"median spread {median} points") in text
+
+
+def test_samples_aggregate_is_the_mean_by_default(fake_server: Any, workspace: Path) -> None:
+    """As the published meta-evaluations average n samples; recorded in the run."""
+    code, payload, err = _run(workspace, fake_server.base_url, RANDOM)
+    assert code == 0, err
+    assert payload["run"]["settings"]["sampleAggregate"] == "mean"
+    differs = 0
+    for case_id, samples in _grouped(payload).items():
+        agg = samples[-1]
+        assert agg["judge"]["aggregate"] == "mean"
+        per_sample = [{c["category"]: c for c in samples[s]["categoryScores"]} for s in range(3)]
+        for cat in agg["categoryScores"]:
+            ai = [p[cat["category"]]["aiScore"] for p in per_sample]
+            assert cat["aiScore"] == round_half_up(Fraction(sum(ai), 3)), (case_id, ai)
+            differs += cat["aiScore"] != _median(ai)
+    assert differs  # the random judge's samples tell the mean from the median
 
 
 def _median_fraction(values: list[int]) -> Fraction:
