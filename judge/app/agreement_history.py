@@ -37,7 +37,7 @@ from ..core.panel import headline_of
 from ..core.suite import HumanLabel
 from ..report.review_page import review_link
 from ..store.labels import LabelStore
-from .comparing import judge_results, run_bands, suite_human_labels
+from .comparing import judge_results, run_bands, suite_grouping, suite_human_labels
 from .gate import headline_results
 from .reviewing import read_labels
 from .workspace import Workspace
@@ -168,16 +168,19 @@ def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
 
 
 def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
-                 labels_file: Path | None = None,
-                 suite_file: Path | None = None) -> AgreementHistory:
+                 labels_file: Path | None = None, suite_file: Path | None = None,
+                 group_by: str | None = None,
+                 system_by: str | None = None) -> AgreementHistory:
     """Each judge of each run against the people's labels, oldest run first.
 
+    ``group_by``/``system_by`` add the group and system levels (case fields of the suite).
     UsageError (exit 2, nothing written) when there are no labels, or no run scored a
     labelled case.
     """
     infos = _runs(workspace, run_ids, suite_file)
     notes: list[str] = []
     labels = _labels(infos, labels_file, suite_file, workspace, notes)
+    grouping = suite_grouping(infos, suite_file, workspace, group_by, system_by)
     suite = infos[0].suite
     if not labels:
         raise UsageError(f"no people's labels for suite {suite!r}"
@@ -189,7 +192,7 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
             bands = run_bands(info, workspace, notes)
             for model in info.models:
                 comparison = compare_runs({model: judge_results(results, model)}, bands,
-                                          human=labels, intervals=True)
+                                          human=labels, intervals=True, grouping=grouping)
                 (human,) = comparison.human
                 if human.labelled == 0:
                     notes.append(f"run {info.id} ({model}) scored no labelled case: left out")

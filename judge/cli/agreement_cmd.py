@@ -16,7 +16,7 @@ from ..app.agreement_history import AgreementHistory, AgreementRow, agreement_op
 from ..app.workspace import Workspace
 from ..core.intervals import Interval
 from .compare_cmd import print_human_agreement
-from .options import StoreOption
+from .options import GroupByOption, StoreOption, SystemByOption
 from .output import (
     Cell,
     Column,
@@ -51,6 +51,8 @@ def agreement(
     detail: Annotated[bool, typer.Option(
         "--detail", help="Every run's full tables, confusion matrices and disagreements "
                          "(a single run always shows them).")] = False,
+    group_by: GroupByOption = None,
+    system_by: SystemByOption = None,
     store: StoreOption = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print the history as JSON on stdout, nothing else.")] = False,
@@ -58,13 +60,15 @@ def agreement(
     """Agreement with people's labels per run, judge, rubric and template version.
 
     For each run (oldest first), each judge against the people: weighted κ on bands, the
-    exact band agreement, MAD and Spearman's ρ per category and overall, each with a seeded
-    bootstrap 95 % interval, the band confusion matrix and the largest disagreements; then
+    exact band agreement, MAD, Pearson's r, Spearman's ρ and Kendall's τ per category and
+    overall (and at the group and system levels with --group-by/--system-by), each with a
+    seeded bootstrap 95 % interval, the band confusion matrix and the largest disagreements; then
     how agreement moved between consecutive runs and whether the move leaves the earlier
     run's interval. Without labels: exit 2.
     """
     history = agreement_op(Workspace.open(overrides={"store_url": store}), runs or (),
-                           labels_file=labels, suite_file=suite)
+                           labels_file=labels, suite_file=suite, group_by=group_by,
+                           system_by=system_by)
     if json_out:
         emit_json(history.model_dump(mode="json"))
         return
