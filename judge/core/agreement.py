@@ -96,6 +96,7 @@ __all__ = [
     "compare_runs",
     "confusion_matrix",
     "human_pair_comparison",
+    "judged_cases",
     "krippendorff_alpha",
     "pairwise_agreement",
     "verdict",
@@ -591,6 +592,11 @@ def _collect(name: str, results: Iterable[CaseResult],
                          unscored=statuses.count("unscored"),
                          cache_miss=statuses.count("cache_miss"), deterministic=deterministic)
     return by_id, counts
+
+
+def judged_cases(results: Iterable[CaseResult]) -> dict[str, CaseResult]:
+    """A judge's headline result per case id, as every statistic here reads the judge."""
+    return _collect("", results, [])[0]
 
 
 def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:

@@ -43,12 +43,15 @@ __all__ = [
     "LevelStats",
     "Levels",
     "case_keys",
+    "correlations",
     "group_level",
     "levels",
     "parse_field",
     "system_level",
 ]
 
+Exact = int | Fraction
+"""A score as the levels read it: an integer, or an exact mean of integers."""
 STATISTICS: Final = ("pearsonR", "spearmanRho", "kendallTau")
 """The three correlations, as the wire names them."""
 
@@ -143,16 +146,24 @@ def _interval_of(found: Mapping[str, Interval | None]) -> CorrelationIntervals:
     return CorrelationIntervals(**{name: found.get(name) for name in STATISTICS})
 
 
-def _kernels(a: Sequence[float], b: Sequence[float], ranks_a: Sequence[int],
-             ranks_b: Sequence[int]) -> dict[str, RowStatistic]:
-    return {"pearsonR": lambda s: pearson_rows(a, b, s),
-            "spearmanRho": lambda s: spearman_rows(ranks_a, ranks_b, s),
-            "kendallTau": lambda s: kendall_rows(ranks_a, ranks_b, s)}
+def _kernels(a: Sequence[Exact], b: Sequence[Exact]) -> dict[str, RowStatistic]:
+    """The three correlations of exact values: r on their floats, ρ and τ on their ranks."""
+    fa, fb = [float(v) for v in a], [float(v) for v in b]
+    ra, rb = _ranks(a), _ranks(b)
+    return {"pearsonR": lambda s: pearson_rows(fa, fb, s),
+            "spearmanRho": lambda s: spearman_rows(ra, rb, s),
+            "kendallTau": lambda s: kendall_rows(ra, rb, s)}
 
 
-def _by_key(a: Sequence[int], b: Sequence[int], keys: Sequence[str | None],
-            ) -> tuple[dict[str, list[tuple[int, int]]], int]:
-    found: dict[str, list[tuple[int, int]]] = {}
+def correlations(a: Sequence[Exact], b: Sequence[Exact]) -> dict[str, float | None]:
+    """Pearson's r, Spearman's ρ and Kendall's τ-b of exact values, by wire name."""
+    whole = whole_sample(len(a))
+    return {name: one_value(kernel(whole)) for name, kernel in _kernels(a, b).items()}
+
+
+def _by_key(a: Sequence[Exact], b: Sequence[Exact], keys: Sequence[str | None],
+            ) -> tuple[dict[str, list[tuple[Exact, Exact]]], int]:
+    found: dict[str, list[tuple[Exact, Exact]]] = {}
     unkeyed = 0
     for x, y, key in zip(a, b, keys, strict=True):
         if key is None:
@@ -162,7 +173,7 @@ def _by_key(a: Sequence[int], b: Sequence[int], keys: Sequence[str | None],
     return found, unkeyed
 
 
-def group_level(a: Sequence[int], b: Sequence[int], groups: Sequence[str | None], *,
+def group_level(a: Sequence[Exact], b: Sequence[Exact], groups: Sequence[str | None], *,
                 intervals: bool = False) -> LevelStats:
     """The mean over groups of each group's correlation; groups with a constant side skipped.
 
@@ -179,9 +190,7 @@ def group_level(a: Sequence[int], b: Sequence[int], groups: Sequence[str | None]
         if len(pairs) < 2 or len(set(xs)) < 2 or len(set(ys)) < 2:
             skipped += 1
             continue
-        whole = whole_sample(len(pairs))
-        for name, kernel in _kernels(xs, ys, xs, ys).items():
-            value = one_value(kernel(whole))
+        for name, value in correlations(xs, ys).items():
             assert value is not None  # two items, neither side constant: each is defined
             values[name].append(value)
     used = len(values["pearsonR"])
@@ -203,13 +212,13 @@ def _mean_kernel(values: Values) -> RowStatistic:
     return lambda samples: mean_rows(values, samples)
 
 
-def _ranks(values: Sequence[Fraction]) -> list[int]:
+def _ranks(values: Sequence[Exact]) -> list[int]:
     """Each value's position among the distinct values: the order and ties, exactly."""
     order = {v: i for i, v in enumerate(sorted(set(values)))}
     return [order[v] for v in values]
 
 
-def system_level(a: Sequence[int], b: Sequence[int], systems: Sequence[str | None], *,
+def system_level(a: Sequence[Exact], b: Sequence[Exact], systems: Sequence[str | None], *,
                  intervals: bool = False) -> LevelStats:
     """The correlation across systems of each system's mean score on each side.
 
@@ -220,8 +229,7 @@ def system_level(a: Sequence[int], b: Sequence[int], systems: Sequence[str | Non
     names = sorted(by_system)
     mean_a = [Fraction(sum(p[0] for p in by_system[s]), len(by_system[s])) for s in names]
     mean_b = [Fraction(sum(p[1] for p in by_system[s]), len(by_system[s])) for s in names]
-    kernels = _kernels([float(v) for v in mean_a], [float(v) for v in mean_b],
-                       _ranks(mean_a), _ranks(mean_b))
+    kernels = _kernels(mean_a, mean_b)
     whole = whole_sample(len(names))
     point = {name: one_value(kernel(whole)) for name, kernel in kernels.items()}
     notes = []
@@ -237,7 +245,7 @@ def system_level(a: Sequence[int], b: Sequence[int], systems: Sequence[str | Non
                       unkeyed=unkeyed, intervals=found, notes=tuple(notes))
 
 
-def levels(a: Sequence[int], b: Sequence[int], ids: Sequence[str], grouping: Grouping, *,
+def levels(a: Sequence[Exact], b: Sequence[Exact], ids: Sequence[str], grouping: Grouping, *,
            intervals: bool = False) -> Levels:
     """The group and system levels of aligned scores of the cases ``ids``."""
     keys = [grouping.of(i) for i in ids]
