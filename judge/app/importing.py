@@ -129,7 +129,7 @@ def import_judgments(workspace: Workspace, file: Path, suite_file: Path, *,
             samples = max(len(r.samples) for r in mine)
             results = [res for r in mine
                        for res in _results(r, cases[r.case], rubric, digest, samples, method)]
-            run = _run_info(source.id, suite_path, rubric, judge, samples, method, digest,
+            run = _run_info(source.id, suite_file, rubric, judge, samples, method, digest,
                             file, scale_of, now)
             store.create_run(run)
             store.add_results(run.id, results)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import shutil
 from fractions import Fraction
 from pathlib import Path
 from statistics import fmean
@@ -15,8 +16,10 @@ import pytest
 from conftest import run_judge
 from scipy import stats
 
+from judge.app.reviewing import review_page_data
 from judge.app.workspace import Workspace
 from judge.core.exact import round_half_up
+from judge.core.labels import Label, dump_labels
 
 RUBRIC = """version: 1
 id: summary
@@ -189,3 +192,37 @@ def test_a_bad_scale_is_refused(ws: dict[str, Any]) -> None:
         proc = run_judge(["import", "judged.jsonl", "--suite", "suite.jsonl", "--scale",
                           scale], ws["root"])
         assert proc.returncode == 2 and "--scale" in proc.stderr, proc.stderr
+
+
+def test_several_reviewers_stand_beside_the_judge_in_agreement_report_and_review_page(
+        ws: dict[str, Any], tmp_path: Path) -> None:
+    """A labels file beside the suite with two reviewers: α, leave-one-out rows, everywhere."""
+    root = tmp_path / "summaries"
+    shutil.copytree(ws["root"], root)
+    rng = random.Random(2)
+    labels = [Label(suite="summaries", case=cid, category=cat, reviewer=who,
+                    at="2026-12-06T00:00:00Z",
+                    score=min(100, max(0, (rating - 1) * 25 + rng.randint(-10, 10))))
+              for cid, ratings in ws["people"].items()
+              for cat, rating in zip(("coherence", "relevance"), ratings, strict=True)
+              for who in ("ana", "bo")]
+    (root / "suite.labels.jsonl").write_text(dump_labels(labels))
+    run = ws["runs"]["judge-x"]["id"]
+    proc = run_judge(["agreement", run, "--json"], root)
+    assert proc.returncode == 0, proc.stderr
+    (row,) = json.loads(proc.stdout)["rows"]
+    people = {p["category"]: p for p in row["people"]}
+    assert set(people) == {"coherence", "relevance"}
+    assert people["coherence"]["reviewers"] == ["ana", "bo"]
+    assert people["coherence"]["alpha"] is not None and people["coherence"]["pairwise"]["n"] == 1
+    assert [r["withOthers"]["n"] for r in people["coherence"]["byReviewer"]] == [DOCS * SYSTEMS] * 2
+    text = run_judge(["agreement", run, "--detail"], root).stdout
+    assert "people beside judge-x, coherence: 2 reviewers" in " ".join(text.split())
+    proc = run_judge(["report", run, "--output", str(tmp_path / "r.html")], root)
+    assert proc.returncode == 0, proc.stderr
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert 'class="reviewers"' in page and 'id="quality"' in page
+    proc = run_judge(["review", run, "--import", "suite.labels.jsonl"], root)
+    assert proc.returncode == 0, proc.stderr
+    shown = review_page_data(Workspace.open(root, env={}), run)
+    assert [p["category"] for p in shown["people"]] == ["coherence", "relevance"]
