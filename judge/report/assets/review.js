@@ -327,10 +327,11 @@
       const own = p.byReviewer.map((r) => r.withOthers.kendallTau).filter((v) => v !== null);
       const judge = p.byReviewer.map((r) => r.judgeWithOthers.kendallTau)
         .filter((v) => v !== null);
-      if (!own.length || !judge.length) return "";
-      const mean = judge.reduce((a, b) => a + b, 0) / judge.length;
-      return " · " + p.category + ": judge τ with the others " + mean.toFixed(2) +
-        ", reviewers " + Math.min(...own).toFixed(2) + "–" + Math.max(...own).toFixed(2);
+      const mean = judge.length ? (judge.reduce((a, b) => a + b, 0) / judge.length)
+        .toFixed(2) : "—";
+      const range = own.length ? Math.min(...own).toFixed(2) + "–" +
+        Math.max(...own).toFixed(2) : "—";
+      return " · " + p.category + ": judge τ with the others " + mean + ", reviewers " + range;
     }).join("");
     document.getElementById("alpha").textContent = "between reviewers: " + alpha + beside;
     const name = document.getElementById("reviewer");
