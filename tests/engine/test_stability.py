@@ -13,8 +13,11 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
+from judge.app.comparing import judge_results
 from judge.app.diffing import run_stability
+from judge.app.gate import headline_results
 from judge.app.workspace import Workspace
+from judge.core.agreement import judged_cases
 from judge.core.errors import UsageError
 from judge.core.exact import round_half_up
 from judge.core.models import AdvisoryScore
@@ -116,6 +119,16 @@ def test_samples_aggregate_is_the_mean_by_default(fake_server: Any, workspace: P
             assert cat["aiScore"] == round_half_up(Fraction(sum(ai), 3)), (case_id, ai)
             differs += cat["aiScore"] != _median(ai)
     assert differs  # the random judge's samples tell the mean from the median
+    # The gate and agreement read the same aggregate of each case.
+    workspace_ = Workspace.open(workspace, env={})
+    with workspace_.open_store() as store:
+        run = store.get_run(payload["run"]["id"])
+        gated = {r.id: r.overall_score for r in headline_results(store, run)
+                 if r.judged_by == "llm"}
+        results = list(store.iter_results(run.id))
+    agreed = judged_cases(judge_results(results, RANDOM))
+    assert gated == {cid: r.overall_score for cid, r in agreed.items()}
+    assert {r.judge.aggregate for r in agreed.values() if r.judge} == {"mean"}
 
 
 def _median_fraction(values: list[int]) -> Fraction:
