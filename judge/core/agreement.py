@@ -733,7 +733,7 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
         _pair(names[i], names[j], judged[i], judged[j], categories, scales[names[i]],
               scales[names[j]], intervals, grouping)
         for i in range(len(names)) for j in range(i + 1, len(names)))
-    if len(names) < 2:
+    if len(names) < 2 and not human:
         notes.append("fewer than two judges: no pair to compare")
     alpha = _panel_alpha(names, judged, categories, alpha_level, intervals is True) \
         if len(names) >= 3 else None
