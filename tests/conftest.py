@@ -24,6 +24,11 @@ from typing import Any
 
 import pytest
 
+# numpy's extension loads once per process: an inner pytest session (pytester) drops what it
+# imported from sys.modules, and a later import of numpy (the gate's Student's t, the
+# agreement kernels) would fail. Loaded here, before any session snapshots sys.modules.
+import scipy.special  # noqa: F401
+
 from judge.llm.client import load_litellm
 
 ROOT = Path(__file__).resolve().parent.parent

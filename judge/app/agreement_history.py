@@ -27,19 +27,26 @@ from typing import Final
 
 from pydantic import Field
 
-from ..core.agreement import HumanAgreement, PairStats, StatIntervals, compare_runs
+from ..core.agreement import (
+    HumanAgreement,
+    PairStats,
+    StatIntervals,
+    compare_runs,
+    judged_cases,
+)
 from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen, wire_value
 from ..core.intervals import Interval
 from ..core.labels import Label, human_labels
 from ..core.models import RunInfo
 from ..core.panel import headline_of
+from ..core.raters import PeopleCategory, people_agreement
 from ..core.suite import HumanLabel
 from ..report.review_page import review_link
 from ..store.labels import LabelStore
-from .comparing import judge_results, run_bands, suite_human_labels
+from .comparing import judge_results, run_bands, suite_grouping, suite_human_labels
 from .gate import headline_results
-from .reviewing import read_labels
+from .reviewing import labels_path, read_labels, run_suite_file
 from .workspace import Workspace
 
 __all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "RunAgreement",
@@ -64,6 +71,9 @@ class AgreementRow(Frozen):
     template_id: str = Field(alias="templateId")
     template_hash: str = Field(alias="templateHash")
     agreement: HumanAgreement
+    people: tuple[PeopleCategory, ...] = ()
+    """With two or more reviewers of a category: their own agreement, and the judge among
+    them (:mod:`judge.core.raters`)."""
     review_page: str = Field("", alias="reviewPage")
     """The run's review page as ``judge review RUN`` serves it; a case's place on it is
     ``#case=ID&category=CAT`` (:func:`judge.report.review_page.review_link`)."""
@@ -107,6 +117,18 @@ def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path
         return suite_human_labels(infos, suite_file, workspace, notes)
     labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`")
     return human_labels(labels, workspace.rubric(infos[0].rubric))
+
+
+def _reviewer_labels(infos: Sequence[RunInfo], labels_file: Path | None,
+                     suite_file: Path | None, workspace: Workspace) -> list[Label]:
+    """Each reviewer's own labels: the file given, else the one beside the suite."""
+    if labels_file is not None:
+        return read_labels(labels_file, "give a labels file written by `judge review RUN "
+                                        "--export`")
+    path = suite_file or next((p for i in infos if (p := run_suite_file(i, workspace))), None)
+    if path is None or not labels_path(path).is_file():
+        return []
+    return read_labels(labels_path(path), "check the file")
 
 
 def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
@@ -168,16 +190,20 @@ def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
 
 
 def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
-                 labels_file: Path | None = None,
-                 suite_file: Path | None = None) -> AgreementHistory:
+                 labels_file: Path | None = None, suite_file: Path | None = None,
+                 group_by: str | None = None,
+                 system_by: str | None = None) -> AgreementHistory:
     """Each judge of each run against the people's labels, oldest run first.
 
+    ``group_by``/``system_by`` add the group and system levels (case fields of the suite).
     UsageError (exit 2, nothing written) when there are no labels, or no run scored a
     labelled case.
     """
     infos = _runs(workspace, run_ids, suite_file)
     notes: list[str] = []
     labels = _labels(infos, labels_file, suite_file, workspace, notes)
+    grouping = suite_grouping(infos, suite_file, workspace, group_by, system_by)
+    reviewers = _reviewer_labels(infos, labels_file, suite_file, workspace)
     suite = infos[0].suite
     if not labels:
         raise UsageError(f"no people's labels for suite {suite!r}"
@@ -188,8 +214,9 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
             results = list(store.iter_results(info.id))
             bands = run_bands(info, workspace, notes)
             for model in info.models:
-                comparison = compare_runs({model: judge_results(results, model)}, bands,
-                                          human=labels, intervals=True)
+                mine = judge_results(results, model)
+                comparison = compare_runs({model: mine}, bands,
+                                          human=labels, intervals=True, grouping=grouping)
                 (human,) = comparison.human
                 if human.labelled == 0:
                     notes.append(f"run {info.id} ({model}) scored no labelled case: left out")
@@ -198,7 +225,10 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
                     run_id=info.id, created_at=info.created_at, model=model,
                     rubric=info.rubric, rubric_hash=info.rubric_hash,
                     template_id=info.template_id, template_hash=info.template_hash,
-                    agreement=human, review_page=review_link(info.id)))
+                    agreement=human, review_page=review_link(info.id),
+                    people=people_agreement(reviewers, workspace.run_rubric(info),
+                                            judged_cases(mine), grouping)
+                    if reviewers else ()))
     if not rows:
         raise UsageError(f"no run of suite {suite!r} scored a labelled case "
                          f"({len(labels)} labelled)",

@@ -1,6 +1,7 @@
 """``judge calibrate``: fit a monotone map from one judge's AI scores to people's labels.
 
-Reads stored runs (one judge model, one rubric) and a labels file, fits per category the
+Reads stored runs (one judge model, one rubric) and the people's labels (a labels file, or
+the suite's own as ``judge agreement`` reads them), fits per category the
 isotonic map of :mod:`judge.core.calibration`, measures it by k-fold cross-validation (each
 case predicted by a map fitted without it) and writes the versioned calibration file a
 rubric references with ``calibration: FILE``. No model call.
@@ -24,8 +25,12 @@ from ..core.canonical import canonical_json
 from ..core.errors import UsageError
 from ..core.labels import check_label, human_labels
 from ..core.models import CaseResult, RunInfo
-from ..core.panel import headline_of
+from ..core.panel import headline_of, member_sample
+from ..core.rubric import Rubric
+from ..core.suite import HumanLabel
 from ..system.atomic_files import write_atomic
+from .agreement_history import NO_LABELS_FIX
+from .comparing import suite_human_labels
 from .reviewing import read_labels
 from .workspace import Workspace
 
@@ -43,15 +48,43 @@ class CalibrateReport:
 
 
 def _judged(info: RunInfo, results: list[CaseResult], model: str) -> dict[str, CaseResult]:
-    _, sample = headline_of(info)
+    """The judge's headline result per case: its sample aggregate with K samples, else its one."""
+    sample = member_sample(info.samples)
     return {r.id: r for r in results if r.judge is not None and r.judge.model == model
-            and r.judge.sample == sample and r.judge.aggregate is None}
+            and r.judge.sample == sample}
 
 
-def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
+def _people(workspace: Workspace, infos: list[RunInfo], labels_file: Path | None,
+            suite_file: Path | None, rubric: Rubric) -> tuple[dict[str, HumanLabel], str]:
+    """The people's labels by case, and a digest of what they were read from.
+
+    A labels file given; else the suite's ``human:`` fields and its labels file, as
+    ``judge agreement`` reads them.
+    """
+    if labels_file is not None:
+        labels = read_labels(labels_file, "pass the labels file `judge review --export` wrote")
+        for lb in labels:
+            check_label(lb, rubric, str(labels_file))
+        read = [lb.model_dump(mode="json") for lb in labels]
+        return human_labels(labels, rubric), hashlib.sha256(
+            canonical_json(read).encode()).hexdigest()
+    notes: list[str] = []
+    human = suite_human_labels(infos, suite_file, workspace, notes)
+    if not human:
+        raise UsageError(f"no people's labels for suite {infos[0].suite!r}"
+                         + (f" ({'; '.join(notes)})" if notes else ""), fix=NO_LABELS_FIX)
+    given = {cid: h.model_dump(mode="json") for cid, h in sorted(human.items())}
+    return human, hashlib.sha256(canonical_json(given).encode()).hexdigest()
+
+
+def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path | None = None, *,
               out: Path | None = None, folds: int = 5, seed: int = 0,
-              judge: str | None = None, min_labels: int = 4) -> CalibrateReport:
-    """Fit, cross-validate and write a calibration of ``judge``'s scores on ``run_ids``."""
+              judge: str | None = None, min_labels: int = 4,
+              suite_file: Path | None = None) -> CalibrateReport:
+    """Fit, cross-validate and write a calibration of ``judge``'s scores on ``run_ids``.
+
+    The labels are ``labels_file``'s, else the suite's (``suite_file``, default the runs').
+    """
     if folds < 2:
         raise UsageError(f"--folds {folds}: cross-validation needs at least 2 folds",
                          fix="pass --folds 2 or more (5 by default)")
@@ -73,10 +106,7 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
                                  fix="pass runs of one judge (or --judge MODEL)")
             scores.update(_judged(info, list(store.iter_results(info.id)), model))
     rubric = workspace.rubric(rubrics[0])
-    labels = read_labels(labels_file, "pass the labels file `judge review --export` wrote")
-    for lb in labels:
-        check_label(lb, rubric, str(labels_file))
-    human = human_labels(labels, rubric)
+    human, digest = _people(workspace, infos, labels_file, suite_file, rubric)
     maps, reports, skipped = {}, {}, {}
     for cat in (c.id for c in rubric.categories):
         pairs = {}
@@ -94,8 +124,6 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
         raise UsageError(f"no category has enough labelled cases judged by {model!r}: "
                          + "; ".join(f"{c}: {w}" for c, w in skipped.items()),
                          fix="label more cases (`judge review RUN --next 30`)")
-    digest = hashlib.sha256(canonical_json(
-        [lb.model_dump(mode="json") for lb in labels]).encode()).hexdigest()
     cal = Calibration(judge=model, rubric=rubric.id, scale=rubric_scale(rubric),
                       categories=maps, cross_validation=reports, labels_digest=digest,
                       runs=tuple(i.id for i in infos))

@@ -1,8 +1,8 @@
 """Drift canaries: re-ask a seeded sample of cached judgments live and compare the verdicts.
 
-The sample is drawn (``random.Random(seed)``) from the suite's judgments that are in the
-cache under the requests a run would make now, so the canary asks exactly what the cached
-verdict answered. The fresh call never touches the cache: it goes through
+The sample is drawn (the one seeded source, :mod:`judge.core.seeded`) from the suite's
+judgments that are in the cache under the requests a run would make now, so the canary asks
+exactly what the cached verdict answered. The fresh call never touches the cache: it goes through
 :func:`judge.engine.judging.exchange` with no cache at all (no read, no write), and the cache is
 opened read-only only to read the verdicts compared against.
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +31,7 @@ from ..core.frozen import Frozen
 from ..core.judge_health import HealthBuilder
 from ..core.models import CaseResult, RunInfo, RunTotals, turn_totals
 from ..core.replies import parse_verdict
+from ..core.seeded import SplitMix64
 from ..core.suite import Case
 from ..engine.judging import (
     build_request,
@@ -197,8 +197,7 @@ def run_canary(ws: Workspace, request: CanaryRequest, *,
     cache = ws.open_cache("read-only")
     assert cache is not None
     picks = _candidates(setup)
-    order = list(range(len(picks)))
-    random.Random(request.seed).shuffle(order)
+    order = SplitMix64(request.seed).shuffled(range(len(picks)))
     chosen: list[Any] = []
     looked = 0
     try:

@@ -40,7 +40,7 @@ from ..core.suite import (
     validate_cases,
 )
 from ..system.atomic_files import write_atomic
-from ..system.resources import load_suite
+from ..system.resources import load_suite, suite_file_id
 from .workspace import Workspace
 
 __all__ = ["NO_OUTPUT_FIX", "CollectRequest", "CollectResult", "collect_case",
@@ -229,7 +229,14 @@ def _suite_yaml(suite: Suite) -> str:
 
 
 def _suite_id(path: Path) -> str:
-    stem = path.stem if path.stem not in {"suite", "cases"} else path.parent.name or path.stem
+    """The suite's id: its file's (a JSONL suite has no other); a new YAML file's, made valid.
+
+    A YAML suite written here carries its ``id:``, so a file name with characters an id
+    cannot hold still gives one; a JSONL suite is read back by its file's id alone.
+    """
+    stem = suite_file_id(path)
+    if path.suffix == ".jsonl":
+        return stem
     cleaned = "".join(ch if ch.isalnum() or ch in "._-" else "-" for ch in stem).strip("-._")
     return cleaned or "collected"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core.agreement import Comparison, compare_runs
 from ..core.errors import ConfigError, UsageError
 from ..core.labels import human_labels
+from ..core.levels import Grouping, case_keys, parse_field
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.suite import HumanLabel
@@ -23,40 +24,48 @@ from .reviewing import labels_path, read_labels, run_suite_file
 from .workspace import Workspace
 
 __all__ = ["MIN_PREFIX", "compare_runs_op", "judge_names", "judge_results",
-           "labels_file_labels", "run_bands", "short_ids", "suite_human_labels"]
+           "labels_file_labels", "run_bands", "short_ids", "suite_grouping",
+           "suite_human_labels"]
 
 MIN_PREFIX = 8
 """Shortest run-id prefix used in a judge's name."""
 
 
 def compare_runs_op(workspace: Workspace, run_ids: Sequence[str],
-                    suite_file: Path | None = None) -> Comparison:
+                    suite_file: Path | None = None, *, group_by: str | None = None,
+                    system_by: str | None = None) -> Comparison:
     """Compare the judges of the stored runs ``run_ids`` (ids or unique prefixes).
 
     ``suite_file`` holds the human labels (default: the runs' suite file, when it is still
-    there). UsageError for a run given twice, runs of different suites, or a lone judge.
+    there); ``group_by``/``system_by`` name the case fields of the group and system levels
+    (:func:`judge.core.levels.parse_field`). A lone judge with people's labels is compared
+    with the people; UsageError for a run given twice, runs of different suites, or a lone
+    judge without labels.
     """
     with workspace.open_store() as store:
         infos = [store.get_run(r) for r in run_ids]
         _check_runs(infos)
         judges = [(info, model) for info in infos for model in info.models]
         results = {info.id: list(store.iter_results(info.id)) for info in infos}
-    if len(judges) < 2:
-        only = infos[0]
-        raise UsageError(f"run {only.id} has one judge ({only.models[0]}): nothing to compare",
-                         fix="give two runs of the suite (judge compare RUN_A RUN_B), or "
-                             "compare a panel run (judge run --model A --model B)")
     notes = [f"run {info.id} is {info.status}: its missing cases are counted as missing"
              for info in infos if info.status != "complete"]
+    human = suite_human_labels(infos, suite_file, workspace, notes)
+    if len(judges) < 2 and not human:
+        only = infos[0]
+        raise UsageError(f"run {only.id} has one judge ({only.models[0]}) and its suite no "
+                         f"people's labels: nothing to compare",
+                         fix="give two runs of the suite (judge compare RUN_A RUN_B), compare "
+                             "a panel run (judge run --model A --model B), or label cases "
+                             f"(judge review {only.id}) and run judge agreement {only.id}")
     names = judge_names(judges)
     scales = {info.id: run_bands(info, workspace, notes) for info in infos}
     named = {name: judge_results(results[info.id], model)
              for name, (info, model) in zip(names, judges, strict=True)}
-    human = suite_human_labels(infos, suite_file, workspace, notes)
     comparison = compare_runs(
         named, scales[infos[0].id], human=human, intervals=True,
         judge_bands={name: scales[info.id] for name, (info, _) in zip(names, judges,
-                                                                        strict=True)})
+                                                                        strict=True)},
+        grouping=suite_grouping(infos, suite_file, workspace, group_by, system_by))
     counts = tuple(c.model_copy(update={"run_id": info.id, "model": model})
                    for c, (info, model) in zip(comparison.judges, judges, strict=True))
     return comparison.model_copy(update={"judges": counts,
@@ -145,8 +154,7 @@ def suite_human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspac
     default file, or one that does not load, is a note in ``notes``.
     """
     suite_id = infos[0].suite
-    path = explicit or next((there for info in infos
-                             if (there := run_suite_file(info, workspace)) is not None), None)
+    path = _suite_path(infos, explicit, workspace)
     if path is None:
         notes.append(f"suite file of {suite_id!r} not found: no agreement with human labels "
                      f"(pass --suite FILE)")
@@ -163,6 +171,34 @@ def suite_human_labels(infos: Sequence[RunInfo], explicit: Path | None, workspac
             raise
         notes.append(f"human labels not read: {exc.message}")
         return {}
+
+
+def _suite_path(infos: Sequence[RunInfo], explicit: Path | None,
+                workspace: Workspace) -> Path | None:
+    """The suite file given, else the runs' own where it still is."""
+    return explicit or next((there for info in infos
+                             if (there := run_suite_file(info, workspace)) is not None), None)
+
+
+def suite_grouping(infos: Sequence[RunInfo], explicit: Path | None, workspace: Workspace,
+                   group_by: str | None, system_by: str | None) -> Grouping | None:
+    """Each case's group and system from the runs' suite (None without either field).
+
+    UsageError when a field is named and the suite file is not found, or names another suite.
+    """
+    if group_by is None and system_by is None:
+        return None
+    group = parse_field(group_by, "--group-by") if group_by else None
+    system = parse_field(system_by, "--system-by") if system_by else None
+    path = _suite_path(infos, explicit, workspace)
+    if path is None:
+        raise UsageError(f"suite file of {infos[0].suite!r} not found: its cases name the "
+                         f"groups and systems", fix="pass the suite with --suite FILE")
+    source = open_suite(path)
+    if source.id != infos[0].suite:
+        raise UsageError(f"suite file {path} is suite {source.id!r}, the runs judged "
+                         f"{infos[0].suite!r}", fix="pass the runs' suite with --suite")
+    return case_keys(source.cases(), group, system)
 
 
 def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[str, HumanLabel]:

@@ -2,7 +2,7 @@
 
 Both read stored runs only: no model call, no cache. Each run contributes one result per
 case, its headline (:func:`judge.app.gate.headline_results`): the panel with several judges,
-a judge's median over its samples with ``--samples K``, else the judge's judgment. Whether a
+a judge's aggregate of its samples with ``--samples K``, else the judge's judgment. Whether a
 case *changed* is :mod:`judge.core.result_changes`' rule, the one ``judge rescore`` counts by too.
 
 Each movement of an overall score is marked beyond or within the judge's noise

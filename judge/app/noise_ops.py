@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..core.errors import UsageError
-from ..core.intervals import SplitMix64
 from ..core.noise import NoiseModel, measure_noise
 from ..core.panel import headline_of
+from ..core.seeded import SplitMix64
 from ..system.noise_files import save_noise
 from ..system.resources import open_suite
 from .running import RunReport, RunRequest, run_suite
@@ -54,12 +54,7 @@ def measure_run_noise(workspace: Workspace, run_id: str, *,
 
 def probe_cases(ids: list[str], count: int, seed: int = PROBE_SEED) -> list[str]:
     """A seeded choice of ``count`` of ``ids`` (all when there are fewer), sorted."""
-    pool = sorted(ids)
-    rng = SplitMix64(seed)
-    for i in range(len(pool) - 1, 0, -1):
-        j = rng.below(i + 1)
-        pool[i], pool[j] = pool[j], pool[i]
-    return sorted(pool[:count])
+    return sorted(SplitMix64(seed).sample(sorted(ids), count))
 
 
 def probe_noise(suite: Path, *, cases: int = PROBE_CASES, samples: int = PROBE_SAMPLES,

@@ -46,6 +46,7 @@ from ..engine.runner import LimitedCompleter
 from ..llm.client import JudgeRequest
 from ..render.prompts import PromptRenderer, RenderedPrompt
 from ..system.clock import utc_now
+from ..system.resources import suite_file_id
 from .workspace import JudgePool, Workspace
 
 __all__ = [
@@ -132,8 +133,7 @@ def load_pair_suite(path: Path, shown_as: str | None = None) -> PairSuite:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise SuiteError(f"cannot read: {exc}", file=name, fix="check the path") from None
-    stem = path.stem if path.stem not in {"suite", "cases"} else path.parent.name or path.stem
-    return parse_pair_suite(text, name, default_id=stem)
+    return parse_pair_suite(text, name, default_id=suite_file_id(path))
 
 
 def run_pairwise(workspace: Workspace, request: PairwiseRequest, *,

@@ -37,6 +37,7 @@ from ..report.data import (
     PairPoints,
     PeopleDisagreement,
     PeoplePoint,
+    QualityRow,
     ReportData,
     RubricView,
     band_counts,
@@ -206,7 +207,16 @@ def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
             kappa_high=k.high if k else None, mad=s.mean_abs_diff,
             mad_low=m.low if m else None, mad_high=m.high if m else None,
             same_band=s.exact_band_agreement))
-    return {"people": tuple(points), "peopleDisagreements": tuple(disagreements)}
+    mine = [row for row in history.rows if row.run_id == run.id]
+    quality = tuple(
+        QualityRow(model=row.model, scores=label, n=s.n, kappa=s.weighted_kappa,
+                   pearson_r=s.pearson_r, spearman_rho=s.spearman_rho,
+                   kendall_tau=s.kendall_tau)
+        for row in mine for label, s in (
+            ("overall (final)", row.agreement.overall),
+            *((f"{c.category} (AI)", c.ai) for c in row.agreement.categories)) if s.n)
+    return {"people": tuple(points), "peopleDisagreements": tuple(disagreements),
+            "quality": quality, "reviewers": tuple(p for row in mine for p in row.people)}
 
 
 def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:

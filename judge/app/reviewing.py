@@ -25,6 +25,7 @@ from ..core.labels import (
 )
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
+from ..core.raters import people_agreement
 from ..core.rubric import Rubric
 from ..report.transcripts import transcripts
 from ..store.labels import LabelStore
@@ -130,7 +131,9 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
                     "models": list(info.models)},
             "scale": _scale(rubric), "cases": rows,
             "labels": [lb.model_dump(mode="json") for lb in labels],
-            "alpha": reviewer_alpha(labels, rubric)}
+            "alpha": reviewer_alpha(labels, rubric),
+            "people": [p.model_dump(mode="json") for p in people_agreement(
+                labels, rubric, {r.id: r for r in head if r.judge is not None})]}
 
 
 def save_labels(workspace: Workspace, run_id: str, given: Sequence[dict[str, Any]], *,

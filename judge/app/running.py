@@ -338,12 +338,14 @@ class _Run:
                       "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
                       "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm,
                       **({"stableSchema": True} if s.stable_schema else {}),
+                      **({"sampleAggregate": s.sample_aggregate} if s.samples > 1 else {}),
                       **self.sharding},
             owner=owner_here(),
         )
         return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,
                        models=tuple(self.models), settings=self.ws.judge_settings(),
-                       samples=s.samples, concurrency=s.concurrency, panel=run.panel)
+                       samples=s.samples, concurrency=s.concurrency, panel=run.panel,
+                       sample_aggregate=s.sample_aggregate)
 
     def _cases(self) -> Iterator[Case | SuiteLine]:
         return self.selected.source.items(self.selected.kept, self.selected.crcs)

@@ -125,7 +125,12 @@ class Settings(Frozen):
     (OpenAI ``logprobs``/``top_logprobs``, llama.cpp's server); no log-probabilities: unscored.
     ``local/`` judges: ``expected`` unless set."""
     samples: int = Field(default=1, ge=1, le=50)
-    """Judge each case K times (seed, seed+1, ...); the median heads."""
+    """Judge each case K times (seed, seed+1, ...); their ``sample_aggregate`` heads."""
+    sample_aggregate: Literal["mean", "median"] = "mean"
+    """How a judge's K samples combine, per category: the mean (as the published
+    meta-evaluations average n samples) or the median; with ``score_mode = "expected"`` each
+    sample is already the probability-weighted score. Recorded per run; the gate,
+    ``judge agreement`` and ``judge compare`` read the one aggregate."""
     panel: Literal["median", "mean"] = "median"
     """How several judges' AI scores combine into the panel result, per category."""
     threshold: float = Field(default=0.05, ge=0, le=1)

@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import ConfigError, SuiteError, UnknownSuiteError, UsageError
 from ..core.pairwise import parse_pair_suite
 from ..core.suite import PairSuiteGiven
-from ..system.resources import load_suite
+from ..system.resources import load_suite, suite_file_id
 from .workspace import Workspace
 
 __all__ = ["SUITE_ID_PATTERN", "SuiteEntry", "SuiteIndex"]
@@ -45,12 +45,6 @@ class SuiteEntry:
     """``rubric`` (``judge run``) or ``pairwise`` (``judge pairwise``)."""
 
 
-def _default_id(file: Path) -> str:
-    # As judge.system.resources names a suite without an ``id``: the stem, or the folder's name for
-    # ``suite.yaml`` / ``cases.jsonl``.
-    return file.stem if file.stem not in {"suite", "cases"} else file.parent.name or file.stem
-
-
 def _jsonl_cases(path: Path) -> int:
     with path.open(encoding="utf-8") as lines:
         return sum(1 for line in lines if line.strip())
@@ -62,7 +56,7 @@ def _yaml_entry(path: Path, rel: Path) -> SuiteEntry:
         suite = load_suite(path)
     except PairSuiteGiven:
         pairs = parse_pair_suite(path.read_text(encoding="utf-8"), str(rel),
-                                 default_id=_default_id(path))
+                                 default_id=suite_file_id(path))
         return SuiteEntry(id=pairs.id, path=rel, cases=len(pairs.cases), rubric=None,
                           kind="pairwise")
     return SuiteEntry(id=suite.id, path=rel, cases=len(suite.cases), rubric=suite.rubric)
@@ -97,14 +91,14 @@ class SuiteIndex:
         problem: ConfigError | None = None
         try:
             if path.suffix == ".jsonl":
-                entry = SuiteEntry(id=_default_id(path), path=rel, cases=_jsonl_cases(path),
+                entry = SuiteEntry(id=suite_file_id(path), path=rel, cases=_jsonl_cases(path),
                                    rubric=None)
             else:
                 entry = _yaml_entry(path, rel)
         except (ConfigError, OSError, UnicodeDecodeError) as exc:
             problem = exc if isinstance(exc, ConfigError) else SuiteError(
                 f"cannot read: {exc}", file=str(rel), fix="check the file")
-            entry = SuiteEntry(id=_default_id(path), path=rel, cases=None, rubric=None,
+            entry = SuiteEntry(id=suite_file_id(path), path=rel, cases=None, rubric=None,
                                error=problem.render())
         self._memo[path] = (stamp, entry, problem)
         return entry

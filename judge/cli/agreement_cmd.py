@@ -15,8 +15,9 @@ from rich.markup import escape
 from ..app.agreement_history import AgreementHistory, AgreementRow, agreement_op
 from ..app.workspace import Workspace
 from ..core.intervals import Interval
+from ..core.raters import Correlations, PeopleCategory
 from .compare_cmd import print_human_agreement
-from .options import StoreOption
+from .options import GroupByOption, StoreOption, SystemByOption
 from .output import (
     Cell,
     Column,
@@ -51,6 +52,8 @@ def agreement(
     detail: Annotated[bool, typer.Option(
         "--detail", help="Every run's full tables, confusion matrices and disagreements "
                          "(a single run always shows them).")] = False,
+    group_by: GroupByOption = None,
+    system_by: SystemByOption = None,
     store: StoreOption = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print the history as JSON on stdout, nothing else.")] = False,
@@ -58,13 +61,15 @@ def agreement(
     """Agreement with people's labels per run, judge, rubric and template version.
 
     For each run (oldest first), each judge against the people: weighted κ on bands, the
-    exact band agreement, MAD and Spearman's ρ per category and overall, each with a seeded
-    bootstrap 95 % interval, the band confusion matrix and the largest disagreements; then
+    exact band agreement, MAD, Pearson's r, Spearman's ρ and Kendall's τ per category and
+    overall (and at the group and system levels with --group-by/--system-by), each with a
+    seeded bootstrap 95 % interval, the band confusion matrix and the largest disagreements; then
     how agreement moved between consecutive runs and whether the move leaves the earlier
     run's interval. Without labels: exit 2.
     """
     history = agreement_op(Workspace.open(overrides={"store_url": store}), runs or (),
-                           labels_file=labels, suite_file=suite)
+                           labels_file=labels, suite_file=suite, group_by=group_by,
+                           system_by=system_by)
     if json_out:
         emit_json(history.model_dump(mode="json"))
         return
@@ -86,6 +91,31 @@ def _print_detail(row: AgreementRow) -> None:
         h, f"people → {row.model} (run {row.run_id}): {plural(h.labelled, 'case')}", row.model,
         row.run_id)
     console().print(h.verdict, markup=False)
+    for people in row.people:
+        _print_people(people, row.model)
+
+
+def _rt(c: Correlations) -> list[Cell]:
+    return [number_text(c.pearson_r), number_text(c.kendall_tau)]
+
+
+def _print_people(people: PeopleCategory, judge: str) -> None:
+    """The reviewers' own agreement on a category, and the judge among them."""
+    pair = people.pairwise
+    cells: list[list[Cell]] = [[r.reviewer, str(r.with_judge.n), *_rt(r.with_judge),
+                                *_rt(r.with_others), *_rt(r.judge_with_others)]
+                               for r in people.by_reviewer]
+    cells.append(["mean of pairs", str(pair.n), "", "", *_rt(pair), "", ""])
+    table(["reviewer", Column("n", "right"),
+           *(Column(n, "right") for n in ("judge r", "judge τ", "rest r", "rest τ",
+                                          "judge–rest r", "judge–rest τ"))], cells,
+          title=f"people beside {judge}, {people.category}: {len(people.reviewers)} "
+                f"reviewers, Krippendorff's α {number_text(people.alpha)} (rest: the other "
+                f"reviewers' mean)")
+    if people.inside is not None:
+        where = "inside" if people.inside else "outside"
+        console().print(f"{judge} agrees with the rest of the people {where} the range of "
+                        f"the reviewers' own agreement (τ)", markup=False)
 
 
 def _print(history: AgreementHistory, detail: bool) -> None:

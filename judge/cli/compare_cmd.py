@@ -24,8 +24,9 @@ from ..core.agreement import (
     PairStats,
     StatIntervals,
 )
+from ..core.levels import CorrelationIntervals
 from ..report.review_page import review_link
-from .options import StoreOption
+from .options import GroupByOption, StoreOption, SystemByOption
 from .output import (
     Cell,
     Column,
@@ -59,6 +60,8 @@ def compare(
         "--suite", metavar="FILE",
         help="Suite file with the human labels (default: the runs' suite file, if it is "
              "still there).")] = None,
+    group_by: GroupByOption = None,
+    system_by: SystemByOption = None,
     store: StoreOption = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print the comparison as JSON on stdout, nothing else.")] = False,
@@ -66,11 +69,13 @@ def compare(
     """Compare judges: agreement per category and overall, band flips, agreement with humans.
 
     Two or more runs of one suite (another judge model, template or rubric), or one panel
-    run (`judge run --model A --model B`), judge by judge: κ, ρ, τ, mean absolute and signed
-    differences per category and overall, the cases whose band flipped, Krippendorff's α
-    for three or more judges, and each judge against the suite's human labels.
+    run (`judge run --model A --model B`), judge by judge: κ, r, ρ, τ, mean absolute and
+    signed differences per category and overall, the cases whose band flipped,
+    Krippendorff's α for three or more judges, and each judge against the suite's human
+    labels. One labelled run: its judge against the people (as `judge agreement RUN`).
     """
-    comparison = compare_runs_op(Workspace.open(overrides={"store_url": store}), runs, suite)
+    comparison = compare_runs_op(Workspace.open(overrides={"store_url": store}), runs, suite,
+                                 group_by=group_by, system_by=system_by)
     if json_out:
         emit_json(comparison.model_dump(mode="json"))
         return
@@ -96,13 +101,39 @@ def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
         ci = s.intervals or StatIntervals()
         cells.append([label, str(s.n),
                       interval_text(number_text(s.weighted_kappa), ci.weighted_kappa),
+                      interval_text(number_text(s.pearson_r), ci.pearson_r),
                       interval_text(number_text(s.spearman_rho), ci.spearman_rho),
                       interval_text(number_text(s.kendall_tau), ci.kendall_tau),
                       interval_text(number_text(s.mean_abs_diff, 1), ci.mean_abs_diff, 1),
                       _signed(s.mean_diff),
                       interval_text(share_text(s.exact_band_agreement), ci.exact_band_agreement)])
-    table(["scores", *(Column(n, "right") for n in ("n", "κ", "ρ", "τ", "MAD", "mean diff",
-                                                    "same band"))], cells, title=title)
+    table(["scores", *(Column(n, "right") for n in ("n", "κ", "r", "ρ", "τ", "MAD",
+                                                    "mean diff", "same band"))],
+          cells, title=title)
+    _levels_table(title, rows)
+
+
+def _levels_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
+    """The group and system levels of each row that has them (named fields given)."""
+    cells: list[list[Cell]] = []
+    for label, s in rows:
+        found = s.levels
+        if found is None:
+            continue
+        for name, level, field in (("group", found.group, found.group_by),
+                                   ("system", found.system, found.system_by)):
+            if level is None:
+                continue
+            ci = level.intervals or CorrelationIntervals()
+            used = f"{level.n}" + (f" (+{level.skipped} skipped)" if level.skipped else "")
+            cells.append([label, f"{name} ({field})", used,
+                          interval_text(number_text(level.pearson_r), ci.pearson_r),
+                          interval_text(number_text(level.spearman_rho), ci.spearman_rho),
+                          interval_text(number_text(level.kendall_tau), ci.kendall_tau)])
+    if cells:
+        table(["scores", "level", Column("n", "right"),
+               *(Column(n, "right") for n in ("r", "ρ", "τ"))], cells,
+              title=f"{title}: group and system levels (n: groups used, or systems)")
 
 
 def _rows(overall: PairStats, ai_all: PairStats, categories: Sequence[Any],

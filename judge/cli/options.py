@@ -12,10 +12,12 @@ __all__ = [
     "CacheDirOption",
     "CacheModeOption",
     "ConcurrencyOption",
+    "GroupByOption",
     "JsonFlag",
     "RunArg",
     "SeedOption",
     "StoreOption",
+    "SystemByOption",
 ]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
@@ -34,6 +36,14 @@ ConcurrencyOption = Annotated[int | None, typer.Option(
     metavar="N", help="Model calls in flight at once (default: setting concurrency, 16; a "
                       "local judge: its server's slots, 1).")]
 SeedOption = Annotated[int | None, typer.Option(metavar="N", help="Judge seed (default 42).")]
+GroupByOption = Annotated[str | None, typer.Option(
+    "--group-by", metavar="FIELD",
+    help="The group level: correlate inside each group of cases sharing this field (a "
+         "source document, a prompt), then average; metadata.KEY or tag:PREFIX.")]
+SystemByOption = Annotated[str | None, typer.Option(
+    "--system-by", metavar="FIELD",
+    help="The system level: correlate each system's mean score across systems; the case "
+         "field naming the system: metadata.KEY or tag:PREFIX.")]
 CacheModeOption = Annotated[str | None, typer.Option(
     help="How the cache is used: read-write (default), read-only, offline (as --offline), "
          "refresh (ask again, store the new answer) or off.")]

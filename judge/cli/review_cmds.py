@@ -90,7 +90,13 @@ def _serve_review(workspace: Workspace, run_id: str, port: int) -> None:
 
 def calibrate_cmd(
     run_ids: Annotated[list[str], typer.Argument(metavar="RUN", help="Stored runs of one judge.")],
-    labels: Annotated[Path, typer.Option(help="The labels file (`judge review --export`).")],
+    labels: Annotated[Path | None, typer.Option(
+        help="A labels file (`judge review --export`; default: the suite's labels, its "
+             "human: fields and <suite>.labels.jsonl, as judge agreement reads them).")]
+    = None,
+    suite: Annotated[Path | None, typer.Option(
+        "--suite", metavar="FILE",
+        help="Suite file with the people's labels (default: the runs' suite file).")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Where to write it (default: calibrations/<rubric>.<judge>.json).")] = None,
     folds: Annotated[int, typer.Option(help="Folds of the cross-validation.")] = 5,
@@ -106,7 +112,7 @@ def calibrate_cmd(
     versioned calibration file; a rubric applies it with `calibration: FILE`.
     """
     report = calibrate(Workspace.open(overrides={"store_url": store}), run_ids, labels,
-                       out=out, folds=folds, seed=seed, judge=judge)
+                       out=out, folds=folds, seed=seed, judge=judge, suite_file=suite)
     cal = report.calibration
     if json_out:
         emit_json({"file": str(report.path), "skipped": report.skipped,

@@ -72,9 +72,13 @@ def run(
     concurrency: ConcurrencyOption = None,
     seed: SeedOption = None,
     samples: Annotated[int | None, typer.Option(
-        metavar="K", help="Judge each case K times (seed, seed+1...): the median is the "
-                          "case's score and the spread is stored.")]
+        metavar="K", help="Judge each case K times (seed, seed+1...): their --aggregate "
+                          "is the case's score and the spread is stored.")]
     = None,
+    aggregate: Annotated[str | None, typer.Option(
+        "--aggregate", metavar="mean|median",
+        help="With --samples K: combine each judge's K samples by their mean (default, as "
+             "published meta-evaluations do) or median.")] = None,
     panel: Annotated[str | None, typer.Option(
         help="With several --model: combine their AI scores by median (default) or mean.")]
     = None,
@@ -148,6 +152,7 @@ def run(
     overrides: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
         "concurrency": concurrency, "seed": seed, "samples": samples, "panel": panel,
+        "sample_aggregate": aggregate,
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
         "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
@@ -224,7 +229,8 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
     head, sample = headline_of(run)
     scored_by = f"  ·  scores from [bold]{escape(str(head))}[/]" if len(run.models) > 1 else ""
     if len(run.models) == 1 and sample < 0:
-        scored_by = f"  ·  scores are the median of {run.samples} samples"
+        method = run.settings.get("sampleAggregate", "median")
+        scored_by = f"  ·  scores are the {method} of {run.samples} samples"
     out.print(f"[bold]run {escape(run.id)}[/]  suite [bold]{escape(run.suite)}[/]  rubric "
               f"{escape(run.rubric)}  judge {escape(', '.join(run.models))}  seed {run.seed}"
               f"{scored_by}")

@@ -6,6 +6,8 @@ What each statistic says (``a`` is the first judge or the humans, ``b`` the othe
 
 - ``weightedKappa``: quadratic-weighted Cohen's κ on band indices; do the two put cases in
   the same band, with far-apart bands costing more than neighbours (1 = always the same band).
+- ``pearsonR``: Pearson's r on scores; are the two linearly related (a judge that adds +15 to
+  every score still has r = 1).
 - ``spearmanRho``: Spearman's ρ on scores; do the two *rank* the cases alike, whatever their
   level (a judge that adds +15 to every score still has ρ near 1).
 - ``kendallTau``: Kendall's τ-b on scores; the share of case pairs both order the same way
@@ -29,8 +31,10 @@ absorbed by re-recording the baseline. Final scores blend the AI score at the ru
 
 Statistics that are undefined for the data (fewer than two cases, a constant vector, every
 case in one band) come out as ``None`` with a note saying why: never NaN, never a crash.
-numpy, scipy, scikit-learn and krippendorff are imported inside the functions, so importing this
-module stays light. Nothing here touches files, the network or the clock.
+Every correlation and κ, point estimate and bootstrap alike, is one numpy kernel below (checked
+against scipy and scikit-learn in the tests, never called here); Krippendorff's α is the
+``krippendorff`` package. numpy and krippendorff are imported inside the functions, so importing
+this module stays light. Nothing here touches files, the network or the clock.
 """
 
 from __future__ import annotations
@@ -39,32 +43,40 @@ import math
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from fractions import Fraction
-from typing import TYPE_CHECKING, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Final, Literal
 
 from pydantic import Field
 
+from .correlation import (
+    kappa_rows,
+    kendall_rows,
+    kendall_tau_b,
+    mean_rows,
+    pearson_r,
+    pearson_rows,
+    quadratic_kappa,
+    spearman_rho,
+    spearman_rows,
+)
 from .frozen import Frozen
 from .intervals import (
+    AGREEMENT_RESAMPLES,
     DEFAULT_SEED,
     Interval,
     bootstrap,
     bootstrap_many,
     paired_bootstrap,
-    whole_sample,
 )
+from .levels import Grouping, Levels, levels
 from .models import CaseResult
+from .panel import SAMPLE_AGGREGATE
 from .rubric import DEFAULT_BANDS, Band
 from .scoring import band_for
 from .suite import HumanLabel
 
 if TYPE_CHECKING:
-    import numpy as np
-    from numpy.typing import NDArray
 
-    from .intervals import RowStatistic, Samples, Values
-
-    IntArray: TypeAlias = NDArray[np.int64]
-    Ints: TypeAlias = Sequence[int] | IntArray
+    from .intervals import RowStatistic
 
 __all__ = [
     "AlphaReport",
@@ -84,14 +96,9 @@ __all__ = [
     "compare_runs",
     "confusion_matrix",
     "human_pair_comparison",
-    "kappa_rows",
-    "kendall_rows",
-    "kendall_tau_b",
+    "judged_cases",
     "krippendorff_alpha",
     "pairwise_agreement",
-    "quadratic_kappa",
-    "spearman_rho",
-    "spearman_rows",
     "verdict",
 ]
 
@@ -109,8 +116,6 @@ KAPPA_WORDS: Final = ((0.80, "agree closely"), (0.60, "agree substantially"),
 """κ thresholds of the verdict; below the last one the judges "disagree"."""
 
 
-AGREEMENT_RESAMPLES: Final = 1000
-"""Bootstrap resamples of an agreement interval (seeded: :data:`DEFAULT_SEED`)."""
 DISAGREEMENTS_KEPT: Final = 50
 """Disagreements with the people listed per judge, the largest first."""
 
@@ -119,6 +124,7 @@ class StatIntervals(Frozen):
     """Seeded percentile-bootstrap 95 % intervals over cases of a :class:`PairStats`."""
 
     weighted_kappa: Interval | None = Field(None, alias="weightedKappa")
+    pearson_r: Interval | None = Field(None, alias="pearsonR")
     spearman_rho: Interval | None = Field(None, alias="spearmanRho")
     kendall_tau: Interval | None = Field(None, alias="kendallTau")
     mean_abs_diff: Interval | None = Field(None, alias="meanAbsDiff")
@@ -134,6 +140,8 @@ class PairStats(Frozen):
     """Cases both sides scored."""
     weighted_kappa: float | None = Field(None, alias="weightedKappa")
     """Quadratic-weighted Cohen's κ on band indices."""
+    pearson_r: float | None = Field(None, alias="pearsonR")
+    """Pearson's r on scores (item level: every aligned case)."""
     spearman_rho: float | None = Field(None, alias="spearmanRho")
     kendall_tau: float | None = Field(None, alias="kendallTau")
     mean_abs_diff: float | None = Field(None, alias="meanAbsDiff")
@@ -144,6 +152,8 @@ class PairStats(Frozen):
     """Share of cases in the same band on both sides."""
     notes: tuple[str, ...] = ()
     """Why a statistic is None, when one is."""
+    levels: Levels | None = None
+    """The group and system levels' r, ρ and τ (when a grouping or a system is named)."""
 
 
 class CategoryAgreement(Frozen):
@@ -253,7 +263,7 @@ class HumanAgreement(Frozen):
 
 
 class JudgeCounts(Frozen):
-    """What a judge's results held (first sample only)."""
+    """What a judge's results held (its headline judgment of each case)."""
 
     name: str
     cases: int
@@ -339,24 +349,24 @@ def pairwise_agreement(a: Sequence[int], b: Sequence[int],
     mean_diff = float(Fraction(sum(diffs), n))
     mean_abs = float(Fraction(sum(abs(d) for d in diffs), n))
     same_band = float(Fraction(sum(x == y for x, y in zip(idx_a, idx_b, strict=True)), n))
-    kappa = rho = tau = None
+    kappa = r = rho = tau = None
     if n < 2:
-        notes.append(f"only {n} case: κ, ρ and τ need at least 2")
+        notes.append(f"only {n} case: κ, r, ρ and τ need at least 2")
     else:
         kappa = _kappa(idx_a, idx_b, max(len(scale_a), len(scale_b)), notes,
                        names_a[0], names_b[0])
         constant = [f"{label} scores every case {v[0]}"
                     for label, v in ((label_a, a), (label_b, b)) if _constant(v)]
         if constant:
-            notes.append(f"{' and '.join(constant)}: ρ and τ are undefined for a constant "
-                         f"vector")
+            notes.append(f"{' and '.join(constant)}: r, ρ and τ are undefined for a "
+                         f"constant vector")
         else:
-            rho, tau = _rank_correlations(a, b, notes)
+            r, rho, tau = _correlations(a, b, notes)
     found = None
     if intervals:
         found = _intervals(list(zip(a, b, idx_a, idx_b, strict=True)),
                            max(len(scale_a), len(scale_b)))
-    return PairStats(n=n, weighted_kappa=kappa, spearman_rho=rho, kendall_tau=tau,
+    return PairStats(n=n, weighted_kappa=kappa, pearson_r=r, spearman_rho=rho, kendall_tau=tau,
                      mean_abs_diff=mean_abs, mean_diff=mean_diff, exact_band_agreement=same_band,
                      notes=tuple(notes), intervals=found)
 
@@ -367,28 +377,19 @@ def _kappa(idx_a: list[int], idx_b: list[int], count: int, notes: list[str],
         notes.append(f"every case is {first_a!r} on both sides: κ is undefined without "
                      f"variation in bands")
         return None
-    from sklearn.metrics import cohen_kappa_score
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        value = _finite(cohen_kappa_score(idx_a, idx_b, labels=list(range(count)),
-                                          weights="quadratic"))
+    value = quadratic_kappa(idx_a, idx_b, count)
     if value is None:
         notes.append(f"κ is undefined for these bands ({first_a!r}, {first_b!r}, ...)")
     return value
 
 
-def _rank_correlations(a: Sequence[int], b: Sequence[int],
-                       notes: list[str]) -> tuple[float | None, float | None]:
-    from scipy.stats import kendalltau, spearmanr
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        rho = _finite(spearmanr(a, b).statistic)
-        tau = _finite(kendalltau(a, b).statistic)
-    if rho is None or tau is None:
-        notes.append("a rank correlation is undefined for these scores")
-    return rho, tau
+def _correlations(a: Sequence[int], b: Sequence[int],
+                  notes: list[str]) -> tuple[float | None, float | None, float | None]:
+    """Pearson's r, Spearman's ρ and Kendall's τ-b: the kernels on the whole sample."""
+    r, rho, tau = pearson_r(a, b), spearman_rho(a, b), kendall_tau_b(a, b)
+    if r is None or rho is None or tau is None:
+        notes.append("a correlation is undefined for these scores")
+    return r, rho, tau
 
 
 def _alpha(matrix: Sequence[Sequence[int | None]],
@@ -436,9 +437,9 @@ def krippendorff_alpha(matrix: Sequence[Sequence[int | None]],
 
 
 def _usable(result: CaseResult) -> bool:
-    """A model judgment of the first sample (deterministic results have no judge)."""
+    """A judge's headline candidate: its first sample, or its aggregate of K samples."""
     return (result.judged_by == "llm" and result.judge is not None
-            and result.judge.sample == 0)
+            and result.judge.sample in (0, SAMPLE_AGGREGATE))
 
 
 def _stored_band(stored: str | None, score: int, scale: Sequence[Band]) -> str:
@@ -451,13 +452,16 @@ def _stored_band(stored: str | None, score: int, scale: Sequence[Band]) -> str:
 class _Vectors:
     """Aligned score vectors for one statistic, with band names per side."""
 
-    def __init__(self) -> None:
+    def __init__(self, grouping: Grouping | None = None) -> None:
         self.a: list[int] = []
         self.b: list[int] = []
         self.bands_a: list[str] = []
         self.bands_b: list[str] = []
+        self.ids: list[str] = []
+        self.grouping = grouping
 
-    def add(self, x: int, y: int, band_x: str, band_y: str) -> None:
+    def add(self, case_id: str, x: int, y: int, band_x: str, band_y: str) -> None:
+        self.ids.append(case_id)
         self.a.append(x)
         self.b.append(y)
         self.bands_a.append(band_x)
@@ -465,9 +469,13 @@ class _Vectors:
 
     def stats(self, scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str,
               label_b: str, intervals: bool = False) -> PairStats:
-        return pairwise_agreement(self.a, self.b, self.bands_a, self.bands_b,
-                                  rubric_bands=scale_a, rubric_bands_b=scale_b,
-                                  label_a=label_a, label_b=label_b, intervals=intervals)
+        found = pairwise_agreement(self.a, self.b, self.bands_a, self.bands_b,
+                                   rubric_bands=scale_a, rubric_bands_b=scale_b,
+                                   label_a=label_a, label_b=label_b, intervals=intervals)
+        if self.grouping is None or not self.a:
+            return found
+        return found.model_copy(update={"levels": levels(
+            self.a, self.b, self.ids, self.grouping, intervals=intervals)})
 
 
 class _Side:
@@ -498,24 +506,29 @@ class _Side:
 
 def _agreement(pairs: Sequence[tuple[_Side, _Side]], categories: Sequence[str],
                scale_a: Sequence[Band], scale_b: Sequence[Band], label_a: str, label_b: str,
-               intervals: IntervalScope = False,
+               intervals: IntervalScope = False, *, ids: Sequence[str] = (),
+               grouping: Grouping | None = None,
                ) -> tuple[PairStats, PairStats, tuple[CategoryAgreement, ...]]:
-    """Overall, pooled-AI and per-category statistics over aligned sides."""
-    overall, ai_all = _Vectors(), _Vectors()
-    ai = {c: _Vectors() for c in categories}
-    final = {c: _Vectors() for c in categories}
+    """Overall, pooled-AI and per-category statistics over aligned sides.
+
+    ``ids`` are the pairs' case ids; with ``grouping`` every statistic gets its levels.
+    """
+    overall, ai_all = _Vectors(grouping), _Vectors()
+    ai = {c: _Vectors(grouping) for c in categories}
+    final = {c: _Vectors(grouping) for c in categories}
     ordered_a, ordered_b = _ordered(scale_a), _ordered(scale_b)
-    for x, y in pairs:
+    for case_id, (x, y) in zip(ids or [""] * len(pairs), pairs, strict=True):
         if x.overall is not None and y.overall is not None:
-            overall.add(x.overall[0], y.overall[0], x.overall[1], y.overall[1])
+            overall.add(case_id, x.overall[0], y.overall[0], x.overall[1], y.overall[1])
         for c in categories:
             if c in x.ai and c in y.ai:
                 args = (x.ai[c], y.ai[c], band_for(x.ai[c], ordered_a),
                         band_for(y.ai[c], ordered_b))
-                ai[c].add(*args)
-                ai_all.add(*args)
+                ai[c].add(case_id, *args)
+                ai_all.add(case_id, *args)
             if c in x.final and c in y.final:
-                final[c].add(x.final[c][0], y.final[c][0], x.final[c][1], y.final[c][1])
+                final[c].add(case_id, x.final[c][0], y.final[c][0], x.final[c][1],
+                             y.final[c][1])
     stats = (scale_a, scale_b, label_a, label_b, intervals is True)
     cats = tuple(CategoryAgreement(category=c, ai=ai[c].stats(*stats),
                                    final=final[c].stats(*stats)) for c in categories)
@@ -553,12 +566,19 @@ def verdict(stats: PairStats, name_a: str, name_b: str, *, what: str = "AI score
 def _collect(name: str, results: Iterable[CaseResult],
              notes: list[str]) -> tuple[dict[str, CaseResult], JudgeCounts]:
     by_id: dict[str, CaseResult] = {}
+    aggregated: set[str] = set()
     deterministic = 0
     for r in results:
         if r.judged_by == "deterministic" or r.judge is None:
             deterministic += 1
             continue
         if not _usable(r):
+            continue
+        if r.judge.sample == SAMPLE_AGGREGATE:  # the K samples' aggregate heads the judge
+            aggregated.add(r.id)
+            by_id[r.id] = r
+            continue
+        if r.id in aggregated:
             continue
         if r.id in by_id:
             first = by_id[r.id].judge
@@ -574,6 +594,11 @@ def _collect(name: str, results: Iterable[CaseResult],
     return by_id, counts
 
 
+def judged_cases(results: Iterable[CaseResult]) -> dict[str, CaseResult]:
+    """A judge's headline result per case id, as every statistic here reads the judge."""
+    return _collect("", results, [])[0]
+
+
 def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:
     seen: list[str] = []
     for by_id in judged:
@@ -586,9 +611,11 @@ def _categories(judged: Sequence[Mapping[str, CaseResult]]) -> list[str]:
 
 def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str, CaseResult],
           categories: Sequence[str], scale_a: Sequence[Band],
-          scale_b: Sequence[Band], intervals: IntervalScope = False) -> PairComparison:
+          scale_b: Sequence[Band], intervals: IntervalScope = False,
+          grouping: Grouping | None = None) -> PairComparison:
     skipped = {"missing": 0, "cache_miss": 0, "unscored": 0}
     pairs: list[tuple[_Side, _Side]] = []
+    ids: list[str] = []
     flips: list[BandFlip] = []
     for case_id in sorted(set(a) | set(b)):
         ra, rb = a.get(case_id), b.get(case_id)
@@ -603,12 +630,13 @@ def _pair(name_a: str, name_b: str, a: Mapping[str, CaseResult], b: Mapping[str,
             continue
         x, y = _Side.of_result(ra, scale_a), _Side.of_result(rb, scale_b)
         pairs.append((x, y))
+        ids.append(case_id)
         if x.overall is not None and y.overall is not None and (
                 band_index(x.overall[1], scale_a) != band_index(y.overall[1], scale_b)):
             flips.append(BandFlip(case_id=case_id, band_a=x.overall[1], band_b=y.overall[1],
                                   overall_a=x.overall[0], overall_b=y.overall[0]))
     overall, ai_all, cats = _agreement(pairs, categories, scale_a, scale_b, name_a, name_b,
-                                       intervals)
+                                       intervals, ids=ids, grouping=grouping)
     line = verdict(ai_all, name_a, name_b) if ai_all.n else verdict(
         overall, name_a, name_b, what="overall scores")
     return PairComparison(judge_a=name_a, judge_b=name_b, aligned=len(pairs), skipped=skipped,
@@ -679,11 +707,14 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                  human: Mapping[str, HumanLabel] | None = None,
                  judge_bands: Mapping[str, Sequence[Band]] | None = None,
                  alpha_level: Literal["interval", "ordinal"] = "interval",
-                 intervals: IntervalScope = False) -> Comparison:
+                 intervals: IntervalScope = False,
+                 grouping: Grouping | None = None) -> Comparison:
     """Compare judges: every pair, Krippendorff's α for three or more, each against humans.
 
-    ``named_results`` maps a judge's name to its case results; only model judgments of the
-    first sample count (deterministic cases are counted, never compared). Cases align by id;
+    ``named_results`` maps a judge's name to its case results; each judge's headline
+    judgment of a case counts (its sample aggregate with ``--samples K``, else its one
+    judgment; deterministic cases are counted, never compared). ``grouping`` adds the group
+    and system levels to every statistic. Cases align by id;
     a case unscored or missed by either judge of a pair is left out of that pair and
     counted. ``judge_bands`` overrides ``rubric_bands`` per judge (runs under rubrics with
     different band scales); human labels are read on ``rubric_bands``. ``intervals=True``
@@ -700,9 +731,9 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
     scales = {n: (judge_bands or {}).get(n, rubric_bands) for n in names}
     pairs = tuple(
         _pair(names[i], names[j], judged[i], judged[j], categories, scales[names[i]],
-              scales[names[j]], intervals)
+              scales[names[j]], intervals, grouping)
         for i in range(len(names)) for j in range(i + 1, len(names)))
-    if len(names) < 2:
+    if len(names) < 2 and not human:
         notes.append("fewer than two judges: no pair to compare")
     alpha = _panel_alpha(names, judged, categories, alpha_level, intervals is True) \
         if len(names) >= 3 else None
@@ -710,17 +741,17 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
     humans: list[HumanAgreement] = []
     if labels:
         for name, by_id in zip(names, judged, strict=True):
+            ids = [i for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             sides = [(_Side.of_human(labels[i], rubric_bands),
-                      _Side.of_result(r, scales[name]))
-                     for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
+                      _Side.of_result(by_id[i], scales[name])) for i in ids]
             overall, ai_all, cats = _agreement(sides, categories, rubric_bands, scales[name],
-                                               HUMAN, name, intervals)
+                                               HUMAN, name, intervals, ids=ids,
+                                               grouping=grouping)
             # Labels of the overall score only leave the AI side empty: the headline is then
             # the overall scores' (not "no case scored by both" above a table with n = 6).
             line = verdict(ai_all, "humans", name, what="AI scores vs human labels") \
                 if ai_all.n else verdict(overall, "humans", name,
                                          what="overall scores vs human labels")
-            ids = [i for i, r in sorted(by_id.items()) if i in labels and r.status == "scored"]
             humans.append(HumanAgreement(
                 judge=name, labelled=len(sides), overall=overall, ai_all=ai_all,
                 categories=cats, verdict=line,
@@ -735,175 +766,6 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
                       notes=tuple(notes))
 
 
-# -- kernels for the bootstrap (checked against sklearn and scipy in the tests) -----------
-#
-# Each kernel takes the cases' values and a matrix of samples (rows of case indices,
-# :func:`judge.core.intervals.resample_rows`) and computes its statistic on every row at once;
-# the scalar function is the same kernel on the one row :func:`whole_sample`. The counts are
-# integers (held exactly, in int64 or in float64 below 2^53); the float formula after them is
-# the one of the pure-Python kernels they replace, operation for operation, so the values are
-# the same to the bit (tests/core/test_agreement_intervals.py). What this buys: bench/RESULTS.md,
-# "The bootstrap over the resample matrix".
-
-_BLOCK: Final = 1 << 20
-"""Entries of the (a, b)-cell sign matrix τ builds at once, at most (its memory bound)."""
-_ONE_THREAD: Final = 1 << 18
-"""Multiply-adds of a matrix product that OpenBLAS (numpy's) runs on one thread, about
-(its GEMM_MULTITHREAD_THRESHOLD x 65536). τ's products are cut into row blocks under it
-while a block keeps 16 rows or more: on small products the threads cost more than they
-give (bench/RESULTS.md, "The bootstrap over the resample matrix"); the results are exact
-integers either way."""
-
-
-def _one(values: Values) -> float | None:
-    """The single row's value as a float, None where undefined."""
-    (value,) = values.tolist()
-    return None if math.isnan(value) else float(value)
-
-
-def _aligned(a: Ints, b: Ints) -> tuple[IntArray, IntArray]:
-    import numpy as np
-
-    x, y = np.asarray(a, dtype=np.int64).reshape(-1), np.asarray(b, dtype=np.int64).reshape(-1)
-    if len(x) != len(y):
-        raise ValueError(f"unaligned inputs: {len(x)} values against {len(y)}")
-    return x, y
-
-
-def _counts(codes: IntArray, levels: int, samples: Samples) -> IntArray:
-    """Per row of ``samples``, how many of its cases have each code ``0..levels-1``."""
-    import numpy as np
-
-    rows = len(samples)
-    flat = (codes[samples] + levels * np.arange(rows).reshape(-1, 1)).ravel()
-    return np.bincount(flat, minlength=rows * levels).reshape(rows, levels)
-
-
-def _tied_pairs(values: IntArray, samples: Samples) -> IntArray:
-    """Per row, the pairs of its cases with equal values."""
-    import numpy as np
-
-    levels, codes = np.unique(values, return_inverse=True)
-    counts = _counts(codes.reshape(-1), len(levels), samples)
-    tied: IntArray = (counts * (counts - 1) // 2).sum(axis=1)
-    return tied
-
-
-def kappa_rows(idx_a: Ints, idx_b: Ints, count: int, samples: Samples) -> Values:
-    """Quadratic-weighted κ over band indices ``0..count-1`` on each row of ``samples``.
-
-    The chance term sum_ij rows_i cols_j (i - j)^2 is n(sum x^2 + sum y^2) - 2 sum x sum y:
-    the same integer as the double loop over the confusion table, so the same float.
-    """
-    import numpy as np
-
-    a, b = _aligned(idx_a, idx_b)
-    x, y, n = a[samples], b[samples], samples.shape[1]
-    if n == 0 or count < 2:
-        return np.full(len(samples), math.nan)
-    observed = ((x - y) ** 2).sum(axis=1)
-    chance = n * ((x * x).sum(axis=1) + (y * y).sum(axis=1)) - 2 * x.sum(axis=1) * y.sum(axis=1)
-    expected = chance / n
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kappa: Values = np.where(expected == 0, math.nan, 1 - observed / expected)
-    return kappa
-
-
-def quadratic_kappa(idx_a: Sequence[int], idx_b: Sequence[int], count: int) -> float | None:
-    """Quadratic-weighted Cohen's κ over band indices ``0..count-1`` (sklearn's value)."""
-    return _one(kappa_rows(idx_a, idx_b, count, whole_sample(len(idx_a))))
-
-
-def _rank_offsets(values: IntArray, samples: Samples) -> IntArray:
-    """Per row, 2 x (average rank) - (n + 1) of each of its cases: an integer.
-
-    scipy's ``rankdata``, doubled and centred: a value's average rank is the cases below it
-    plus (its count + 1) / 2.
-    """
-    import numpy as np
-
-    levels, codes = np.unique(values, return_inverse=True)
-    codes = codes.reshape(-1)
-    counts = _counts(codes, len(levels), samples)
-    offsets = 2 * (np.cumsum(counts, axis=1) - counts) + counts - samples.shape[1]
-    ranked: IntArray = np.take_along_axis(offsets, codes[samples], axis=1)
-    return ranked
-
-
-def spearman_rows(a: Ints, b: Ints, samples: Samples) -> Values:
-    """Spearman's ρ (average ranks for ties) on each row of ``samples``.
-
-    The Pearson correlation of the ranks: the mean rank is (n + 1) / 2, so rank - mean is
-    half an integer offset and the sums of products are integers / 4, exact in a float
-    (as the fsum-based kernel's were); then sxy / sqrt(sxx * syy), that kernel's formula.
-    """
-    import numpy as np
-
-    x, y = _aligned(a, b)
-    if samples.shape[1] < 2:
-        return np.full(len(samples), math.nan)
-    dx, dy = _rank_offsets(x, samples), _rank_offsets(y, samples)
-    sxy = (dx * dy).sum(axis=1) / 4
-    sxx, syy = (dx * dx).sum(axis=1) / 4, (dy * dy).sum(axis=1) / 4
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho: Values = np.where((sxx == 0) | (syy == 0), math.nan, sxy / np.sqrt(sxx * syy))
-    return rho
-
-
-def spearman_rho(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Spearman's ρ (average ranks for ties), scipy's ``spearmanr``."""
-    return _one(spearman_rows(a, b, whole_sample(len(a))))
-
-
-def kendall_rows(a: Ints, b: Ints, samples: Samples) -> Values:
-    """Kendall's τ-b on each row of ``samples``, scipy's ``kendalltau``.
-
-    (C - D) / sqrt((pairs - ties_a)(pairs - ties_b)) from the pair counts of the pair-by-pair
-    definition, so the definition's float. With w the row's count of each distinct (a, b)
-    cell and s_pq = sign(a_p - a_q) sign(b_p - b_q), 2(C - D) = w S w' (a matrix product of
-    integers, exact in float64): O(rows x cells^2), the sign matrix built a block of columns
-    at a time (:data:`_BLOCK`), the rows in blocks (:data:`_ONE_THREAD`).
-    """
-    import numpy as np
-
-    x, y = _aligned(a, b)
-    cells, cell = np.unique(np.stack([x, y], axis=1), axis=0, return_inverse=True)
-    weights = _counts(cell.reshape(-1), len(cells), samples).astype(np.float64)
-    twice = np.zeros(len(samples))
-    size = max(1, len(cells))
-    columns = max(1, _BLOCK // size)
-    rows = _ONE_THREAD // (size * size)
-    rows = rows if rows >= 16 else max(1, len(samples))
-    for start in range(0, len(cells), columns):
-        block = cells[start:start + columns]
-        signs = (np.sign(cells[:, :1] - block[:, 0])
-                 * np.sign(cells[:, 1:] - block[:, 1])).astype(np.float64)
-        for top in range(0, len(samples), rows):
-            part = weights[top:top + rows]
-            twice[top:top + rows] += ((part @ signs) * part[:, start:start + columns]).sum(axis=1)
-    n = samples.shape[1]
-    pairs = n * (n - 1) // 2
-    denominator = ((pairs - _tied_pairs(x, samples)).astype(np.float64)
-                   * (pairs - _tied_pairs(y, samples)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tau: Values = np.where(denominator <= 0, math.nan, (twice / 2) / np.sqrt(denominator))
-    return tau
-
-
-def kendall_tau_b(a: Sequence[int], b: Sequence[int]) -> float | None:
-    """Kendall's τ-b, scipy's ``kendalltau``, from integer pair counts."""
-    return _one(kendall_rows(a, b, whole_sample(len(a))))
-
-
-def _mean_rows(values: IntArray, samples: Samples) -> Values:
-    """Each row's mean of integer values: the exact sum over the count (fsum's, then /)."""
-    import numpy as np
-
-    with np.errstate(divide="ignore", invalid="ignore"):
-        means: Values = values[samples].sum(axis=1) / samples.shape[1]
-    return means
-
-
 Row = tuple[int, int, int, int]
 """One aligned case: score a, score b, band index a, band index b."""
 
@@ -916,10 +778,11 @@ def _intervals(rows: Sequence[Row], count: int) -> StatIntervals:
     apart, same = np.abs(b - a), (idx_a == idx_b).astype(np.int64)
     found = bootstrap_many(len(rows), {
         "weightedKappa": lambda s: kappa_rows(idx_a, idx_b, count, s),
+        "pearsonR": lambda s: pearson_rows(a, b, s),
         "spearmanRho": lambda s: spearman_rows(a, b, s),
         "kendallTau": lambda s: kendall_rows(a, b, s),
-        "meanAbsDiff": lambda s: _mean_rows(apart, s),
-        "exactBandAgreement": lambda s: _mean_rows(same, s),
+        "meanAbsDiff": lambda s: mean_rows(apart, s),
+        "exactBandAgreement": lambda s: mean_rows(same, s),
     }, seed=DEFAULT_SEED, resamples=AGREEMENT_RESAMPLES)
     return StatIntervals(**found)
 
@@ -999,7 +862,7 @@ def human_pair_comparison(name_a: str, name_b: str, a: Mapping[str, CaseResult],
                            dtype=np.int64).reshape(-1, 3)
 
         def mad(k: int) -> RowStatistic:
-            return lambda s: _mean_rows(np.abs(scores[:, k] - scores[:, 0]), s)
+            return lambda s: mean_rows(np.abs(scores[:, k] - scores[:, 0]), s)
 
         def kappa(k: int) -> RowStatistic:
             return lambda s: kappa_rows(bands[:, 0], bands[:, k], len(scale), s)

@@ -1,9 +1,9 @@
 """Seeded fixture generator: synthetic suites reproducible from the suite id.
 
 ``generate_cases("checkout-agent", 5, rubric=rubric)`` always gives the same cases, byte
-for byte, on every machine: every choice is drawn from :class:`_Prng`, which hashes
-``f"{suite_id}:{seed}:{counter}"`` with sha256. No clock, no environment, no ``random``:
-this module is pure, like the scoring core.
+for byte, on every machine: every choice is drawn from the one seeded source
+(:mod:`judge.core.seeded`), seeded by ``f"{suite_id}:{seed}"``. No clock, no environment, no
+``random``: this module is pure, like the scoring core.
 
 The cases look like real work items. For the task-evaluation profile, an agent worked a
 software task (bug fix, feature, refactor, docs, dependency bump, flaky test, migration,
@@ -20,7 +20,6 @@ back to an equal :class:`~judge.core.suite.Suite`.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
@@ -28,6 +27,7 @@ from typing import Any, Literal, TypeVar
 import yaml
 
 from .rubric import Band, Rubric
+from .seeded import SplitMix64, seed_of
 from .suite import Case, Suite
 
 __all__ = ["DEFAULT_COUNT", "MAX_COUNT", "generate_cases", "suite_to_yaml"]
@@ -42,23 +42,14 @@ Complexity = Literal["simple", "medium", "complex"]
 
 
 class _Prng:
-    """A tiny deterministic generator: draw ``n`` is sha256 of ``"{suite_id}:{seed}:{n}"``."""
+    """The fixture generator's draws: the one seeded source, seeded by suite id and seed."""
 
     def __init__(self, suite_id: str, seed: int | None) -> None:
-        self._prefix = f"{suite_id}:{seed}:"
-        self._counter = 0
-
-    def digest(self) -> bytes:
-        """The next 32 bytes of the stream."""
-        data = hashlib.sha256(f"{self._prefix}{self._counter}".encode()).digest()
-        self._counter += 1
-        return data
+        self._rng = SplitMix64(seed_of(f"{suite_id}:{seed}"))
 
     def below(self, n: int) -> int:
-        """An integer in ``0..n-1`` (bias under 2**-64 times ``n``: irrelevant here)."""
-        if n <= 0:
-            raise ValueError("below() needs a positive bound")
-        return int.from_bytes(self.digest()[:8], "big") % n
+        """An integer in ``0..n-1``."""
+        return self._rng.below(n)
 
     def between(self, low: int, high: int) -> int:
         """An integer in ``low..high``, both included."""
@@ -66,27 +57,23 @@ class _Prng:
 
     def choice(self, items: Sequence[T]) -> T:
         """One element of ``items``."""
-        return items[self.below(len(items))]
+        return self._rng.choice(items)
 
     def chance(self, percent: int) -> bool:
         """True ``percent`` times in a hundred."""
         return self.below(100) < percent
 
     def shuffled(self, items: Sequence[T]) -> list[T]:
-        """A permutation of ``items`` (Fisher-Yates)."""
-        out = list(items)
-        for i in range(len(out) - 1, 0, -1):
-            j = self.below(i + 1)
-            out[i], out[j] = out[j], out[i]
-        return out
+        """A permutation of ``items``."""
+        return self._rng.shuffled(items)
 
     def sample(self, items: Sequence[T], k: int) -> list[T]:
         """``k`` distinct elements of ``items`` in drawn order."""
-        return self.shuffled(items)[:k]
+        return self._rng.sample(items, k)
 
     def hex(self, length: int) -> str:
         """``length`` hex digits (at most 64)."""
-        return self.digest().hex()[:length]
+        return "".join(f"{self._rng.next64():016x}" for _ in range(4))[:length]
 
 
 # --- vocabulary -----------------------------------------------------------------------------

@@ -6,9 +6,9 @@ agreement-with-people views all say the same thing about the same numbers.
 
 Decisions:
 
-- The bootstrap resamples *cases* (the unit a suite samples), with a seeded SplitMix64
-  generator written here: the core may not import ``random``, and a generator of our own
-  gives the same interval on every platform and Python version for the same seed.
+- The bootstrap resamples *cases* (the unit a suite samples), drawn from the one seeded
+  source (:mod:`judge.core.seeded`): the same interval on every platform and Python version
+  for the same seed.
 - The resamples are a matrix (a row per resample, case indices in draw order), drawn once
   per size and seed; a statistic takes the whole matrix and gives a value per row (numpy,
   imported where it is used: a command that never bootstraps does not load it). NaN marks
@@ -18,8 +18,9 @@ Decisions:
   resampled case is in one band) are dropped and counted, never reported as NaN.
 - A paired bootstrap draws the *same* cases for both statistics, so the interval of the
   difference keeps the pairing (is judge A closer to the people than judge B?).
-- Student's t is computed from the regularized incomplete beta function (continued
-  fraction, Numerical Recipes 6.4); it matches scipy to 1e-10 on the tested grid.
+- Student's t is scipy's (``scipy.special.stdtr``/``stdtrit``, what ``scipy.stats.t``
+  calls), imported inside the functions: only a comparison that re-asked cases with a
+  noise model pays its import.
 - Benjamini-Hochberg (1995) step-up for the false-discovery rate across cases.
 """
 
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Final, Literal, TypeAlias, TypeVar
 from pydantic import Field
 
 from .frozen import Frozen
+from .seeded import SplitMix64
 
 if TYPE_CHECKING:
     import numpy as np
@@ -47,12 +49,12 @@ if TYPE_CHECKING:
     """A statistic computed on every row of a :data:`Samples` matrix at once."""
 
 __all__ = [
+    "AGREEMENT_RESAMPLES",
     "DEFAULT_LEVEL",
     "DEFAULT_RESAMPLES",
     "DEFAULT_SEED",
     "Interval",
     "MeanTest",
-    "SplitMix64",
     "benjamini_hochberg",
     "bootstrap",
     "bootstrap_many",
@@ -73,31 +75,9 @@ DEFAULT_RESAMPLES: Final = 2000
 """Bootstrap resamples: the 2.5 % tail then rests on 50 resamples (Monte-Carlo error of a
 bound about 1/20 of the interval's width)."""
 DEFAULT_SEED: Final = 20261202
-_MASK: Final = (1 << 64) - 1
+AGREEMENT_RESAMPLES: Final = 1000
+"""Bootstrap resamples of an agreement interval (seeded: :data:`DEFAULT_SEED`)."""
 _NORMAL: Final = NormalDist()
-
-
-class SplitMix64:
-    """A tiny, seeded, platform-independent generator (Steele, Lea and Flood 2014)."""
-
-    def __init__(self, seed: int) -> None:
-        self._state = seed & _MASK
-
-    def next64(self) -> int:
-        """The next 64-bit output."""
-        self._state = (self._state + 0x9E3779B97F4A7C15) & _MASK
-        z = self._state
-        z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK
-        z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK
-        return z ^ (z >> 31)
-
-    def below(self, n: int) -> int:
-        """A uniform integer in ``0..n-1`` (rejection sampling: no modulo bias)."""
-        limit = (1 << 64) - ((1 << 64) % n)
-        while True:
-            value = self.next64()
-            if value < limit:
-                return value % n
 
 
 class Interval(Frozen):
@@ -129,31 +109,20 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[below] + (ordered[above] - ordered[below]) * (position - below)
 
 
-def _resample(n: int, rng: SplitMix64) -> list[int]:
-    """``n`` draws of ``rng.below(n)``, the bound computed once (the bootstrap's inner loop)."""
-    limit = (1 << 64) - ((1 << 64) % n)
-    out: list[int] = []
-    draw = rng.next64
-    while len(out) < n:
-        value = draw()
-        if value < limit:
-            out.append(value % n)
-    return out
-
-
 @lru_cache(maxsize=16)
 def resample_rows(n: int, resamples: int, seed: int) -> Samples:
     """The bootstrap's resamples of ``n`` cases, one a row, as case indices in draw order.
 
-    Row k is the k-th ``_resample(n, rng)`` of one ``SplitMix64(seed)``: the draws of the
-    loop this replaced, in its order. Read-only and made once per (n, resamples, seed): all
-    the statistics of a ``judge compare`` resample a few sizes with one seed (16 kept: at
-    most 16 x resamples x n x 8 bytes, 6 MiB for 1,000 resamples of 48 cases).
+    Row k is the k-th ``draws(n)`` of one :class:`~judge.core.seeded.SplitMix64` ``(seed)``:
+    the draws of the loop this replaced, in its order. Read-only and made once per (n,
+    resamples, seed): all the statistics of a ``judge compare`` resample a few sizes with one
+    seed (16 kept: at most 16 x resamples x n x 8 bytes, 6 MiB for 1,000 resamples of 48
+    cases).
     """
     import numpy as np
 
     rng = SplitMix64(seed)
-    rows = np.array([_resample(n, rng) for _ in range(resamples if n else 0)],
+    rows = np.array([rng.draws(n) for _ in range(resamples if n else 0)],
                     dtype=np.intp).reshape(resamples if n else 0, n)
     rows.flags.writeable = False
     return rows
@@ -315,49 +284,18 @@ def paired_bootstrap(n: int, first: RowStatistic, second: RowStatistic, *,
 # ---------------------------------------------------------------- Student's t
 
 
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction of the incomplete beta function (modified Lentz)."""
-    tiny, qab, qap, qam = 1e-300, a + b, a + 1, a - 1
-    c, d = 1.0, 1 - qab * x / qap
-    d = 1 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 400):
-        m2 = 2 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)),
-                   -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1 + aa * d
-            d = 1 / (d if abs(d) > tiny else tiny)
-            c = 1 + aa / c
-            c = c if abs(c) > tiny else tiny
-            h *= d * c
-        if abs(d * c - 1) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """The regularized incomplete beta function I_x(a, b)."""
-    if x <= 0:
-        return 0.0
-    if x >= 1:
-        return 1.0
-    log_front = (math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
-                 + a * math.log(x) + b * math.log1p(-x))
-    if x < (a + 1) / (a + b + 2):
-        return math.exp(log_front) * _betacf(a, b, x) / a
-    return 1 - math.exp(log_front) * _betacf(b, a, 1 - x) / b
-
-
 def t_sf(x: float, df: float) -> float:
-    """P(T > x) for Student's t with ``df`` degrees of freedom (``df`` inf: the normal)."""
+    """P(T > x) for Student's t with ``df`` degrees of freedom (``df`` inf: the normal).
+
+    scipy's ``stdtr`` at -x (the t distribution's own function, exact in the upper tail);
+    scipy is imported here, on the first re-asked case the noise decides, so a replay or
+    an exact comparison never loads it (bench/t_quantile.py measures what it costs).
+    """
     if math.isinf(df):
         return 1 - _NORMAL.cdf(x)
-    # Near 0, df/(df+x²) rounds to 1: take P(|T| < x) = I_{x²/(df+x²)}(1/2, df/2) instead.
-    if x * x < df:
-        tail = 0.5 * (1 - _betainc(0.5, df / 2, x * x / (df + x * x)))
-    else:
-        tail = 0.5 * _betainc(df / 2, 0.5, df / (df + x * x))
-    return tail if x >= 0 else 1 - tail
+    from scipy.special import stdtr
+
+    return float(stdtr(df, -x))
 
 
 def t_cdf(x: float, df: float) -> float:
@@ -366,21 +304,14 @@ def t_cdf(x: float, df: float) -> float:
 
 
 def t_ppf(q: float, df: float) -> float:
-    """The ``q`` quantile of Student's t (bisection on :func:`t_cdf`, to 1e-12)."""
+    """The ``q`` quantile of Student's t: scipy's ``stdtrit`` (imported here, as in t_sf)."""
     if not 0 < q < 1:
         raise ValueError(f"a quantile needs 0 < q < 1, got {q!r}")
     if math.isinf(df):
         return _NORMAL.inv_cdf(q)
-    low, high = -1e3, 1e3
-    for _ in range(200):
-        mid = (low + high) / 2
-        if t_cdf(mid, df) < q:
-            low = mid
-        else:
-            high = mid
-        if high - low < 1e-12:
-            break
-    return (low + high) / 2
+    from scipy.special import stdtrit
+
+    return float(stdtrit(df, q))
 
 
 class MeanTest(Frozen):

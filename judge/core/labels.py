@@ -42,6 +42,7 @@ __all__ = [
     "parse_labels",
     "pick_next",
     "reviewer_alpha",
+    "reviewer_scores",
 ]
 
 LABELS_FORMAT = 1
@@ -134,7 +135,8 @@ def dump_labels(labels: Iterable[Label]) -> str:
     return "".join(canonical_json(lb.model_dump(mode="json")) + "\n" for lb in ordered)
 
 
-def _scored(labels: Iterable[Label], rubric: Rubric) -> dict[tuple[str, str], dict[str, int]]:
+def reviewer_scores(labels: Iterable[Label],
+                    rubric: Rubric) -> dict[tuple[str, str], dict[str, int]]:
     """(case, category) -> reviewer -> score, for labels with a score or level."""
     out: dict[tuple[str, str], dict[str, int]] = {}
     for lb in labels:
@@ -152,7 +154,7 @@ def human_labels(labels: Iterable[Label], rubric: Rubric) -> dict[str, HumanLabe
     computes a case's); a partly labelled case has none (it would be another quantity).
     """
     cases: dict[str, dict[str, int]] = {}
-    for (case, cat), by in _scored(labels, rubric).items():
+    for (case, cat), by in reviewer_scores(labels, rubric).items():
         mean = Fraction(sum(by.values()), len(by))
         cases.setdefault(case, {})[cat] = round_half_up(mean)
     every = {c.id for c in rubric.categories}
@@ -163,7 +165,7 @@ def human_labels(labels: Iterable[Label], rubric: Rubric) -> dict[str, HumanLabe
 
 def reviewer_alpha(labels: Iterable[Label], rubric: Rubric) -> dict[str, float | None]:
     """Krippendorff's α (interval) between reviewers, per category (None: undefined)."""
-    scored = _scored(labels, rubric)
+    scored = reviewer_scores(labels, rubric)
     reviewers = sorted({r for by in scored.values() for r in by})
     out: dict[str, float | None] = {}
     for cat in (c.id for c in rubric.categories):

@@ -20,6 +20,8 @@ MAX_PROMPT_CHARS       33 Mi chars     what a workspace template may build for o
                                        JSONL lines' worth and 1 Mi of template text
 MAX_INT_DIGITS         19 digits       an integer in a suite or config fits 64 bits (a
                                        5,000-digit one used to crash the int parser)
+MAX_RECORDED_BYTES     256 MiB         judgments recorded elsewhere (``judge import``) are
+                                       read whole and checked before any is stored
 =====================  ==============  ==================================================
 """
 
@@ -35,6 +37,7 @@ __all__ = [
     "MAX_JSONL_LINE_CHARS",
     "MAX_JSONL_SUITE_BYTES",
     "MAX_PROMPT_CHARS",
+    "MAX_RECORDED_BYTES",
     "MAX_RUBRIC_CHARS",
     "MAX_SUITE_CHARS",
     "MAX_SUITE_ID",
@@ -63,6 +66,8 @@ is read, before anything is built from it.
 """
 MAX_INT_DIGITS = 19
 """Digits in an integer of a suite, rubric or JSON line (``2**63`` has 19): larger is refused."""
+MAX_RECORDED_BYTES = 256 * 1024 * 1024
+"""Bytes in a file of recorded judgments (SummEval's 1,600 summaries x 20 samples: ~1 MB)."""
 MAX_SUITE_ID = 128
 """Characters in a suite id; it names ``baselines/<id>.json``, so it must fit a file name."""
 SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

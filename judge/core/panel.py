@@ -7,7 +7,8 @@ Two kinds of aggregate, both ordinary :class:`~judge.core.models.CaseResult` row
 metadata says what they combine (``JudgeMeta.aggregate``, ``JudgeMeta.members``):
 
 - **Sample aggregate** (``--samples K``, K >= 2): per judge, model ``<model>``, sample
-  ``-1``, the *median* of the K samples' AI scores per category, scored by the core. It keeps
+  ``-1``, the *mean* (or the *median*, as the run says) of the K samples' AI scores per
+  category, scored by the core. It keeps
   the measured noise: ``CategoryScore.spread`` (max - min of the K AI scores),
   ``CategoryScore.finalSpread`` (of the K finals) and ``CaseResult.spread`` (of the K overall
   scores).
@@ -259,12 +260,12 @@ def aggregate(members: Sequence[tuple[str, CaseResult]], rubric: Rubric,
 def case_aggregates(judged: Mapping[tuple[str, int], CaseResult], rubric: Rubric,
                     signals: Mapping[str, int | None], base: JudgeMeta, *,
                     models: Sequence[str], samples: int,
-                    panel: str | None) -> list[CaseResult]:
+                    panel: str | None, sample_method: str) -> list[CaseResult]:
     """The aggregates of one case's judgments (``judged[(model, sample)]``, all of them).
 
-    None with one judge and one sample. First each judge's sample aggregate (K >= 2, always
-    the median), then the panel over the judges' headline results (two or more judges and
-    ``panel`` set).
+    None with one judge and one sample. First each judge's sample aggregate (K >= 2, by
+    ``sample_method``: ``mean`` or ``median``), then the panel over the judges' headline
+    results (two or more judges and ``panel`` set).
     """
     out: list[CaseResult] = []
     heads: list[tuple[str, CaseResult]] = []
@@ -272,7 +273,8 @@ def case_aggregates(judged: Mapping[tuple[str, int], CaseResult], rubric: Rubric
         if samples >= 2:
             agg = aggregate([("", judged[(model, s)]) for s in range(samples)], rubric,
                             signals, base, model=model, sample=SAMPLE_AGGREGATE,
-                            method="median", what=f"{samples} samples", samples_spread=True)
+                            method=sample_method, what=f"{samples} samples",
+                            samples_spread=True)
             out.append(agg)
             heads.append((model, agg))
         else:

@@ -7,7 +7,8 @@ resolved at once. Every valid judgment is cached the moment it arrives, so a run
 Ctrl-C (or killed) resumes from the cache at no cost.
 
 Once every judgment of a case is in (each judge x each sample), its aggregates are computed
-(:mod:`judge.core.panel`: a judge's median over its K samples, then the panel over the judges)
+(:mod:`judge.core.panel`: a judge's mean or median of its K samples, then the panel over the
+judges)
 and stored beside the judgments. The run's headline summary counts one result per case:
 the panel with two or more judges, else the judge's sample aggregate with ``--samples K``
 (K >= 2), else its single judgment; a deterministic case counts as it is.
@@ -117,6 +118,8 @@ class RunPlan:
     concurrency: int = 16
     panel: str | None = "median"
     """How two or more judges combine into the panel result (``median`` or ``mean``)."""
+    sample_aggregate: str = "mean"
+    """How a judge's K samples combine into its aggregate (``mean`` or ``median``)."""
 
 
 @dataclass
@@ -455,4 +458,5 @@ def _aggregates(plan: RunPlan, group: _Pending, renderer: PromptRenderer) -> lis
                      template_id=renderer.template_id, template_hash=renderer.template_hash,
                      rubric_hash=plan.rubric_hash, cache_key="", cached=False)
     return case_aggregates(group.judged, plan.rubric, group.signals, base, models=plan.models,
-                           samples=plan.samples, panel=plan.panel)
+                           samples=plan.samples, panel=plan.panel,
+                           sample_method=plan.sample_aggregate)

@@ -21,6 +21,7 @@ from ..core.baseline import Baseline
 from ..core.baseline import Comparison as GateComparison
 from ..core.frozen import Frozen
 from ..core.models import CaseResult, RunInfo
+from ..core.raters import PeopleCategory
 from ..core.rubric import Band
 from ..core.suite import HumanLabel
 from .samples import CaseSample
@@ -37,6 +38,7 @@ __all__ = [
     "PairPoints",
     "PeopleDisagreement",
     "PeoplePoint",
+    "QualityRow",
     "ReportData",
     "RubricView",
     "ScatterPoint",
@@ -194,6 +196,19 @@ class PeopleDisagreement(Frozen):
     link: str
 
 
+class QualityRow(Frozen):
+    """One score of the reported run's judge against the people: item-level r, ρ, τ and κ."""
+
+    model: str
+    scores: str
+    """``overall (final)`` or a category's AI score."""
+    n: int
+    kappa: float | None
+    pearson_r: float | None = Field(alias="pearsonR")
+    spearman_rho: float | None = Field(alias="spearmanRho")
+    kendall_tau: float | None = Field(alias="kendallTau")
+
+
 class ReportData(Frozen):
     """Everything one report shows."""
 
@@ -220,6 +235,10 @@ class ReportData(Frozen):
     """Agreement with people over the suite's stored runs, oldest first (when labelled)."""
     people_disagreements: tuple[PeopleDisagreement, ...] = Field((), alias="peopleDisagreements")
     """The reported run's largest disagreements with the people, largest first."""
+    quality: tuple[QualityRow, ...] = ()
+    """The reported run's judges against the people: r, ρ, τ (and κ) per score."""
+    reviewers: tuple[PeopleCategory, ...] = ()
+    """With two or more reviewers: their own agreement and the judge among them."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

@@ -54,7 +54,8 @@ class HarnessBody(Frozen):
     rubric: RubricId | None = None
     seed: int | None = None
     samples: int | None = None
-    """Judge each case K times (seed, seed+1, ...); the median heads."""
+    """Judge each case K times (seed, seed+1, ...); their aggregate (the workspace's
+    ``sample_aggregate``: the mean unless set) heads."""
     cache_mode: CacheModeName | None = Field(None, alias="cacheMode")
     panel: Literal["median", "mean"] | None = None
     stable_schema: bool | None = Field(None, alias="stableSchema")

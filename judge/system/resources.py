@@ -53,6 +53,7 @@ __all__ = [
     "load_suite",
     "open_suite",
     "shipped_dir",
+    "suite_file_id",
     "utf8_lines",
 ]
 
@@ -148,7 +149,7 @@ def load_suite(path: str | Path) -> Suite:
     file = Path(path)
     limit = MAX_JSONL_SUITE_BYTES if file.suffix == ".jsonl" else 4 * MAX_SUITE_CHARS
     return parse_suite(read_input(file, SuiteError, limit), str(file),
-                       default_id=_default_id(file))
+                       default_id=suite_file_id(file))
 
 
 def utf8_lines(file: Path) -> Iterator[str]:
@@ -161,8 +162,15 @@ def line_crc(text: str) -> int:
     return zlib.crc32(text.encode("utf-8"))
 
 
-def _default_id(file: Path) -> str:
-    return file.stem if file.stem not in {"suite", "cases"} else file.parent.name or file.stem
+def suite_file_id(file: Path) -> str:
+    """The id of a suite file that declares none (every JSONL suite): the one computation.
+
+    The file's stem, or its folder's name for ``suite.*`` and ``cases.*``, read on the
+    absolute path: ``suite.jsonl`` named from inside its folder is that folder's suite, as it
+    is when named from anywhere else (every command and door calls this).
+    """
+    path = file.absolute()
+    return path.stem if path.stem not in {"suite", "cases"} else path.parent.name or path.stem
 
 
 @dataclass(frozen=True)
@@ -324,13 +332,13 @@ def open_suite(path: str | Path, *, compiled_dir: Path | None = None,
             return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
         return _open_yaml(file, compiled_dir, salt)
     open_input(file, SuiteError, MAX_JSONL_SUITE_BYTES).close()  # a regular file, or refused
-    return SuiteSource(path=file, id=check_suite_id(_default_id(file), str(file)), rubric=None,
-                       loaded=None)
+    return SuiteSource(path=file, id=check_suite_id(suite_file_id(file), str(file)),
+                       rubric=None, loaded=None)
 
 
 def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
     data = read_input_bytes(file, SuiteError, 4 * MAX_SUITE_CHARS)
-    default_id = _default_id(file)
+    default_id = suite_file_id(file)
     target = compiled_dir / _compiled_name(data, salt, default_id)
     found = _read_compiled(target)
     if found is not None:

@@ -24,7 +24,7 @@ from judge.app.calibrating import calibrate
 from judge.app.rescoring import rescore_run
 from judge.app.workspace import Workspace
 from judge.core.calibration import CalibrationError, parse_calibration
-from judge.core.errors import RubricError
+from judge.core.errors import RubricError, UsageError
 from judge.core.labels import Label, dump_labels
 from judge.core.scoring import compute_final_score
 from judge.system.resources import load_rubric
@@ -131,6 +131,26 @@ def test_calibration_lowers_held_out_mad_and_rescore_makes_no_call(ws: Ws) -> No
             raw_err += abs(c.ai_score - people[(r.id, c.category)])
             mapped_err += abs(mapped - people[(r.id, c.category)])
     assert mapped_err < raw_err / 2
+
+
+def test_without_a_labels_file_the_suites_labels_are_read_as_agreement_reads_them(
+        ws: Ws, tmp_path: Path) -> None:
+    """calib.labels.jsonl sits beside calib.yaml: the suite's labels, as `judge agreement`."""
+    workspace = Workspace.open(ws.path, env={})
+    run_id = ws.runs[JUDGE]["run"]["id"]
+    given = calibrate(workspace, [run_id], ws.path / "calib.labels.jsonl",
+                      out=tmp_path / "given.json")
+    own = calibrate(workspace, [run_id], out=tmp_path / "own.json")
+    assert own.calibration.categories == given.calibration.categories
+    assert own.calibration.cross_validation == given.calibration.cross_validation
+    proc = run_judge(["calibrate", run_id, "--out", str(tmp_path / "cli.json"), "--json"],
+                     ws.path)
+    assert proc.returncode == 0, proc.stderr
+    empty = tmp_path / "bare"
+    empty.mkdir()
+    (empty / "calib.yaml").write_text((ws.path / "calib.yaml").read_text())
+    with pytest.raises(UsageError, match="no people's labels"):
+        calibrate(workspace, [run_id], suite_file=empty / "calib.yaml")
 
 
 def test_a_calibration_of_another_judge_rubric_or_scale_is_refused(ws: Ws,

@@ -24,11 +24,12 @@ from judge.app.agreement_history import agreement_op
 from judge.app.reporting import ReportRequest, build_report
 from judge.app.workspace import Workspace
 from judge.cli.compare_cmd import FLIPS_SHOWN
-from judge.core.agreement import AGREEMENT_RESAMPLES, band_index
-from judge.core.intervals import DEFAULT_SEED, SplitMix64
+from judge.core.agreement import band_index
+from judge.core.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
 from judge.core.labels import Label, dump_labels, human_labels, parse_labels
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
+from judge.core.seeded import SplitMix64
 from judge.report.charts import figures
 from judge.report.html import render_report
 from judge.report.review_page import review_link

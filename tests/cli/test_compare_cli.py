@@ -192,7 +192,7 @@ def test_same_judge_rerun_is_named_by_run_and_agrees_perfectly(
     assert pair["bandFlips"] == [] and "agree closely" in pair["verdict"]
 
 
-def test_unknown_run_different_suites_and_a_lone_judge_exit_2(
+def test_unknown_run_different_suites_and_an_unlabelled_lone_judge_exit_2(
         ws: Workspace, two_runs: tuple[str, str]) -> None:
     code, out, err = ws.judge("compare", two_runs[0], "no-such-run", "--json")
     assert code == 2 and out == "" and "no-such-run" in err
@@ -206,8 +206,30 @@ def test_unknown_run_different_suites_and_a_lone_judge_exit_2(
     code, out, err = ws.judge("compare", two_runs[0], other_run)
     assert code == 2 and "different suites" in err and "another-suite" in err
 
-    code, _out, err = ws.judge("compare", two_runs[0])
-    assert code == 2 and "one judge" in err
+    lone = ws.root / "lone"
+    lone.mkdir()
+    (lone / "suite.jsonl").write_text('{"id": "c1", "input": "q", "output": "a"}\n')
+    proc = run_judge(["run", "lone/suite.jsonl", "--api-base", f"{ws.base_url}/v1",
+                      "--model", PLAIN, "--no-check", "--json"], ws.root)
+    assert proc.returncode == 0, proc.stderr
+    lone_run = json.loads(proc.stdout)["run"]["id"]
+    code, _out, err = ws.judge("compare", lone_run)
+    assert code == 2 and "one judge" in err and f"judge agreement {lone_run}" in err
+
+
+def test_one_labelled_run_is_its_judge_against_the_people(
+        ws: Workspace, two_runs: tuple[str, str]) -> None:
+    """`judge compare RUN` answers what `judge agreement RUN` does, with the same numbers."""
+    code, out, err = ws.judge("compare", two_runs[0], "--json")
+    assert code == 0, err
+    compared = json.loads(out)
+    assert compared["pairs"] == [] and len(compared["human"]) == 1
+    code, out, err = ws.judge("agreement", two_runs[0], "--json")
+    assert code == 0, err
+    (row,) = json.loads(out)["rows"]
+    assert compared["human"][0] == {**row["agreement"], "judge": compared["human"][0]["judge"]}
+    code, out, err = ws.judge("compare", two_runs[0])
+    assert code == 0 and "against human labels" in out
 
 
 def test_explicit_suite_of_another_id_is_refused(ws: Workspace,

@@ -213,17 +213,18 @@ def test_alpha_allows_missing_and_refuses_the_undefined() -> None:
 
 
 @pytest.mark.parametrize(("a", "b", "none", "note"), [
-    ([], [], {"weightedKappa", "spearmanRho", "kendallTau", "meanAbsDiff", "meanDiff",
-              "exactBandAgreement"}, "no case"),
-    ([50], [70], {"weightedKappa", "spearmanRho", "kendallTau"}, "at least 2"),
-    ([50, 50, 50], [40, 60, 80], {"spearmanRho", "kendallTau"}, "constant"),
+    ([], [], {"weightedKappa", "pearsonR", "spearmanRho", "kendallTau", "meanAbsDiff",
+              "meanDiff", "exactBandAgreement"}, "no case"),
+    ([50], [70], {"weightedKappa", "pearsonR", "spearmanRho", "kendallTau"}, "at least 2"),
+    ([50, 50, 50], [40, 60, 80], {"pearsonR", "spearmanRho", "kendallTau"}, "constant"),
     ([80, 81, 85], [76, 88, 79], {"weightedKappa"}, "κ is undefined"),
 ])
 def test_degenerate_inputs_give_none_and_a_note(a: list[int], b: list[int], none: set[str],
                                                 note: str) -> None:
     stats = pairwise_agreement(a, b)
     dumped = stats.model_dump()
-    assert {k for k, v in dumped.items() if v is None and k != "intervals"} == none
+    unset = {k for k, v in dumped.items() if v is None and k not in ("intervals", "levels")}
+    assert unset == none
     assert any(note in n for n in stats.notes), stats.notes
     _no_nan(stats)
 
@@ -280,8 +281,8 @@ def test_whole_comparison_is_camel_case_json_without_nan(abc: Comparison) -> Non
     assert {"judgeA", "judgeB", "aiAll", "bandFlips", "categories", "overall"} <= set(
         data["pairs"][0])
     wire = {f.alias or n for n, f in PairStats.model_fields.items()}
-    assert wire == {"n", "weightedKappa", "spearmanRho", "kendallTau", "meanAbsDiff", "meanDiff",
-                    "exactBandAgreement", "notes", "intervals"}
+    assert wire == {"n", "weightedKappa", "pearsonR", "spearmanRho", "kendallTau", "meanAbsDiff",
+                    "meanDiff", "exactBandAgreement", "notes", "intervals", "levels"}
     assert not any(isinstance(v, float) and math.isnan(v)
                    for v in data["pairs"][0]["overall"].values())
 

@@ -18,23 +18,25 @@ from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion
 
 from judge.core.agreement import (
-    AGREEMENT_RESAMPLES,
     compare_runs,
     confusion_matrix,
+    krippendorff_alpha,
+    pairwise_agreement,
+)
+from judge.core.correlation import (
     kappa_rows,
     kendall_rows,
     kendall_tau_b,
-    krippendorff_alpha,
-    pairwise_agreement,
     quadratic_kappa,
     spearman_rho,
     spearman_rows,
 )
 from judge.core.frozen import wire_value
-from judge.core.intervals import DEFAULT_SEED, SplitMix64
+from judge.core.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
 from judge.core.models import CaseResult, CategoryScore, JudgeMeta
 from judge.core.rubric import DEFAULT_BANDS
 from judge.core.scoring import band_for
+from judge.core.seeded import SplitMix64
 from judge.core.suite import HumanLabel
 
 N = None
@@ -373,7 +375,7 @@ def test_the_paired_comparison_is_the_resampling_loop_to_the_bit() -> None:
 
 def test_tau_blocks_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sign matrix in blocks of columns and the rows in blocks: the same counts."""
-    import judge.core.agreement as agreement
+    import judge.core.correlation as correlation
     from judge.core.intervals import resample_rows
 
     rng = random.Random(4)
@@ -381,8 +383,8 @@ def test_tau_blocks_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     b = [rng.randrange(30) for _ in range(40)]
     samples = resample_rows(40, 50, 3)
     whole = kendall_rows(a, b, samples)
-    monkeypatch.setattr(agreement, "_BLOCK", 100)  # 2-3 columns of ~40 cells a block
-    monkeypatch.setattr(agreement, "_ONE_THREAD", 16 * 40 * 40 * 2)  # rows in blocks of 32+
+    monkeypatch.setattr(correlation, "_BLOCK", 100)  # 2-3 columns of ~40 cells a block
+    monkeypatch.setattr(correlation, "_ONE_THREAD", 16 * 40 * 40 * 2)  # rows in blocks of 32+
     assert kendall_rows(a, b, samples).tolist() == whole.tolist()
     assert [kendall_tau_b([a[i] for i in r], [b[i] for i in r]) for r in samples.tolist()] == \
         _nan_none(whole)

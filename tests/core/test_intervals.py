@@ -10,7 +10,6 @@ import pytest
 from scipy import stats
 
 from judge.core.intervals import (
-    SplitMix64,
     benjamini_hochberg,
     bootstrap,
     mean_test,
@@ -20,6 +19,7 @@ from judge.core.intervals import (
     t_ppf,
     t_sf,
 )
+from judge.core.seeded import SplitMix64
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 9, 24, 59, 199, 1000])

@@ -95,7 +95,8 @@ def test_panel_aggregate_scores_the_combined_ai_with_the_core() -> None:
     b = _result("b", {"agentPerformance": 55, "taskOutcomeQuality": 80, "processCompliance": 1},
                 cached=False)
     (panel,) = case_aggregates({("a", 0): a, ("b", 0): b}, RUBRIC, SIGNALS, BASE_META,
-                               models=["a", "b"], samples=1, panel="median")
+                               models=["a", "b"], samples=1, panel="median",
+                               sample_method="mean")
     assert panel.judge is not None
     assert (panel.judge.model, panel.judge.sample, panel.judge.aggregate) == \
         ("panel:median", 0, "median")
@@ -118,12 +119,14 @@ def test_aggregate_of_a_failed_member_is_unscored_and_of_a_miss_is_a_miss() -> N
     ok = _result("a", {c.id: 50 for c in RUBRIC.categories})
     bad = _result("b", {}, status="unscored")
     (panel,) = case_aggregates({("a", 0): ok, ("b", 0): bad}, RUBRIC, SIGNALS, BASE_META,
-                               models=["a", "b"], samples=1, panel="median")
+                               models=["a", "b"], samples=1, panel="median",
+                               sample_method="mean")
     assert panel.status == "unscored" and panel.overall_score is None
     assert "b#0 is unscored" in (panel.reason or "")
     miss = CaseResult(id="case-1", status="cache_miss", reason="not in the cache")
     (panel,) = case_aggregates({("a", 0): ok, ("b", 0): miss}, RUBRIC, SIGNALS, BASE_META,
-                               models=["a", "b"], samples=1, panel="mean")
+                               models=["a", "b"], samples=1, panel="mean",
+                               sample_method="mean")
     assert panel.status == "cache_miss"
     assert panel.judge is not None and panel.judge.model == "panel:mean"
 
@@ -136,7 +139,8 @@ def test_sample_aggregate_keeps_the_spread_and_the_panel_takes_the_largest() -> 
         judged[("b", s)] = _result("b", {"agentPerformance": x + 2, "taskOutcomeQuality": y,
                                           "processCompliance": 50}, s)
     agg_a, agg_b, panel = case_aggregates(judged, RUBRIC, SIGNALS, BASE_META,
-                                          models=["a", "b"], samples=3, panel="median")
+                                          models=["a", "b"], samples=3, panel="median",
+                                          sample_method="median")
     assert agg_a.judge is not None and (agg_a.judge.model, agg_a.judge.sample) == ("a", -1)
     cats = {c.category: c for c in agg_a.category_scores}
     assert cats["agentPerformance"].ai_score == 20 and cats["agentPerformance"].spread == 20

@@ -1,4 +1,4 @@
-"""``--samples K``: the median aggregate, the measured spread, ``judge stability`` and the gate."""
+"""``--samples K``: the mean or median aggregate, the spread, ``judge stability``, the gate."""
 
 from __future__ import annotations
 
@@ -13,8 +13,11 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
+from judge.app.comparing import judge_results
 from judge.app.diffing import run_stability
+from judge.app.gate import headline_results
 from judge.app.workspace import Workspace
+from judge.core.agreement import judged_cases
 from judge.core.errors import UsageError
 from judge.core.exact import round_half_up
 from judge.core.models import AdvisoryScore
@@ -51,8 +54,9 @@ def _median(values: list[int]) -> int:
 
 def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
                                                               workspace: Path) -> None:
-    code, payload, err = _run(workspace, fake_server.base_url, RANDOM)
+    code, payload, err = _run(workspace, fake_server.base_url, RANDOM, "--aggregate", "median")
     assert code == 0, err
+    assert payload["run"]["settings"]["sampleAggregate"] == "median"
     grouped = _grouped(payload)
     assert grouped and fake_server.stats()["requests"] == 3 * len(grouped)
     unstable = set()
@@ -98,6 +102,33 @@ def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
     median = f"{report['medianSpread']:g}"
     assert (f"{len(grouped) - len(unstable)} of {len(grouped)} cases stable; "
             f"median spread {median} points") in text
+
+
+def test_samples_aggregate_is_the_mean_by_default(fake_server: Any, workspace: Path) -> None:
+    """As the published meta-evaluations average n samples; recorded in the run."""
+    code, payload, err = _run(workspace, fake_server.base_url, RANDOM)
+    assert code == 0, err
+    assert payload["run"]["settings"]["sampleAggregate"] == "mean"
+    differs = 0
+    for case_id, samples in _grouped(payload).items():
+        agg = samples[-1]
+        assert agg["judge"]["aggregate"] == "mean"
+        per_sample = [{c["category"]: c for c in samples[s]["categoryScores"]} for s in range(3)]
+        for cat in agg["categoryScores"]:
+            ai = [p[cat["category"]]["aiScore"] for p in per_sample]
+            assert cat["aiScore"] == round_half_up(Fraction(sum(ai), 3)), (case_id, ai)
+            differs += cat["aiScore"] != _median(ai)
+    assert differs  # the random judge's samples tell the mean from the median
+    # The gate and agreement read the same aggregate of each case.
+    workspace_ = Workspace.open(workspace, env={})
+    with workspace_.open_store() as store:
+        run = store.get_run(payload["run"]["id"])
+        gated = {r.id: r.overall_score for r in headline_results(store, run)
+                 if r.judged_by == "llm"}
+        results = list(store.iter_results(run.id))
+    agreed = judged_cases(judge_results(results, RANDOM))
+    assert gated == {cid: r.overall_score for cid, r in agreed.items()}
+    assert {r.judge.aggregate for r in agreed.values() if r.judge} == {"mean"}
 
 
 def _median_fraction(values: list[int]) -> Fraction:

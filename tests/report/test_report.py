@@ -291,7 +291,7 @@ def test_case_samples_are_bounded_and_escaped(tmp_path: Path) -> None:
 
 
 def test_a_sample_aggregate_shows_the_prompt_its_samples_were_sent(tmp_path: Path) -> None:
-    """`--samples 2`: the headline result is the median of two judgments and has no cache
+    """`--samples 2`: the headline result is the mean of two judgments and has no cache
     entry of its own; its prompt is re-rendered (hash-checked) and equals what each sample
     was sent, as read from a sample's cache entry."""
     shutil.copy(EXAMPLE_SUITE, tmp_path / "suite.yaml")
@@ -313,5 +313,5 @@ def test_a_sample_aggregate_shows_the_prompt_its_samples_were_sent(tmp_path: Pat
         members[0].judge.cache_key if members[0].judge else "")
     assert entry is not None
     sample = data.samples[aggregates[0].id]
-    assert sample.prompt_source == "rendered" and "median of 2 judgments" in sample.prompt_note
+    assert sample.prompt_source == "rendered" and "mean of 2 judgments" in sample.prompt_note
     assert [m.model_dump() for m in sample.prompt] == entry["request"]["messages"]

@@ -215,6 +215,14 @@ def test_a_link_opens_its_case_in_a_tab_lent_the_token(
     midpoint = int((third["min"] + third["max"]) / 2 + 0.5)  # as JS's Math.round
     assert [(lb.case, lb.category, lb.score) for lb in mine] == [(target["id"], category,
                                                                   midpoint)]
+    # two reviewers of a category: the header sets the judge beside their own agreement
+    people = review_page_data(Workspace.open(root, env={}), run_id)["people"]
+    assert [p["category"] for p in people] == [category]
+    fresh = browser.new_page()
+    fresh.open(review_link(run_id, target["id"], category, port=port), READY)
+    shown = fresh.evaluate("document.getElementById('alpha').textContent")
+    assert f"{category}: judge τ with the others" in shown, shown
+    assert fresh.errors() == []
     # in an open page, a changed fragment moves to its case too
     other = cases[3]
     holder.evaluate(f"location.hash = {json.dumps('case=' + other['id'])}")

@@ -323,7 +323,17 @@
       "Review " + data.run.id + " · " + data.run.suite + " · " + data.run.rubric;
     const alpha = Object.entries(data.alpha).map(([k, v]) =>
       k + " α=" + (v === null ? "—" : v.toFixed(2))).join(", ");
-    document.getElementById("alpha").textContent = "between reviewers: " + alpha;
+    const beside = (data.people || []).map((p) => {
+      const own = p.byReviewer.map((r) => r.withOthers.kendallTau).filter((v) => v !== null);
+      const judge = p.byReviewer.map((r) => r.judgeWithOthers.kendallTau)
+        .filter((v) => v !== null);
+      const mean = judge.length ? (judge.reduce((a, b) => a + b, 0) / judge.length)
+        .toFixed(2) : "—";
+      const range = own.length ? Math.min(...own).toFixed(2) + "–" +
+        Math.max(...own).toFixed(2) : "—";
+      return " · " + p.category + ": judge τ with the others " + mean + ", reviewers " + range;
+    }).join("");
+    document.getElementById("alpha").textContent = "between reviewers: " + alpha + beside;
     const name = document.getElementById("reviewer");
     reviewer = localStorage.getItem("judge-reviewer") || "";
     name.value = reviewer;
