@@ -105,7 +105,8 @@ def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path
             workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
     if labels_file is None:
         return suite_human_labels(infos, suite_file, workspace, notes)
-    labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`")
+    labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`",
+                         workspace.sealer)
     return human_labels(labels, workspace.rubric(infos[0].rubric))
 
 

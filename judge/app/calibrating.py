@@ -9,13 +9,13 @@ rubric references with ``calibration: FILE``. No model call.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.calibration import (
     Calibration,
     FoldReport,
+    calibration_text,
     cross_validate,
     fit_category,
     rubric_scale,
@@ -55,6 +55,11 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
     if folds < 2:
         raise UsageError(f"--folds {folds}: cross-validation needs at least 2 folds",
                          fix="pass --folds 2 or more (5 by default)")
+    if out is not None:
+        _check_target(out, "--out")
+    # Every input is read before the store is opened: bad input writes nothing.
+    labels = read_labels(labels_file, "pass the labels file `judge review --export` wrote",
+                         workspace.sealer)
     with workspace.open_store() as store:
         runs = [(store.get_run(r), r) for r in run_ids]
         infos = [info for info, _ in runs]
@@ -73,7 +78,6 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
                                  fix="pass runs of one judge (or --judge MODEL)")
             scores.update(_judged(info, list(store.iter_results(info.id)), model))
     rubric = workspace.rubric(rubrics[0])
-    labels = read_labels(labels_file, "pass the labels file `judge review --export` wrote")
     for lb in labels:
         check_label(lb, rubric, str(labels_file))
     human = human_labels(labels, rubric)
@@ -101,9 +105,20 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
                       runs=tuple(i.id for i in infos))
     slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
     target = out or workspace.root / "calibrations" / f"{rubric.id}.{slug}.json"
-    write_atomic(target, json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True)
-                 + "\n")
+    _check_target(target, "--out" if out else "the calibration file")
+    try:
+        write_atomic(target, calibration_text(cal, workspace.sealer))
+    except OSError as exc:
+        raise UsageError(f"cannot write the calibration {target}: {exc.strerror or exc}",
+                         fix="pass --out FILE in a folder you can write to") from None
     return CalibrateReport(path=target, calibration=cal, skipped=skipped)
+
+
+def _check_target(path: Path, flag: str) -> None:
+    """UsageError when the calibration's file would replace a folder or a special file."""
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        raise UsageError(f"{flag}: {path} is a folder or a special file, not a file to write",
+                         fix="pass --out FILE: the path of the calibration file to write")
 
 
 def fold_summary(report: FoldReport) -> str:

@@ -149,6 +149,9 @@ def test_seals_keyed_with_the_secret_refuse_a_recomputed_plain_digest(
     ws = copy_of(recorded, tmp_path)
     (ws / ".judge" / "judge.db").unlink()
     env = {**judge_env(), "JUDGE_CACHE_SECRET": "team-secret"}
+    # The baseline was recorded without the secret: sealed with it on purpose first.
+    (baseline,) = (ws / "baselines").glob("*.json")
+    assert run_judge(["baseline", "seal", baseline.stem], ws, env=env).returncode == 0
     proc = run_judge(["run", "suite.yaml", "--model", MODEL, "--offline"], ws, env=env)
     assert proc.returncode == 0, proc.stderr
     assert run_judge(["store", "verify"], ws, env=env).returncode == 0
