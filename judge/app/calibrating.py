@@ -103,15 +103,20 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path, *,
     cal = Calibration(judge=model, rubric=rubric.id, scale=rubric_scale(rubric),
                       categories=maps, cross_validation=reports, labels_digest=digest,
                       runs=tuple(i.id for i in infos))
-    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
-    target = out or workspace.root / "calibrations" / f"{rubric.id}.{slug}.json"
+    return CalibrateReport(path=_write(workspace, cal, out), calibration=cal, skipped=skipped)
+
+
+def _write(workspace: Workspace, cal: Calibration, out: Path | None) -> Path:
+    """Write ``cal`` (sealed) to ``out``, default ``calibrations/<rubric>.<judge>.json``."""
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in cal.judge)
+    target = out or workspace.root / "calibrations" / f"{cal.rubric}.{slug}.json"
     _check_target(target, "--out" if out else "the calibration file")
     try:
         write_atomic(target, calibration_text(cal, workspace.sealer))
     except OSError as exc:
         raise UsageError(f"cannot write the calibration {target}: {exc.strerror or exc}",
                          fix="pass --out FILE in a folder you can write to") from None
-    return CalibrateReport(path=target, calibration=cal, skipped=skipped)
+    return target
 
 
 def _check_target(path: Path, flag: str) -> None:

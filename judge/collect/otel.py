@@ -341,9 +341,12 @@ def _spans_of(data: Any, position: int) -> Iterator[tuple[Span, int]]:
 
 
 def _loads(text: str) -> Any:
-    """A trace's JSON by the one strict grammar (a JsonProblem is a ValueError)."""
+    """A trace's JSON by the one strict grammar (a JsonProblem is a ValueError).
+
+    Lone surrogates are kept here and become U+FFFD with every broken character.
+    """
     try:
-        return loads_strict(text)
+        return loads_strict(text, surrogates=True)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 
@@ -544,7 +547,7 @@ def _value_text(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        data = loads_strict(value)
+        data = loads_strict(value, surrogates=True)
     except (ValueError, RecursionError):  # not strict JSON: kept as the text it is
         return value
     if isinstance(data, Mapping) and isinstance(data.get("messages"), list):

@@ -109,7 +109,7 @@ def _json_messages(value: Any) -> list[Message]:
     if not isinstance(value, str):
         return []
     try:
-        data = loads_strict(value)
+        data = loads_strict(value, surrogates=True)
     except (ValueError, RecursionError):  # not strict JSON: kept as the text it is
         return [Message(role="", content=value)]
     out = []

@@ -115,10 +115,16 @@ def _float(digits: str) -> float:
     return value
 
 
-def loads_strict(text: str) -> Any:
-    """``json.loads`` under the grammar; JsonProblem or json.JSONDecodeError when refused."""
+def loads_strict(text: str, *, surrogates: bool = False) -> Any:
+    """``json.loads`` under the grammar; JsonProblem or json.JSONDecodeError when refused.
+
+    ``surrogates``: lone surrogates are the caller's to replace (a trace reader that turns
+    every broken character into U+FFFD), not refused.
+    """
     value = json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_float=_float,
                        parse_constant=_constant)
+    if surrogates:
+        return value
     if _ESCAPED_SURROGATE.search(text) or (not text.isascii() and string_problem(text)):
         why = text_problem(value)
         if why is not None:
