@@ -151,7 +151,7 @@ def save_labels(workspace: Workspace, run_id: str, given: Sequence[GivenLabel], 
     with workspace.open_store() as store:
         info = store.get_run(run_id)
         rubric = workspace.run_rubric(info)
-        cases = {r.id for r in store.iter_results(info.id)}
+        cases = store.case_ids(info.id)
         at = now()
         labels = []
         for item in given:
@@ -223,7 +223,7 @@ def _read_import(workspace: Workspace, file: Path, allow_unsealed: bool) -> list
 
 def _known_cases(store: RunStore, info: RunInfo, workspace: Workspace) -> set[str]:
     """The case ids a label of ``info``'s suite may name: the run's, and its suite file's."""
-    cases = {r.id for r in store.iter_results(info.id)}
+    cases = store.case_ids(info.id)
     suite_file = run_suite_file(info, workspace)
     if suite_file is not None:
         cases.update(c.id for c in open_suite(suite_file).cases())

@@ -535,6 +535,13 @@ class RunStore:
             query = self._results_where(select(func.count()), run_id, failures_only)
             return int(conn.execute(query).scalar_one())
 
+    def case_ids(self, run_id: str) -> set[str]:
+        """The ids of the cases the run has a result of (one query; no value is read)."""
+        c = _case_results.c
+        with self._transaction() as conn:
+            return {str(i) for (i,) in conn.execute(
+                select(c.case_id).where(c.run_id == run_id).distinct())}
+
     def count_results(self, run_id: str) -> dict[str, int]:
         """Count results by status; ``scored``, ``unscored`` and ``cache_miss`` always present."""
         c = _case_results.c
