@@ -21,7 +21,7 @@ PYDANTIC_READERS = frozenset({"model_validate_json", "validate_json"})
 
 _ENTRY = "a cache entry: written by this package and checked by its digest on every read"
 _STORED = ("a run store value, parsed once its seal verified (the strict reader is 2x slower "
-           "on results: 26 -> 54 us for a 2.2 KB result)")
+           "on results: bench/strict_json_cost.py)")
 _OWN_TEXT = "text this command has just written itself, printed as JSON"
 _WORKER = "a frame of the worker's own protocol between two processes of this package"
 
@@ -29,7 +29,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("app/cache_ops.py", "pull_cache"): (1, "a shared-tier entry, checked in full (digest, "
                                             "key, credentials) before it is stored"),
     ("cache/disk.py", "JudgmentCache._load"): (1, _ENTRY + " (the strict reader is 2x slower "
-                                                    "on entries: 61 -> 123 us for 10 KB)"),
+                                                    "on entries: bench/strict_json_cost.py)"),
     ("cache/entry_bytes.py", "turns_alone"): (1, "the replay fast path's turns of an entry "
                                                  "whose digest it checked"),
     ("cache/maintenance.py", "CacheMaintenance.upgrade"): (1, _ENTRY),
