@@ -64,6 +64,7 @@ from judge.core.calibration import fold_of
 from judge.core.label_examples import example_ids
 from judge.core.models import CaseResult
 from judge.core.rubric import LabelExamples, Rubric
+from judge.core.seals import NO_SECRET
 from judge.core.suite import Case, HumanLabel
 from judge.render.prompts import ExampleView, input_text
 from judge.system.resources import load_rubric, open_suite
@@ -142,7 +143,7 @@ def suite_labels(suite_file: Path, rubric: Rubric) -> tuple[dict[str, Case], dic
     :func:`judge.app.prompt_examples.with_label_examples` reads them): per-category labels."""
     cases = {c.id: c for c in open_suite(suite_file).cases()}
     labels = {cid: c.human for cid, c in cases.items() if c.human is not None}
-    labels |= labels_file_labels(suite_file, rubric)
+    labels |= labels_file_labels(suite_file, rubric, NO_SECRET)
     return cases, {cid: h for cid, h in labels.items() if cid in cases and h.categories}
 
 

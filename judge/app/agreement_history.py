@@ -115,7 +115,8 @@ def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path
             workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
     if labels_file is None:
         return suite_human_labels(infos, suite_file, workspace, notes)
-    labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`")
+    labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`",
+                         workspace.sealer)
     return human_labels(labels, workspace.rubric(infos[0].rubric))
 
 
@@ -124,11 +125,11 @@ def _reviewer_labels(infos: Sequence[RunInfo], labels_file: Path | None,
     """Each reviewer's own labels: the file given, else the one beside the suite."""
     if labels_file is not None:
         return read_labels(labels_file, "give a labels file written by `judge review RUN "
-                                        "--export`")
+                                        "--export`", workspace.sealer)
     path = suite_file or next((p for i in infos if (p := run_suite_file(i, workspace))), None)
     if path is None or not labels_path(path).is_file():
         return []
-    return read_labels(labels_path(path), "check the file")
+    return read_labels(labels_path(path), "check the file", workspace.sealer)
 
 
 def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,

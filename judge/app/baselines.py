@@ -5,10 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.baseline import Baseline, baseline_text
+from ..core.baseline import Baseline, baseline_text, parse_baseline
 from ..core.errors import ConfigError, NoBaselineError
 from ..core.suite import check_suite_id
-from ..system.baseline_files import list_baselines, load_baseline, save_baseline
+from ..system.baseline_files import (
+    baseline_file_text,
+    list_baselines,
+    load_baseline,
+    save_baseline,
+)
 from ..system.resources import load_suite
 from .gate import (
     GateVerdict,
@@ -87,9 +92,9 @@ def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None)
     unreadable: str | None = None
     if path.exists():
         try:
-            old_text = path.read_text(encoding="utf-8")
-            previous = load_baseline(path)
-        except (ConfigError, OSError, UnicodeDecodeError) as exc:
+            old_text = baseline_file_text(path)
+            previous = parse_baseline(old_text, str(path), workspace.sealer)
+        except ConfigError as exc:
             unreadable = str(exc)
     with workspace.open_store() as store:
         run = pick_complete_run(store, run_id, suite_id)
@@ -101,27 +106,29 @@ def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None)
     spreads.update(measured_spreads(results))
     baseline = make_baseline(run, results, _threshold(workspace, previous), spreads,
                              noise_of_run(workspace, run))
-    save_baseline(path, baseline)
-    return Recorded(path=path, baseline=baseline, changed=old_text != baseline_text(baseline),
+    save_baseline(path, baseline, sealer=workspace.sealer)
+    return Recorded(path=path, baseline=baseline,
+                    changed=old_text != baseline_text(baseline, workspace.sealer),
                     run=run.id, replaced_unreadable=unreadable)
 
 
 def seal_baseline(workspace: Workspace, suite: str) -> tuple[Path, Baseline, bool]:
-    """Accept a hand edit of the suite's baseline on purpose: write its digest anew.
+    """Accept a hand edit of the suite's baseline on purpose: write its seals anew.
 
-    Returns the path, the baseline and whether its digest had to change. The file must
-    still be a valid baseline (its cases match its ``baselineId``); only the digest moves.
+    Returns the path, the baseline and whether its seals had to change (under the team
+    secret the file is sealed with it). The file must still be a valid baseline (its cases
+    match its ``baselineId``); only the seals move.
     """
     suite_id = suite_id_of(suite)
     path = workspace.baseline_path(suite_id)
     if not path.exists():
         raise NoBaselineError(f"no baseline for suite {suite_id!r} at {path}",
                               fix=f"record one: `judge baseline record {suite_id}`")
-    old = path.read_text(encoding="utf-8")
-    baseline = load_baseline(path, check_digest=False)
-    new = baseline_text(baseline)
+    old = baseline_file_text(path)
+    baseline = parse_baseline(old, str(path), check_digest=False)
+    new = baseline_text(baseline, workspace.sealer)
     if new != old:
-        save_baseline(path, baseline)
+        save_baseline(path, baseline, sealer=workspace.sealer)
     return path, baseline, new != old
 
 
@@ -132,7 +139,7 @@ def show_baseline(workspace: Workspace, suite: str) -> tuple[Path, Baseline]:
     if not path.exists():
         raise NoBaselineError(f"no baseline for suite {suite_id!r} at {path}",
                          fix=f"record one: `judge baseline record {suite_id}`")
-    return path, load_baseline(path)
+    return path, load_baseline(path, sealer=workspace.sealer)
 
 
 @dataclass(frozen=True)
@@ -150,7 +157,7 @@ def list_suite_baselines(workspace: Workspace) -> list[BaselineEntry]:
     out = []
     for stem, path in list_baselines(workspace.baselines_dir).items():
         try:
-            b = load_baseline(path)
+            b = load_baseline(path, sealer=workspace.sealer)
         except ConfigError as exc:
             out.append(BaselineEntry(suite=stem, path=path, baseline=None, error=exc.render()))
             continue

@@ -10,20 +10,20 @@ rubric references with ``calibration: FILE``. No model call.
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.calibration import (
     Calibration,
     FoldReport,
+    calibration_text,
     cross_validate,
     fit_category,
     rubric_scale,
 )
 from ..core.canonical import canonical_json
 from ..core.errors import UsageError
-from ..core.labels import check_label, human_labels
+from ..core.labels import Label, check_label, human_labels
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of, member_sample
 from ..core.rubric import Rubric
@@ -54,15 +54,15 @@ def _judged(info: RunInfo, results: list[CaseResult], model: str) -> dict[str, C
             and r.judge.sample == sample}
 
 
-def _people(workspace: Workspace, infos: list[RunInfo], labels_file: Path | None,
-            suite_file: Path | None, rubric: Rubric) -> tuple[dict[str, HumanLabel], str]:
+def _people(workspace: Workspace, infos: list[RunInfo], labels: list[Label] | None,
+            labels_file: Path | None, suite_file: Path | None,
+            rubric: Rubric) -> tuple[dict[str, HumanLabel], str]:
     """The people's labels by case, and a digest of what they were read from.
 
-    A labels file given; else the suite's ``human:`` fields and its labels file, as
-    ``judge agreement`` reads them.
+    The labels file's (``labels``, read from ``labels_file``); else the suite's ``human:``
+    fields and its labels file, as ``judge agreement`` reads them.
     """
-    if labels_file is not None:
-        labels = read_labels(labels_file, "pass the labels file `judge review --export` wrote")
+    if labels is not None:
         for lb in labels:
             check_label(lb, rubric, str(labels_file))
         read = [lb.model_dump(mode="json") for lb in labels]
@@ -88,6 +88,11 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path | None
     if folds < 2:
         raise UsageError(f"--folds {folds}: cross-validation needs at least 2 folds",
                          fix="pass --folds 2 or more (5 by default)")
+    if out is not None:
+        _check_target(out, "--out")
+    # Every input is read before the store is opened: bad input writes nothing.
+    labels = None if labels_file is None else read_labels(
+        labels_file, "pass the labels file `judge review --export` wrote", workspace.sealer)
     with workspace.open_store() as store:
         runs = [(store.get_run(r), r) for r in run_ids]
         infos = [info for info, _ in runs]
@@ -106,7 +111,7 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path | None
                                  fix="pass runs of one judge (or --judge MODEL)")
             scores.update(_judged(info, list(store.iter_results(info.id)), model))
     rubric = workspace.rubric(rubrics[0])
-    human, digest = _people(workspace, infos, labels_file, suite_file, rubric)
+    human, digest = _people(workspace, infos, labels, labels_file, suite_file, rubric)
     maps, reports, skipped = {}, {}, {}
     for cat in (c.id for c in rubric.categories):
         pairs = {}
@@ -127,11 +132,27 @@ def calibrate(workspace: Workspace, run_ids: list[str], labels_file: Path | None
     cal = Calibration(judge=model, rubric=rubric.id, scale=rubric_scale(rubric),
                       categories=maps, cross_validation=reports, labels_digest=digest,
                       runs=tuple(i.id for i in infos))
-    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in model)
-    target = out or workspace.root / "calibrations" / f"{rubric.id}.{slug}.json"
-    write_atomic(target, json.dumps(cal.model_dump(mode="json"), indent=1, sort_keys=True)
-                 + "\n")
-    return CalibrateReport(path=target, calibration=cal, skipped=skipped)
+    return CalibrateReport(path=_write(workspace, cal, out), calibration=cal, skipped=skipped)
+
+
+def _write(workspace: Workspace, cal: Calibration, out: Path | None) -> Path:
+    """Write ``cal`` (sealed) to ``out``, default ``calibrations/<rubric>.<judge>.json``."""
+    slug = "".join(ch if ch.isalnum() or ch in "-_." else "-" for ch in cal.judge)
+    target = out or workspace.root / "calibrations" / f"{cal.rubric}.{slug}.json"
+    _check_target(target, "--out" if out else "the calibration file")
+    try:
+        write_atomic(target, calibration_text(cal, workspace.sealer))
+    except OSError as exc:
+        raise UsageError(f"cannot write the calibration {target}: {exc.strerror or exc}",
+                         fix="pass --out FILE in a folder you can write to") from None
+    return target
+
+
+def _check_target(path: Path, flag: str) -> None:
+    """UsageError when the calibration's file would replace a folder or a special file."""
+    if (path.exists() or path.is_symlink()) and not path.is_file():
+        raise UsageError(f"{flag}: {path} is a folder or a special file, not a file to write",
+                         fix="pass --out FILE: the path of the calibration file to write")
 
 
 def fold_summary(report: FoldReport) -> str:

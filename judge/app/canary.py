@@ -255,7 +255,7 @@ def _store(store: RunStore, setup: RunSetup, request: CanaryRequest, summary: Dr
     store.add_results(run.id, results)
     cost = [r.judge.cost_usd for r in results if r.judge is not None]
     totals = RunTotals(
-        cases=len(results), scored=sum(r.status == "scored" for r in results),
+        cases=len({r.id for r in results}), scored=sum(r.status == "scored" for r in results),
         unscored=sum(r.status == "unscored" for r in results), calls=calls,
         prompt_tokens=sum((r.judge.prompt_tokens or 0) for r in results if r.judge),
         completion_tokens=sum((r.judge.completion_tokens or 0) for r in results if r.judge),

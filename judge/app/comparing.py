@@ -18,6 +18,7 @@ from ..core.labels import human_labels
 from ..core.levels import Grouping, case_keys, parse_field
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
+from ..core.seals import Sealer
 from ..core.suite import HumanLabel
 from ..system.resources import open_suite
 from .reviewing import labels_path, read_labels, run_suite_file
@@ -206,17 +207,19 @@ def _labels_file(suite_file: Path, info: RunInfo, workspace: Workspace) -> dict[
 
     They are the suite's human labels too, and win over a case's inline ``human:``.
     """
-    if not labels_path(suite_file).is_file():
+    if not labels_path(suite_file).exists():
         return {}
-    return labels_file_labels(suite_file, workspace.run_rubric(info))
+    return labels_file_labels(suite_file, workspace.run_rubric(info), workspace.sealer)
 
 
-def labels_file_labels(suite_file: Path, rubric: Rubric) -> dict[str, HumanLabel]:
+def labels_file_labels(suite_file: Path, rubric: Rubric,
+                       sealer: Sealer) -> dict[str, HumanLabel]:
     """The people's labels of the labels file beside ``suite_file``, read on ``rubric``.
 
-    Empty when there is no such file; UsageError when it cannot be read.
+    Empty when there is no such file; UsageError (or LabelsError) when it cannot be read or
+    its seals do not verify.
     """
     path = labels_path(suite_file)
-    if not path.is_file():
+    if not path.exists() and not path.is_symlink():
         return {}
-    return human_labels(read_labels(path, "check the file"), rubric)
+    return human_labels(read_labels(path, "check the file", sealer), rubric)

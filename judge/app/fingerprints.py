@@ -47,7 +47,7 @@ def fingerprint_notice(workspace: Workspace, run: RunInfo,
             path = workspace.baseline_path(run.suite)
             if not path.exists():
                 return None
-            baseline = load_baseline(path)
+            baseline = load_baseline(path, sealer=workspace.sealer)
         if not baseline.recorded_from or baseline.recorded_from == run.id:
             return None
         with workspace.open_store() as store:

@@ -111,7 +111,11 @@ def resolve_threshold(workspace: Workspace, baseline: Baseline | None) -> float:
 
 
 def headline_results(store: RunStore, run: RunInfo) -> list[CaseResult]:
-    """One result per case: the run's headline (panel, a judge's sample median, or its one)."""
+    """One result per case: the run's headline (panel, a judge's sample median, or its one).
+
+    A complete run that lost a row is refused (DamagedRowError), never compared without it.
+    """
+    store.check_rows(run)
     return pick_primary(store.iter_results(run.id), headline_of(run)[0])
 
 
@@ -153,7 +157,7 @@ def noise_of_run(workspace: Workspace, run: RunInfo) -> NoiseModel | None:
         if measured is not None:
             return measured
     return load_noise(workspace.baselines_dir, noise_key(model, run.rubric_hash,
-                                                         run.template_hash))
+                                                         run.template_hash), workspace.sealer)
 
 
 def side_noise(model: NoiseModel | None) -> SideNoise | None:
@@ -236,13 +240,13 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                                f"no baseline at {path}")
         baseline = make_baseline(run, results, workspace.settings.threshold,
                                  measured_spreads(results), noise_of_run(workspace, run))
-        save_baseline(path, baseline)
+        save_baseline(path, baseline, sealer=workspace.sealer)
         # Compared with itself: no regression, and every door shows the same fields.
         return GateVerdict(**base, comparison=compare(baseline, results),
                            baseline_recorded=True, baseline_id=baseline.baseline_id,
                            notices=(f"no baseline for suite {run.suite}: recorded {path} from "
                                     f"run {run.id}",))
-    baseline = load_baseline(path)
+    baseline = load_baseline(path, sealer=workspace.sealer)
     mismatch = None if across_judges else judge_mismatch(baseline, run)
     if mismatch is not None:
         return GateVerdict(**base, comparison=None, baseline_id=baseline.baseline_id,

@@ -48,7 +48,7 @@ def measure_run_noise(workspace: Workspace, run_id: str, *,
     if measured is None:
         raise UsageError(f"run {run.id} has no case scored twice: nothing to measure",
                          fix="judge until cases are scored, then measure again")
-    save_noise(workspace.baselines_dir, measured)
+    save_noise(workspace.baselines_dir, measured, workspace.sealer)
     return measured
 
 

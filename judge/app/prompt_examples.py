@@ -15,6 +15,7 @@ from pathlib import Path
 from ..core.errors import UsageError
 from ..core.label_examples import example_ids
 from ..core.rubric import Rubric
+from ..core.seals import Sealer
 from ..core.suite import Case, HumanLabel
 from ..render.prompts import ExampleView, PromptRenderer
 from .comparing import labels_file_labels
@@ -26,7 +27,7 @@ EXAMPLES_TEMPLATE = "judge-examples"
 
 
 def with_label_examples(renderer: PromptRenderer, rubric: Rubric, suite_id: str,
-                        suite_cases: Iterable[Case], suite_file: Path,
+                        suite_cases: Iterable[Case], suite_file: Path, sealer: Sealer,
                         ) -> tuple[PromptRenderer, str | None]:
     """The renderer showing each case its examples, and a notice when there are none.
 
@@ -44,7 +45,7 @@ def with_label_examples(renderer: PromptRenderer, rubric: Rubric, suite_id: str,
     cases = {c.id: c for c in suite_cases}
     labels: dict[str, HumanLabel] = {cid: c.human for cid, c in cases.items()
                                      if c.human is not None}
-    labels |= labels_file_labels(suite_file, rubric)
+    labels |= labels_file_labels(suite_file, rubric, sealer)
     shown = {cid: label for cid, label in labels.items() if cid in cases and label.categories}
     if not shown:
         return renderer, (f"rubric {rubric.id!r} asks for labelled examples, but suite "

@@ -55,7 +55,8 @@ def render_case(workspace: Workspace, request: RenderRequest) -> RenderedCase:
                          fix=f"use one of: {shown or '(the suite has no cases)'}")
     bundle = build_bundle(case.evidence, rubric.evidence)
     renderer, _ = with_label_examples(workspace.renderer(request.template), rubric, suite.id,
-                                      suite.cases, workspace.path(request.suite))
+                                      suite.cases, workspace.path(request.suite),
+                                      workspace.sealer)
     prompt = renderer.render(rubric, case, bundle)
     turns = bound_conversation(case.conversation).ids() if case.conversation else ()
     return RenderedCase(prompt=prompt, schema=output_schema(rubric, bundle.ids() + turns))

@@ -374,7 +374,7 @@ def _against_baseline(workspace: Workspace, run: RunInfo,
         raise UsageError(f"no baseline for suite {run.suite!r} at {path}",
                          fix=f"record one (`judge baseline record {run.suite}`), or use "
                              f"--against RUN")
-    baseline: Baseline = load_baseline(path)
+    baseline: Baseline = load_baseline(path, sealer=workspace.sealer)
     comparison, _ = compare_with_noise(workspace, baseline, run, results)
     differs: dict[str, tuple[object, object]] = {}
     if baseline.rubric_hash != run.rubric_hash:

@@ -16,21 +16,27 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.labels import (
+    GivenLabel,
     Label,
+    LabelsError,
     check_label,
     dump_labels,
     parse_labels,
     pick_next,
     reviewer_alpha,
 )
+from ..core.limits import MAX_LABELS_BYTES
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.raters import people_agreement
 from ..core.rubric import Rubric
+from ..core.seals import Sealer
 from ..report.transcripts import transcripts
 from ..store.labels import LabelStore
+from ..store.runs import RunStore
 from ..system.atomic_files import write_atomic
 from ..system.clock import utc_now
+from ..system.input_files import read_input
 from ..system.resources import open_suite
 from .workspace import Workspace
 
@@ -51,13 +57,19 @@ def labels_path(suite_file: Path) -> Path:
     return suite_file.with_name(f"{suite_file.stem}.labels.jsonl")
 
 
-def read_labels(path: Path, fix: str) -> list[Label]:
-    """The labels of the file at ``path``; UsageError (with ``fix``) when it cannot be read."""
+def read_labels(path: Path, fix: str, sealer: Sealer | None) -> list[Label]:
+    """The labels of the file at ``path``; UsageError (with ``fix``) when it cannot be read.
+
+    A regular file within MAX_LABELS_BYTES, strict JSON lines, its seals checked
+    (:func:`judge.core.labels.parse_labels`; not with ``sealer`` None).
+    """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read labels file {path}: {exc}", fix=fix) from None
-    return parse_labels(text, str(path))
+        text = read_input(path, UsageError, MAX_LABELS_BYTES)
+    except UsageError as exc:
+        place = f" ({exc.where})" if exc.where else ""
+        raise UsageError(f"cannot read labels file {path}: "
+                         f"{exc.message.removeprefix('cannot read: ')}{place}", fix=fix) from None
+    return parse_labels(text, str(path), sealer)
 
 
 def run_suite_file(info: RunInfo, workspace: Workspace) -> Path | None:
@@ -136,21 +148,31 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
                 labels, rubric, {r.id: r for r in head if r.judge is not None})]}
 
 
-def save_labels(workspace: Workspace, run_id: str, given: Sequence[dict[str, Any]], *,
+def save_labels(workspace: Workspace, run_id: str, given: Sequence[GivenLabel], *,
                 reviewer: str, now: Callable[[], str] = utc_now) -> list[Label]:
     """Store labels the page sent for cases of ``run_id``; each carries who and when."""
     with workspace.open_store() as store:
         info = store.get_run(run_id)
         rubric = workspace.run_rubric(info)
+        cases = store.case_ids(info.id)
         at = now()
         labels = []
         for item in given:
-            label = Label.model_validate({**item, "suite": info.suite, "reviewer": reviewer,
-                                          "at": at, "run": info.id})
+            label = Label.model_validate({**item.model_dump(), "suite": info.suite,
+                                          "reviewer": reviewer, "at": at, "run": info.id})
             check_label(label, rubric, "<review page>")
+            _check_case(label, cases, info, "<review page>")
             labels.append(label)
         LabelStore(store).save(labels)
     return labels
+
+
+def _check_case(label: Label, cases: set[str], info: RunInfo, source: str) -> None:
+    """Refuse a label of a case the run (or its suite) does not have."""
+    if label.case not in cases:
+        raise LabelsError(f"case {label.case!r} is not a case of suite {info.suite!r} "
+                          f"(run {info.id})", file=source, where=f"case {label.case!r}",
+                          fix="label the cases of the run under review; check the case id")
 
 
 def _suite_file_of(workspace: Workspace, info: RunInfo) -> Path:
@@ -162,29 +184,53 @@ def _suite_file_of(workspace: Workspace, info: RunInfo) -> Path:
 
 
 def export_labels(workspace: Workspace, run_id: str, out: Path | None = None) -> Path:
-    """Write the suite's labels from the store to the labels file (sorted JSON lines)."""
+    """Write the suite's labels from the store to the labels file (sealed JSON lines)."""
     with workspace.open_store() as store:
         info = store.get_run(run_id)
         labels = LabelStore(store).of_suite(info.suite)
     target = out or labels_path(_suite_file_of(workspace, info))
-    write_atomic(target, dump_labels(labels))
+    write_atomic(target, dump_labels(labels, workspace.sealer))
     return target
 
 
-def import_labels(workspace: Workspace, run_id: str, file: Path | None = None) -> int:
-    """Read a labels file into the store (idempotent); returns how many labels changed."""
+def import_labels(workspace: Workspace, run_id: str, file: Path | None = None, *,
+                  allow_unsealed: bool = False) -> int:
+    """Read a labels file into the store (idempotent); returns how many labels changed.
+
+    The file is read (strict, bounded, its seals checked unless ``allow_unsealed``: a file
+    made by hand or another tool, taken on purpose) before the store is opened when it is
+    named; each label must be of a category of the run's rubric and a case of its suite.
+    """
+    labels = None if file is None else _read_import(workspace, file, allow_unsealed)
     with workspace.open_store() as store:
         info = store.get_run(run_id)
         source = file or labels_path(_suite_file_of(workspace, info))
-        labels = read_labels(source, "check the path")
+        if labels is None:
+            labels = _read_import(workspace, source, allow_unsealed)
         rubric = workspace.run_rubric(info)
+        cases = _known_cases(store, info, workspace)
         for lb in labels:
             check_label(lb, rubric, str(source))
+            if lb.suite == info.suite:
+                _check_case(lb, cases, info, str(source))
         foreign = [lb for lb in labels if lb.suite != info.suite]
         if foreign:
             raise UsageError(f"{source}: label of suite {foreign[0].suite!r}, run {info.id} "
                              f"judged {info.suite!r}", fix="import it with a run of its suite")
         return LabelStore(store).save(labels)
+
+
+def _read_import(workspace: Workspace, file: Path, allow_unsealed: bool) -> list[Label]:
+    return read_labels(file, "check the path", None if allow_unsealed else workspace.sealer)
+
+
+def _known_cases(store: RunStore, info: RunInfo, workspace: Workspace) -> set[str]:
+    """The case ids a label of ``info``'s suite may name: the run's, and its suite file's."""
+    cases = store.case_ids(info.id)
+    suite_file = run_suite_file(info, workspace)
+    if suite_file is not None:
+        cases.update(c.id for c in open_suite(suite_file).cases())
+    return cases
 
 
 def next_cases(workspace: Workspace, run_id: str, n: int) -> list[tuple[str, str]]:

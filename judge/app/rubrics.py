@@ -30,12 +30,13 @@ class RubricCheck:
     error: RubricError | None = None
 
 
-def validate_rubrics(paths: list[Path]) -> tuple[RubricCheck, ...]:
-    """Check every rubric file; one bad file does not stop the others."""
+def validate_rubrics(workspace: Workspace, paths: list[Path]) -> tuple[RubricCheck, ...]:
+    """Check every rubric file (and its calibration); one bad file does not stop the others."""
     out = []
     for path in paths:
         try:
-            out.append(RubricCheck(path=path, rubric=load_rubric(str(path))))
+            out.append(RubricCheck(path=path, rubric=load_rubric(str(path),
+                                                                 sealer=workspace.sealer)))
         except RubricError as exc:
             out.append(RubricCheck(path=path, error=exc))
     return tuple(out)

@@ -317,7 +317,7 @@ class _Run:
             source = self.selected.source
             self.renderer, none = with_label_examples(
                 self.renderer, self.rubric, source.id, source.cases(),
-                workspace.path(request.suite))
+                workspace.path(request.suite), workspace.sealer)
             self.notices = (*self.notices, *((none,) if none else ()))
         self.rubric_hash = rubric_hash(self.rubric)
         self.plan = self._plan()

@@ -14,15 +14,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.baseline import pick_primary
 from ..core.errors import UsageError
 from ..core.models import CaseResult, RunInfo
-from ..core.panel import headline_of
 from ..core.shards import Shard
 from ..core.summary import Summary, SummaryBuilder
 from ..store.runs import RunStore
 from .baselines import suite_id_of
-from .gate import GateVerdict, gate
+from .gate import GateVerdict, gate, headline_results
 from .workspace import Workspace
 
 __all__ = [
@@ -130,7 +128,7 @@ def _results(store: RunStore, status: GroupStatus) -> list[CaseResult]:
     """One headline result per case over every shard, by case id."""
     out: list[CaseResult] = []
     for run in status.runs:
-        out.extend(pick_primary(store.iter_results(run.id), headline_of(run)[0]))
+        out.extend(headline_results(store, run))
     return sorted(out, key=lambda r: r.id)
 
 

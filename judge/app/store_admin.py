@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..store.labels import LabelStore
 from ..store.runs import RunStore
 from ..store.seal import Damage
 from .workspace import Workspace
@@ -43,21 +44,27 @@ def upgrade_store(workspace: Workspace) -> StoreUpgrade:
 
 @dataclass(frozen=True)
 class StoreVerdict:
-    """What ``judge store verify`` found: every row whose seal or copies do not match."""
+    """What ``judge store verify`` found: every row whose seal or copies do not match.
+
+    And every complete run that lost a row; under the team secret, every unsealed row.
+    """
 
     url: str
     damaged: tuple[Damage, ...]
     checked: int
-    """Rows checked (runs and results)."""
+    """Rows checked (runs, results and labels)."""
     unsealed: int
-    """Rows written before sealing (no seal to check; their copies were still compared)."""
+    """Rows written before sealing (damaged under the secret; else their copies were
+    still compared)."""
     keyed: bool
     """Seals were checked under the team secret (``JUDGE_CACHE_SECRET``)."""
 
 
 def verify_store(workspace: Workspace) -> StoreVerdict:
-    """Check the seal of every run and result row of the workspace's store."""
+    """Check the seal of every run, result and label row of the workspace's store."""
     with workspace.open_store() as store:
         damaged, checked, unsealed = store.verify()
-    return StoreVerdict(url=store.url, damaged=tuple(damaged), checked=checked,
-                        unsealed=unsealed, keyed=workspace.store_secret is not None)
+        labels = LabelStore(store).verify()
+    return StoreVerdict(url=store.url, damaged=tuple(damaged + labels[0]),
+                        checked=checked + labels[1], unsealed=unsealed + labels[2],
+                        keyed=workspace.store_secret is not None)

@@ -22,6 +22,7 @@ from ..core.errors import ConfigError, RubricError, UsageError
 from ..core.expected import TOP_LOGPROBS
 from ..core.models import RunInfo
 from ..core.rubric import Rubric
+from ..core.seals import Sealer
 from ..core.secrets import Redactor, secret_values
 from ..engine.judging import Completer, JudgeSettings
 from ..llm.client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
@@ -273,6 +274,11 @@ class Workspace:
                              fix=f"leave out --allow-unsigned-shared, or {off}")
         return secret.encode("utf-8"), False
 
+    @property
+    def sealer(self) -> Sealer:
+        """The seals of the files that decide a verdict, under ``JUDGE_CACHE_SECRET`` if set."""
+        return Sealer(self.store_secret)
+
     def open_cache(self, mode: CacheModeName | None = None, *,
                    notice: Callable[[str], None] | None = None) -> JudgmentCache | None:
         """The judgment cache in its mode (None when the mode is ``off``).
@@ -296,7 +302,7 @@ class Workspace:
     def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:
         """A rubric by id or path: ``name``, else the ``rubric`` setting, else ``default``."""
         return load_rubric(name or self.settings.rubric or default or "task-evaluation",
-                           self.root)
+                           self.root, sealer=self.sealer)
 
     def run_rubric(self, run: RunInfo) -> Rubric:
         """The rubric a stored run was judged with: by its id, else as its suite file names it.
@@ -323,7 +329,8 @@ class Workspace:
                 return None
             # a path in a suite is the cwd's of the run, which is the workspace's root
             as_path = named.endswith((".yaml", ".yml")) or "/" in named
-            return load_rubric(self.path(named) if as_path else named, self.root)
+            return load_rubric(self.path(named) if as_path else named, self.root,
+                               sealer=self.sealer)
         except ConfigError:
             return None
 

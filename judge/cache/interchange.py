@@ -19,10 +19,10 @@ Decisions:
 
 from __future__ import annotations
 
-import json
 from typing import Any, TextIO, TypedDict
 
 from ..core.canonical import canonical_json
+from ..core.strict_json import loads_strict
 from .disk import JudgmentCache
 from .entry import with_digest
 from .signing import SECRET_ENV, SIG_FIELD, sign, signature_ok
@@ -61,7 +61,7 @@ class _LineRefused(ValueError):
 
 def _key_of(line: str) -> str:
     try:
-        key = json.loads(line).get("key")
+        key = loads_strict(line).get("key")
     except (ValueError, AttributeError, RecursionError):
         return ""
     return f": key {key[:16]}…" if isinstance(key, str) else ""
@@ -79,7 +79,7 @@ def import_line(line: str, *, secret: bytes | None,
     digests) is given one, then passes the entry check like any other (by the caller).
     """
     try:
-        entry = json.loads(line)
+        entry = loads_strict(line)  # a file handed over: the one strict grammar
     except (ValueError, RecursionError) as exc:
         raise _LineRefused(f"not a JSON object: {exc}", "") from None
     if not isinstance(entry, dict):

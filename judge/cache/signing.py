@@ -17,9 +17,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from ..core.seals import SECRET_ENV
+
 __all__ = ["SECRET_ENV", "SIG_FIELD", "SIG_PREFIX", "sign", "signature_ok"]
 
-SECRET_ENV = "JUDGE_CACHE_SECRET"
 SIG_FIELD = "sig"
 SIG_PREFIX = "hmac-sha256:"
 

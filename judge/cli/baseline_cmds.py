@@ -106,14 +106,15 @@ def baseline_record(
     per-case spreads are kept. Its threshold is kept too unless --threshold (or a setting)
     gives one.
     """
-    done = record_baseline(_workspace(store, directory or dir_alias, threshold), suite, run_id)
+    workspace = _workspace(store, directory or dir_alias, threshold)
+    done = record_baseline(workspace, suite, run_id)
     if done.replaced_unreadable:
         err_console().print(f"replacing an unreadable baseline: {done.replaced_unreadable}",
                             markup=False)
     baseline = done.baseline
     if json_out:
         emit_json({"path": str(done.path), "changed": done.changed,
-                   "baseline": json.loads(baseline_text(baseline))})
+                   "baseline": json.loads(baseline_text(baseline, workspace.sealer))})
         return
     note = "" if done.changed else " (unchanged)"
     console().print(
@@ -128,10 +129,11 @@ def baseline_seal(
     directory: DirOption = None,
     dir_alias: DirAlias = None,
 ) -> None:
-    """Accept a hand edit of a baseline on purpose: write the digest of its content anew.
+    """Accept a hand edit of a baseline on purpose: write the seals of its content anew.
 
     `judge check` refuses a baseline whose digest does not match its content (edited by
-    hand after it was recorded); seal it only when the edit is yours.
+    hand after it was recorded), and with JUDGE_CACHE_SECRET set one not sealed with it;
+    seal it only when the edit is yours.
     """
     path, baseline, changed = seal_baseline(_workspace(directory=directory or dir_alias), suite)
     note = "sealed" if changed else "already sealed"
@@ -146,9 +148,10 @@ def baseline_show(
     json_out: JsonFlag = False,
 ) -> None:
     """Show a suite's baseline: id, source run, threshold and the per-case scores."""
-    path, baseline = show_baseline(_workspace(directory=directory or dir_alias), suite)
-    if json_out:
-        emit_json(json.loads(baseline_text(baseline)))  # as the file says, digest included
+    workspace = _workspace(directory=directory or dir_alias)
+    path, baseline = show_baseline(workspace, suite)
+    if json_out:  # as the file says, seals included
+        emit_json(json.loads(baseline_text(baseline, workspace.sealer)))
         return
     out = console()
     out.print(Text.assemble((baseline.baseline_id, "bold"), f"  ({_shown(path)})"))

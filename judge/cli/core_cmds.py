@@ -34,7 +34,7 @@ def rubric_validate(
     paths: Annotated[list[Path], typer.Argument(help="Rubric files to check.")],
 ) -> None:
     """Check rubric files; exit 2 naming the file, the field and the fix on the first problem."""
-    checks = validate_rubrics(list(paths))
+    checks = validate_rubrics(Workspace.open(), list(paths))
     for check in checks:
         if check.rubric is None:
             typer.echo(f"✗ {check.error.render() if check.error else check.path}", err=True)

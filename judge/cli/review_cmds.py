@@ -45,6 +45,9 @@ def review(
         "--export", help="Write the labels from the store to the labels file and exit.")] = False,
     import_file: Annotated[Path | None, typer.Option(
         "--import", help="Read a labels file into the store (idempotent) and exit.")] = None,
+    allow_unsealed: Annotated[bool, typer.Option(
+        "--allow-unsealed", help="With --import: take a labels file whose seal is missing or "
+        "does not match (made by hand or by another tool), on purpose.")] = False,
     out: Annotated[Path | None, typer.Option(
         help="With --export: the file (default: <suite>.labels.jsonl beside the suite).")] = None,
     next_n: Annotated[int | None, typer.Option(
@@ -59,7 +62,7 @@ def review(
         console().print(f"labels written to {escape(str(path))}")
         return
     if import_file is not None:
-        changed = import_labels(workspace, run_id, import_file)
+        changed = import_labels(workspace, run_id, import_file, allow_unsealed=allow_unsealed)
         console().print(f"{plural(changed, 'label')} changed in the store")
         return
     if next_n is not None:

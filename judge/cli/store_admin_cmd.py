@@ -54,28 +54,31 @@ def verify(
     store: _StoreOption = None,
     json_out: _JsonFlag = False,
 ) -> None:
-    """Check the seal of every stored run and result; list the rows that do not match.
+    """Check the seal of every stored run, result and label; list the rows that do not match.
 
-    Exit 0: every sealed row verifies. Exit 2: at least one row is damaged (each is named
-    with its run and case; its score is never shown by any command).
+    Exit 0: every row verifies. Exit 2: at least one row is damaged (each is named with its
+    run and case; its score is never shown by any command), a complete run lost a row, or,
+    with JUDGE_CACHE_SECRET set, a row carries no seal.
     """
     verdict = verify_store(Workspace.open(overrides={"store_url": store}))
     if json_out:
         emit_json({"store": verdict.url, "checked": verdict.checked,
                    "unsealed": verdict.unsealed, "keyed": verdict.keyed,
                    "damaged": [{"run": d.run, "case": d.case, "model": d.model,
-                                "sample": d.sample, "reason": d.reason}
+                                "sample": d.sample, "label": d.label, "reason": d.reason}
                                for d in verdict.damaged]})
     else:
         out = console()
         for damage in verdict.damaged:
             out.print(f"damaged: {damage.sentence()}", markup=False)
         key = "keyed with JUDGE_CACHE_SECRET" if verdict.keyed else "plain sha256"
+        unsealed = "refused under the secret" if verdict.keyed else "written before sealing"
         out.print(f"{verdict.url}: {verdict.checked} rows checked ({key}), "
                   f"{len(verdict.damaged)} damaged, {verdict.unsealed} unsealed "
-                  f"(written before sealing)", markup=False)
+                  f"({unsealed})", markup=False)
         if verdict.damaged:
             out.print("  fix: re-run the damaged runs' suites (cached judgments replay at no "
-                      "cost) or restore the store from a backup", markup=False)
+                      "cost) or restore the store from a backup; import a damaged label's "
+                      "labels file again (`judge review RUN --import FILE`)", markup=False)
     if verdict.damaged:
         raise typer.Exit(2)

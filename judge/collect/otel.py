@@ -49,6 +49,7 @@ from ..core.conversation import Turn
 from ..core.errors import UsageError
 from ..core.evidence import EvidenceProfile
 from ..core.secrets import MASK, is_secret_key, mask_text
+from ..core.strict_json import loads_strict
 from .case import HEAD_TAIL_GROUPS, Collected
 from .otel_messages import MESSAGE_KEYS, Message, as_turns, span_messages
 
@@ -340,8 +341,12 @@ def _spans_of(data: Any, position: int) -> Iterator[tuple[Span, int]]:
 
 
 def _loads(text: str) -> Any:
+    """A trace's JSON by the one strict grammar (a JsonProblem is a ValueError).
+
+    Lone surrogates are kept here and become U+FFFD with every broken character.
+    """
     try:
-        return json.loads(text)
+        return loads_strict(text, surrogates=True)
     except RecursionError:
         raise ValueError("JSON nested too deeply") from None
 
@@ -542,8 +547,8 @@ def _value_text(value: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         return None
     try:
-        data = json.loads(value)
-    except (ValueError, RecursionError):
+        data = loads_strict(value, surrogates=True)
+    except (ValueError, RecursionError):  # not strict JSON: kept as the text it is
         return value
     if isinstance(data, Mapping) and isinstance(data.get("messages"), list):
         users = [m for m in data["messages"] if isinstance(m, Mapping)

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..core.conversation import TURN_LIMIT, ToolCall, Turn
 from ..core.evidence import truncate
+from ..core.strict_json import loads_strict
 
 __all__ = ["MESSAGE_KEYS", "Call", "Message", "as_turns", "span_messages"]
 
@@ -108,8 +109,8 @@ def _json_messages(value: Any) -> list[Message]:
     if not isinstance(value, str):
         return []
     try:
-        data = json.loads(value)
-    except (ValueError, RecursionError):
+        data = loads_strict(value, surrogates=True)
+    except (ValueError, RecursionError):  # not strict JSON: kept as the text it is
         return [Message(role="", content=value)]
     out = []
     for message in data if isinstance(data, list) else []:

@@ -4,7 +4,9 @@
 :class:`Fields`, which answers the value only when it has the documented type (absent and
 ``null`` are "not there") and otherwise raises :class:`ShapeError` naming the path of the bad
 value (``reviews[2].author``) and what was expected, so ``reviews: 5`` is a clear exit 2, not a
-crash and not a silent skip. :func:`load_json` bounds size and depth before anything is built.
+crash and not a silent skip. :func:`load_json` reads by the one strict grammar
+(:mod:`judge.core.strict_json`: a duplicate key, ``NaN``, an integer of 31 digits are refused
+where they are, never kept or carried into the case) and bounds depth before anything is built.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core.limits import MAX_DEPTH, nesting_depth
+from ..core.strict_json import JsonProblem, loads_strict, refused_place
 
 __all__ = ["Fields", "ShapeError", "load_json"]
 
@@ -41,9 +44,13 @@ def _kind(value: Any) -> str:
 def load_json(text: str) -> Any:
     """The JSON value of ``text``; ShapeError if it is invalid or nests over MAX_DEPTH."""
     try:
-        value = json.loads(text)
+        value = loads_strict(text)
     except json.JSONDecodeError as exc:
         raise ShapeError(f"line {exc.lineno}", f"invalid JSON: {exc.msg}") from None
+    except JsonProblem as exc:
+        place = refused_place(text)  # one line of a JSON-lines file: its caller names the line
+        raise ShapeError(place if "\n" in text else place.removeprefix("line 1, "),
+                         exc.problem) from None
     except RecursionError:
         raise ShapeError("", f"nested deeper than {MAX_DEPTH} levels") from None
     # Cheap filter first: only a text with many brackets can nest too deeply.

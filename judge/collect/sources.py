@@ -5,18 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import UsageError
+from ..core.limits import MAX_COLLECTED_BYTES
 from ..system.input_files import read_input
 
-__all__ = ["MAX_BYTES", "read_source"]
-
-MAX_BYTES = 64 * 1024 * 1024
-"""Largest artefact read (64 MiB): a log beyond that is a blob, not evidence."""
+__all__ = ["read_source"]
 
 
 def read_source(path: Path, flag: str, what: str) -> str:
     """The UTF-8 text of ``path``; UsageError (exit 2) naming it and ``flag`` otherwise."""
     try:
-        return read_input(path, UsageError, MAX_BYTES)
+        return read_input(path, UsageError, MAX_COLLECTED_BYTES)
     except UsageError as exc:
         reason = exc.message.removeprefix("cannot read: ")
         message = f"the {what}: {reason}" if reason == exc.message else \

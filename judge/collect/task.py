@@ -18,10 +18,11 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..core.errors import UsageError
 from ..core.evidence import citable_id
+from ..core.limits import MAX_COLLECTED_BYTES
 from ..core.rubric import format_validation_error
 from ..core.safeyaml import load_yaml
 from .case import Collected
-from .sources import MAX_BYTES, read_source
+from .sources import read_source
 
 __all__ = ["TaskFile", "collect_task", "parse_task"]
 
@@ -46,7 +47,7 @@ class TaskFile(BaseModel):
 
 def parse_task(text: str, source: str) -> Collected:
     """The task file's ``taskMetadata`` item, the case's input, output, tags and complexity."""
-    data = load_yaml(text, source, UsageError, max_chars=MAX_BYTES, timestamps=False)
+    data = load_yaml(text, source, UsageError, max_chars=MAX_COLLECTED_BYTES, timestamps=False)
     if not isinstance(data, dict):
         raise UsageError("a task file is a mapping (id, title, description, ...)", file=source,
                          where="--task", fix="write e.g. `id: SHOP-1287` and `title: ...`")

@@ -12,20 +12,20 @@ rounded half up only for display, never before a comparison.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
-from .canonical import sha256_hex, stable_json
+from . import seals
+from .canonical import sha256_hex
 from .errors import ConfigError, RegressionBlocked
 from .exact import round_half_up
 from .frozen import Frozen
 from .models import CaseResult, CaseStatus, Score
 from .noise import GateTest, NoiseModel, judgment_key
-from .rubric import format_validation_error
+from .strict_json import strict_document
 
 __all__ = [
     "DEFAULT_THRESHOLD",
@@ -236,32 +236,36 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
     )
 
 
-DIGEST_FIELD = "digest"
-"""The file's seal: ``sha256:<hex>`` of the canonical JSON of the baseline (every other field).
+DIGEST_FIELD = seals.DIGEST_FIELD
+"""The file's digest: ``sha256:<hex>`` of the canonical JSON of the baseline (every other field).
 
 Written with the file, so a hand edit (a threshold, a score) is reported, and accepted only
-on purpose by ``judge baseline seal``. It is the file's, not the value's: parsing checks and
-drops it. A file recorded before digests has none and is read as it is.
+on purpose by ``judge baseline seal``. Under the team secret the file also carries ``seal``,
+its HMAC (:mod:`judge.core.seals`): a reader with the secret needs it, so an edit whose
+digest was recomputed is refused too. Both are the file's, not the value's: parsing checks
+and drops them. A file recorded before digests has none and is read as it is without the
+secret (refused with it).
 """
+_FIX_RECORD = "re-record it with `judge baseline record SUITE`"
 
 
 def content_digest(b: Baseline) -> str:
     """``sha256:`` and the hex sha256 of the canonical JSON of the baseline's fields."""
-    return "sha256:" + sha256_hex(b.model_dump(mode="json"))
+    return seals.NO_SECRET.digest(b.model_dump(mode="json"))
 
 
-def baseline_text(b: Baseline) -> str:
-    """Write the file text, sealed with its digest: stable JSON, sorted keys.
+def baseline_text(b: Baseline, sealer: seals.Sealer = seals.NO_SECRET) -> str:
+    """Write the file text, sealed: stable JSON, sorted keys.
 
     A re-record of equal scores is no diff. ``judgments`` and ``noise`` are left out when
-    absent, so a file without them is written exactly as before they existed (the digest
-    covers the baseline's value, in which they are None).
+    absent, so a file without them is written exactly as before they existed (the seals
+    cover the baseline's value, in which they are None).
     """
-    return stable_json({**baseline_data(b), DIGEST_FIELD: content_digest(b)})
+    return seals.sealed_text(b, sealer, baseline_data(b))
 
 
 def baseline_data(b: Baseline) -> dict[str, object]:
-    """The file's JSON value, digest aside: ``judgments`` and ``noise`` left out when absent."""
+    """The file's JSON value, seals aside: ``judgments`` and ``noise`` left out when absent."""
     data = b.model_dump(mode="json")
     for optional in ("judgments", "noise"):
         if data.get(optional) is None:
@@ -269,45 +273,27 @@ def baseline_data(b: Baseline) -> dict[str, object]:
     return data
 
 
-def parse_baseline(text: str, source: str, *, check_digest: bool = True) -> Baseline:
+def parse_baseline(text: str, source: str, sealer: seals.Sealer = seals.NO_SECRET, *,
+                   check_digest: bool = True) -> Baseline:
     """Parse a baseline file's text; ConfigError naming ``source``, the field and the fix.
 
-    With ``check_digest`` a file whose digest does not match its content (edited by hand)
-    is refused; ``judge baseline seal`` parses without it to accept an edit on purpose.
+    Strict JSON, typed as the schema says. With ``check_digest`` a file whose seals do not
+    verify (edited by hand; under the secret, not sealed with it) is refused; ``judge
+    baseline seal`` parses without it to accept an edit on purpose.
     """
-    parsed, digest = _parse_unchecked(text, source)
-    if check_digest and digest is not None and digest != content_digest(parsed):
-        raise ConfigError(
-            "the file was edited by hand after it was recorded (its digest does not match "
-            "its content)", file=source, where="digest",
-            fix=f"restore it from git, re-record it with `judge baseline record "
-                f"{parsed.suite}`, or accept the edit on purpose with `judge baseline seal "
-                f"{parsed.suite}`")
-    return parsed
-
-
-def _parse_unchecked(text: str, source: str) -> tuple[Baseline, object]:
-    fix_record = "re-record it with `judge baseline record SUITE`"
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg}", file=source,
-                          where=f"line {exc.lineno}, column {exc.colno}",
-                          fix=f"repair the JSON or {fix_record}") from None
-    if not isinstance(data, dict):
-        raise ConfigError("a baseline is a JSON object", file=source, fix=fix_record)
-    version = data.get("version")
+    data = strict_document(text, source, ConfigError, f"repair the JSON or {_FIX_RECORD}")
+    version = data.get("version") if isinstance(data, dict) else None
     if isinstance(version, int) and not isinstance(version, bool) and version > 1:
         raise ConfigError(f"baseline format {version} is newer than this judgeflow reads (1)",
                           file=source, where="version", fix="upgrade judgeflow")
-    digest = data.pop(DIGEST_FIELD, None)
-    try:
-        return Baseline.model_validate(data), digest
-    except ValidationError as exc:
-        where, msg = format_validation_error(exc)
-        fix = (f"restore the file from git or {fix_record}" if "baselineId" in msg
-               else f"correct the field or {fix_record}")
-        raise ConfigError(msg, file=source, where=where, fix=fix) from None
+    suite = data.get("suite") if isinstance(data, dict) else None
+    name = suite if isinstance(suite, str) and suite else "SUITE"
+    return seals.checked_file(
+        data, source, Baseline, sealer if check_digest else None, error=ConfigError,
+        what="a baseline", fix=f"correct the field, restore the file from git or {_FIX_RECORD}",
+        seal_fix=f"restore it from git, re-record it with `judge baseline record {name}`, or "
+                 f"accept the edit on purpose with `judge baseline seal {name}` (with "
+                 f"{seals.SECRET_ENV} set when the team uses one)")
 
 
 def _unscored_sentence(case_id: str, before: int, result: CaseResult) -> str:

@@ -25,12 +25,11 @@ another with the reason (:func:`check_fits`, :func:`check_judge`).
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from .agreement import PairStats, pairwise_agreement
 from .canonical import canonical_json
@@ -38,9 +37,11 @@ from .errors import ConfigError
 from .exact import round_half_up
 from .frozen import Frozen
 from .rubric import Band, Rubric
-from .validation_text import format_validation_error
+from .seals import NO_SECRET, Sealer, checked_file, sealed_text
+from .strict_json import strict_document
 
 __all__ = [
+    "CALIBRATION_FIX",
     "CALIBRATION_FORMAT",
     "Calibration",
     "CalibrationError",
@@ -49,6 +50,7 @@ __all__ = [
     "attach_calibration",
     "calibrated_score",
     "calibration_digest",
+    "calibration_text",
     "check_fits",
     "check_judge",
     "cross_validate",
@@ -108,18 +110,24 @@ class Calibration(Frozen):
     """The stored runs whose AI scores were used."""
 
 
-def parse_calibration(text: str, source: str = "<calibration>") -> Calibration:
-    """Read a calibration file; every error names ``source``, the place, a fix."""
-    try:
-        data = json.loads(text)
-        cal = Calibration.model_validate(data)
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(f"not JSON: {exc.msg}", file=source, where=f"line {exc.lineno}",
-                               fix="write it with `judge calibrate`") from None
-    except ValidationError as exc:
-        where, msg = format_validation_error(exc)
-        raise CalibrationError(msg, file=source, where=where,
-                               fix="write it with `judge calibrate`") from None
+CALIBRATION_FIX = ("fit it again with `judge calibrate RUN --labels FILE` (with "
+                   "JUDGE_CACHE_SECRET set if the team uses one); never edit it by hand")
+
+
+def calibration_text(cal: Calibration, sealer: Sealer = NO_SECRET) -> str:
+    """The calibration file's text: stable JSON, sealed (:mod:`judge.core.seals`)."""
+    return sealed_text(cal, sealer)
+
+
+def parse_calibration(text: str, source: str = "<calibration>",
+                      sealer: Sealer = NO_SECRET) -> Calibration:
+    """Read a calibration file; every error names ``source``, the place, a fix.
+
+    Strict JSON, typed as the schema says, its seals checked: a calibration decides scores.
+    """
+    cal = checked_file(strict_document(text, source, CalibrationError, CALIBRATION_FIX), source,
+                       Calibration, sealer, error=CalibrationError, what="a calibration",
+                       fix=CALIBRATION_FIX)
     for cat, cmap in cal.categories.items():
         bad = [v for v in cmap.table if not 0 <= v <= 100]
         down = [i for i in range(1, 101) if cmap.table[i] < cmap.table[i - 1]]
@@ -127,8 +135,7 @@ def parse_calibration(text: str, source: str = "<calibration>") -> Calibration:
             raise CalibrationError(
                 "the map must be non-decreasing within 0..100"
                 + (f" (it falls at AI score {down[0]})" if down else ""),
-                file=source, where=f"categories.{cat}.table",
-                fix="fit it again with `judge calibrate`; do not edit the table by hand")
+                file=source, where=f"categories.{cat}.table", fix=CALIBRATION_FIX)
     return cal
 
 

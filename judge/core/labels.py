@@ -14,7 +14,6 @@ over the reviewer x case matrix of each category (:func:`reviewer_alpha`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
@@ -28,11 +27,15 @@ from .frozen import Frozen
 from .models import CaseResult
 from .rubric import Rubric
 from .scoring import compute_overall_score, level_score
+from .seals import DIGEST_FIELD, NO_SECRET, SEAL_FIELD, Sealer, file_seals
+from .strict_json import strict_document
 from .suite import HumanLabel
 from .validation_text import format_validation_error
 
 __all__ = [
+    "LABELS_FIX",
     "LABELS_FORMAT",
+    "GivenLabel",
     "Label",
     "LabelsError",
     "check_label",
@@ -52,24 +55,32 @@ class LabelsError(ConfigError):
     """A labels file (or a label sent by the page) is malformed or off the rubric's scale."""
 
 
-class Label(Frozen):
-    """One reviewer's label of one category of one case."""
+class GivenLabel(Frozen):
+    """What a reviewer gives for one category of one case (the review page sends these).
 
-    version: int = LABELS_FORMAT
-    """Format of the label (checked on reading)."""
-    suite: str = Field(min_length=1, max_length=255)
+    Typed as its schema says, strictly: ``true`` is not a score, nor is ``"50"``.
+    """
+
     case: str = Field(min_length=1, max_length=255)
     category: str = Field(min_length=1, max_length=255)
-    reviewer: str = Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")
-    at: str = Field(min_length=1, max_length=64)
-    """When it was given (ISO 8601, UTC)."""
-    score: int | None = Field(default=None, ge=0, le=100)
+    score: int | None = Field(default=None, ge=0, le=100, strict=True)
     """The reviewer's score on 0..100 (scores rubrics)."""
     level: str | None = Field(default=None, max_length=64)
     """The reviewer's level (levels rubrics)."""
-    agree: bool | None = None
+    agree: bool | None = Field(default=None, strict=True)
     """Whether the reviewer agrees with the judge's score."""
     note: str = Field(default="", max_length=4000)
+
+
+class Label(GivenLabel):
+    """One reviewer's label of one category of one case."""
+
+    version: int = Field(default=LABELS_FORMAT, strict=True)
+    """Format of the label (checked on reading)."""
+    suite: str = Field(min_length=1, max_length=255)
+    reviewer: str = Field(min_length=1, max_length=100, pattern=r"^[^\x00-\x1f]+$")
+    at: str = Field(min_length=1, max_length=64)
+    """When it was given (ISO 8601, UTC)."""
     run: str | None = Field(default=None, max_length=255)
     """The run the reviewer looked at."""
 
@@ -105,34 +116,63 @@ def check_label(label: Label, rubric: Rubric, source: str) -> None:
                           fix="give a score or level, agree/disagree, or a note")
 
 
-def parse_labels(text: str, source: str = "<labels>") -> list[Label]:
-    """Read a labels file (JSON lines); the last line wins for a repeated key."""
+LABELS_FIX = ("export it again from the store (`judge review RUN --export`); a file made by "
+              "hand or by another tool is taken on purpose with `judge review RUN --import "
+              "FILE --allow-unsealed`")
+
+
+def parse_labels(text: str, source: str = "<labels>",
+                 sealer: Sealer | None = NO_SECRET) -> list[Label]:
+    """Read a labels file (JSON lines); the last line wins for a repeated key.
+
+    Strict JSON and types on every line; the first line may hold the file's seals
+    (:func:`dump_labels`), checked against the labels read (not with ``sealer`` None: a
+    file taken on purpose).
+    """
     found: dict[tuple[str, str, str, str], Label] = {}
+    seals: dict[str, object] = {}
     for n, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            label = Label.model_validate(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise LabelsError(f"not JSON: {exc.msg}", file=source, where=f"line {n}",
-                              fix="one JSON object per line (as `judge review --export` "
-                                  "writes)") from None
-        except ValidationError as exc:
-            where, msg = format_validation_error(exc)
-            raise LabelsError(msg, file=source, where=f"line {n}: {where}",
-                              fix="correct the field as the message says") from None
-        if label.version != LABELS_FORMAT:
-            raise LabelsError(f"labels format {label.version} is not known here",
-                              file=source, where=f"line {n}: version",
-                              fix="upgrade judgeflow to read it")
+        data = strict_document(line, source, LabelsError, LABELS_FIX, line=n)
+        if not found and not seals and _is_seals(data):
+            seals = data
+            continue
+        label = _label(data, source, n)
         found[label.key()] = label
-    return [found[k] for k in sorted(found)]
+    labels = [found[k] for k in sorted(found)]
+    if sealer is not None:
+        why = sealer.file_problem([lb.model_dump(mode="json") for lb in labels],
+                                  seals.get(DIGEST_FIELD), seals.get(SEAL_FIELD))
+        if why is not None:
+            raise LabelsError(why, file=source, where="line 1", fix=LABELS_FIX)
+    return labels
 
 
-def dump_labels(labels: Iterable[Label]) -> str:
-    """The labels file's text: canonical JSON lines sorted by their key."""
+def _is_seals(data: object) -> bool:
+    return isinstance(data, dict) and bool(data) and set(data) <= {DIGEST_FIELD, SEAL_FIELD}
+
+
+def _label(data: object, source: str, n: int) -> Label:
+    """Line ``n``'s label, typed as its schema says."""
+    try:
+        label = Label.model_validate(data)
+    except ValidationError as exc:
+        where, msg = format_validation_error(exc)
+        raise LabelsError(msg, file=source, where=f"line {n}: {where}",
+                          fix="correct the field as the message says") from None
+    if label.version != LABELS_FORMAT:
+        raise LabelsError(f"labels format {label.version} is not known here",
+                          file=source, where=f"line {n}: version",
+                          fix="upgrade judgeflow to read it")
+    return label
+
+
+def dump_labels(labels: Iterable[Label], sealer: Sealer = NO_SECRET) -> str:
+    """The labels file's text: its seals, then canonical JSON lines sorted by their key."""
     ordered = sorted(labels, key=Label.key)
-    return "".join(canonical_json(lb.model_dump(mode="json")) + "\n" for lb in ordered)
+    values = [lb.model_dump(mode="json") for lb in ordered]
+    return "".join(canonical_json(v) + "\n" for v in [file_seals(sealer, values), *values])
 
 
 def reviewer_scores(labels: Iterable[Label],

@@ -22,6 +22,17 @@ MAX_INT_DIGITS         19 digits       an integer in a suite or config fits 64 b
                                        5,000-digit one used to crash the int parser)
 MAX_RECORDED_BYTES     256 MiB         judgments recorded elsewhere (``judge import``) are
                                        read whole and checked before any is stored
+
+MAX_LABELS_BYTES       16 MiB          a labels file: ~60,000 labels of ~250 bytes (a team
+                                       labels tens to thousands of cases); a 2,000,000-line
+                                       file is refused by its size before a byte is read
+MAX_CALIBRATION_BYTES  4 MiB           a calibration: 101 integers and a few statistics per
+                                       category, ~2 KB each
+MAX_NOISE_BYTES        1 MiB           a noise model: three spreads per category, ~1 KB
+MAX_BASELINE_BYTES     256 MiB         a baseline: ~400 bytes a case with its judgment key,
+                                       so 100,000 cases are ~40 MB
+MAX_COLLECTED_BYTES    64 MiB          an artefact ``judge collect`` reads (gh JSON, a
+                                       JUnit report, a log): beyond it is a blob, not evidence
 =====================  ==============  ==================================================
 """
 
@@ -32,10 +43,15 @@ from typing import Any
 
 __all__ = [
     "MAX_ALIAS_NODES",
+    "MAX_BASELINE_BYTES",
+    "MAX_CALIBRATION_BYTES",
+    "MAX_COLLECTED_BYTES",
     "MAX_DEPTH",
     "MAX_INT_DIGITS",
     "MAX_JSONL_LINE_CHARS",
     "MAX_JSONL_SUITE_BYTES",
+    "MAX_LABELS_BYTES",
+    "MAX_NOISE_BYTES",
     "MAX_PROMPT_CHARS",
     "MAX_RECORDED_BYTES",
     "MAX_RUBRIC_CHARS",
@@ -68,6 +84,17 @@ MAX_INT_DIGITS = 19
 """Digits in an integer of a suite, rubric or JSON line (``2**63`` has 19): larger is refused."""
 MAX_RECORDED_BYTES = 256 * 1024 * 1024
 """Bytes in a file of recorded judgments (SummEval's 1,600 summaries x 20 samples: ~1 MB)."""
+
+MAX_LABELS_BYTES = 16 * 1024 * 1024
+"""Bytes in a labels file (``judge review --export``)."""
+MAX_CALIBRATION_BYTES = 4 * 1024 * 1024
+"""Bytes in a calibration file (``judge calibrate``)."""
+MAX_NOISE_BYTES = 1024 * 1024
+"""Bytes in a noise model file (``baselines/noise/<key>.json``)."""
+MAX_BASELINE_BYTES = 256 * 1024 * 1024
+"""Bytes in a baseline file (``baselines/<suite>.json``)."""
+MAX_COLLECTED_BYTES = 64 * 1024 * 1024
+"""Bytes in an artefact ``judge collect`` reads (gh JSON, a JUnit report, a log, a document)."""
 MAX_SUITE_ID = 128
 """Characters in a suite id; it names ``baselines/<id>.json``, so it must fit a file name."""
 SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

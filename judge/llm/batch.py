@@ -33,6 +33,7 @@ from typing import Any
 from ..core.canonical import canonical_json
 from ..core.errors import ProviderError, UsageError
 from ..core.secrets import mask_text
+from ..core.strict_json import loads_strict
 from .client import (
     JudgeRequest,
     ModelSpec,
@@ -247,8 +248,9 @@ def parse_result_lines(lines: Iterable[bytes | str], mode: OutputMode,
                        price: Any = None) -> Iterator[BatchItem]:
     """The items of batch output and error files.
 
-    A line that is not JSON or has no ``custom_id`` is skipped: its judgment stays
-    unanswered and is asked live or left unscored.
+    A line that is not strict JSON (:mod:`judge.core.strict_json`: a duplicate key is
+    refused, not resolved) or has no ``custom_id`` is skipped: its judgment stays unanswered
+    and is asked live or left unscored.
     """
     pricing = price or (lambda *_: None)
     for raw in lines:
@@ -256,8 +258,8 @@ def parse_result_lines(lines: Iterable[bytes | str], mode: OutputMode,
         if not text.strip():
             continue
         try:
-            line = json.loads(text)
-        except ValueError:
+            line = loads_strict(text)
+        except (ValueError, RecursionError):
             continue
         if isinstance(line, Mapping):
             item = _item(line, mode, pricing)

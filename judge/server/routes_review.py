@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from ..app.reviewing import export_labels, review_page_data, save_labels
 from ..core.errors import ConfigError
+from ..core.labels import GivenLabel
 from ..report.review_page import review_csp, review_html
 from .problems import ProblemError, problem_responses
 from .routes_runs import RunId
@@ -30,7 +31,7 @@ class LabelsIn(BaseModel):
     """Labels one reviewer gives: per case and category a score or level, agree, a note."""
 
     reviewer: str = Field(min_length=1, max_length=100)
-    labels: list[dict[str, Any]] = Field(min_length=1, max_length=500)
+    labels: list[GivenLabel] = Field(min_length=1, max_length=500)
 
 
 @router.get("/review/{run_id}", response_class=HTMLResponse, include_in_schema=False)

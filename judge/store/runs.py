@@ -56,6 +56,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 from ..core.canonical import canonical_json
 from ..core.errors import AmbiguousRunError, StoreError, UnknownRunError
 from ..core.models import CaseResult, RunInfo, RunTotals
+from ..core.seals import Sealer
 from ..core.secrets import MASK, mask_url
 from .labels import define_labels
 from .migrations import (
@@ -67,7 +68,7 @@ from .migrations import (
     schema_state,
     upgrade,
 )
-from .seal import Damage, DamagedRowError, Sealer, check_copies, run_copies_ok
+from .seal import Damage, DamagedRowError, check_copies, missing_rows, run_copies_ok
 
 __all__ = ["DEFAULT_STORE_URL", "STORE_FORMAT_VERSION", "MigratePolicy", "RunStore"]
 
@@ -350,6 +351,11 @@ class RunStore:
         """The SQLAlchemy engine, for a module with a table of its own (judge.store.batch_jobs)."""
         return self._engine
 
+    @property
+    def sealer(self) -> Sealer:
+        """The seals of this store's rows, for a module with a table of its own (labels)."""
+        return self._sealer
+
     # -- runs -----------------------------------------------------------------------------
 
     def create_run(self, run: RunInfo) -> None:
@@ -529,6 +535,13 @@ class RunStore:
             query = self._results_where(select(func.count()), run_id, failures_only)
             return int(conn.execute(query).scalar_one())
 
+    def case_ids(self, run_id: str) -> set[str]:
+        """The ids of the cases the run has a result of (one query; no value is read)."""
+        c = _case_results.c
+        with self._transaction() as conn:
+            return {str(i) for (i,) in conn.execute(
+                select(c.case_id).where(c.run_id == run_id).distinct())}
+
     def count_results(self, run_id: str) -> dict[str, int]:
         """Count results by status; ``scored``, ``unscored`` and ``cache_miss`` always present."""
         c = _case_results.c
@@ -541,37 +554,68 @@ class RunStore:
                 counts[str(status)] = int(n)
         return counts
 
+    def check_rows(self, run: RunInfo) -> None:
+        """DamagedRowError when complete ``run`` lost a headline result or a judgment row.
+
+        What the gate reads is checked (:func:`judge.store.seal.missing_rows`): a deleted row
+        has no seal to fail.
+        """
+        with self._transaction() as conn:
+            why = self._lost(conn, run, headline=True)
+        if why is not None:
+            raise DamagedRowError(self.url, Damage(run.id, None, "", 0, why, rows=True))
+
     # -- integrity ------------------------------------------------------------------------
 
     def verify(self) -> tuple[list[Damage], int, int]:
-        """Check every row's seal and copies: (damaged rows, rows checked, unsealed rows)."""
-        damaged: list[Damage] = []
-        checked = unsealed = 0
-        r, c = _runs.c, _case_results.c
+        """Check every row's seal and copies, and every complete run's rows.
+
+        Returns (damaged rows, rows checked, unsealed rows); with the secret, an unsealed
+        row is damaged too.
+        """
         with self._transaction() as conn:
-            for run_id, suite, status, info, version, seal in conn.execute(
-                    select(r.id, r.suite, r.status, r.info_json, r.format_version, r.seal)
-                    .order_by(r.id)):
+            runs = conn.execute(select(*_RUN_READ).order_by(_runs.c.id)).all()
+            damaged = [d for row in runs if (d := self._run_damage(conn, tuple(row)))]
+            c = _case_results.c
+            results = conn.execute(select(*_RESULT_READ, c.run_id).order_by(
+                c.run_id, c.case_id, c.model, c.sample))
+            unsealed = sum(row[-1] is None for row in runs)
+            checked = len(runs)
+            for row in results:
                 checked += 1
-                unsealed += seal is None
-                why = self._sealer.problem((run_id, info, version), seal)
-                if why is None and not run_copies_ok(info, run_id, suite, status):
-                    why = "its id, suite or status columns disagree with its stored value"
-                if why is not None:
-                    damaged.append(Damage(str(run_id), None, "", 0, why))
-            for row in conn.execute(select(*_RESULT_READ, c.run_id).order_by(
-                    c.run_id, c.case_id, c.model, c.sample)):
-                case_id, model, sample, status, score, band, passed, text, version, seal, \
-                    run_id = row
-                checked += 1
-                unsealed += seal is None
-                why = self._sealer.problem((run_id, case_id, model, sample, text, version),
-                                           seal) or check_copies(text, status, score, band,
-                                                                 passed)
-                if why is not None:
-                    damaged.append(Damage(str(run_id), str(case_id), str(model), int(sample),
-                                          why))
+                unsealed += row[9] is None
+                damage = self._result_damage(tuple(row))
+                if damage is not None:
+                    damaged.append(damage)
         return damaged, checked, unsealed
+
+    def _run_damage(self, conn: Connection, row: tuple[Any, ...]) -> Damage | None:
+        """What is wrong with a run row (its seal, copies, value; a lost result), or None."""
+        try:
+            lost = self._lost(conn, _checked_run(self.url, self._sealer, row))
+        except DamagedRowError as exc:
+            return exc.damage
+        return None if lost is None else Damage(str(row[0]), None, "", 0, lost, rows=True)
+
+    def _result_damage(self, row: tuple[Any, ...]) -> Damage | None:
+        """What is wrong with a result row (``_RESULT_READ`` and its run id), or None."""
+        case_id, model, sample, status, score, band, passed, text, version, seal, run_id = row
+        why = self._sealer.problem((run_id, case_id, model, sample, text, version), seal) \
+            or check_copies(text, status, score, band, passed)
+        return None if why is None else Damage(str(run_id), str(case_id), str(model),
+                                               int(sample), why)
+
+    def _lost(self, conn: Connection, run: RunInfo, *, headline: bool = False) -> str | None:
+        """Why complete ``run`` lost rows (:func:`judge.store.seal.missing_rows`), or None."""
+        if run.status != "complete":
+            return None
+        c = _case_results.c
+        stored = {(str(m), int(s)): int(n) for m, s, n in conn.execute(
+            select(c.model, c.sample, func.count()).where(c.run_id == run.id)
+            .group_by(c.model, c.sample))}
+        cases = int(conn.execute(select(func.count(func.distinct(c.case_id)))
+                                 .where(c.run_id == run.id)).scalar_one())
+        return missing_rows(run, stored, cases, headline=headline)
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -1,45 +1,34 @@
-"""Seals of the run store: a digest on every stored result and every run row, checked on read.
+"""Seals of the run store: a digest on every stored row, checked on read.
 
 A flipped bit in ``.judge/judge.db`` used to change what ``export``, ``show`` and ``check``
-report (a case 63 → 62) with exit 0. Each row now carries a ``seal``: an HMAC-SHA256 under
-the team secret (``JUDGE_CACHE_SECRET``) when one is set, else a plain SHA-256, over the
-canonical JSON of the row's key and its stored value (``result_json`` / ``info_json``) and
-format version. A read checks the seal of every row it returns and that the queryable
-copies (status, score, band, passed; a run's suite and status) agree with the value, so a
-damaged row is reported with its run and case, never shown as a score.
+report (a case 63 → 62) with exit 0. Each row (runs, results, labels) carries a ``seal``
+(:class:`judge.core.seals.Sealer`: an HMAC-SHA256 under the team secret,
+``JUDGE_CACHE_SECRET``, when one is set, else a plain SHA-256) over the canonical JSON of the
+row's key, its stored value and its format version. A read checks the seal of every row it
+returns and that the queryable copies (status, score, band, passed; a run's suite and status)
+agree with the value, so a damaged row is reported with its run and case, never shown.
 
 Decisions: the seal binds the row's key (run, case, model, sample), so a row moved to
 another run or case does not verify; the plain digest catches damage (a flip, a torn
 write) and the keyed one also catches an edit by someone without the secret. A row written
-before sealing (``seal`` NULL) is *unsealed*: read as before and listed by
-``judge store verify``; a store sealed under a secret and read without it is reported, not
-trusted.
+before sealing (``seal`` NULL) is *unsealed*: read as before without the secret, refused
+with it (its seal may have been removed to pass an edit); a row sealed under the secret and
+read without it is reported, not trusted. A deleted row has no seal to fail: a complete
+run's sealed totals say how many cases and judgments it stored, and fewer found is damage
+(:func:`missing_rows`).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
 
-from ..core.canonical import canonical_json
 from ..core.errors import StoreError
+from ..core.models import RunInfo
+from ..core.panel import headline_of
 
-__all__ = [
-    "KEYED",
-    "PLAIN",
-    "Damage",
-    "DamagedRowError",
-    "Sealer",
-    "check_copies",
-    "run_copies_ok",
-]
-
-KEYED: Final = "hmac-sha256:"
-PLAIN: Final = "sha256:"
+__all__ = ["Damage", "DamagedRowError", "check_copies", "missing_rows", "run_copies_ok"]
 
 
 @dataclass(frozen=True)
@@ -51,16 +40,22 @@ class Damage:
     model: str
     sample: int
     reason: str
+    rows: bool = False
+    """The damage is in which rows the run has (one was deleted), not in one row."""
+    label: str | None = None
+    """A label row's key (suite, case, category, reviewer) when the row is a label."""
 
     def sentence(self) -> str:
         """``run R case C (model M, sample S): why``."""
+        if self.label is not None:
+            return f"label of {self.label}: {self.reason}"
         where = f"run {self.run!r}"
         if self.case is not None:
             where += f" case {self.case!r}"
             if self.model:
                 where += f" (model {self.model}, sample {self.sample})"
         else:
-            where += " (the run's settings and totals)"
+            where += " (its stored results)" if self.rows else " (the run's settings and totals)"
         return f"{where}: {self.reason}"
 
 
@@ -72,42 +67,7 @@ class DamagedRowError(StoreError):
         super().__init__(
             f"run store {url}: {damage.sentence()}; its score is not shown\n"
             f"  fix: `judge store verify` lists every damaged row; re-run the suite "
-            f"(cached judgments replay at no cost) or restore the store from a backup, "
-            f"then `judge store delete {damage.run}` if it cannot be repaired")
-
-
-class Sealer:
-    """Makes and checks seals under one key (the team secret, or none)."""
-
-    def __init__(self, secret: str | None) -> None:
-        """``secret``: ``JUDGE_CACHE_SECRET`` if set (an empty value is no secret)."""
-        self._key = secret.encode("utf-8") if secret else None
-
-    @property
-    def keyed(self) -> bool:
-        """Whether seals are keyed with the team secret."""
-        return self._key is not None
-
-    def seal(self, parts: Sequence[Any]) -> str:
-        """The seal of a row made of ``parts`` (key columns, stored text, format version)."""
-        data = canonical_json(list(parts)).encode("utf-8")
-        if self._key is None:
-            return PLAIN + hashlib.sha256(data).hexdigest()
-        return KEYED + hmac.new(self._key, data, hashlib.sha256).hexdigest()
-
-    def problem(self, parts: Sequence[Any], seal: str | None) -> str | None:
-        """Why a stored row with ``seal`` does not verify; None when it does (or is unsealed)."""
-        if seal is None:
-            return None
-        if seal.startswith(KEYED) and self._key is None:
-            return ("it was sealed with the team secret; set JUDGE_CACHE_SECRET "
-                    "to read it")
-        if seal.startswith(PLAIN) and self._key is not None:
-            return ("its seal is not keyed with the team secret (written without "
-                    "JUDGE_CACHE_SECRET, or edited)")
-        if not hmac.compare_digest(seal, self.seal(parts)):
-            return "its seal does not match its content (the row was changed after it was written)"
-        return None
+            f"(cached judgments replay at no cost) or restore the store from a backup")
 
 
 def check_copies(text: str, status: object, score: object, band: object,
@@ -136,3 +96,29 @@ def run_copies_ok(text: str, run_id: str, suite: str, status: str) -> bool:
         return False
     return isinstance(value, dict) and (value.get("id"), value.get("suite"),
                                         value.get("status")) == (run_id, suite, status)
+
+
+def missing_rows(run: RunInfo, stored: Mapping[tuple[str, int], int], cases: int, *,
+                 headline: bool = False) -> str | None:
+    """Why complete ``run`` lost result rows, or None.
+
+    ``stored``: its rows per (model, sample); ``cases``: its distinct case ids. The run's
+    sealed totals count its cases and its judgments (one judge, one sample; aggregates
+    aside); fewer stored is damage, more is not (a run stored before ``judgments`` was
+    counted has 0 there). With ``headline``, every case must also have its headline row (the
+    run's headline judge and sample, or no judge): what the gate compares. A run that is not
+    complete is not checked.
+    """
+    if run.status != "complete":
+        return None
+    judgments = sum(n for (m, s), n in stored.items() if m in run.models and s >= 0)
+    counts = [(run.totals.cases, cases, "cases"), (run.totals.judgments, judgments, "judgments")]
+    if headline:
+        model, sample = headline_of(run)
+        heads = sum(n for (m, s), n in stored.items() if m == "" or (m, s) == (model, sample))
+        counts.append((run.totals.cases, heads, "cases' headline results"))
+    lost = [f"{want - got} of its {want} {what}" for want, got, what in counts if got < want]
+    if not lost:
+        return None
+    return (", ".join(lost) + " are missing from the store (the run's sealed totals count "
+            "them): a result row was deleted")

@@ -1,6 +1,7 @@
 """Baseline files on disk: where they live, reading them, writing them atomically.
 
-The logic is in :mod:`judge.core.baseline` and works on strings; this module only moves text.
+The logic is in :mod:`judge.core.baseline` and works on strings; this module only moves text:
+a regular file within MAX_BASELINE_BYTES, sealed with the team secret's sealer when one is set.
 """
 
 from __future__ import annotations
@@ -9,10 +10,14 @@ from pathlib import Path
 
 from ..core.baseline import Baseline, baseline_text, parse_baseline
 from ..core.errors import ConfigError, UsageError
+from ..core.limits import MAX_BASELINE_BYTES
+from ..core.seals import Sealer
 from .atomic_files import write_atomic
+from .input_files import read_input
 
 __all__ = [
     "BASELINE_DIR",
+    "baseline_file_text",
     "baseline_path",
     "list_baselines",
     "load_baseline",
@@ -31,21 +36,22 @@ def baseline_path(folder: Path, suite: str) -> Path:
     return folder / f"{suite}.json"
 
 
-def load_baseline(path: Path, *, check_digest: bool = True) -> Baseline:
+def baseline_file_text(path: Path) -> str:
+    """The text of a baseline file: a regular file within MAX_BASELINE_BYTES, or ConfigError."""
+    return read_input(path, ConfigError, MAX_BASELINE_BYTES,
+                      "check the path, or record one with `judge baseline record`")
+
+
+def load_baseline(path: Path, *, sealer: Sealer, check_digest: bool = True) -> Baseline:
     """Read and validate a baseline file; ConfigError naming the file on any problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read baseline: {exc}", file=str(path),
-                          fix="check the path, or record one with `judge baseline record`") \
-            from None
-    return parse_baseline(text, str(path), check_digest=check_digest)
+    return parse_baseline(baseline_file_text(path), str(path), sealer,
+                          check_digest=check_digest)
 
 
-def save_baseline(path: Path, baseline: Baseline) -> None:
+def save_baseline(path: Path, baseline: Baseline, *, sealer: Sealer) -> None:
     """Write ``baseline`` to ``path`` whole: a reader sees the old file or the new one."""
     try:
-        write_atomic(path, baseline_text(baseline))
+        write_atomic(path, baseline_text(baseline, sealer))
     except OSError as exc:
         raise UsageError(f"cannot write baseline {path}: {exc}",
                          fix="check the folder's permissions and free space") from None

@@ -31,29 +31,33 @@ def _kind(mode: int) -> str:
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
 
 
-def _too_large(file: Path, size: int, limit: int, error: type[ConfigError]) -> ConfigError:
+def _too_large(file: Path, size: int, limit: int, error: type[ConfigError],
+               fix: str | None = None) -> ConfigError:
     return error(f"file too large: {size:,} bytes or more, the limit is {limit:,} bytes",
-                 file=str(file), fix="split it into smaller files, or pass a smaller excerpt")
+                 file=str(file), fix=fix or "split it into smaller files, or pass a smaller "
+                                            "excerpt")
 
 
-def open_input(file: Path, error: type[ConfigError], limit: int) -> BinaryIO:
+def open_input(file: Path, error: type[ConfigError], limit: int,
+               fix: str | None = None) -> BinaryIO:
     """``file`` opened for reading, once known to be a regular file of at most ``limit`` bytes.
 
-    Anything else raises ``error`` (exit 2) naming the file; the descriptor is then closed.
+    Anything else raises ``error`` (exit 2) naming the file, with ``fix`` when given; the
+    descriptor is then closed.
     """
     try:
         fd = os.open(file, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         what = "it is a folder, not a file" if file.is_dir() else exc.strerror or str(exc)
         raise error(f"cannot read: {what}", file=str(file),
-                    fix="give the path of a readable file") from None
+                    fix=fix or "give the path of a readable file") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise error(f"cannot read: it is {_kind(info.st_mode)}, not a regular file",
-                        file=str(file), fix="give the path of a regular file")
+                        file=str(file), fix=fix or "give the path of a regular file")
         if info.st_size > limit:
-            raise _too_large(file, info.st_size, limit, error)
+            raise _too_large(file, info.st_size, limit, error, fix)
         os.set_blocking(fd, True)
         return os.fdopen(fd, "rb")
     except BaseException:
@@ -61,16 +65,17 @@ def open_input(file: Path, error: type[ConfigError], limit: int) -> BinaryIO:
         raise
 
 
-def read_input_bytes(file: Path, error: type[ConfigError], limit: int) -> bytes:
+def read_input_bytes(file: Path, error: type[ConfigError], limit: int,
+                     fix: str | None = None) -> bytes:
     """The bytes of ``file`` (see :func:`open_input`); never more than ``limit`` are kept."""
-    with open_input(file, error, limit) as stream:
+    with open_input(file, error, limit, fix) as stream:
         try:
             data = stream.read(limit + 1)
         except OSError as exc:
             raise error(f"cannot read: {exc.strerror or exc}", file=str(file),
-                        fix="give the path of a readable file") from None
+                        fix=fix or "give the path of a readable file") from None
     if len(data) > limit:
-        raise _too_large(file, len(data), limit, error)
+        raise _too_large(file, len(data), limit, error, fix)
     return data
 
 
@@ -85,9 +90,9 @@ def not_utf8(file: Path, data: bytes, exc: UnicodeDecodeError, error: type[Confi
                      "'save with encoding')")
 
 
-def read_input(file: Path, error: type[ConfigError], limit: int) -> str:
+def read_input(file: Path, error: type[ConfigError], limit: int, fix: str | None = None) -> str:
     """The UTF-8 text of ``file``: a regular file of at most ``limit`` bytes."""
-    data = read_input_bytes(file, error, limit)
+    data = read_input_bytes(file, error, limit, fix)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -25,12 +25,14 @@ from ..core.calibration import attach_calibration, parse_calibration
 from ..core.canonical import canonical_json
 from ..core.errors import RubricError, SuiteError
 from ..core.limits import (
+    MAX_CALIBRATION_BYTES,
     MAX_JSONL_LINE_CHARS,
     MAX_JSONL_SUITE_BYTES,
     MAX_RUBRIC_CHARS,
     MAX_SUITE_CHARS,
 )
 from ..core.rubric import Rubric, parse_rubric
+from ..core.seals import NO_SECRET, Sealer
 from ..core.suite import (
     Case,
     Suite,
@@ -112,11 +114,16 @@ def list_rubrics(workspace: Path | None = None) -> dict[str, Path]:
     return found
 
 
-def load_rubric(name: str | Path, workspace: Path | None = None) -> Rubric:
-    """Load and validate a rubric by id or path."""
+def load_rubric(name: str | Path, workspace: Path | None = None, *,
+                sealer: Sealer = NO_SECRET) -> Rubric:
+    """Load and validate a rubric by id or path.
+
+    ``sealer``: the team secret's (``Workspace.sealer``), which its calibration must be
+    sealed with.
+    """
     path = find_rubric(str(name), workspace)
     rubric = _parsed_rubric(read_input(path, RubricError, 4 * MAX_RUBRIC_CHARS), str(path))
-    return rubric if rubric.calibration is None else _calibrated(rubric, path)
+    return rubric if rubric.calibration is None else _calibrated(rubric, path, sealer)
 
 
 @functools.lru_cache(maxsize=32)
@@ -131,17 +138,16 @@ def _parsed_rubric(text: str, source: str) -> Rubric:
     return parse_rubric(text, source)
 
 
-def _calibrated(rubric: Rubric, path: Path) -> Rubric:
+def _calibrated(rubric: Rubric, path: Path, sealer: Sealer) -> Rubric:
     """The rubric with its calibration file (relative to the rubric file) attached."""
     file = path.parent / str(rubric.calibration)
     try:
-        text = file.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RubricError(f"cannot read its calibration {str(file)!r}: {exc}", file=str(path),
-                          where="calibration",
-                          fix="give the path of a `judge calibrate` file, relative to the "
-                              "rubric") from None
-    return attach_calibration(rubric, parse_calibration(text, str(file)), str(file))
+        text = read_input(file, RubricError, MAX_CALIBRATION_BYTES,
+                          "give the path of a `judge calibrate` file, relative to the rubric")
+    except RubricError as exc:
+        raise RubricError(f"its calibration {str(file)!r}: {exc.message}", file=str(path),
+                          where="calibration", fix=exc.fix) from None
+    return attach_calibration(rubric, parse_calibration(text, str(file), sealer), str(file))
 
 
 def load_suite(path: str | Path) -> Suite:

@@ -23,10 +23,11 @@ from conftest import ROOT, load_fake_server, run_judge
 from judge.app.calibrating import calibrate
 from judge.app.rescoring import rescore_run
 from judge.app.workspace import Workspace
-from judge.core.calibration import CalibrationError, parse_calibration
+from judge.core.calibration import CalibrationError, calibration_text, parse_calibration
 from judge.core.errors import RubricError, UsageError
 from judge.core.labels import Label, dump_labels
 from judge.core.scoring import compute_final_score
+from judge.core.seals import NO_SECRET, Sealer
 from judge.system.resources import load_rubric
 
 PEOPLE = "hosted_vllm/fake-judge"
@@ -192,6 +193,34 @@ def test_a_calibration_of_another_judge_rubric_or_scale_is_refused(ws: Ws,
     with pytest.raises(RubricError) as err:
         load_rubric(str(rubric_file))
     assert err.value.where == "calibration"
+
+
+def test_a_calibration_is_sealed_and_an_edit_or_a_missing_seal_is_refused(
+        ws: Ws, tmp_path: Path) -> None:
+    """A calibration moves every final score: sealed like a baseline (issue 41 item 2)."""
+    report = calibrate(Workspace.open(ws.path, env={}), [ws.runs[JUDGE]["run"]["id"]],
+                       ws.path / "calib.labels.jsonl", out=tmp_path / "cal.json")
+    data = yaml.safe_load((ROOT / "rubrics" / "task-evaluation.yaml").read_text())
+    rubric_file = tmp_path / "task-evaluation.yaml"
+    rubric_file.write_text(yaml.safe_dump({**data, "calibration": "cal.json"}))
+    team, plain = Sealer("s3cr3t-team-key"), report.path.read_text()
+    assert set(json.loads(plain)) >= {"digest"} and "seal" not in json.loads(plain)
+    assert load_rubric(str(rubric_file)).calibrated is not None
+    with pytest.raises(CalibrationError, match="carries no seal"):  # fitted without it
+        load_rubric(str(rubric_file), sealer=team)
+    report.path.write_text(calibration_text(report.calibration, team))
+    for reader in (team, NO_SECRET):  # the seal under the secret, the digest without it
+        assert load_rubric(str(rubric_file), sealer=reader).calibrated is not None
+    cat = next(iter(report.calibration.categories))
+    for text, readers in ((plain, (NO_SECRET,)), (report.path.read_text(), (team, NO_SECRET))):
+        edited = json.loads(text)
+        edited["categories"][cat]["labels"] += 1  # still a valid map: only the seals tell
+        report.path.write_text(json.dumps(edited))
+        for reader in readers:
+            with pytest.raises(CalibrationError, match="edited by hand") as err:
+                load_rubric(str(rubric_file), sealer=reader)
+            assert err.value.file == str(report.path) and "judge calibrate" in (err.value.fix
+                                                                                 or "")
 
 
 def test_cli_calibrate_prints_held_out_agreement(ws: Ws, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ import pytest
 from judge.app.reviewing import read_labels
 from judge.core.errors import UsageError
 from judge.core.labels import Label, LabelsError, dump_labels, parse_labels
+from judge.core.seals import NO_SECRET
 
 
 def _label(case: str) -> Label:
@@ -22,8 +23,8 @@ def test_reads_the_labels_of_the_file(tmp_path: Path) -> None:
     path = tmp_path / "s.labels.jsonl"
     text = dump_labels([_label("b"), _label("a")])
     path.write_text(text, encoding="utf-8")
-    assert read_labels(path, "unused") == parse_labels(text, str(path))
-    assert [lb.case for lb in read_labels(path, "unused")] == ["a", "b"]
+    assert read_labels(path, "unused", NO_SECRET) == parse_labels(text, str(path))
+    assert [lb.case for lb in read_labels(path, "unused", NO_SECRET)] == ["a", "b"]
 
 
 @pytest.mark.parametrize("content", [None, b"\xff\xfe not utf-8\n"])
@@ -33,7 +34,7 @@ def test_an_unreadable_file_is_a_usage_error_with_the_callers_fix(
     if content is not None:
         path.write_bytes(content)
     with pytest.raises(UsageError) as err:
-        read_labels(path, "check the path")
+        read_labels(path, "check the path", NO_SECRET)
     assert str(err.value).startswith(f"cannot read labels file {path}: ")
     assert err.value.fix == "check the path"
 
@@ -42,5 +43,5 @@ def test_a_bad_line_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "s.labels.jsonl"
     path.write_text('{"case": 1}\n', encoding="utf-8")
     with pytest.raises(LabelsError) as err:
-        read_labels(path, "unused")
+        read_labels(path, "unused", NO_SECRET)
     assert err.value.file == str(path)

@@ -41,6 +41,19 @@ def copy_of(recorded: Path, tmp_path: Path) -> Path:
     return target
 
 
+def keyed_copy(recorded: Path, tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    """A copy whose store was written with JUDGE_CACHE_SECRET, and the environment with it."""
+    ws = copy_of(recorded, tmp_path)
+    (ws / ".judge" / "judge.db").unlink()
+    env = {**judge_env(), "JUDGE_CACHE_SECRET": "team-secret"}
+    # The baseline was recorded without the secret: sealed with it on purpose first.
+    (baseline,) = (ws / "baselines").glob("*.json")
+    assert run_judge(["baseline", "seal", baseline.stem], ws, env=env).returncode == 0
+    proc = run_judge(["run", "suite.yaml", "--model", MODEL, "--offline"], ws, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return ws, env
+
+
 def db(ws: Path) -> sqlite3.Connection:
     return sqlite3.connect(ws / ".judge" / "judge.db", isolation_level=None)
 
@@ -146,11 +159,7 @@ def test_an_intact_store_verifies(recorded: Path, tmp_path: Path) -> None:
 def test_seals_keyed_with_the_secret_refuse_a_recomputed_plain_digest(
         recorded: Path, tmp_path: Path) -> None:
     """With JUDGE_CACHE_SECRET, an edit whose plain sha256 was recomputed does not verify."""
-    ws = copy_of(recorded, tmp_path)
-    (ws / ".judge" / "judge.db").unlink()
-    env = {**judge_env(), "JUDGE_CACHE_SECRET": "team-secret"}
-    proc = run_judge(["run", "suite.yaml", "--model", MODEL, "--offline"], ws, env=env)
-    assert proc.returncode == 0, proc.stderr
+    ws, env = keyed_copy(recorded, tmp_path)
     assert run_judge(["store", "verify"], ws, env=env).returncode == 0
     # Read without the secret: reported, not trusted.
     plain = run_judge(["store", "verify", "--json"], ws)
@@ -174,3 +183,39 @@ def test_a_hand_edited_baseline_says_so_and_can_be_resealed(
     assert sealed.returncode == 0, sealed.stderr
     assert json.loads(path.read_text(encoding="utf-8"))["threshold"] == 0.5
     assert run_judge(["check"], ws).returncode == 0
+
+
+def test_a_deleted_row_is_refused_by_the_gate_and_verify(recorded: Path, tmp_path: Path) -> None:
+    """It was exit 0 from `judge check`, the case merely noted missing."""
+    ws = copy_of(recorded, tmp_path)
+    run_id, case_id, _ = first_scored(ws)
+    with closing(db(ws)) as conn:
+        conn.execute("DELETE FROM case_results WHERE run_id = ? AND case_id = ?",
+                     (run_id, case_id))
+    check = run_judge(["check", run_id, "--json"], ws)
+    assert_damage(check, run_id, None)
+    assert "missing from the store" in check.stderr and "deleted" in check.stderr
+    verify = run_judge(["store", "verify", "--json"], ws)
+    assert verify.returncode == 2, verify.stderr
+    (damage,) = json.loads(verify.stdout)["damaged"]
+    assert damage["run"] == run_id and "missing" in damage["reason"]
+
+
+def test_a_store_sealed_with_the_secret_takes_no_unsealed_row(
+        recorded: Path, tmp_path: Path) -> None:
+    """A row edited and its seal set to NULL was shown, exported and gated; verify said 0."""
+    ws, env = keyed_copy(recorded, tmp_path)
+    run_id, case_id, text = first_scored(ws)
+    edited = one_digit_down(text, "overallScore")  # and its query copy: only the seal tells
+    with closing(db(ws)) as conn:
+        conn.execute("UPDATE case_results SET result_json = ?, overall_score = ?, seal = NULL "
+                     "WHERE run_id = ? AND case_id = ?",
+                     (edited, json.loads(edited)["overallScore"], run_id, case_id))
+    for args in (["show", run_id, "--json"], ["export", run_id], ["check", run_id]):
+        proc = run_judge(args, ws, env=env)
+        assert_damage(proc, run_id, case_id)
+        assert "carries no seal" in proc.stderr
+    verify = run_judge(["store", "verify", "--json"], ws, env=env)
+    assert verify.returncode == 2, verify.stderr
+    report = json.loads(verify.stdout)
+    assert report["unsealed"] == 1 and [d["case"] for d in report["damaged"]] == [case_id]

@@ -4,6 +4,7 @@ reviewers is the krippendorff package's, and `--next` deals across bands."""
 
 from __future__ import annotations
 
+import json
 from fractions import Fraction
 
 import krippendorff
@@ -34,16 +35,19 @@ def test_file_is_sorted_and_round_trips() -> None:
     labels = [_label("b", "taskOutcomeQuality", "zoe", 70), _label("a", "agentPerformance",
                                                                    "ana", 40, note="<b>x")]
     text = dump_labels(labels)
-    lines = text.splitlines()
+    seals, *lines = text.splitlines()
+    assert list(json.loads(seals)) == ["digest"]  # the file's seal first: no secret, a digest
     assert lines[0].startswith('{"agree":null,"at"') and '"case":"a"' in lines[0]
     assert parse_labels(text) == sorted(labels, key=Label.key)
     assert dump_labels(parse_labels(text)) == text  # import then export: the same bytes
     newer = _label("a", "agentPerformance", "ana", 45)
-    assert parse_labels(text + dump_labels([newer]))[0] == newer  # the last word wins
+    unsealed = "".join(line + "\n" for line in lines)  # made by hand: no seal
+    newer_line = dump_labels([newer]).splitlines()[1]
+    assert parse_labels(unsealed + newer_line + "\n")[0] == newer  # the last word wins
     with pytest.raises(LabelsError) as err:
         parse_labels(text + '{"case": 1}\n', "s.labels.jsonl")
     assert err.value.file == "s.labels.jsonl" and err.value.where is not None
-    assert err.value.where.startswith("line 3")
+    assert err.value.where.startswith("line 4")
 
 
 def test_labels_are_checked_against_the_rubric() -> None:

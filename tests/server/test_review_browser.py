@@ -176,8 +176,10 @@ def test_label_by_keys_and_clicks_reload_store_and_file_agree(
     text = path.read_text()
     from_file = parse_labels(text)
     assert {(lb.case, lb.category): (lb.score, lb.agree, lb.note) for lb in from_file} == expected
-    assert [json.loads(line)["case"] for line in text.splitlines()] == sorted(
-        json.loads(line)["case"] for line in text.splitlines())
+    seals, *lines = text.splitlines()  # the file's seals first, then one label a line
+    assert set(json.loads(seals)) == {"digest"}
+    assert [json.loads(line)["case"] for line in lines] == sorted(
+        json.loads(line)["case"] for line in lines)
     assert import_labels(ws, run_id, path) == 0  # idempotent: nothing changes
     assert export_labels(ws, run_id).read_text() == text
 

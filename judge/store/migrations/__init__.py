@@ -38,6 +38,7 @@ REVISIONS: Final[tuple[tuple[str, bool], ...]] = (
     ("0002", True),  # runs.run_group, shard_index, shard_count: sharded runs
     ("0003", True),  # runs.seal, case_results.seal: sealed rows (judge.store.seal)
     ("0004", True),  # labels: people's labels from the review page
+    ("0005", True),  # labels.seal: sealed labels (judge.store.seal)
 )
 """Every revision in order, with whether it is additive (safe to apply on open)."""
 
