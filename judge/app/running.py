@@ -39,7 +39,7 @@ from ..render.prompts import PromptRenderer
 from ..store.runs import RunStore
 from ..system.clock import new_run_id, utc_now
 from ..system.resources import KEPT_CLEAN, SuiteSource, line_crc, open_suite
-from .gate import GateVerdict, gate, headline_results
+from .gate import EXIT_NOT_COMPARED, EXIT_REGRESSION, GateVerdict, gate, headline_results
 from .lifecycle import owner_here
 from .prompt_examples import with_label_examples
 from .sharding import GroupCheck, gate_group, group_settings
@@ -48,6 +48,7 @@ from .workspace import JudgePool, Workspace
 __all__ = [
     "EXIT_CACHE_MISS",
     "EXIT_INTERRUPTED",
+    "EXIT_NOT_COMPARED",
     "EXIT_NO_JUDGMENT",
     "EXIT_REGRESSION",
     "EXIT_TERMINATED",
@@ -61,7 +62,6 @@ __all__ = [
     "setup_run",
 ]
 
-EXIT_REGRESSION = 1
 EXIT_CACHE_MISS = 3
 EXIT_NO_JUDGMENT = 4
 EXIT_INTERRUPTED = 130
@@ -164,9 +164,7 @@ class RunReport:
             return EXIT_CACHE_MISS
         if self.no_judgment:
             return EXIT_NO_JUDGMENT
-        if self.verdict is not None and self.verdict.blocked:
-            return EXIT_REGRESSION
-        return 0
+        return 0 if self.verdict is None else self.verdict.exit_code
 
 
 @dataclass

@@ -23,15 +23,23 @@ from ..app.baselines import (
     seal_baseline,
     show_baseline,
 )
-from ..app.gate import GateVerdict
+from ..app.gate import run_headline
 from ..app.monitoring import monitor_file
-from ..app.sharding import check_group
+from ..app.sharding import GroupCheck, check_group
 from ..app.workspace import Workspace
 from ..core.baseline import baseline_text
 from ..core.errors import UsageError
 from ..core.monitor import MonitorConfig
 from ..core.rubric import format_validation_error
-from .options import JsonFlag, StoreOption
+from .gate_reports import print_verdict, write_gate_reports
+from .options import (
+    AcrossJudgesFlag,
+    JsonFlag,
+    JunitOption,
+    MarkdownOption,
+    RequireBaselineFlag,
+    StoreOption,
+)
 from .output import Cell, Column, band_style, console, emit_json, err_console, plural, styled, table
 from .run_cmd import group_json, print_group
 
@@ -223,88 +231,62 @@ def check(
         help="Gate a sharded group (judge run --shard I/N --group NAME) as one run.")] = None,
     dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
-    across_judges: Annotated[bool, typer.Option(
-        "--across-judges", help="Compare with a baseline recorded by another judge too "
-                                "(refused by default, with the reason).")] = False,
+    across_judges: AcrossJudgesFlag = False,
+    require_baseline: RequireBaselineFlag = False,
+    junit: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
 
     With no baseline yet at the default place, one is recorded from this run when every
-    case of it is scored (exit 0).
+    case of it is scored (exit 0: first baseline recorded, nothing compared); where a
+    baseline is required (CI set, or --require-baseline) a missing one fails (exit 5),
+    naming the file to commit.
 
     Threshold precedence: --threshold > JUDGE_THRESHOLD > judge.toml / [tool.judge] >
     the baseline file's own threshold > 0.05.
 
-    Exit 0: no regression, or --no-block. Exit 1: a regression while blocking.
+    Exit 0: no regression, or --no-block, or a first baseline recorded. Exit 1: a
+    regression while blocking (or, with --group, an incomplete group).
 
     Exit 2: bad input (unknown run, malformed or missing --baseline file).
+
+    Exit 5: not compared although a comparison was due: the baseline is another judge's,
+    rubric's or template's (unless --across-judges), no case in common, the run has
+    judgments missing from an offline replay, or a required baseline is missing.
     """
     directory = directory or dir_alias
+    workspace = Workspace.open(overrides={
+        "store_url": store, "baselines_dir": directory, "threshold": threshold,
+        "block_on_regression": block, "across_judges": True if across_judges else None,
+        "require_baseline": True if require_baseline else None})
     if group is not None:
-        _check_group(_workspace(store, directory, threshold, block), group, run_id, suite,
-                     baseline_file, json_out=json_out)
-        return
-    verdict = check_run(_workspace(store, directory, threshold, block), run_id,
-                        suite=suite,
-                        baseline_file=baseline_file, across_judges=across_judges)
+        found = _check_group(workspace, group, run_id, suite, baseline_file)
+        verdict, results, code = found.verdict, found.results, found.exit_code
+        extra = {"group": group_json(found)}
+    else:
+        verdict = check_run(workspace, run_id, suite=suite, baseline_file=baseline_file)
+        results, code, extra = tuple(run_headline(workspace, verdict.run)), verdict.exit_code, {}
     if json_out:
         for notice in verdict.notices:
             err_console().print(notice, markup=False)
-        emit_json(verdict.public())
+        emit_json({**verdict.model_dump(mode="json"), **extra})
     else:
-        _print_verdict(verdict)
-    if verdict.blocked:
-        raise typer.Exit(1)
+        if group is not None:
+            print_group(found)
+        if group is None or found.status.complete:
+            print_verdict(verdict)
+    write_gate_reports(verdict, results, junit=junit, markdown=markdown)
+    raise typer.Exit(code)
 
 
 def _check_group(workspace: Workspace, group: str, run_id: str | None, suite: str | None,
-                 baseline_file: Path | None, *, json_out: bool) -> None:
-    """``check --group``: exit 1 on a blocking regression and on an incomplete group."""
+                 baseline_file: Path | None) -> GroupCheck:
+    """``check --group``: the group's shards as one run (its state printed unless JSON)."""
     if run_id is not None:
         raise UsageError("--group gates the group's runs: a RUN is not taken with it",
                          fix="drop RUN, or drop --group")
-    found = check_group(workspace, group, suite=suite, baseline_file=baseline_file)
-    if json_out:
-        emit_json({**found.verdict.public(), "group": group_json(found)})
-    else:
-        print_group(found)
-        if found.status.complete:
-            _print_verdict(found.verdict)
-    raise typer.Exit(found.exit_code)
-
-
-def _print_verdict(v: GateVerdict) -> None:
-    out = console()
-    if v.skipped:
-        out.print(styled(v.skipped, "yellow"))
-        return
-    c = v.comparison
-    assert c is not None
-    if v.baseline_recorded:
-        out.print(styled(f"no baseline for suite {v.suite}: recorded "
-                         f"{_shown(Path(v.baseline_path))} from run {v.run}", "cyan"))
-    else:
-        for notice in v.notices:
-            out.print(styled(notice, "cyan"))
-    head = styled("⚠ regression", "red") if c.has_regression else styled("✓ no regression",
-                                                                         "green")
-    out.print(Text.assemble(head, f"  run {v.run} vs baseline ", (c.baseline_id, "bold"),
-                            f" (threshold {c.threshold * 100:g} points)"))
-    out.print(f"previous {c.previous_score:.2f} → current {c.current_score:.2f} "
-              f"(delta {c.score_delta:+.2f}) over {plural(c.compared_cases, 'case')} scored in "
-              "both", markup=False)
-    if c.blocked_reasons:
-        out.print("blocked:" if v.blocking else "would block (--no-block):")
-        for reason in c.blocked_reasons:
-            out.print(f"  • {reason}", markup=False)
-    for sentence in c.noise_reasons:
-        out.print(f"  ~ {sentence}", markup=False)
-    for label, ids in (("noise, within the recorded spread", c.noise),
-                       ("improved", c.improved_cases),
-                       ("missing from this run", c.missing_cases),
-                       ("new in this run", c.new_cases)):
-        if ids:
-            out.print(f"{label}: {', '.join(ids)}", markup=False)
+    return check_group(workspace, group, suite=suite, baseline_file=baseline_file)
 
 
 # -- monitor ------------------------------------------------------------------------------

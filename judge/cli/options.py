@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 __all__ = [
+    "AcrossJudgesFlag",
     "ApiBaseOption",
     "CacheDirOption",
     "CacheModeOption",
     "ConcurrencyOption",
     "JsonFlag",
+    "JunitOption",
+    "MarkdownOption",
+    "RequireBaselineFlag",
     "RunArg",
     "SeedOption",
     "StoreOption",
@@ -36,3 +41,17 @@ SeedOption = Annotated[int | None, typer.Option(metavar="N", help="Judge seed (d
 CacheModeOption = Annotated[str | None, typer.Option(
     help="How the cache is used: read-write (default), read-only, offline (as --offline), "
          "refresh (ask again, store the new answer) or off.")]
+AcrossJudgesFlag = Annotated[bool, typer.Option(
+    "--across-judges", help="Compare with a baseline recorded under another judge, rubric or "
+                            "template too; the verdict says so (default: setting "
+                            "across_judges, off: such a run is not compared, exit 5).")]
+RequireBaselineFlag = Annotated[bool, typer.Option(
+    "--require-baseline", help="A missing baseline fails the gate (exit 5) naming the file to "
+                               "commit, rather than being recorded (default: on when CI is "
+                               "set; setting require_baseline).")]
+JunitOption = Annotated[Path | None, typer.Option(
+    "--junit", metavar="FILE", help="Write the gate's JUnit XML report: a test case per suite "
+                                    "case, regressions as failures, not compared as an error.")]
+MarkdownOption = Annotated[Path | None, typer.Option(
+    "--markdown", metavar="FILE", help="Write the gate's verdict as Markdown (for "
+                                       "$GITHUB_STEP_SUMMARY or a pull request comment).")]

@@ -14,7 +14,7 @@ from rich.progress import Progress as Bar
 from rich.text import Text
 
 from ..app.diffing import diff_runs
-from ..app.gate import GateVerdict
+from ..app.gate import run_headline
 from ..app.running import RunReport, RunRequest, run_suite
 from ..app.runs import iter_results
 from ..app.sharding import GroupCheck
@@ -32,11 +32,16 @@ from ..system.tuning import settle_heap, tuned
 from . import print_error
 from .batch_cmds import submit as submit_batch
 from .diff_cmds import print_diff
+from .gate_reports import print_verdict, write_gate_reports
 from .options import (
+    AcrossJudgesFlag,
     ApiBaseOption,
     CacheDirOption,
     CacheModeOption,
     ConcurrencyOption,
+    JunitOption,
+    MarkdownOption,
+    RequireBaselineFlag,
     SeedOption,
     StoreOption,
 )
@@ -108,10 +113,10 @@ def run(
                              "re-sent).")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
-    across_judges: Annotated[bool, typer.Option(
-        "--across-judges", help="Compare with a baseline recorded by another judge too "
-                                "(refused by default: a judge change is not a regression).")]
-    = False,
+    across_judges: AcrossJudgesFlag = False,
+    require_baseline: RequireBaselineFlag = False,
+    junit: JunitOption = None,
+    markdown: MarkdownOption = None,
     shard: Annotated[str | None, typer.Option(
         "--shard", metavar="I/N",
         help="Judge only shard I of N (by a stable hash of the case id); needs --group.")]
@@ -139,9 +144,16 @@ def run(
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 
-    Exit 0: done, no regression. 1: a regression while blocking. 2: bad input (named).
-    3: offline and judgments missing from the cache (listed). 4: no judgment succeeded
-    (the first reason is printed). 130: interrupted (what was judged is stored).
+    With no baseline yet, a first run records one (exit 0: first baseline recorded, nothing
+    compared); where a baseline is required (CI set, or --require-baseline) a missing one
+    fails instead (exit 5), naming the file to commit.
+
+    Exit 0: done, no regression (or a first baseline recorded). 1: a regression while
+    blocking. 2: bad input (named). 3: offline and judgments missing from the cache
+    (listed, with what changed). 4: no judgment succeeded (the first reason is printed).
+    5: not compared although a comparison was due: the baseline is another judge's,
+    rubric's or template's, no case in common, or a required baseline is missing (the
+    reason and the fix are printed). 130: interrupted (what was judged is stored).
     """
     overrides: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
@@ -149,6 +161,8 @@ def run(
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
         "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
+        "across_judges": True if across_judges else None,
+        "require_baseline": True if require_baseline else None,
     }
     workspace = Workspace.open(overrides=overrides)
     try:
@@ -156,8 +170,7 @@ def run(
     except ValueError as exc:
         raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
-                         ids=tuple(case or ()), check=not no_check, shard=part, group=group,
-                         across_judges=across_judges)
+                         ids=tuple(case or ()), check=not no_check, shard=part, group=group)
     if watch:
         if json_out or batch:
             raise UsageError("--watch prints for people after every save",
@@ -168,6 +181,10 @@ def run(
         raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
     _report(workspace, report, json_out=json_out)
+    if report.verdict is not None and (junit or markdown):
+        results = (report.group.results if report.group is not None
+                   else run_headline(workspace, report.run.id))
+        write_gate_reports(report.verdict, results, junit=junit, markdown=markdown)
     raise typer.Exit(report.exit_code)
 
 
@@ -179,7 +196,7 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
             "summary": report.summary.model_dump(mode="json"),
             "summaries": {m: s.model_dump(mode="json") for m, s in report.summaries.items()}
             if len(report.summaries) > 1 else None,
-            "baseline": verdict.public() if verdict is not None else None,
+            "baseline": verdict.model_dump(mode="json") if verdict is not None else None,
             **({"group": group_json(report.group)} if report.group is not None else {}),
         }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
@@ -187,7 +204,8 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
         _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
         if report.group is not None:
             print_group(report.group)
-        _print_comparison(verdict)
+        if verdict is not None:
+            print_verdict(verdict)
     err = err_console()
     if report.interrupted:
         err.print(Text.assemble(styled("interrupted", "yellow"), f": kept "
@@ -339,30 +357,6 @@ def _failure_table(rubric: Rubric, summary: Summary) -> None:
     table(["case", "status", Column("overall", "right"), "band", "reason"], rows,
           title=f"failures ({summary.failures_total})",
           caption=f"… and {more} more: judge show RUN --failures" if more > 0 else None)
-
-
-def _print_comparison(verdict: GateVerdict | None) -> None:
-    if verdict is None:
-        return
-    out = console()
-    if verdict.skipped:
-        out.print(styled(verdict.skipped, "yellow"))
-        return
-    if verdict.baseline_recorded:
-        out.print(styled(f"no baseline yet: recorded {verdict.baseline_path}", "cyan"))
-        return
-    c = verdict.comparison
-    assert c is not None
-    for notice in verdict.notices:
-        out.print(styled(notice, "cyan"))
-    head = styled("⚠ regression", "red") if c.has_regression else styled("✓ no regression",
-                                                                         "green")
-    out.print(Text.assemble(head, f" against {c.baseline_id}: {c.previous_score} → "
-                                  f"{c.current_score} ({c.score_delta:+})"))
-    for reason in c.blocked_reasons:
-        out.print(Text.assemble("  ", ("•", "red"), f" {reason}"))
-    for sentence in c.noise_reasons:
-        out.print(f"  ~ {sentence}", markup=False)
 
 
 class _Watch:
