@@ -21,6 +21,7 @@ from typing import Protocol
 from ..core.calibration import check_judge
 from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..core.frozen import Frozen
+from ..core.miss_reasons import MissReason
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Rubric, rubric_hash
 from ..core.shards import Shard
@@ -41,6 +42,7 @@ from ..system.clock import new_run_id, utc_now
 from ..system.resources import KEPT_CLEAN, SuiteSource, line_crc, open_suite
 from .gate import EXIT_NOT_COMPARED, EXIT_REGRESSION, GateVerdict, gate, headline_results
 from .lifecycle import owner_here
+from .misses import MISSES_EXPLAINED, explain_misses
 from .prompt_examples import with_label_examples
 from .sharding import GroupCheck, gate_group, group_settings
 from .workspace import JudgePool, Workspace
@@ -135,6 +137,8 @@ class RunReport:
     offline: bool
     missing: tuple[str, ...] = ()
     """Cases offline replay could not find in the cache."""
+    miss_reasons: tuple[MissReason, ...] = ()
+    """For the first missed cases, what changed against the nearest cached judgment."""
     scored_llm: int = 0
     first_failure: str | None = None
     """The first unscored LLM judgment's reason."""
@@ -262,6 +266,7 @@ class _Tally:
         self.store = store
         self.scored = 0
         self.missing: set[str] = set()
+        self._missed: list[CaseResult] = []
         self._first: tuple[tuple[str, str, int], str | None] | None = None
 
     def add_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
@@ -269,6 +274,7 @@ class _Tally:
         for r in results:
             if r.status == "cache_miss":
                 self.missing.add(r.id)
+                self._keep_missed(r)
             if r.judged_by != "llm":
                 continue
             if r.status == "scored":
@@ -278,6 +284,16 @@ class _Tally:
             key = (r.id, "", 0) if r.judge is None else (r.id, r.judge.model, r.judge.sample)
             if self._first is None or key < self._first[0]:
                 self._first = (key, r.reason)
+
+    def _keep_missed(self, result: CaseResult) -> None:
+        self._missed.append(result)
+        if len(self._missed) > 2 * MISSES_EXPLAINED:
+            self._missed = self.missed
+
+    @property
+    def missed(self) -> list[CaseResult]:
+        """The first :data:`MISSES_EXPLAINED` missed results by case id (bounded memory)."""
+        return sorted(self._missed, key=lambda r: r.id)[:MISSES_EXPLAINED]
 
     @property
     def first(self) -> str | None:
@@ -415,12 +431,22 @@ class _Run:
             # An offline replay reproduces judgments; it never makes a baseline (issue 33).
             verdict = gate(self.ws, run, headline_results(store, run), record=not self.offline,
                            across_judges=self.request.across_judges)
+        reasons = self._miss_reasons(run, tally.missed) if missing else ()
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
                          offline=self.offline, missing=tuple(sorted(missing)),
+                         miss_reasons=reasons,
                          scored_llm=scored, first_failure=stopped or first, verdict=verdict,
                          notices=self.notices, group=group,
                          stopped=stopped if not scored else None)
+
+
+    def _miss_reasons(self, run: RunInfo, missed: Sequence[CaseResult]) -> tuple[MissReason, ...]:
+        """What changed in the first missed requests against the nearest cached judgments."""
+        return explain_misses(self.ws, run_id=run.id, suite=run.suite, missed=missed,
+                              cases=self._cases(), rubric=self.rubric,
+                              rubric_hash=self.rubric_hash, renderer=self.renderer,
+                              settings=self.plan.settings)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from ..app.sharding import GroupCheck
 from ..app.watching import MAX_RERUNS, MAX_WAIT_S, Watcher, watched_files
 from ..app.workspace import Workspace
 from ..core.errors import JudgeError, UsageError
+from ..core.miss_reasons import summarise_misses
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import Rubric
@@ -197,6 +198,8 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
             "summaries": {m: s.model_dump(mode="json") for m, s in report.summaries.items()}
             if len(report.summaries) > 1 else None,
             "baseline": verdict.model_dump(mode="json") if verdict is not None else None,
+            **({"misses": [m.model_dump(mode="json") for m in report.miss_reasons]}
+               if report.miss_reasons else {}),
             **({"group": group_json(report.group)} if report.group is not None else {}),
         }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
@@ -215,6 +218,8 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
         err.print(Text.assemble(styled(f"offline: {plural(len(report.missing), 'judgment')} "
                                        "not in the cache", "red"),
                                 ": " + ", ".join(report.missing)))
+        for line in summarise_misses(report.miss_reasons):
+            err.print(f"  {line}", markup=False)
     elif report.no_judgment:
         why = (f"stopped early, no more calls made: {report.stopped}" if report.stopped
                else f"the first reason: {report.first_failure}")
@@ -247,11 +252,13 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
         _failure_table(rubric, summary)
     rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
     mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
+    unjudged = summary.cases - summary.scored
     out.print(f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored "
               f"{summary.unscored}"
               + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
-              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored}, pass ≥ "
-              + f"{rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed} of {summary.cases} passed"
+              + (f", {unjudged} not judged" if unjudged else "")
+              + f"; pass ≥ {rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
     if summary.category_averages:
         out.print("category averages: " + ", ".join(
             f"{c} {v:.1f}" for c, v in summary.category_averages.items()), markup=False)
