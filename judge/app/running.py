@@ -21,12 +21,14 @@ from typing import Protocol
 from ..core.calibration import check_judge
 from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..core.frozen import Frozen
+from ..core.judge_quality import MeasuredAgreement
 from ..core.miss_reasons import MissReason
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Rubric, rubric_hash
 from ..core.shards import Shard
 from ..core.suite import (
     Case,
+    HumanLabel,
     SuiteLine,
     filter_cases,
     lacks_output,
@@ -41,6 +43,7 @@ from ..store.runs import RunStore
 from ..system.clock import new_run_id, utc_now
 from ..system.resources import KEPT_CLEAN, SuiteSource, line_crc, open_suite
 from .gate import EXIT_NOT_COMPARED, EXIT_REGRESSION, GateVerdict, gate, headline_results
+from .judge_quality import run_quality, suite_labels
 from .lifecycle import owner_here
 from .misses import MISSES_EXPLAINED, explain_misses
 from .prompt_examples import with_label_examples
@@ -139,6 +142,8 @@ class RunReport:
     """Cases offline replay could not find in the cache."""
     miss_reasons: tuple[MissReason, ...] = ()
     """For the first missed cases, what changed against the nearest cached judgment."""
+    quality: MeasuredAgreement | None = None
+    """The judge's measured agreement with people's labels (:mod:`judge.app.judge_quality`)."""
     scored_llm: int = 0
     first_failure: str | None = None
     """The first unscored LLM judgment's reason."""
@@ -184,6 +189,8 @@ class _Selected:
     llm_count: int
     no_output: tuple[str, ...] = ()
     """Warnings about selected cases with no ``output`` (at most one line)."""
+    humans: dict[str, HumanLabel] = field(default_factory=dict)
+    """People's labels of the selected cases (their ``human:`` fields), by case id."""
 
 
 def _select(workspace: Workspace, request: RunRequest) -> _Selected:
@@ -222,6 +229,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     any_llm = False
     bare: list[str] = []
     bare_count = 0
+    humans: dict[str, HumanLabel] = {}
     for case, line in source.checked():
         validate_cases((case,), rubric, str(request.suite))
         if len(first_ids) < 5:
@@ -240,6 +248,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         if kept[-1]:
             count += 1
             llm_count += case.judged_by == "llm"
+            if case.human is not None:
+                humans[case.id] = case.human
             if lacks_output(case):
                 bare_count += 1
                 bare += [case.id] if len(bare) < 5 else []
@@ -252,7 +262,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
                else "loosen --tag/--complexity/--case")
         raise UsageError("no case left to run after the filters", fix=fix)
     warning = (no_output_warning(bare, bare_count, str(request.suite)),) if bare_count else ()
-    return _Selected(source, rubric, kept, crcs, count, llm_count, warning)
+    return _Selected(source, rubric, kept, crcs, count, llm_count, warning, humans)
 
 
 class _Tally:
@@ -432,10 +442,14 @@ class _Run:
             verdict = gate(self.ws, run, headline_results(store, run), record=not self.offline,
                            across_judges=self.request.across_judges)
         reasons = self._miss_reasons(run, tally.missed) if missing else ()
+        quality = None
+        if self.needs_judge and not outcome.interrupted and status == "complete":
+            quality = run_quality(self.ws, run, suite_labels(
+                self.selected.humans, self.ws.path(self.request.suite), self.rubric))
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
                          offline=self.offline, missing=tuple(sorted(missing)),
-                         miss_reasons=reasons,
+                         miss_reasons=reasons, quality=quality,
                          scored_llm=scored, first_failure=stopped or first, verdict=verdict,
                          notices=self.notices, group=group,
                          stopped=stopped if not scored else None)

@@ -24,7 +24,9 @@ from ..app.baselines import (
     show_baseline,
 )
 from ..app.gate import run_headline
+from ..app.judge_quality import run_quality
 from ..app.monitoring import monitor_file
+from ..app.runs import get_run
 from ..app.sharding import GroupCheck, check_group
 from ..app.workspace import Workspace
 from ..core.baseline import baseline_text
@@ -276,7 +278,10 @@ def check(
             print_group(found)
         if group is None or found.status.complete:
             print_verdict(verdict)
-    write_gate_reports(verdict, results, junit=junit, markdown=markdown)
+    quality = (run_quality(workspace, get_run(workspace, verdict.run))
+               if markdown is not None and group is None else None)
+    write_gate_reports(verdict, results, junit=junit, markdown=markdown,
+                       quality=quality.said() if quality else None)
     raise typer.Exit(code)
 
 

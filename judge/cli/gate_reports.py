@@ -22,11 +22,13 @@ from rich.text import Text
 from ..app.gate import GateVerdict
 from ..core.baseline import Comparison
 from ..core.errors import UsageError
+from ..core.judge_quality import WEAK, MeasuredAgreement
 from ..core.models import CaseResult
 from ..system.atomic_files import write_atomic
 from .output import console, plural, styled
 
-__all__ = ["GATE_CASE", "junit_xml", "markdown_summary", "print_verdict", "write_gate_reports"]
+__all__ = ["GATE_CASE", "junit_xml", "markdown_summary", "print_quality", "print_verdict",
+           "write_gate_reports"]
 
 GATE_CASE: Final = "@baseline"
 """The JUnit test case of the suite's own verdict (the pytest plugin's item has the same id)."""
@@ -47,6 +49,13 @@ def _head(v: GateVerdict) -> Text:
                                                                          "green")
     return Text.assemble(word, f"  run {v.run} vs baseline ", (c.baseline_id, "bold"),
                          f" (threshold {c.threshold * 100:g} points)")
+
+
+def print_quality(quality: MeasuredAgreement) -> None:
+    """The judge's measured agreement with people, in yellow when its scores do not track it."""
+    low = quality.rho is None or quality.rho < WEAK
+    console().print(styled(f"{'⚠ ' if low else ''}judge quality: {quality.said()}",
+                           "yellow" if low else "cyan"))
 
 
 def print_verdict(v: GateVerdict) -> None:

@@ -33,7 +33,7 @@ from ..system.tuning import settle_heap, tuned
 from . import print_error
 from .batch_cmds import submit as submit_batch
 from .diff_cmds import print_diff
-from .gate_reports import print_verdict, write_gate_reports
+from .gate_reports import print_quality, print_verdict, write_gate_reports
 from .options import (
     AcrossJudgesFlag,
     ApiBaseOption,
@@ -185,7 +185,8 @@ def run(
     if report.verdict is not None and (junit or markdown):
         results = (report.group.results if report.group is not None
                    else run_headline(workspace, report.run.id))
-        write_gate_reports(report.verdict, results, junit=junit, markdown=markdown)
+        write_gate_reports(report.verdict, results, junit=junit, markdown=markdown,
+                           quality=report.quality.said() if report.quality else None)
     raise typer.Exit(report.exit_code)
 
 
@@ -197,6 +198,7 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
             "summary": report.summary.model_dump(mode="json"),
             "summaries": {m: s.model_dump(mode="json") for m, s in report.summaries.items()}
             if len(report.summaries) > 1 else None,
+            "judgeQuality": report.quality.model_dump(mode="json") if report.quality else None,
             "baseline": verdict.model_dump(mode="json") if verdict is not None else None,
             **({"misses": [m.model_dump(mode="json") for m in report.miss_reasons]}
                if report.miss_reasons else {}),
@@ -205,6 +207,8 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
     else:
         rubric = workspace.rubric(report.run.rubric)
         _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
+        if report.quality is not None:
+            print_quality(report.quality)
         if report.group is not None:
             print_group(report.group)
         if verdict is not None:

@@ -20,6 +20,7 @@ from ..core.agreement import Comparison as Agreement
 from ..core.baseline import Baseline
 from ..core.baseline import Comparison as GateComparison
 from ..core.frozen import Frozen
+from ..core.judge_quality import MeasuredAgreement
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Band
 from ..core.suite import HumanLabel
@@ -220,6 +221,9 @@ class ReportData(Frozen):
     """Agreement with people over the suite's stored runs, oldest first (when labelled)."""
     people_disagreements: tuple[PeopleDisagreement, ...] = Field((), alias="peopleDisagreements")
     """The reported run's largest disagreements with the people, largest first."""
+    quality: MeasuredAgreement | None = None
+    """The judge's measured agreement with people's labels (this run's, or the shipped
+    figure for its judge)."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:
