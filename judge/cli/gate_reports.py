@@ -35,7 +35,9 @@ GATE_CASE: Final = "@baseline"
 SHOWN_UNLISTED: Final = 12
 """Cases named on the line of drops not judged alone; the rest are counted."""
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|<>~-])")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|~])")
+"""What can start markup inside a line: emphasis, code, links and images (their ``[``),
+HTML, table cells, strikethrough. Our own lines begin with our own ``-``, ``>`` or ``#``."""
 
 
 def _head(v: GateVerdict) -> Text:
@@ -182,7 +184,7 @@ def junit_xml(v: GateVerdict, results: Sequence[CaseResult]) -> str:
 
 def _md(text: str) -> str:
     """Untrusted text as Markdown that renders as that text: one line, every sign escaped."""
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(text.split()))
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(_xml(text).split()))
 
 
 def _title(v: GateVerdict) -> str:
