@@ -88,7 +88,8 @@ class Row:
 def _suite(n: int) -> str:
     lines = ["id: noisy-gate", "rubric: one-category", "cases:"]
     for i in range(n):
-        lines += [f"  - id: c{i:03d}", f"    input: Task {i}: summarise report {i * 7919 % 1000}.",
+        task = json.dumps(f"Task {i}: summarise report {i * 7919 % 1000}.")
+        lines += [f"  - id: c{i:03d}", f"    input: {task}",
                   f"    output: Summary {i} of the report.", "    judged_by: llm"]
     return "\n".join(lines) + "\n"
 

@@ -355,18 +355,15 @@ def _no_baseline(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
     """
     base = _base(workspace, run, path)
     if workspace.baseline_required:
-        return GateVerdict(**base, comparison=None, outcome="not-compared",
-                           not_compared="no-baseline",
-                           skipped=f"not compared: no baseline at {path}, and a baseline is "
-                                   f"required here (CI); fix: judge the suite where you work "
-                                   f"(`judge run` records {path} on a first run) and commit "
-                                   f"that file")
+        return _nothing(base, "no-baseline",
+                        f"not compared: no baseline at {path}, and a baseline is required "
+                        f"here (CI); fix: judge the suite where you work (`judge run` records "
+                        f"{path} on a first run) and commit that file")
     refusal = baseline_refusal(run, results)
     if not record or refusal is not None:
         why = (f"no baseline recorded: {refusal}" if refusal else
                f"no baseline at {path} (an offline replay records none)")
-        return GateVerdict(**base, comparison=None, outcome="skipped",
-                           not_compared="no-baseline", skipped=f"not compared: {why}")
+        return _nothing(base, "no-baseline", f"not compared: {why}", due=False)
     baseline = make_baseline(run, results, workspace.settings.threshold,
                              measured_spreads(results), noise_of_run(workspace, run))
     save_baseline(path, baseline)
@@ -380,6 +377,13 @@ def _no_baseline(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
 def _base(workspace: Workspace, run: RunInfo, path: Path) -> dict[str, Any]:
     return {"run": run.id, "suite": run.suite, "baseline_path": str(path),
             "blocking": workspace.settings.block_on_regression}
+
+
+def _nothing(base: dict[str, Any], why: NotCompared, sentence: str, *,
+             due: bool = True) -> GateVerdict:
+    """A verdict that compared nothing: ``not-compared`` where it was due, else ``skipped``."""
+    return GateVerdict(**base, comparison=None, outcome="not-compared" if due else "skipped",
+                       not_compared=why, skipped=sentence)
 
 
 def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
@@ -398,9 +402,7 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
                           fix="check the path, or drop --baseline to use baselines/<suite>.json")
     base = _base(workspace, run, path)
     if run.status not in ("complete",):
-        return GateVerdict(**base, comparison=None, outcome="not-compared",
-                           not_compared="run-not-complete",
-                           skipped=f"not compared: run {run.id} is {run.status}")
+        return _nothing(base, "run-not-complete", f"not compared: run {run.id} is {run.status}")
     if not path.exists():
         return _no_baseline(workspace, run, results, path, record)
     baseline = load_baseline(path)
@@ -409,21 +411,16 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
     changes = identity_changes(baseline, run)
     across = across_judges or workspace.settings.across_judges
     if changes and not across:
-        return GateVerdict(**base, comparison=None, outcome="not-compared",
-                           not_compared=changes[0][0],
-                           skipped=_identity_refusal(baseline, run, changes))
+        return _nothing(base, changes[0][0], _identity_refusal(baseline, run, changes))
     missing = _misses_refusal(results)
     if missing is not None:
-        return GateVerdict(**base, comparison=None, outcome="not-compared",
-                           not_compared="cache-misses", skipped=missing)
+        return _nothing(base, "cache-misses", missing)
     comparison, noise_notes = compare_with_noise(workspace, baseline, run, results)
     if comparison.compared_cases == 0 and not comparison.newly_unscored:
-        return GateVerdict(**base, comparison=None, outcome="not-compared",
-                           not_compared="nothing-in-common",
-                           skipped=f"not compared: no case is scored in both run {run.id} "
-                                   f"and the baseline {baseline.baseline_id}; fix: run the "
-                                   f"suite's cases (check --case/--tag filters), or record "
-                                   f"a baseline of this suite")
+        return _nothing(base, "nothing-in-common",
+                        f"not compared: no case is scored in both run {run.id} and the "
+                        f"baseline {baseline.baseline_id}; fix: run the suite's cases (check "
+                        f"--case/--tag filters), or record a baseline of this suite")
     drift = fingerprint_notice(workspace, run, baseline)
     notices = (_notices(run, baseline, [text for _, text in changes]) + noise_notes
                + ((drift,) if drift else ()))

@@ -34,11 +34,12 @@ from pydantic import Field
 
 from .baseline import Baseline, Comparison, compare
 from .frozen import Frozen
-from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
+from .intervals import Interval, MeanTest, benjamini_hochberg, mean_test, t_ppf, t_sf
 from .models import CaseResult
 from .noise import (
     FDR,
     GateTest,
+    Rule,
     SideNoise,
     case_variance,
     judgment_key,
@@ -118,20 +119,27 @@ def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
     reasons = _reasons(exact, drops, listed, tested.mean, tested.interval, limit,
                        suite_regressed)
     sources = before.source if before == after else f"{before.source} / {after.source}"
-    test = GateTest(
-        rule="statistical", mean_drop=tested.mean, interval=tested.interval,
-        lower_bound=tested.lower_bound, p_value=tested.p_value,
-        test=(f"paired one-sided t test over {len(drops)} cases: regression when the mean "
-              f"drop exceeds {limit:g} points and p < {ALPHA:g}; cases by Benjamini-Hochberg "
-              f"at FDR {FDR:g} against the judge's noise ({sources})"),
-        noise_before=before, noise_after=after, exact_cases=len(same),
-        noisy_cases=len(drops) - len(same), within_noise=within)
+    test = _suite_test(
+        "statistical", tested, len(drops), len(same), within,
+        f"paired one-sided t test over {len(drops)} cases: regression when the mean drop "
+        f"exceeds {limit:g} points and p < {ALPHA:g}; cases by Benjamini-Hochberg at FDR "
+        f"{FDR:g} against the judge's noise ({sources})", before=before, after=after)
     noise_reasons = tuple(_within_sentence(cid, drops[cid][0], baseline, before, after)
                           for cid in within)
     return exact.model_copy(update={
         "has_regression": bool(reasons), "blocked_reasons": reasons, "regressed_cases": listed,
         "noise": tuple(sorted(set(exact.noise) | set(within))),
         "noise_reasons": noise_reasons, "test": test})
+
+
+def _suite_test(rule: Rule, tested: MeanTest, compared: int, exact_cases: int,
+                within: tuple[str, ...], words: str, *, before: SideNoise | None = None,
+                after: SideNoise | None = None) -> GateTest:
+    """How the suite's paired test decided, with the noise it assumed per side (if any)."""
+    return GateTest(rule=rule, mean_drop=tested.mean, interval=tested.interval,
+                    lower_bound=tested.lower_bound, p_value=tested.p_value, test=words,
+                    noise_before=before, noise_after=after, exact_cases=exact_cases,
+                    noisy_cases=compared - exact_cases, within_noise=within)
 
 
 def _paired(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
@@ -142,14 +150,11 @@ def _paired(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
     regressed = tested.mean > limit and tested.p_value < ALPHA
     unlisted = tuple(cid for cid, (drop, _) in drops.items() if drop > limit)
     reasons = _reasons(exact, drops, (), tested.mean, tested.interval, limit, regressed)
-    test = GateTest(
-        rule="paired", mean_drop=tested.mean, interval=tested.interval,
-        lower_bound=tested.lower_bound, p_value=tested.p_value,
-        test=(f"paired one-sided t test over {len(drops)} cases, their own differences "
-              f"the noise (no noise model): regression when the mean drop exceeds "
-              f"{limit:g} points and p < {ALPHA:g}; no case is listed alone"),
-        exact_cases=exact_cases, noisy_cases=len(drops) - exact_cases,
-        within_noise=unlisted)
+    test = _suite_test(
+        "paired", tested, len(drops), exact_cases, unlisted,
+        f"paired one-sided t test over {len(drops)} cases, their own differences the noise "
+        f"(no noise model): regression when the mean drop exceeds {limit:g} points and p < "
+        f"{ALPHA:g}; no case is listed alone")
     return exact.model_copy(update={
         "has_regression": bool(reasons), "blocked_reasons": reasons, "regressed_cases": (),
         "noise": tuple(sorted(set(exact.noise) | set(unlisted))), "test": test,
