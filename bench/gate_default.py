@@ -3,8 +3,8 @@
 Independent trials. Each is a fresh workspace (no store, cache or baselines) holding a suite
 of N cases (default 60) under a one-category rubric whose final score is the judge's AI
 score alone, and a ``judge.toml`` naming the loopback noisy judge (``fake-judge~8``: a latent
-verdict per prompt plus Gaussian noise of sd 8 points an ask) and nothing else; the
-server's seed is the trial's, so every trial has its own latent verdicts. Then:
+verdict per prompt plus Gaussian noise of sd 8 points an ask) and nothing else; the trial
+is named in every case's text, so every trial has its own latent verdicts and noise. Then:
 
 1. ``judge run suite.yaml``: the first run records the baseline (exit 0 expected);
 2. the cache and the store are deleted (a CI checkout: only the committed ``baselines/``
@@ -30,6 +30,7 @@ import io
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -85,19 +86,21 @@ class Row:
     rules: set[str] = field(default_factory=set)
 
 
-def _suite(n: int) -> str:
+def _suite(n: int, trial: str) -> str:
+    # The trial is in every case's text: the server draws both the latent verdict and the
+    # noise from the prompt, so each trial has its own of both (independent trials).
     lines = ["id: noisy-gate", "rubric: one-category", "cases:"]
     for i in range(n):
-        task = json.dumps(f"Task {i}: summarise report {i * 7919 % 1000}.")
+        task = json.dumps(f"Task {i} of trial {trial}: summarise report {i * 7919 % 1000}.")
         lines += [f"  - id: c{i:03d}", f"    input: {task}",
                   f"    output: Summary {i} of the report.", "    judged_by: llm"]
     return "\n".join(lines) + "\n"
 
 
-def _workspace(folder: Path, api_base: str, n: int) -> None:
+def _workspace(folder: Path, api_base: str, n: int, trial: str) -> None:
     (folder / "rubrics").mkdir(parents=True)
     (folder / "rubrics" / "one-category.yaml").write_text(RUBRIC, encoding="utf-8")
-    (folder / "suite.yaml").write_text(_suite(n), encoding="utf-8")
+    (folder / "suite.yaml").write_text(_suite(n, trial), encoding="utf-8")
     (folder / "judge.toml").write_text(f'model = "{MODEL}"\napi_base = "{api_base}"\n',
                                        encoding="utf-8")
 
@@ -122,8 +125,8 @@ def _judge(args: list[str], cwd: Path) -> tuple[int, str]:
 
 def _trial(row: Row, index: int, server: Any, cases: int, scratch: Path) -> None:
     folder = scratch / f"d{row.drop}-t{index}"
-    _workspace(folder, server.base_url + "/v1", cases)
-    server.set_options(seed=1000 + index, ask=1, bias=0)
+    _workspace(folder, server.base_url + "/v1", cases, f"{row.drop}.{index}")
+    server.set_options(ask=1, bias=0)
     first, _ = _judge(["run", "suite.yaml"], folder)
     row.first_ok += first == 0
     shutil.rmtree(folder / "cache", ignore_errors=True)
@@ -155,13 +158,13 @@ def _table(rows: Sequence[Row], cases: int, seconds: float) -> str:
              f"threshold 5 points; {rows[0].trials} independent trials a row; "
              f"{seconds:.0f} s.", "",
              "| real drop | first run exit 0 | blocked (default gate) | mean drop seen "
-             "(median) | rule | exact rule would block | other exits |",
+             "(mean ± sd over trials) | rule | exact rule would block | other exits |",
              "|---:|---:|---:|---:|---|---:|---|"]
     for r in rows:
-        drops = sorted(r.mean_drops)
-        median = drops[len(drops) // 2] if drops else 0.0
+        seen = statistics.fmean(r.mean_drops) if r.mean_drops else 0.0
+        spread = statistics.stdev(r.mean_drops) if len(r.mean_drops) > 1 else 0.0
         lines.append(f"| {r.drop} | {_pct(r.first_ok, r.trials)} | {_pct(r.blocked, r.trials)} "
-                     f"| {median:.2f} | {', '.join(sorted(r.rules))} | "
+                     f"| {seen:.2f} ± {spread:.2f} | {', '.join(sorted(r.rules))} | "
                      f"{_pct(r.exact_blocked, r.trials)} | {r.other_exit or 'none'} |")
     return "\n".join(lines)
 

@@ -23,7 +23,7 @@ from ..app.baselines import (
     seal_baseline,
     show_baseline,
 )
-from ..app.gate import run_headline
+from ..app.gate import GateVerdict, run_headline
 from ..app.judge_quality import run_quality
 from ..app.monitoring import monitor_file
 from ..app.runs import get_run
@@ -31,6 +31,7 @@ from ..app.sharding import GroupCheck, check_group
 from ..app.workspace import Workspace
 from ..core.baseline import baseline_text
 from ..core.errors import UsageError
+from ..core.models import CaseResult
 from ..core.monitor import MonitorConfig
 from ..core.rubric import format_validation_error
 from .gate_reports import print_verdict, write_gate_reports
@@ -79,9 +80,12 @@ def register(app: typer.Typer) -> None:
 # -- helpers ------------------------------------------------------------------------------
 
 def _workspace(store: str | None = None, directory: str | None = None,
-               threshold: float | None = None, block: bool | None = None) -> Workspace:
+               threshold: float | None = None, block: bool | None = None, *,
+               across: bool = False, require: bool = False) -> Workspace:
     return Workspace.open(overrides={"store_url": store, "baselines_dir": directory,
-                                     "threshold": threshold, "block_on_regression": block})
+                                     "threshold": threshold, "block_on_regression": block,
+                                     "across_judges": True if across else None,
+                                     "require_baseline": True if require else None})
 
 
 def _shown(path: Path) -> str:
@@ -257,41 +261,43 @@ def check(
     rubric's or template's (unless --across-judges), no case in common, the run has
     judgments missing from an offline replay, or a required baseline is missing.
     """
-    directory = directory or dir_alias
-    workspace = Workspace.open(overrides={
-        "store_url": store, "baselines_dir": directory, "threshold": threshold,
-        "block_on_regression": block, "across_judges": True if across_judges else None,
-        "require_baseline": True if require_baseline else None})
-    if group is not None:
-        found = _check_group(workspace, group, run_id, suite, baseline_file)
-        verdict, results, code = found.verdict, found.results, found.exit_code
-        extra = {"group": group_json(found)}
-    else:
-        verdict = check_run(workspace, run_id, suite=suite, baseline_file=baseline_file)
-        results, code, extra = tuple(run_headline(workspace, verdict.run)), verdict.exit_code, {}
-    if json_out:
-        for notice in verdict.notices:
-            err_console().print(notice, markup=False)
-        emit_json({**verdict.model_dump(mode="json"), **extra})
-    else:
-        if group is not None:
-            print_group(found)
-        if group is None or found.status.complete:
-            print_verdict(verdict)
+    workspace = _workspace(store, directory or dir_alias, threshold, block,
+                           across=across_judges, require=require_baseline)
+    verdict, results, found = _gated(workspace, group, run_id, suite, baseline_file)
+    _show_verdict(verdict, found, json_out=json_out)
     quality = (run_quality(workspace, get_run(workspace, verdict.run))
-               if markdown is not None and group is None else None)
+               if markdown is not None and found is None else None)
     write_gate_reports(verdict, results, junit=junit, markdown=markdown,
                        quality=quality.said() if quality else None)
-    raise typer.Exit(code)
+    raise typer.Exit(verdict.exit_code if found is None else found.exit_code)
 
 
-def _check_group(workspace: Workspace, group: str, run_id: str | None, suite: str | None,
-                 baseline_file: Path | None) -> GroupCheck:
-    """``check --group``: the group's shards as one run (its state printed unless JSON)."""
+def _gated(workspace: Workspace, group: str | None, run_id: str | None, suite: str | None,
+           baseline_file: Path | None,
+           ) -> tuple[GateVerdict, tuple[CaseResult, ...], GroupCheck | None]:
+    """The verdict, the results it compared, and the group's state with ``--group``."""
+    if group is None:
+        verdict = check_run(workspace, run_id, suite=suite, baseline_file=baseline_file)
+        return verdict, tuple(run_headline(workspace, verdict.run)), None
     if run_id is not None:
         raise UsageError("--group gates the group's runs: a RUN is not taken with it",
                          fix="drop RUN, or drop --group")
-    return check_group(workspace, group, suite=suite, baseline_file=baseline_file)
+    found = check_group(workspace, group, suite=suite, baseline_file=baseline_file)
+    return found.verdict, found.results, found
+
+
+def _show_verdict(verdict: GateVerdict, found: GroupCheck | None, *, json_out: bool) -> None:
+    """The verdict as JSON (notices on stderr), or for a person (a group's state first)."""
+    if json_out:
+        for notice in verdict.notices:
+            err_console().print(notice, markup=False)
+        emit_json({**verdict.model_dump(mode="json"),
+                   **({"group": group_json(found)} if found is not None else {})})
+        return
+    if found is not None:
+        print_group(found)
+    if found is None or found.status.complete:
+        print_verdict(verdict)
 
 
 # -- monitor ------------------------------------------------------------------------------
