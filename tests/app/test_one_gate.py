@@ -305,6 +305,9 @@ def test_a_first_run_outside_ci_records_and_says_nothing_was_compared(
     ws = tmp_path / "ws"
     shutil.copytree(recorded, ws)
     shutil.rmtree(ws / "baselines")
+    required = run_judge(["check", "--require-baseline", "--json"], ws)  # as CI would
+    assert required.returncode == 5 and _json(required)["notCompared"] == "no-baseline"
+    assert not (ws / "baselines").exists()
     proc = run_judge(["check"], ws)  # the stored first run: recorded, exit 0
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "first baseline recorded, nothing compared" in proc.stdout
