@@ -55,7 +55,7 @@ counts only under ``faults``), ``POST /_reset`` (stats and attempt counters),
 
 Options (CLI flag / keyword / control key): ``latency_ms``, ``jitter_ms`` (uniform +-),
 ``seed``, ``fault_rate`` (0..1), ``faults`` (comma list or list), ``retry_after``,
-``hang_seconds``, ``fail_first``, ``bias``, ``drift``, ``prompt_cache_block``,
+``hang_seconds``, ``fail_first``, ``bias``, ``drift``, ``ask``, ``prompt_cache_block``,
 ``prompt_cache_min``.
 
 Prompt cache: ``prompt_cache_block N`` (N > 0; 0, the default, is off) makes the server
@@ -197,6 +197,7 @@ _OPTION_TYPES: dict[str, Callable[[Any], Any]] = {
     "fail_first": int,
     "bias": int,
     "drift": int,
+    "ask": int,
     "prompt_cache_block": int,
     "prompt_cache_min": int,
 }
@@ -226,6 +227,10 @@ class ServerOptions:
     """Added to every integer (clamped), on top of a ``+N`` in the model name."""
     drift: int = 0
     """Non-zero: another model behind the same name (answers re-drawn, new fingerprint)."""
+    ask: int = 0
+    """Non-zero joins the noise draw of a ``~S`` judge: the same request asked again draws
+    new noise around the same latent verdict (a provider whose answers vary between asks
+    even at one seed), where 0 repeats the request's bytes."""
     prompt_cache_block: int = 0
     """Non-zero: report cached prompt tokens, a shared prefix counted in blocks of this many."""
     prompt_cache_min: int = 1024
@@ -944,7 +949,8 @@ class FakeModelServer:
         if call.randomised:
             self._random_counter += 1
             parts.append(self._random_counter)
-        noise = ((_rng("noise", call.request_seed, call.content_key), call.noise_sd)
+        asked = [options.ask] if options.ask else []
+        noise = ((_rng("noise", call.request_seed, call.content_key, *asked), call.noise_sd)
                  if call.noise_sd else None)
         return _Instantiator(call.schema, _rng(*parts), call.bias + options.bias, noise,
                              call.squeeze).value(call.schema, 0)
@@ -1220,6 +1226,8 @@ def _parser() -> argparse.ArgumentParser:
         help="the first N attempts of every distinct request fail with 500")
     add("--bias", type=int, default=0, help="added to every integer, clamped")
     add("--drift", type=int, default=0, help="non-zero: another model behind the same name")
+    add("--ask", type=int, default=0,
+        help="non-zero: a ~S judge draws new noise for the same request (asked again)")
     add("--prompt-cache-block", type=int, default=0,
         help="report cached prompt tokens in blocks of N tokens (OpenAI: 128); 0 is off")
     add("--prompt-cache-min", type=int, default=1024,

@@ -11,8 +11,9 @@ what :func:`judge.app.gate.gate` calls), so a few thousand trials take minutes.
 
 Per row: trials blocked (false alarms with no change; caught with a drop), cases listed,
 the share of listed cases that did not truly drop by more than the threshold (falsely
-listed), and for comparison the exact rule (``judge.core.baseline.compare``) and the
-stricter alternative "the whole 95 % interval beyond the threshold". A pure-replay check
+listed), the default path with no noise model (no probe: the suite's paired test alone,
+no case listed), and for comparison the exact rule (``judge.core.baseline.compare``) and
+the stricter alternative "the whole 95 % interval beyond the threshold". A pure-replay check
 confirms the exact rule is unchanged when both sides are the same cached judgments.
 
 Run:   .venv/bin/python bench/noise.py [--trials 300] [--sizes 20,60,200] [--spread 8]
@@ -57,6 +58,7 @@ class Row:
     scenario: str
     trials: int = 0
     blocked: int = 0
+    default_blocked: int = 0
     exact_blocked: int = 0
     strict_blocked: int = 0
     listed: int = 0
@@ -108,6 +110,7 @@ def _trial(row: Row, index: int, spread: float, replay_mismatches: list[str]) ->
     exact = compare(baseline, after)
     row.trials += 1
     row.blocked += verdict.has_regression
+    row.default_blocked += statistical_compare(baseline, after).has_regression
     row.exact_blocked += exact.has_regression
     test = verdict.test
     assert test is not None and test.lower_bound is not None
@@ -136,15 +139,16 @@ def _table(rows: Sequence[Row], spread: float, trials: int, seconds: float,
         f"points an ask), threshold 5 points, {trials} independent trials a row (each its own "
         f"suite, baseline and 10-case x 3-ask probe); {seconds:.0f} s.",
         "",
-        "| cases | real change | blocked (statistical gate) | exact rule blocked | "
-        "interval wholly beyond 5 | listed / trial | falsely listed | exact rule listed "
-        "/ trial |",
-        "|---:|---|---:|---:|---:|---:|---:|---:|",
+        "| cases | real change | blocked (statistical gate) | blocked, no noise model "
+        "(default) | exact rule blocked | interval wholly beyond 5 | listed / trial | "
+        "falsely listed | exact rule listed / trial |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
             f"| {r.size} | {r.scenario} | {_pct(r.blocked, r.trials)} | "
-            f"{_pct(r.exact_blocked, r.trials)} | {_pct(r.strict_blocked, r.trials)} | "
+            f"{_pct(r.default_blocked, r.trials)} | {_pct(r.exact_blocked, r.trials)} | "
+            f"{_pct(r.strict_blocked, r.trials)} | "
             f"{r.listed / r.trials:.2f} | {_pct(r.false_listed, r.listed)} | "
             f"{r.exact_listed / r.trials:.2f} |")
     for size in sorted({r.size for r in rows}):

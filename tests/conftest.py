@@ -144,10 +144,15 @@ def workspace(tmp_path: Path) -> Path:
     return ws
 
 
+# Under CI the gate requires a committed baseline (a first run fails there): a test that
+# means CI sets it itself, so the suite behaves the same in CI and on a laptop.
+os.environ.pop("CI", None)
+
+
 def judge_env(**extra: str) -> dict[str, str]:
-    """The environment for a `judge` subprocess: no provider keys, no stray settings."""
+    """The environment for a `judge` subprocess: no provider keys, no stray settings, no CI."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("JUDGE_", "OPENAI_", "ANTHROPIC_", "LITELLM_"))}
+           if not k.startswith(("JUDGE_", "OPENAI_", "ANTHROPIC_", "LITELLM_")) and k != "CI"}
     env.update(extra)
     return env
 

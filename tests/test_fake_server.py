@@ -191,6 +191,27 @@ def test_bias_option_and_random_model(server: Any, client: httpx.Client) -> None
     assert len(answers) > 1
 
 
+def test_ask_draws_new_noise_for_the_same_request(server: Any, client: httpx.Client) -> None:
+    fmt = openai_format(VERDICT_SCHEMA)
+    bodies = [{**request_body(f"case {i}", model="fake-judge~8", response_format=fmt),
+               "seed": 42} for i in range(12)]
+
+    def scores() -> list[int]:
+        return [content_of(post(client, b))["scores"]["correctness"] for b in bodies]
+
+    first = scores()
+    assert scores() == first  # ask 0: the same request, the same bytes
+    server.set_options(ask=1)
+    once = scores()
+    assert scores() == once and once != first  # a re-ask draws anew, then repeats
+    server.set_options(ask=2)
+    again = scores()
+    assert again != once
+    # Around the same latent verdicts: the draws differ by noise of sd 8, not anew.
+    differences = [a - b for a, b in zip(again, once, strict=True)]
+    assert max(abs(d) for d in differences) < 60
+
+
 def test_generator_covers_schema_keywords() -> None:
     schema = {
         "$defs": {"node": {"type": "object", "required": ["id"],

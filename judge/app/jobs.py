@@ -91,9 +91,10 @@ class RunView(FrozenView):
     progress: ProgressView | None = None
     summary: Summary | None = None
     regression: dict[str, Any] | None = None
-    """The gate's verdict, :meth:`judge.app.gate.GateVerdict.public` (``judge check --json``);
-    None while running, when the run was not compared, or for a run this process did not
-    make (reading a run never records a baseline)."""
+    """The gate's verdict in its wire form (:class:`judge.app.gate.GateVerdict`'s serializer,
+    as ``judge check --json`` prints it): what was compared, or why nothing was. None while
+    running, for a run with the check off, or for a run this process did not make (reading
+    a run never records a baseline)."""
     exit_code: int | None = Field(None, alias="exitCode")
     """The exit status ``judge run`` gives the same outcome (None while running)."""
     reason: str | None = None
@@ -163,7 +164,8 @@ class ActiveRun:
             id=report.run.id, suite=report.run.suite, status=status, active=False,
             run=report.run, summary=report.summary,
             progress=ProgressView.of(self.progress, report.run.totals.wall_seconds),
-            regression=report.verdict.public() if report.verdict is not None else None,
+            regression=report.verdict.model_dump(mode="json")
+            if report.verdict is not None else None,
             exit_code=report.exit_code,
             reason=report.first_failure if report.no_judgment else None,
             missing=report.missing, notices=report.notices)

@@ -61,6 +61,7 @@ from .gate import (
     resolve_threshold,
     side_noise,
 )
+from .judge_quality import run_quality
 from .workspace import Workspace
 
 __all__ = ["DIFF_FIELDS", "ReportData", "ReportRequest", "build_report"]
@@ -126,7 +127,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         bands=band_counts(results, bands),
         categories=category_distributions(results, [c.id for c in rubric.categories]),
         against=against, agreement=agreement, notes=tuple(notes),
-        transcripts=shown_transcripts, samples=samples,
+        transcripts=shown_transcripts, samples=samples, judge_quality=run_quality(workspace, run),
         **_people(workspace, run))
 
 

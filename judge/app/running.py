@@ -22,11 +22,14 @@ from ..cache.tiers import TieredCache, TierTrust
 from ..core.calibration import check_judge
 from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..core.frozen import Frozen
+from ..core.judge_quality import MeasuredAgreement
+from ..core.miss_reasons import MissReason
 from ..core.models import CaseResult, RunInfo
 from ..core.rubric import Rubric, rubric_hash
 from ..core.shards import Shard
 from ..core.suite import (
     Case,
+    HumanLabel,
     SuiteLine,
     filter_cases,
     lacks_output,
@@ -40,8 +43,10 @@ from ..render.prompts import PromptRenderer
 from ..store.runs import RunStore
 from ..system.clock import new_run_id, utc_now
 from ..system.resources import KEPT_CLEAN, SuiteSource, line_crc, open_suite
-from .gate import GateVerdict, gate, headline_results
+from .gate import EXIT_NOT_COMPARED, EXIT_REGRESSION, GateVerdict, gate, headline_results
+from .judge_quality import run_quality, suite_labels
 from .lifecycle import owner_here
+from .misses import MISSES_EXPLAINED, explain_misses
 from .prompt_examples import with_label_examples
 from .sharding import GroupCheck, gate_group, group_settings
 from .workspace import JudgePool, Workspace
@@ -49,6 +54,7 @@ from .workspace import JudgePool, Workspace
 __all__ = [
     "EXIT_CACHE_MISS",
     "EXIT_INTERRUPTED",
+    "EXIT_NOT_COMPARED",
     "EXIT_NO_JUDGMENT",
     "EXIT_REGRESSION",
     "EXIT_TERMINATED",
@@ -62,7 +68,6 @@ __all__ = [
     "setup_run",
 ]
 
-EXIT_REGRESSION = 1
 EXIT_CACHE_MISS = 3
 EXIT_NO_JUDGMENT = 4
 EXIT_INTERRUPTED = 130
@@ -136,6 +141,10 @@ class RunReport:
     offline: bool
     missing: tuple[str, ...] = ()
     """Cases offline replay could not find in the cache."""
+    miss_reasons: tuple[MissReason, ...] = ()
+    """For the first missed cases, what changed against the nearest cached judgment."""
+    quality: MeasuredAgreement | None = None
+    """The judge's measured agreement with people's labels (:mod:`judge.app.judge_quality`)."""
     scored_llm: int = 0
     first_failure: str | None = None
     """The first unscored LLM judgment's reason."""
@@ -167,9 +176,7 @@ class RunReport:
             return EXIT_CACHE_MISS
         if self.no_judgment:
             return EXIT_NO_JUDGMENT
-        if self.verdict is not None and self.verdict.blocked:
-            return EXIT_REGRESSION
-        return 0
+        return 0 if self.verdict is None else self.verdict.exit_code
 
 
 @dataclass
@@ -185,6 +192,8 @@ class _Selected:
     llm_count: int
     no_output: tuple[str, ...] = ()
     """Warnings about selected cases with no ``output`` (at most one line)."""
+    humans: dict[str, HumanLabel] = field(default_factory=dict)
+    """People's labels of the selected cases (their ``human:`` fields), by case id."""
 
 
 def _select(workspace: Workspace, request: RunRequest) -> _Selected:
@@ -223,6 +232,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     any_llm = False
     bare: list[str] = []
     bare_count = 0
+    humans: dict[str, HumanLabel] = {}
     for case, line in source.checked():
         validate_cases((case,), rubric, str(request.suite))
         if len(first_ids) < 5:
@@ -241,6 +251,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         if kept[-1]:
             count += 1
             llm_count += case.judged_by == "llm"
+            if case.human is not None:
+                humans[case.id] = case.human
             if lacks_output(case):
                 bare_count += 1
                 bare += [case.id] if len(bare) < 5 else []
@@ -253,7 +265,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
                else "loosen --tag/--complexity/--case")
         raise UsageError("no case left to run after the filters", fix=fix)
     warning = (no_output_warning(bare, bare_count, str(request.suite)),) if bare_count else ()
-    return _Selected(source, rubric, kept, crcs, count, llm_count, warning)
+    return _Selected(source, rubric, kept, crcs, count, llm_count, warning, humans)
 
 
 class _Tally:
@@ -267,6 +279,7 @@ class _Tally:
         self.store = store
         self.scored = 0
         self.missing: set[str] = set()
+        self._missed: list[CaseResult] = []
         self._first: tuple[tuple[str, str, int], str | None] | None = None
 
     def add_results(self, run_id: str, results: Sequence[CaseResult]) -> None:
@@ -274,6 +287,7 @@ class _Tally:
         for r in results:
             if r.status == "cache_miss":
                 self.missing.add(r.id)
+                self._keep_missed(r)
             if r.judged_by != "llm":
                 continue
             if r.status == "scored":
@@ -283,6 +297,16 @@ class _Tally:
             key = (r.id, "", 0) if r.judge is None else (r.id, r.judge.model, r.judge.sample)
             if self._first is None or key < self._first[0]:
                 self._first = (key, r.reason)
+
+    def _keep_missed(self, result: CaseResult) -> None:
+        self._missed.append(result)
+        if len(self._missed) > 2 * MISSES_EXPLAINED:
+            self._missed = self.missed
+
+    @property
+    def missed(self) -> list[CaseResult]:
+        """The first :data:`MISSES_EXPLAINED` missed results by case id (bounded memory)."""
+        return sorted(self._missed, key=lambda r: r.id)[:MISSES_EXPLAINED]
 
     @property
     def first(self) -> str | None:
@@ -427,13 +451,28 @@ class _Run:
             # An offline replay reproduces judgments; it never makes a baseline (issue 33).
             verdict = gate(self.ws, run, headline_results(store, run), record=not self.offline,
                            across_judges=self.request.across_judges)
+        reasons = self._miss_reasons(run, tally.missed) if missing else ()
+        quality = None
+        if self.needs_judge and not outcome.interrupted and status == "complete":
+            quality = run_quality(self.ws, run, suite_labels(
+                self.selected.humans, self.ws.path(self.request.suite), self.rubric,
+                self.ws.sealer))
         return RunReport(run=run, summary=outcome.summary, summaries=outcome.summaries,
                          interrupted=outcome.interrupted, llm_cases=self.selected.llm_count,
                          offline=self.offline, missing=tuple(sorted(missing)),
+                         miss_reasons=reasons, quality=quality,
                          scored_llm=scored, first_failure=stopped or first, verdict=verdict,
                          notices=self.notices, group=group,
                          stopped=stopped if not scored else None,
                          shared_tier=self.shared_tier)
+
+
+    def _miss_reasons(self, run: RunInfo, missed: Sequence[CaseResult]) -> tuple[MissReason, ...]:
+        """What changed in the first missed requests against the nearest cached judgments."""
+        return explain_misses(self.ws, run_id=run.id, suite=run.suite, missed=missed,
+                              cases=self._cases(), rubric=self.rubric,
+                              rubric_hash=self.rubric_hash, renderer=self.renderer,
+                              settings=self.plan.settings)
 
 
 @dataclass(frozen=True)

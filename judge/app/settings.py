@@ -31,6 +31,7 @@ __all__ = [
     "MAX_SEED",
     "CacheModeName",
     "Settings",
+    "ci_set",
     "embedded_defaults",
     "load_settings",
 ]
@@ -137,6 +138,12 @@ class Settings(Frozen):
     """Largest allowed drop of the mean overall score, as a fraction of 0..100."""
     block_on_regression: bool = True
     """A regression exits non-zero (the gate blocks)."""
+    require_baseline: bool | None = None
+    """A missing baseline fails the gate (not compared, exit 5) naming the file to commit,
+    instead of recording one; unset: on when the environment has ``CI`` set."""
+    across_judges: bool = False
+    """Compare with a baseline recorded under another judge, rubric or template too (the
+    verdict says so); off: such a run is not compared (exit 5)."""
     baselines_dir: str = "baselines"
     """Folder of baseline files (``<suite>.json``), relative to the workspace."""
     suites: tuple[str, ...] = DEFAULT_SUITE_GLOBS
@@ -313,6 +320,11 @@ def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
         raise UsageError(msg, where=f"setting {place} (from {sources.get(place, '?')})",
                          fix=fix) from None
     return embedded_defaults(settings, sources)
+
+
+def ci_set(env: Mapping[str, str]) -> bool:
+    """The environment says this is CI: ``CI`` set and not ``0``, ``false`` or ``no``."""
+    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def embedded_defaults(settings: Settings,

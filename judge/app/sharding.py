@@ -146,13 +146,15 @@ class GroupCheck:
     status: GroupStatus
     verdict: GateVerdict
     summary: Summary | None
+    results: tuple[CaseResult, ...] = ()
+    """One headline result per case over every shard (empty while incomplete)."""
 
     @property
     def exit_code(self) -> int:
-        """0: complete, no blocking regression. 1: a regression while blocking, or incomplete."""
-        if not self.status.complete or self.verdict.blocked:
+        """1 while incomplete; else the verdict's (0, 1 for a regression, 5 not compared)."""
+        if not self.status.complete:
             return EXIT_INCOMPLETE
-        return 0
+        return self.verdict.exit_code
 
 
 def gate_group(workspace: Workspace, store: RunStore, group: str, suite: str | None = None,
@@ -165,13 +167,15 @@ def gate_group(workspace: Workspace, store: RunStore, group: str, suite: str | N
             workspace.baseline_path(suite_id) if suite_id else workspace.baselines_dir)
         verdict = GateVerdict(
             run=f"group:{group}", suite=suite_id, baseline_path=str(path), comparison=None,
+            outcome="skipped", not_compared="group-incomplete",
             skipped=f"group {group!r} is incomplete: " + "; ".join(status.problems),
             blocking=workspace.settings.block_on_regression)
         return GroupCheck(status=status, verdict=verdict, summary=None)
     results = _results(store, status)
     verdict = gate(workspace, status.as_run(), results, baseline_file=baseline_file,
                    record=record)
-    return GroupCheck(status=status, verdict=verdict, summary=_summary(results))
+    return GroupCheck(status=status, verdict=verdict, summary=_summary(results),
+                      results=tuple(results))
 
 
 def check_group(workspace: Workspace, group: str, *, suite: str | None = None,

@@ -47,6 +47,7 @@ from .settings import (
     LOCAL_DEFAULT_SOURCE,
     CacheModeName,
     Settings,
+    ci_set,
     embedded_defaults,
     load_settings,
 )
@@ -232,6 +233,12 @@ class Workspace:
     def baselines_dir(self) -> Path:
         """The baselines folder."""
         return self.path(self.settings.baselines_dir)
+
+    @property
+    def baseline_required(self) -> bool:
+        """A missing baseline fails the gate: setting ``require_baseline``, else ``CI`` set."""
+        required = self.settings.require_baseline
+        return ci_set(self.env) if required is None else required
 
     def baseline_path(self, suite_id: str) -> Path:
         """Where the suite's baseline lives (``<baselines_dir>/<suite>.json``)."""

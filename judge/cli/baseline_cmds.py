@@ -23,15 +23,26 @@ from ..app.baselines import (
     seal_baseline,
     show_baseline,
 )
-from ..app.gate import GateVerdict
+from ..app.gate import GateVerdict, run_headline
+from ..app.judge_quality import run_quality
 from ..app.monitoring import monitor_file
-from ..app.sharding import check_group
+from ..app.runs import get_run
+from ..app.sharding import GroupCheck, check_group
 from ..app.workspace import Workspace
 from ..core.baseline import baseline_text
 from ..core.errors import UsageError
+from ..core.models import CaseResult
 from ..core.monitor import MonitorConfig
 from ..core.rubric import format_validation_error
-from .options import JsonFlag, StoreOption
+from .gate_reports import print_verdict, write_gate_reports
+from .options import (
+    AcrossJudgesFlag,
+    JsonFlag,
+    JunitOption,
+    MarkdownOption,
+    RequireBaselineFlag,
+    StoreOption,
+)
 from .output import Cell, Column, band_style, console, emit_json, err_console, plural, styled, table
 from .run_cmd import group_json, print_group
 
@@ -69,9 +80,12 @@ def register(app: typer.Typer) -> None:
 # -- helpers ------------------------------------------------------------------------------
 
 def _workspace(store: str | None = None, directory: str | None = None,
-               threshold: float | None = None, block: bool | None = None) -> Workspace:
+               threshold: float | None = None, block: bool | None = None, *,
+               across: bool = False, require: bool = False) -> Workspace:
     return Workspace.open(overrides={"store_url": store, "baselines_dir": directory,
-                                     "threshold": threshold, "block_on_regression": block})
+                                     "threshold": threshold, "block_on_regression": block,
+                                     "across_judges": True if across else None,
+                                     "require_baseline": True if require else None})
 
 
 def _shown(path: Path) -> str:
@@ -226,88 +240,67 @@ def check(
         help="Gate a sharded group (judge run --shard I/N --group NAME) as one run.")] = None,
     dir_alias: DirAlias = None,
     json_out: JsonFlag = False,
-    across_judges: Annotated[bool, typer.Option(
-        "--across-judges", help="Compare with a baseline recorded by another judge too "
-                                "(refused by default, with the reason).")] = False,
+    across_judges: AcrossJudgesFlag = False,
+    require_baseline: RequireBaselineFlag = False,
+    junit: JunitOption = None,
+    markdown: MarkdownOption = None,
 ) -> None:
     """Compare a run with its suite's baseline: the regression gate.
 
     With no baseline yet at the default place, one is recorded from this run when every
-    case of it is scored (exit 0).
+    case of it is scored (exit 0: first baseline recorded, nothing compared); where a
+    baseline is required (CI set, or --require-baseline) a missing one fails (exit 5),
+    naming the file to commit.
 
     Threshold precedence: --threshold > JUDGE_THRESHOLD > judge.toml / [tool.judge] >
     the baseline file's own threshold > 0.05.
 
-    Exit 0: no regression, or --no-block. Exit 1: a regression while blocking.
+    Exit 0: no regression, or --no-block, or a first baseline recorded. Exit 1: a
+    regression while blocking (or, with --group, an incomplete group).
 
     Exit 2: bad input (unknown run, malformed or missing --baseline file).
+
+    Exit 5: not compared although a comparison was due: the baseline is another judge's,
+    rubric's or template's (unless --across-judges), no case in common, the run has
+    judgments missing from an offline replay, or a required baseline is missing.
     """
-    directory = directory or dir_alias
-    if group is not None:
-        _check_group(_workspace(store, directory, threshold, block), group, run_id, suite,
-                     baseline_file, json_out=json_out)
-        return
-    verdict = check_run(_workspace(store, directory, threshold, block), run_id,
-                        suite=suite,
-                        baseline_file=baseline_file, across_judges=across_judges)
-    if json_out:
-        for notice in verdict.notices:
-            err_console().print(notice, markup=False)
-        emit_json(verdict.public())
-    else:
-        _print_verdict(verdict)
-    if verdict.blocked:
-        raise typer.Exit(1)
+    workspace = _workspace(store, directory or dir_alias, threshold, block,
+                           across=across_judges, require=require_baseline)
+    verdict, results, found = _gated(workspace, group, run_id, suite, baseline_file)
+    _show_verdict(verdict, found, json_out=json_out)
+    quality = (run_quality(workspace, get_run(workspace, verdict.run))
+               if markdown is not None and found is None else None)
+    write_gate_reports(verdict, results, junit=junit, markdown=markdown,
+                       quality=quality.said() if quality else None)
+    raise typer.Exit(verdict.exit_code if found is None else found.exit_code)
 
 
-def _check_group(workspace: Workspace, group: str, run_id: str | None, suite: str | None,
-                 baseline_file: Path | None, *, json_out: bool) -> None:
-    """``check --group``: exit 1 on a blocking regression and on an incomplete group."""
+def _gated(workspace: Workspace, group: str | None, run_id: str | None, suite: str | None,
+           baseline_file: Path | None,
+           ) -> tuple[GateVerdict, tuple[CaseResult, ...], GroupCheck | None]:
+    """The verdict, the results it compared, and the group's state with ``--group``."""
+    if group is None:
+        verdict = check_run(workspace, run_id, suite=suite, baseline_file=baseline_file)
+        return verdict, tuple(run_headline(workspace, verdict.run)), None
     if run_id is not None:
         raise UsageError("--group gates the group's runs: a RUN is not taken with it",
                          fix="drop RUN, or drop --group")
     found = check_group(workspace, group, suite=suite, baseline_file=baseline_file)
+    return found.verdict, found.results, found
+
+
+def _show_verdict(verdict: GateVerdict, found: GroupCheck | None, *, json_out: bool) -> None:
+    """The verdict as JSON (notices on stderr), or for a person (a group's state first)."""
     if json_out:
-        emit_json({**found.verdict.public(), "group": group_json(found)})
-    else:
-        print_group(found)
-        if found.status.complete:
-            _print_verdict(found.verdict)
-    raise typer.Exit(found.exit_code)
-
-
-def _print_verdict(v: GateVerdict) -> None:
-    out = console()
-    if v.skipped:
-        out.print(styled(v.skipped, "yellow"))
+        for notice in verdict.notices:
+            err_console().print(notice, markup=False)
+        emit_json({**verdict.model_dump(mode="json"),
+                   **({"group": group_json(found)} if found is not None else {})})
         return
-    c = v.comparison
-    assert c is not None
-    if v.baseline_recorded:
-        out.print(styled(f"no baseline for suite {v.suite}: recorded "
-                         f"{_shown(Path(v.baseline_path))} from run {v.run}", "cyan"))
-    else:
-        for notice in v.notices:
-            out.print(styled(notice, "cyan"))
-    head = styled("⚠ regression", "red") if c.has_regression else styled("✓ no regression",
-                                                                         "green")
-    out.print(Text.assemble(head, f"  run {v.run} vs baseline ", (c.baseline_id, "bold"),
-                            f" (threshold {c.threshold * 100:g} points)"))
-    out.print(f"previous {c.previous_score:.2f} → current {c.current_score:.2f} "
-              f"(delta {c.score_delta:+.2f}) over {plural(c.compared_cases, 'case')} scored in "
-              "both", markup=False)
-    if c.blocked_reasons:
-        out.print("blocked:" if v.blocking else "would block (--no-block):")
-        for reason in c.blocked_reasons:
-            out.print(f"  • {reason}", markup=False)
-    for sentence in c.noise_reasons:
-        out.print(f"  ~ {sentence}", markup=False)
-    for label, ids in (("noise, within the recorded spread", c.noise),
-                       ("improved", c.improved_cases),
-                       ("missing from this run", c.missing_cases),
-                       ("new in this run", c.new_cases)):
-        if ids:
-            out.print(f"{label}: {', '.join(ids)}", markup=False)
+    if found is not None:
+        print_group(found)
+    if found is None or found.status.complete:
+        print_verdict(verdict)
 
 
 # -- monitor ------------------------------------------------------------------------------

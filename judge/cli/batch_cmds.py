@@ -1,8 +1,8 @@
 """``judge batch status|wait|collect|cancel [JOB]`` and what ``judge run --batch`` prints.
 
 Exit codes: ``collect``/``wait`` exit as the finished run does (0, 1 regression, 4 no
-judgment...), 75 while the provider has not finished; 2 bad input; 1 a provider error
-(the job is stored: the same command resumes).
+judgment, 5 not compared...), 75 while the provider has not finished; 2 bad input; 1 a
+provider error (the job is stored: the same command resumes).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ..app.running import RunRequest
 from ..app.workspace import Workspace
 from ..core.terminal_text import visible
 from ..store.batch_jobs import BatchJob
+from .gate_reports import print_verdict
 from .options import JsonFlag
 from .output import console, emit_json, err_console
 
@@ -122,7 +123,8 @@ def _finish(done: BatchCollected, json_out: bool) -> None:
     if json_out:
         emit_json({"job": _job_json(done.job),
                    "run": report.run.model_dump(mode="json") if report else None,
-                   "baseline": report.verdict.public() if report and report.verdict else None,
+                   "baseline": report.verdict.model_dump(mode="json")
+                   if report and report.verdict else None,
                    "notices": list(done.notices)})
     else:
         _print_job(done.job)
@@ -141,14 +143,8 @@ def _finish(done: BatchCollected, json_out: bool) -> None:
                 f"{s.unscored}, pass rate {rate}, mean overall {s.mean_overall}; "
                 f"{t.batch_calls} judgment(s) at the batch rate ({batch_cost}), "
                 f"{t.calls} live call(s), total cost {cost}", markup=False)
-            verdict = report.verdict
-            if verdict is not None and verdict.comparison is not None:
-                c = verdict.comparison
-                head = "regression" if c.has_regression else "no regression"
-                console().print(f"{head} against {c.baseline_id}: {c.previous_score} → "
-                                f"{c.current_score} ({c.score_delta:+})", markup=False)
-            elif verdict is not None and verdict.skipped:
-                console().print(verdict.skipped, markup=False)
+            if report.verdict is not None:
+                print_verdict(report.verdict)
     raise typer.Exit(done.exit_code)
 
 

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
 __all__ = [
+    "AcrossJudgesFlag",
     "AllowUnsignedShared",
     "ApiBaseOption",
     "CacheDirOption",
@@ -14,6 +16,9 @@ __all__ = [
     "ConcurrencyOption",
     "GroupByOption",
     "JsonFlag",
+    "JunitOption",
+    "MarkdownOption",
+    "RequireBaselineFlag",
     "RunArg",
     "SeedOption",
     "StoreOption",
@@ -52,3 +57,17 @@ AllowUnsignedShared = Annotated[bool, typer.Option(
     help="With JUDGE_CACHE_SECRET set, use shared-tier rows that carry no signature too "
          "(their digests are checked, not who wrote them). This command only: a file or "
          "the environment cannot waive signatures.")]
+AcrossJudgesFlag = Annotated[bool, typer.Option(
+    "--across-judges", help="Compare with a baseline recorded under another judge, rubric or "
+                            "template too; the verdict says so (default: setting "
+                            "across_judges, off: such a run is not compared, exit 5).")]
+RequireBaselineFlag = Annotated[bool, typer.Option(
+    "--require-baseline", help="A missing baseline fails the gate (exit 5) naming the file to "
+                               "commit, rather than being recorded (default: on when CI is "
+                               "set; setting require_baseline).")]
+JunitOption = Annotated[Path | None, typer.Option(
+    "--junit", metavar="FILE", help="Write the gate's JUnit XML report: a test case per suite "
+                                    "case, regressions as failures, not compared as an error.")]
+MarkdownOption = Annotated[Path | None, typer.Option(
+    "--markdown", metavar="FILE", help="Write the gate's verdict as Markdown (for "
+                                       "$GITHUB_STEP_SUMMARY or a pull request comment).")]

@@ -14,13 +14,14 @@ from rich.progress import Progress as Bar
 from rich.text import Text
 
 from ..app.diffing import diff_runs
-from ..app.gate import GateVerdict
+from ..app.gate import run_headline
 from ..app.running import RunReport, RunRequest, run_suite
 from ..app.runs import iter_results
 from ..app.sharding import GroupCheck
 from ..app.watching import MAX_RERUNS, MAX_WAIT_S, Watcher, watched_files
 from ..app.workspace import Workspace
 from ..core.errors import JudgeError, UsageError
+from ..core.miss_reasons import summarise_misses
 from ..core.models import CaseResult, RunInfo
 from ..core.panel import headline_of
 from ..core.rubric import Rubric
@@ -32,12 +33,17 @@ from ..system.tuning import settle_heap, tuned
 from . import print_error
 from .batch_cmds import submit as submit_batch
 from .diff_cmds import print_diff
+from .gate_reports import print_quality, print_verdict, write_gate_reports
 from .options import (
+    AcrossJudgesFlag,
     AllowUnsignedShared,
     ApiBaseOption,
     CacheDirOption,
     CacheModeOption,
     ConcurrencyOption,
+    JunitOption,
+    MarkdownOption,
+    RequireBaselineFlag,
     SeedOption,
     StoreOption,
 )
@@ -113,10 +119,10 @@ def run(
                              "re-sent).")] = None,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
-    across_judges: Annotated[bool, typer.Option(
-        "--across-judges", help="Compare with a baseline recorded by another judge too "
-                                "(refused by default: a judge change is not a regression).")]
-    = False,
+    across_judges: AcrossJudgesFlag = False,
+    require_baseline: RequireBaselineFlag = False,
+    junit: JunitOption = None,
+    markdown: MarkdownOption = None,
     shard: Annotated[str | None, typer.Option(
         "--shard", metavar="I/N",
         help="Judge only shard I of N (by a stable hash of the case id); needs --group.")]
@@ -145,9 +151,16 @@ def run(
 ) -> None:
     """Judge SUITE, store the run, print the summary and the baseline comparison.
 
-    Exit 0: done, no regression. 1: a regression while blocking. 2: bad input (named).
-    3: offline and judgments missing from the cache (listed). 4: no judgment succeeded
-    (the first reason is printed). 130: interrupted (what was judged is stored).
+    With no baseline yet, a first run records one (exit 0: first baseline recorded, nothing
+    compared); where a baseline is required (CI set, or --require-baseline) a missing one
+    fails instead (exit 5), naming the file to commit.
+
+    Exit 0: done, no regression (or a first baseline recorded). 1: a regression while
+    blocking. 2: bad input (named). 3: offline and judgments missing from the cache
+    (listed, with what changed). 4: no judgment succeeded (the first reason is printed).
+    5: not compared although a comparison was due: the baseline is another judge's,
+    rubric's or template's, no case in common, or a required baseline is missing (the
+    reason and the fix are printed). 130: interrupted (what was judged is stored).
     """
     overrides: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
@@ -157,6 +170,8 @@ def run(
         "store_url": store, "template": template, "output_mode": output_mode,
         "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
         "cache_allow_unsigned": allow_unsigned_shared or None,
+        "across_judges": True if across_judges else None,
+        "require_baseline": True if require_baseline else None,
     }
     workspace = Workspace.open(overrides=overrides)
     try:
@@ -164,8 +179,7 @@ def run(
     except ValueError as exc:
         raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
-                         ids=tuple(case or ()), check=not no_check, shard=part, group=group,
-                         across_judges=across_judges)
+                         ids=tuple(case or ()), check=not no_check, shard=part, group=group)
     if watch:
         if json_out or batch:
             raise UsageError("--watch prints for people after every save",
@@ -176,6 +190,11 @@ def run(
         raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
     _report(workspace, report, json_out=json_out)
+    if report.verdict is not None and (junit or markdown):
+        results = (report.group.results if report.group is not None
+                   else run_headline(workspace, report.run.id))
+        write_gate_reports(report.verdict, results, junit=junit, markdown=markdown,
+                           quality=report.quality.said() if report.quality else None)
     raise typer.Exit(report.exit_code)
 
 
@@ -187,7 +206,10 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
             "summary": report.summary.model_dump(mode="json"),
             "summaries": {m: s.model_dump(mode="json") for m, s in report.summaries.items()}
             if len(report.summaries) > 1 else None,
-            "baseline": verdict.public() if verdict is not None else None,
+            "judgeQuality": report.quality.model_dump(mode="json") if report.quality else None,
+            "baseline": verdict.model_dump(mode="json") if verdict is not None else None,
+            **({"misses": [m.model_dump(mode="json") for m in report.miss_reasons]}
+               if report.miss_reasons else {}),
             **({"group": group_json(report.group)} if report.group is not None else {}),
             **({"sharedTier": report.shared_tier.model_dump(mode="json")}
                if report.shared_tier is not None else {}),
@@ -195,9 +217,12 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
     else:
         rubric = workspace.rubric(report.run.rubric)
         _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
+        if report.quality is not None:
+            print_quality(report.quality)
         if report.group is not None:
             print_group(report.group)
-        _print_comparison(verdict)
+        if verdict is not None:
+            print_verdict(verdict)
     err = err_console()
     if report.interrupted:
         err.print(Text.assemble(styled("interrupted", "yellow"), f": kept "
@@ -207,6 +232,8 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
         err.print(Text.assemble(styled(f"offline: {plural(len(report.missing), 'judgment')} "
                                        "not in the cache", "red"),
                                 ": " + ", ".join(report.missing)))
+        for line in summarise_misses(report.miss_reasons):
+            err.print(f"  {line}", markup=False)
     elif report.no_judgment:
         why = (f"stopped early, no more calls made: {report.stopped}" if report.stopped
                else f"the first reason: {report.first_failure}")
@@ -240,11 +267,13 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
         _failure_table(rubric, summary)
     rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
     mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
+    unjudged = summary.cases - summary.scored
     out.print(f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored "
               f"{summary.unscored}"
               + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
-              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed}/{summary.scored}, pass ≥ "
-              + f"{rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed} of {summary.cases} passed"
+              + (f", {unjudged} not judged" if unjudged else "")
+              + f"; pass ≥ {rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
     if summary.category_averages:
         out.print("category averages: " + ", ".join(
             f"{c} {v:.1f}" for c, v in summary.category_averages.items()), markup=False)
@@ -350,30 +379,6 @@ def _failure_table(rubric: Rubric, summary: Summary) -> None:
     table(["case", "status", Column("overall", "right"), "band", "reason"], rows,
           title=f"failures ({summary.failures_total})",
           caption=f"… and {more} more: judge show RUN --failures" if more > 0 else None)
-
-
-def _print_comparison(verdict: GateVerdict | None) -> None:
-    if verdict is None:
-        return
-    out = console()
-    if verdict.skipped:
-        out.print(styled(verdict.skipped, "yellow"))
-        return
-    if verdict.baseline_recorded:
-        out.print(styled(f"no baseline yet: recorded {verdict.baseline_path}", "cyan"))
-        return
-    c = verdict.comparison
-    assert c is not None
-    for notice in verdict.notices:
-        out.print(styled(notice, "cyan"))
-    head = styled("⚠ regression", "red") if c.has_regression else styled("✓ no regression",
-                                                                         "green")
-    out.print(Text.assemble(head, f" against {c.baseline_id}: {c.previous_score} → "
-                                  f"{c.current_score} ({c.score_delta:+})"))
-    for reason in c.blocked_reasons:
-        out.print(Text.assemble("  ", ("•", "red"), f" {reason}"))
-    for sentence in c.noise_reasons:
-        out.print(f"  ~ {sentence}", markup=False)
 
 
 class _Watch:

@@ -30,6 +30,7 @@ from .strict_json import strict_document
 __all__ = [
     "DEFAULT_THRESHOLD",
     "DIGEST_FIELD",
+    "LATER_FIELDS",
     "Baseline",
     "BaselineCase",
     "Comparison",
@@ -69,6 +70,10 @@ class Baseline(Frozen):
     rubric: str
     rubric_hash: str = Field(alias="rubricHash")
     models: tuple[str, ...]
+    template_id: str | None = Field(None, alias="templateId")
+    """The prompt template the recorded run was judged with; absent from files recorded
+    before it was kept (a template change then cannot be told). Not part of ``baselineId``."""
+    template_hash: str | None = Field(None, alias="templateHash")
     threshold: float = Field(default=DEFAULT_THRESHOLD, ge=0, le=1)
     """Largest allowed drop as a fraction of 0..100 (0.05 is 5 points)."""
     score: float
@@ -193,8 +198,12 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
                    results: Iterable[CaseResult], *, run_id: str | None,
                    threshold: float = DEFAULT_THRESHOLD,
                    spreads: Mapping[str, int] | None = None,
-                   noise: NoiseModel | None = None) -> Baseline:
+                   noise: NoiseModel | None = None,
+                   template: tuple[str, str] | None = None) -> Baseline:
     """Record ``results`` (one per case) as the baseline of ``suite``.
+
+    ``template`` is the recorded run's template id and hash, so a later run judged with
+    another template is told apart.
 
     Raises ValueError on duplicate case ids, on no results, and when no case is scored: a
     baseline with nothing scored could never detect a regression, so it is refused rather
@@ -225,6 +234,8 @@ def build_baseline(suite: str, rubric: str, rubric_hash: str, models: Sequence[s
         rubric=rubric,
         rubric_hash=rubric_hash,
         models=tuple(models),
+        template_id=template[0] if template else None,
+        template_hash=template[1] if template else None,
         threshold=threshold,
         score=_rounded(Fraction(sum(scores), len(scores)), 2),
         pass_rate=_rounded(Fraction(passed, len(cases)), 4),
@@ -249,9 +260,18 @@ secret (refused with it).
 _FIX_RECORD = "re-record it with `judge baseline record SUITE`"
 
 
+LATER_FIELDS = ("templateId", "templateHash")
+"""Fields added after digests were: left out of the digest and the file when absent, so a
+file recorded before them keeps its digest."""
+
+
 def content_digest(b: Baseline) -> str:
     """``sha256:`` and the hex sha256 of the canonical JSON of the baseline's fields."""
-    return seals.NO_SECRET.digest(b.model_dump(mode="json"))
+    data = b.model_dump(mode="json")
+    for later in LATER_FIELDS:
+        if data.get(later) is None:
+            data.pop(later, None)
+    return seals.NO_SECRET.digest(data)
 
 
 def baseline_text(b: Baseline, sealer: seals.Sealer = seals.NO_SECRET) -> str:
@@ -265,9 +285,9 @@ def baseline_text(b: Baseline, sealer: seals.Sealer = seals.NO_SECRET) -> str:
 
 
 def baseline_data(b: Baseline) -> dict[str, object]:
-    """The file's JSON value, seals aside: ``judgments`` and ``noise`` left out when absent."""
+    """The file's JSON value, seals aside: the optional fields left out when absent."""
     data = b.model_dump(mode="json")
-    for optional in ("judgments", "noise"):
+    for optional in ("judgments", "noise", *LATER_FIELDS):
         if data.get(optional) is None:
             data.pop(optional, None)
     return data

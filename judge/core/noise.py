@@ -194,7 +194,7 @@ def case_variance(result: CaseResult, recorded_key: str | None,
 FDR: Final = 0.05
 """False-discovery rate of the case list (Benjamini-Hochberg)."""
 
-Rule = Literal["statistical", "exact-replay", "exact-no-noise"]
+Rule = Literal["statistical", "paired", "exact-replay"]
 
 
 class SideNoise(Frozen):
@@ -209,9 +209,9 @@ class GateTest(Frozen):
     """How the gate decided: the mean drop with its interval, the test and the noise assumed."""
 
     rule: Rule
-    """``statistical``; ``exact-replay`` (every compared case is the same judgment on both
-    sides: exact, no noise); ``exact-no-noise`` (re-asked cases, no noise estimate: the exact
-    rule, with a warning)."""
+    """``statistical`` (with the judge's noise model); ``paired`` (re-asked cases and no
+    noise model: the suite's paired test alone, no case listed alone); ``exact-replay``
+    (every compared case is the same judgment on both sides: exact, no noise)."""
     mean_drop: float = Field(alias="meanDrop")
     """``previous - current`` over the compared cases, in points (positive: a drop)."""
     interval: Interval | None

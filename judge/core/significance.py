@@ -15,8 +15,12 @@ cases both runs scored (docs/statistics.md argues each choice):
   ``(d_i - threshold) / sqrt(var_i)`` with the noise model's degrees of freedom, where
   ``var_i`` is the judge's variance on each side that re-asked (0 for the same cached
   judgment: such a case's drop is exact and listed by the exact rule).
-- **No noise estimate** for a re-asked case: the exact rule decides, and the comparison says
-  so loudly (``test.rule == "exact-no-noise"``); see :func:`judge.app.gate.gate`.
+- **No noise model** on either side while cases were re-asked (``test.rule == "paired"``):
+  the suite verdict is the same paired test (it needs no model: the paired differences'
+  own spread holds the judge's noise of both asks), and no case is listed alone, since
+  one case's drop cannot be told from the judge's noise without a model; each case that
+  dropped by more than the threshold is named as not judged alone. Newly unscored cases
+  still block. docs/statistics.md argues it.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from pydantic import Field
 
 from .baseline import Baseline, Comparison, compare
 from .frozen import Frozen
-from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
+from .intervals import Interval, MeanTest, benjamini_hochberg, mean_test, t_ppf, t_sf
 from .models import CaseResult
 from .noise import (
     FDR,
@@ -67,13 +71,13 @@ def _drops(baseline: Baseline, now: Mapping[str, CaseResult]) -> dict[str, tuple
     return drops
 
 
-def _exact(comparison: Comparison, rule: Rule, drops: Mapping[str, tuple[int, CaseResult]],
-           exact_cases: int, warning: str | None) -> Comparison:
+def _exact(comparison: Comparison, drops: Mapping[str, tuple[int, CaseResult]]) -> Comparison:
+    """A pure replay: the exact rule's verdict, with the test saying so."""
     mean = float(Fraction(sum(d for d, _ in drops.values()), len(drops))) if drops else 0.0
-    test = GateTest(rule=rule, mean_drop=mean, interval=None, lower_bound=None, p_value=None,
+    test = GateTest(rule="exact-replay", mean_drop=mean, interval=None, lower_bound=None,
+                    p_value=None,
                     test="exact rule: mean drop and each case's drop against the threshold",
-                    exact_cases=exact_cases, noisy_cases=len(drops) - exact_cases,
-                    warning=warning)
+                    exact_cases=len(drops), noisy_cases=0)
     return comparison.model_copy(update={"test": test})
 
 
@@ -88,13 +92,9 @@ def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
     keys = baseline.judgments or {}
     same = {cid for cid, (_, r) in drops.items() if same_judgment(r, keys.get(cid))}
     if len(same) == len(drops):
-        return _exact(exact, "exact-replay", drops, len(same), None)
+        return _exact(exact, drops)
     if before is None and after is None:
-        warning = (f"{len(drops) - len(same)} case(s) were re-asked and the judge has no "
-                   f"noise estimate for this rubric and template: decided by the exact "
-                   f"rule, which lists noise as regression (measure one: `judge noise "
-                   f"probe SUITE`, or judge with --samples K)")
-        return _exact(exact, "exact-no-noise", drops, len(same), warning)
+        return _paired(exact, drops, len(same), limit)
     before = before or after
     after = after or before
     assert before is not None and after is not None
@@ -119,20 +119,47 @@ def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
     reasons = _reasons(exact, drops, listed, tested.mean, tested.interval, limit,
                        suite_regressed)
     sources = before.source if before == after else f"{before.source} / {after.source}"
-    test = GateTest(
-        rule="statistical", mean_drop=tested.mean, interval=tested.interval,
-        lower_bound=tested.lower_bound, p_value=tested.p_value,
-        test=(f"paired one-sided t test over {len(drops)} cases: regression when the mean "
-              f"drop exceeds {limit:g} points and p < {ALPHA:g}; cases by Benjamini-Hochberg "
-              f"at FDR {FDR:g} against the judge's noise ({sources})"),
-        noise_before=before, noise_after=after, exact_cases=len(same),
-        noisy_cases=len(drops) - len(same), within_noise=within)
+    test = _suite_test(
+        "statistical", tested, len(drops), len(same), within,
+        f"paired one-sided t test over {len(drops)} cases: regression when the mean drop "
+        f"exceeds {limit:g} points and p < {ALPHA:g}; cases by Benjamini-Hochberg at FDR "
+        f"{FDR:g} against the judge's noise ({sources})", before=before, after=after)
     noise_reasons = tuple(_within_sentence(cid, drops[cid][0], baseline, before, after)
                           for cid in within)
     return exact.model_copy(update={
         "has_regression": bool(reasons), "blocked_reasons": reasons, "regressed_cases": listed,
         "noise": tuple(sorted(set(exact.noise) | set(within))),
         "noise_reasons": noise_reasons, "test": test})
+
+
+def _suite_test(rule: Rule, tested: MeanTest, compared: int, exact_cases: int,
+                within: tuple[str, ...], words: str, *, before: SideNoise | None = None,
+                after: SideNoise | None = None) -> GateTest:
+    """How the suite's paired test decided, with the noise it assumed per side (if any)."""
+    return GateTest(rule=rule, mean_drop=tested.mean, interval=tested.interval,
+                    lower_bound=tested.lower_bound, p_value=tested.p_value, test=words,
+                    noise_before=before, noise_after=after, exact_cases=exact_cases,
+                    noisy_cases=compared - exact_cases, within_noise=within)
+
+
+def _paired(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
+            exact_cases: int, limit: float) -> Comparison:
+    """The suite's paired test with no noise model; no case is listed alone."""
+    tested = mean_test([float(d) for d, _ in drops.values()], null=0.0)
+    assert tested is not None
+    regressed = tested.mean > limit and tested.p_value < ALPHA
+    unlisted = tuple(cid for cid, (drop, _) in drops.items() if drop > limit)
+    reasons = _reasons(exact, drops, (), tested.mean, tested.interval, limit, regressed)
+    test = _suite_test(
+        "paired", tested, len(drops), exact_cases, unlisted,
+        f"paired one-sided t test over {len(drops)} cases, their own differences the noise "
+        f"(no noise model): regression when the mean drop exceeds {limit:g} points and p < "
+        f"{ALPHA:g}; no case is listed alone")
+    return exact.model_copy(update={
+        "has_regression": bool(reasons), "blocked_reasons": reasons, "regressed_cases": (),
+        "noise": tuple(sorted(set(exact.noise) | set(unlisted))), "test": test,
+        "noise_reasons": tuple(f"{cid}: -{drops[cid][0]} points, not judged alone (no noise "
+                               f"model: the suite's mean decides)" for cid in unlisted)})
 
 
 def _within_sentence(cid: str, drop: int, baseline: Baseline, before: SideNoise,

@@ -48,7 +48,8 @@ class Summary(Frozen):
     passed: int
     failed: int
     pass_rate: float | None = Field(alias="passRate")
-    """Passed over scored cases."""
+    """Passed over all cases: an unscored case or a cache miss has not passed (a rate over
+    the scored cases alone read 100 % when most cases were never judged)."""
     mean_overall: float | None = Field(alias="meanOverall")
     category_averages: dict[str, float] = Field(alias="categoryAverages")
     bands: dict[str, int]
@@ -129,7 +130,7 @@ class SummaryBuilder:
             cache_misses=self.status["cache_miss"],
             passed=self.passed,
             failed=self.failed,
-            pass_rate=_mean(Fraction(self.passed), scored, 4),
+            pass_rate=_mean(Fraction(self.passed), sum(self.status.values()), 4),
             mean_overall=_mean(self.overall_total, scored, 2),
             category_averages={c: _mean(t, self.cat_count[c], 2) or 0.0
                               for c, t in self.cat_total.items()},

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..app.settings import CacheModeName
+from ..app.settings import CacheModeName, ci_set
 from ..core.errors import JudgeError
 from ..core.models import CaseResult
 from ..core.rubric import Rubric
@@ -84,10 +84,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                   type="linelist", default=[])
 
 
-def _ci(env: Mapping[str, str]) -> bool:
-    return env.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
 def resolve_mode(flag: str | None, ini: str | None,
                  env: Mapping[str, str]) -> tuple[CacheModeName, str]:
     """The cache mode and where it came from, by the precedence in the module docstring."""
@@ -99,7 +95,7 @@ def resolve_mode(flag: str | None, ini: str | None,
                 raise pytest.UsageError(f"judgeflow: {source} is {value!r}; the pytest plugin "
                                         f"takes one of {', '.join(MODES)}")
             return cast(CacheModeName, value), source
-    if _ci(env):
+    if ci_set(env):
         return "offline", "env CI is set"
     return "read-write", "default"
 
@@ -306,7 +302,11 @@ class SuiteCase:
 
 
 def _regression(outcome: SuiteOutcome) -> str | None:
+    """Why the gate item fails: a regression while blocking, or not compared (never a pass)."""
     v = outcome.verdict
+    if v is not None and v.outcome == "not-compared":
+        return (f"suite {outcome.suite_id}: {v.skipped}\n  run {v.run} is stored (judge "
+                f"show {v.run})")
     if v is None or not v.blocked or v.comparison is None:
         return None
     c = v.comparison
@@ -325,10 +325,28 @@ def _regression(outcome: SuiteOutcome) -> str | None:
     return "\n".join(lines)
 
 
+def _gate_properties(v: GateVerdict, run_id: str) -> list[tuple[str, object]]:
+    """The gate item's JUnit properties: the verdict's own fields, read through the model."""
+    c = v.comparison
+    test = c.test.model_dump(mode="json") if c is not None and c.test is not None else None
+    return [("judge.gate.hasRegression", str(v.has_regression).lower()),
+            ("judge.gate.blocked", str(v.blocked).lower()),
+            ("judge.gate.outcome", v.outcome),
+            ("judge.gate.notCompared", v.not_compared or ""),
+            ("judge.gate.comparedCases", v.compared_cases),
+            ("judge.gate.baseline", v.against.said() if v.against else v.baseline_path),
+            ("judge.gate.scoreDelta", "" if c is None else c.score_delta),
+            ("judge.gate.regressedCases", ",".join(c.regressed_cases if c else ())),
+            ("judge.gate.test", json.dumps(test, sort_keys=True)),
+            ("judge.gate.run", run_id)]
+
+
 def judge_suite(path: str) -> Callable[[SuiteCase], None]:
     """A test function with one item per case of the suite at ``path`` (from the pytest root).
 
-    A last item, ``[@baseline]``, fails on a regression against the suite's baseline.
+    A last item, ``[@baseline]``, fails on a regression against the suite's baseline, and
+    when the run could not be compared although it was due (another judge's baseline, a
+    missing baseline under CI...): not compared is never a pass.
     Assign it in a test module: ``test_agent = judge_suite("suites/agent.yaml")``.
     """
     @pytest.mark.judge_suite(path)
@@ -377,14 +395,7 @@ def judge_case(request: pytest.FixtureRequest) -> SuiteCase:
         render = lambda: quoted_command(  # noqa: E731
             s.root, "judge", "render", path, "--case", case_id)
     elif case_id == GATE_ID and outcome.verdict is not None:
-        body = outcome.verdict.public()
-        node.user_properties.extend([
-            ("judge.gate.hasRegression", str(body["hasRegression"]).lower()),
-            ("judge.gate.blocked", str(body["blocked"]).lower()),
-            ("judge.gate.scoreDelta", "" if body["scoreDelta"] is None else body["scoreDelta"]),
-            ("judge.gate.regressedCases", ",".join(body.get("regressedCases") or ())),
-            ("judge.gate.test", json.dumps(body.get("test"), sort_keys=True)),
-            ("judge.gate.run", outcome.run_id)])
+        node.user_properties.extend(_gate_properties(outcome.verdict, outcome.run_id))
     context = JudgedContext(rubric=outcome.rubric, render=render,
                             record=_record_command(s, node.nodeid), mode=s.mode)
     if result is not None:

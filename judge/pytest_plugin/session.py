@@ -245,10 +245,8 @@ class JudgeSession:
         v = report.verdict
         if v is None:
             gate = "not compared"
-        elif v.baseline_recorded:
-            gate = f"baseline recorded at {v.baseline_path}"
         elif v.comparison is None:
-            gate = f"not compared ({v.skipped})"
+            gate = v.headline()
         else:
             c = v.comparison
             word = "REGRESSION" if v.has_regression else "no regression"

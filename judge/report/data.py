@@ -20,6 +20,7 @@ from ..core.agreement import Comparison as Agreement
 from ..core.baseline import Baseline
 from ..core.baseline import Comparison as GateComparison
 from ..core.frozen import Frozen
+from ..core.judge_quality import MeasuredAgreement
 from ..core.models import CaseResult, RunInfo
 from ..core.raters import PeopleCategory
 from ..core.rubric import Band
@@ -239,6 +240,9 @@ class ReportData(Frozen):
     """The reported run's judges against the people: r, ρ, τ (and κ) per score."""
     reviewers: tuple[PeopleCategory, ...] = ()
     """With two or more reviewers: their own agreement and the judge among them."""
+    judge_quality: MeasuredAgreement | None = None
+    """The judge's measured agreement with people's labels (this run's, or the shipped
+    figure for its judge)."""
 
 
 def band_counts(results: Iterable[CaseResult], bands: Sequence[Band]) -> tuple[BandCount, ...]:

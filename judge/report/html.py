@@ -28,6 +28,7 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from ..core.judge_health import HealthBuilder
+from ..core.judge_quality import WEAK
 from .charts import figures
 from .data import CaseMove, ReportData
 from .samples import SAMPLE_LIMIT
@@ -188,7 +189,7 @@ def render_report(data: ReportData) -> str:
     human_by_judge = ({h.judge: h for h in data.agreement.comparison.human}
                       if data.agreement else {})
     cases = _cases(data, moves)
-    health = HealthBuilder()
+    health, q = HealthBuilder(), data.judge_quality
     for result in data.cases:
         health.add(result)
     template = _environment().from_string(_asset("report.html.j2"))
@@ -200,7 +201,8 @@ def render_report(data: ReportData) -> str:
         case_anchor={v["result"].id: v["anchor"] for v in cases},
         human_by_judge=human_by_judge, health=health.build(),
         flips=sum(m.band_flip for m in moves.values()), sample_limit=SAMPLE_LIMIT,
-        prompt_sources=PROMPT_SOURCES)
+        prompt_sources=PROMPT_SOURCES, quality_text=q.said() if q else "",
+        quality_low=q is not None and (q.rho is None or q.rho < WEAK))
 
 
 def write_report(path: Path, html: str) -> int:

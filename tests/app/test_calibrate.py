@@ -67,7 +67,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ws]:
     try:
         runs = {}
         for model in (PEOPLE, JUDGE):
-            proc = run_judge(["run", "calib.yaml", "--model", model, "--api-base",
+            proc = run_judge(["run", "calib.yaml", "--no-check", "--model", model, "--api-base",
                               f"{server.base_url}/v1", "--json"], path)
             assert proc.returncode == 0, proc.stderr
             runs[model] = json.loads(proc.stdout)

@@ -126,7 +126,7 @@ def test_every_door_gives_the_same_statistical_verdict(
         assert answer.status_code == 200, answer.text
         http = answer.json()["regression"]
     doors = [_decided(_json(check)), _decided(_json(replay)["baseline"]),
-             _decided(api.public()), _decided(http),
+             _decided(api.model_dump(mode="json")), _decided(http),
              _decided(_plugin_gate(ws, env, pytester, monkeypatch))]
     assert len(set(map(repr, doors))) == 1, doors
     body = _json(check)

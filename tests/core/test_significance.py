@@ -92,13 +92,44 @@ def test_pure_replay_is_the_exact_rule_unchanged() -> None:
     assert verdict.has_regression  # a real, exact 7-point drop of every case
 
 
-def test_no_noise_estimate_falls_back_to_the_exact_rule_loudly() -> None:
+def test_no_noise_model_decides_on_the_suites_mean_and_lists_no_case_alone() -> None:
     before, after = _noisy_pair(30, trial=5)
     baseline = _baseline(before)
+    exact = compare(baseline, after)
+    assert exact.has_regression and exact.regressed_cases  # the old fallback blocked
     verdict = statistical_compare(baseline, after)
-    assert verdict.model_copy(update={"test": None}) == compare(baseline, after)
-    assert verdict.test is not None and verdict.test.rule == "exact-no-noise"
-    assert verdict.test.warning and "no noise estimate" in verdict.test.warning
+    test = verdict.test
+    assert test is not None and test.rule == "paired" and test.noise_before is None
+    assert not verdict.has_regression and verdict.regressed_cases == ()
+    assert set(test.within_noise) == set(exact.regressed_cases)
+    assert set(verdict.noise) >= set(exact.regressed_cases)
+    assert all("not judged alone" in s for s in verdict.noise_reasons)
+    b = [r.overall_score for r in before]
+    a = [r.overall_score for r in after]
+    assert test.p_value == pytest.approx(
+        stats.ttest_rel(b, a, alternative="greater").pvalue, rel=1e-8)
+
+
+def test_no_noise_model_still_catches_a_real_drop_and_an_unscored_case() -> None:
+    before, after = _noisy_pair(60, trial=6, shift=10)
+    verdict = statistical_compare(_baseline(before), after)
+    assert verdict.test is not None and verdict.test.rule == "paired"
+    assert verdict.has_regression and verdict.regressed_cases == ()
+    assert verdict.blocked_reasons[0].startswith("mean score fell by")
+    before, after = _noisy_pair(30, trial=7)
+    after[3] = CaseResult(id=after[3].id, status="unscored", judge=after[3].judge,
+                          reason="provider error")
+    verdict = statistical_compare(_baseline(before), after)
+    assert verdict.has_regression and verdict.newly_unscored == (after[3].id,)
+    assert verdict.blocked_reasons == (f"{after[3].id}: scored {before[3].overall_score} → "
+                                       f"unscored (provider error)",)
+
+
+def test_no_noise_model_false_alarms_stay_within_the_rate() -> None:
+    # The default path (no noise model): 200 no-change trials blocked in at most 5 %.
+    blocked = sum(statistical_compare(_baseline(b), a).has_regression
+                  for b, a in (_noisy_pair(30, trial=400 + t) for t in range(200)))
+    assert blocked <= 16, blocked
 
 
 def test_false_alarms_and_listings_stay_within_the_rates() -> None:

@@ -209,7 +209,8 @@ def test_suite_items_by_case_id_and_a_regression_fails_the_session(
     assert "case-c: did not pass" in text
     assert fake_server.stats()["requests"] == 3  # judged once, not once per item
     assert (root / "baselines" / "agent.json").is_file()
-    assert "baseline recorded at" in text and "stored runs are listed by `judge history`" in text
+    assert "first baseline recorded, nothing compared" in text
+    assert "stored runs are listed by `judge history`" in text
     ws = Workspace.open(root)
     with ws.open_store() as store:
         assert [r.suite for r in store.list_runs()] == ["agent"]

@@ -215,9 +215,15 @@ def test_seed_endpoints_end_to_end_and_the_cli_operations_agree(
         judge_server.set_options(bias=0)
     regression = worse["regression"]
     assert regression["hasRegression"] is True and worse["exitCode"] == 1
-    assert regression["scoreDelta"] < -5 and regression["regressedCases"]
-    reasons = " ".join(regression["blockedReasons"])
-    assert all(case in reasons for case in regression["regressedCases"])
+    assert regression["scoreDelta"] < -5 and regression["blockedReasons"]
+    assert regression["blockedReasons"][0].startswith("mean score fell by")
+    # What was compared: the baseline file, its judge, rubric and template, the cases. No
+    # noise model: the suite's mean decides, no case listed alone.
+    assert regression["outcome"] == "compared" and regression["comparedCases"] == 16
+    assert regression["against"]["file"].endswith(f"baselines/{SUITE}.json")
+    assert regression["against"]["judge"] == ["hosted_vllm/fake-judge"]
+    assert regression["against"]["templateId"] == "judge"
+    assert regression["regressedCases"] == [] and regression["test"]["rule"] == "paired"
 
     history = api.get(f"/api/suites/{SUITE}/eval/history", params={"limit": 1}).json()
     assert [r["id"] for r in history["items"]] == [worse["id"]] and history["next"] == 1
