@@ -43,6 +43,7 @@ __all__ = [
     "content_digest",
     "parse_baseline",
     "pick_primary",
+    "sealed_value",
 ]
 
 DEFAULT_THRESHOLD = 0.05
@@ -265,13 +266,18 @@ LATER_FIELDS = ("templateId", "templateHash")
 file recorded before them keeps its digest."""
 
 
-def content_digest(b: Baseline) -> str:
-    """``sha256:`` and the hex sha256 of the canonical JSON of the baseline's fields."""
+def sealed_value(b: Baseline) -> dict[str, object]:
+    """What a baseline's digest and seal cover: its fields, :data:`LATER_FIELDS` when set."""
     data = b.model_dump(mode="json")
     for later in LATER_FIELDS:
         if data.get(later) is None:
             data.pop(later, None)
-    return seals.NO_SECRET.digest(data)
+    return data
+
+
+def content_digest(b: Baseline) -> str:
+    """``sha256:`` and the hex sha256 of the canonical JSON of :func:`sealed_value`."""
+    return seals.NO_SECRET.digest(sealed_value(b))
 
 
 def baseline_text(b: Baseline, sealer: seals.Sealer = seals.NO_SECRET) -> str:
@@ -281,7 +287,7 @@ def baseline_text(b: Baseline, sealer: seals.Sealer = seals.NO_SECRET) -> str:
     absent, so a file without them is written exactly as before they existed (the seals
     cover the baseline's value, in which they are None).
     """
-    return seals.sealed_text(b, sealer, baseline_data(b))
+    return seals.sealed_text(b, sealer, baseline_data(b), sealed=sealed_value(b))
 
 
 def baseline_data(b: Baseline) -> dict[str, object]:
@@ -313,7 +319,7 @@ def parse_baseline(text: str, source: str, sealer: seals.Sealer = seals.NO_SECRE
         what="a baseline", fix=f"correct the field, restore the file from git or {_FIX_RECORD}",
         seal_fix=f"restore it from git, re-record it with `judge baseline record {name}`, or "
                  f"accept the edit on purpose with `judge baseline seal {name}` (with "
-                 f"{seals.SECRET_ENV} set when the team uses one)")
+                 f"{seals.SECRET_ENV} set when the team uses one)", sealed=sealed_value)
 
 
 def _unscored_sentence(case_id: str, before: int, result: CaseResult) -> str:

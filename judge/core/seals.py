@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 from pydantic import BaseModel
@@ -142,31 +143,34 @@ def split_seals(data: dict[str, Any]) -> tuple[dict[str, Any], object, object]:
     return rest, rest.pop(DIGEST_FIELD, None), rest.pop(SEAL_FIELD, None)
 
 
-def sealed_text(model: BaseModel, sealer: Sealer, data: dict[str, Any] | None = None) -> str:
+def sealed_text(model: BaseModel, sealer: Sealer, data: dict[str, Any] | None = None, *,
+                sealed: Any = None) -> str:
     """A sealed file's text: stable JSON of ``data`` (default: the model's JSON value).
 
-    Beside it, the seals of the model's JSON value, so a field the file leaves out when
-    empty is still covered.
+    Beside it, the seals of ``sealed`` (default: the model's JSON value), so a field the file
+    leaves out when empty is still covered.
     """
     value = model.model_dump(mode="json")
-    return stable_json({**(value if data is None else data), **file_seals(sealer, value)})
+    covered = value if sealed is None else sealed
+    return stable_json({**(value if data is None else data), **file_seals(sealer, covered)})
 
 
 def checked_file(data: Any, source: str, model: type[_Model], sealer: Sealer | None, *,
-                 error: type[ConfigError], what: str, fix: str,
-                 seal_fix: str | None = None) -> _Model:
+                 error: type[ConfigError], what: str, fix: str, seal_fix: str | None = None,
+                 sealed: Callable[[_Model], Any] | None = None) -> _Model:
     """A sealed file's JSON ``data`` as ``model`` once its seals verify (unchecked: ``None``).
 
     ``error`` (exit 2) names ``source``, the place and ``fix`` for anything else: not an
     object (``what`` is one), a field of the wrong type; ``seal_fix`` for a seal that does
-    not verify.
+    not verify. ``sealed`` gives the value the seals cover (default: the model's JSON value).
     """
     if not isinstance(data, dict):
         raise error(f"{what} is a JSON object", file=source, fix=fix)
     value, digest, seal = split_seals(data)
     parsed = strict_model(model, value, source, error, fix)
     if sealer is not None:
-        why = sealer.file_problem(parsed.model_dump(mode="json"), digest, seal)
+        covered = parsed.model_dump(mode="json") if sealed is None else sealed(parsed)
+        why = sealer.file_problem(covered, digest, seal)
         if why is not None:
             raise error(why, file=source, where=SEAL_FIELD if sealer.keyed else DIGEST_FIELD,
                         fix=seal_fix or fix)

@@ -195,13 +195,14 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _rewrite_baseline(ws: Path, **update: Any) -> None:
     from judge.core.baseline import baseline_id
+    from judge.core.seals import NO_SECRET
     from judge.system.baseline_files import load_baseline, save_baseline
 
     path = ws / "baselines" / f"{SUITE_ID}.json"
-    baseline = load_baseline(path)
+    baseline = load_baseline(path, sealer=NO_SECRET)
     if "cases" in update:  # a baseline of other cases: its id follows them
         update["baseline_id"] = baseline_id(baseline.suite, update["cases"])
-    save_baseline(path, baseline.model_copy(update=update))
+    save_baseline(path, baseline.model_copy(update=update), sealer=NO_SECRET)
 
 
 def _mutate(ws: Path, path: str) -> dict[str, str]:
@@ -213,9 +214,10 @@ def _mutate(ws: Path, path: str) -> dict[str, str]:
     elif path == "another-template":
         _rewrite_baseline(ws, template_hash="0" * 64)
     elif path == "nothing-in-common":
+        from judge.core.seals import NO_SECRET
         from judge.system.baseline_files import load_baseline
 
-        cases = load_baseline(ws / "baselines" / f"{SUITE_ID}.json").cases
+        cases = load_baseline(ws / "baselines" / f"{SUITE_ID}.json", sealer=NO_SECRET).cases
         _rewrite_baseline(ws, cases={f"old-{k}": v for k, v in cases.items()})
     elif path == "cache-misses":
         shutil.rmtree(ws / "cache")

@@ -1024,7 +1024,9 @@ def test_malformed_frames_leave_the_workers_descriptors_flat(shared: Home) -> No
     os.set_blocking(r, False)
     assert os.read(r, 1) == b"", "a descriptor sent is still held"  # not BlockingIOError
     os.close(r)
-    assert _fd_count(worker) == before
+    # ``before`` may hold a connection still closing (the status asked above, a previous
+    # test's client): flat means back to at most that, not +3 a frame as it was.
+    assert _wait(lambda: _fd_count(worker) <= before, 10), (_fd_count(worker), before)
     after = client.status(shared.socket)
     assert after is not None and after["pid"] == worker and after["served"] == found["served"]
 
