@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
+from ..system.atomic_files import atomic_path
 
 __all__ = ["WEIGHTS", "WEIGHTS_ENV", "derive_f16", "file_digest", "served_weights",
            "weights_choice"]
@@ -98,19 +99,15 @@ def derive_f16(source: Path, target: Path, *, log: Path | None = None) -> None:
     The conversion runs in a child process so llama.cpp's progress lines go to ``log``
     (the server's log) instead of the user's terminal.
     """
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_path(target) as tmp:
         with open(log if log is not None else os.devnull, "ab") as out:
             proc = subprocess.run([sys.executable, "-m", "judge.llm.local_weights", str(source),
                                    str(tmp)], stdin=subprocess.DEVNULL, stdout=out,
                                   stderr=subprocess.STDOUT, timeout=DERIVE_TIMEOUT,
                                   check=False)
-        if proc.returncode != 0 or not tmp.is_file():
+        if proc.returncode != 0 or tmp.stat().st_size == 0:
             raise OSError(f"the F16 conversion of {source.name} exited with code "
                           f"{proc.returncode}")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _convert(source: str, target: str) -> int:  # pragma: no cover - runs in the child

@@ -31,10 +31,12 @@ from ..app.running import RunReport, RunRequest, run_suite
 from ..app.settings import CacheModeName
 from ..app.suites import load_checked
 from ..app.workspace import Workspace
+from ..core.canonical import canonical_json
 from ..core.models import CaseResult, RunTotals
 from ..core.rubric import Rubric
 from ..core.suite import Case
 from ..core.usage import ZERO, Usage
+from ..system.atomic_files import write_atomic
 from .places import quoted_command, session_folder
 
 try:  # POSIX; elsewhere each process judges the suite itself (the cache still shares)
@@ -181,8 +183,7 @@ class JudgeSession:
             target = folder / f"{case.id.replace('/', '_').replace(':', '_')}.yaml"
             body = {"id": "pytest-case", "rubric": rubric.id,
                     "cases": [case.model_dump(mode="json", exclude_defaults=True)]}
-            target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True),
-                              encoding="utf-8")
+            write_atomic(target, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
             suite = str(target.relative_to(self.root))
         argv = ["judge", "render", suite, "--case", case.id, "--rubric", rubric.id]
         if template != "judge":
@@ -225,12 +226,10 @@ class JudgeSession:
                 report = run_suite(ws, RunRequest(suite=Path(path)))
                 run_id, verdict = report.run.id, report.verdict
                 self.stats.add_run(report.run.totals, self._run_line(path, report))
-                tmp = record.with_suffix(".tmp")
-                tmp.write_text(json.dumps({
+                write_atomic(record, canonical_json({
                     "run": run_id,
                     "verdict": verdict.model_dump(mode="json") if verdict else None,
-                }), encoding="utf-8")
-                os.replace(tmp, record)
+                }))
         with ws.open_store() as store:
             run = store.get_run(run_id)
             results = {r.id: r for r in headline_results(store, run)}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import statistics
 from collections.abc import Iterable, Mapping
@@ -28,6 +27,7 @@ from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from ..core.judge_health import HealthBuilder
+from ..system.atomic_files import write_atomic_bytes
 from .charts import figures
 from .data import CaseMove, ReportData
 from .samples import SAMPLE_LIMIT
@@ -206,12 +206,5 @@ def render_report(data: ReportData) -> str:
 def write_report(path: Path, html: str) -> int:
     """Write ``html`` to ``path`` atomically (nothing half-written); the bytes written."""
     payload = html.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # created under the umask
-    try:
-        tmp.write_bytes(payload)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic_bytes(path, payload)
     return len(payload)
