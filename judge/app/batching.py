@@ -56,7 +56,7 @@ from ..llm.batch import (
     parse_result_lines,
     request_digest,
 )
-from ..llm.client import JudgeRequest, ModelSpec, Turn
+from ..llm.client import Completion, JudgeRequest, ModelSpec
 from ..store.batch_jobs import BatchJob, BatchLedger, BatchStore, ProviderJob
 from ..system.clock import utc_now
 from .running import RunObserver, RunReport, RunRequest, RunSetup, run_suite, setup_run
@@ -181,7 +181,7 @@ def _valid(cache: JudgmentCache, j: _Judgment, setup: RunSetup) -> bool:
     if not turns:
         return False
     try:
-        parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, j.prep.citable())
+        parse_verdict(turns[-1].text, setup.plan.rubric, j.prep.citable())
     except Exception:  # an OutputError (or worse): a run would ask again
         return False
     return True
@@ -399,7 +399,7 @@ def wait_batch(ws: Workspace, job_id: str | None = None, *, interval: float = 30
 class _BatchFirst:
     """A completer whose first turn is the batch's answer; repair turns are live calls."""
 
-    def __init__(self, turn: Turn, live: Completer | None) -> None:
+    def __init__(self, turn: Completion, live: Completer | None) -> None:
         self.turn, self.live, self.used, self.calls = turn, live, False, 0
         self.engine: Mapping[str, Any] | None = None
         self.max_concurrency: int | None = None
@@ -411,7 +411,7 @@ class _BatchFirst:
         return self.calls
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         if not self.used:
             self.used = True
             return self.turn
@@ -527,7 +527,7 @@ class _Guarded(ForwardingCompleter):
         self.refused = refused
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         reason = self.refused.get(cache_key(request.key_material()))
         if reason is not None:
             raise PermanentProviderError(f"batch: {reason}")

@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core.baseline import Baseline, Comparison, build_baseline, compare, pick_primary
+from ..core.baseline import Baseline, BaselineComparison, build_baseline, compare, pick_primary
 from ..core.errors import ConfigError, JudgeError, UsageError
 from ..core.frozen import FrozenView
 from ..core.models import CaseResult, RunInfo
@@ -68,7 +68,7 @@ class GateVerdict(FrozenView):
     run: str
     suite: str
     baseline_path: str = Field(alias="baselinePath")
-    comparison: Comparison | None
+    comparison: BaselineComparison | None
     """None when nothing was compared (a baseline was just recorded, or the run cannot be
     compared: see ``skipped``)."""
     baseline_recorded: bool = Field(False, alias="baselineRecorded")
@@ -267,7 +267,7 @@ def _recorded_noise(workspace: Workspace, baseline: Baseline) -> NoiseModel | No
 
 
 def compare_with_noise(workspace: Workspace, baseline: Baseline, run: RunInfo,
-                       results: Sequence[CaseResult]) -> tuple[Comparison, tuple[str, ...]]:
+                       results: Sequence[CaseResult]) -> tuple[BaselineComparison, tuple[str, ...]]:
     """The comparison by the statistical gate, and the notices saying what it assumed."""
     threshold = resolve_threshold(workspace, baseline)
     if baseline.judgments is None and baseline.noise is None:

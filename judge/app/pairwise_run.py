@@ -37,9 +37,9 @@ from ..core.pairwise import (
     parse_pair_verdict,
     shown,
     summarize,
-    turn_totals,
     verdict_schema,
 )
+from ..core.turns import turn_totals
 from ..core.usage import ZERO, Usage
 from ..engine.judging import Completer, JudgeSettings, exchange
 from ..engine.runner import LimitedCompleter
@@ -218,15 +218,18 @@ async def _judge_order(order: Order, prompt: RenderedPrompt, *, model: str,
                           meta={"templateId": prompt.template_id,
                                 "templateHash": prompt.template_hash, "mode": "pairwise",
                                 "createdAt": now()})
-    head: dict[str, Any] = {"order": order, "first": "A" if order == 1 else "B",
-                            "cacheKey": done.key}
-    totals = turn_totals(done.turns) if done.turns else {}
+    t = turn_totals(done.turns)  # no turns (a miss): every total None, as the defaults
+    verdict = OrderVerdict(
+        order=order, first="A" if order == 1 else "B", cache_key=done.key, status="cache_miss",
+        reason=done.reason, cached=done.cached, repair_turns=t.repair_turns,
+        output_mode=t.output_mode, prompt_tokens=t.prompt_tokens,
+        completion_tokens=t.completion_tokens, cost_usd=t.cost_usd, latency_ms=t.latency_ms,
+        finish_reason=t.finish_reason, model_reported=t.model_reported)
     if done.status == "cache_miss":
-        return OrderVerdict(**head, status="cache_miss", reason=done.reason)
+        return verdict
     if done.value is None:
-        return OrderVerdict(**head, **totals, status="unscored", cached=done.cached,
-                            reason=done.reason)
-    return OrderVerdict(**head, **totals, status="judged", cached=done.cached,
-                        winner=done.value.winner,
-                        outcome=order_outcome(order, done.value.winner),
-                        rationale=done.value.rationale)
+        return verdict.model_copy(update={"status": "unscored"})
+    return verdict.model_copy(update={
+        "status": "judged", "winner": done.value.winner,
+        "outcome": order_outcome(order, done.value.winner),
+        "rationale": done.value.rationale})

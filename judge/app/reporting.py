@@ -229,8 +229,7 @@ def _cached_prompt(cache: JudgmentCache | None,
     if cache is None or not meta.cache_key:
         return None
     entry = cache.get(meta.cache_key)
-    request = entry.get("request") if isinstance(entry, Mapping) else None
-    messages = request.get("messages") if isinstance(request, Mapping) else None
+    messages = entry.request.get("messages") if entry is not None else None
     if not isinstance(messages, list) or not messages:
         return None
     out = []

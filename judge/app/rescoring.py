@@ -24,7 +24,7 @@ from ..core.summary import Summary, SummaryBuilder
 from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
 
-__all__ = ["BATCH", "EXACT_NOTE", "CaseMove", "RescoreReport", "rescore_run"]
+__all__ = ["BATCH", "EXACT_NOTE", "RescoreReport", "RescoredMove", "rescore_run"]
 
 EXACT_NOTE = ("exact arithmetic over the stored judgments: no model call, so no judge noise; "
               "every movement is the rubric's")
@@ -42,7 +42,7 @@ class RescoreReport:
     rubric: str
     cases_moved: int
     summary: Summary
-    moves: tuple[CaseMove, ...] = ()
+    moves: tuple[RescoredMove, ...] = ()
     """The cases that moved, by id: what ``judge rescore`` lists (issue 33)."""
 
     def public(self) -> dict[str, Any]:
@@ -54,7 +54,7 @@ class RescoreReport:
 
 
 @dataclass(frozen=True)
-class CaseMove:
+class RescoredMove:
     """One case that moved under the new rubric: overall, band and pass, before and after."""
 
     id: str
@@ -63,7 +63,7 @@ class CaseMove:
     passed: tuple[bool | None, bool | None]
 
     @classmethod
-    def of(cls, old: CaseResult, new: CaseResult) -> CaseMove:
+    def of(cls, old: CaseResult, new: CaseResult) -> RescoredMove:
         """The move from ``old`` to ``new``."""
         return cls(id=old.id, overall=(old.overall_score, new.overall_score),
                    band=(old.band, new.band), passed=(old.passed, new.passed))
@@ -95,13 +95,13 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
                          **_calibration_setting(rub)}})
         builder = SummaryBuilder()
         moved = 0
-        moves: list[CaseMove] = []
+        moves: list[RescoredMove] = []
         for old, new in pairs:
             if _is_headline(new, head):
                 builder.add(new)
                 if case_changed(old, new):
                     moved += 1
-                    moves.append(CaseMove.of(old, new))
+                    moves.append(RescoredMove.of(old, new))
         store.create_run(info)
         try:
             for start in range(0, len(pairs), BATCH):

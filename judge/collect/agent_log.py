@@ -11,12 +11,12 @@ scrubbed from every step by :func:`judge.collect.case.build_case`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import UsageError
+from ..core.evidence import structured_text
 from .case import Collected
 from .shape import Fields, ShapeError, load_json
 from .sources import read_source
@@ -33,7 +33,7 @@ def _content(record: Fields, key: str) -> str:
         parts = record.objects(key)
         return "\n".join(text for text in (p.text("text") for p in parts) if text is not None)
     if isinstance(value, Mapping):  # a structured log message
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return structured_text(value)
     return record.text(key) or ""
 
 
@@ -44,7 +44,7 @@ def _tool_calls(message: Fields) -> list[tuple[str, str]]:
         name = function.text("name") or "tool"
         arguments = function.data.get("arguments")
         if isinstance(arguments, Mapping | list):  # some logs keep the parsed object
-            arguments = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+            arguments = structured_text(arguments)
         else:
             arguments = function.text("arguments")
         calls.append((name, arguments or ""))

@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from ..core.conversation import Turn
 from ..core.errors import UsageError
-from ..core.evidence import EvidenceProfile
+from ..core.evidence import EvidenceProfile, structured_text
 from ..core.secrets import MASK, is_secret_key, mask_text
 from .case import HEAD_TAIL_GROUPS, Collected
 from .otel_messages import MESSAGE_KEYS, Message, as_turns, span_messages
@@ -190,8 +190,7 @@ def _plain(value: Any, limit: int = ATTRIBUTE_LIMIT) -> Any:
     if isinstance(value, list | tuple):
         if all(isinstance(v, str | int | float | bool) for v in value):
             return _clean(", ".join(str(v) for v in value[:ARRAY_LIMIT]), limit)
-    return _clean(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)[
-        :limit], limit)
+    return _clean(structured_text(value)[:limit], limit)
 
 
 def _int(value: Any) -> int | None:

@@ -6,7 +6,6 @@ so stored rows and ``--json`` output read the same as the contract.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictInt
@@ -28,8 +27,6 @@ __all__ = [
     "RunOwner",
     "RunTotals",
     "Score",
-    "cache_totals",
-    "turn_totals",
 ]
 
 Score = Annotated[StrictInt, Field(ge=0, le=100)]
@@ -284,35 +281,3 @@ class RunInfo(Frozen):
     owner: RunOwner | None = None
     """Host and pid of the process judging it, while it runs."""
     totals: RunTotals = RunTotals()
-
-
-def cache_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
-    """Prompt-cache tokens over an exchange's turns (None when any turn did not report them)."""
-    out: dict[str, int | None] = {}
-    for name in ("cachedTokens", "cacheWriteTokens"):
-        values = [t.get(name) for t in turns]
-        known = [v for v in values if isinstance(v, int)]
-        out[name] = sum(known) if values and len(known) == len(values) else None
-    return out
-
-
-def turn_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Tokens, cost and latency over an exchange's turns (None when any turn lacks one)."""
-    def total(name: str, digits: int | None = None) -> Any:
-        values = [t.get(name) for t in turns]
-        if not values or any(v is None for v in values):
-            return None
-        summed = sum(v for v in values if v is not None)
-        return int(summed) if digits is None else round(float(summed), digits)
-
-    last = turns[-1] if turns else {}
-    return {
-        "repairTurns": max(0, len(turns) - 1),
-        "outputMode": last.get("outputMode"),
-        "promptTokens": total("promptTokens"),
-        "completionTokens": total("completionTokens"),
-        "costUsd": total("costUsd", 10),
-        "latencyMs": total("latencyMs", 3),
-        "finishReason": last.get("finishReason"),
-        "modelReported": last.get("modelReported"),
-    }

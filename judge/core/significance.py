@@ -28,7 +28,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from .baseline import Baseline, Comparison, compare
+from .baseline import Baseline, BaselineComparison, compare
 from .frozen import Frozen
 from .intervals import Interval, benjamini_hochberg, mean_test, t_ppf, t_sf
 from .models import CaseResult
@@ -67,8 +67,8 @@ def _drops(baseline: Baseline, now: Mapping[str, CaseResult]) -> dict[str, tuple
     return drops
 
 
-def _exact(comparison: Comparison, rule: Rule, drops: Mapping[str, tuple[int, CaseResult]],
-           exact_cases: int, warning: str | None) -> Comparison:
+def _exact(comparison: BaselineComparison, rule: Rule, drops: Mapping[str, tuple[int, CaseResult]],
+           exact_cases: int, warning: str | None) -> BaselineComparison:
     mean = float(Fraction(sum(d for d, _ in drops.values()), len(drops))) if drops else 0.0
     test = GateTest(rule=rule, mean_drop=mean, interval=None, lower_bound=None, p_value=None,
                     test="exact rule: mean drop and each case's drop against the threshold",
@@ -79,7 +79,7 @@ def _exact(comparison: Comparison, rule: Rule, drops: Mapping[str, tuple[int, Ca
 
 def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
                         threshold: float | None = None, before: SideNoise | None = None,
-                        after: SideNoise | None = None) -> Comparison:
+                        after: SideNoise | None = None) -> BaselineComparison:
     """Compare ``current`` with ``baseline`` by the module's rules (one result per case)."""
     exact = compare(baseline, current, threshold=threshold)
     limit = float(Fraction(str(exact.threshold)) * 100)
@@ -144,7 +144,7 @@ def _within_sentence(cid: str, drop: int, baseline: Baseline, before: SideNoise,
             f"{after.sd:.1f} a side, FDR {FDR:g}{recorded})")
 
 
-def _reasons(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
+def _reasons(exact: BaselineComparison, drops: Mapping[str, tuple[int, CaseResult]],
              listed: Sequence[str], mean: float, interval: Interval, limit: float,
              suite_regressed: bool) -> tuple[str, ...]:
     sentences: list[tuple[str, str]] = []

@@ -34,10 +34,10 @@ from ..core.canonical import canonical_json
 from ..core.errors import ProviderError, UsageError
 from ..core.secrets import mask_text
 from .client import (
+    Completion,
     JudgeRequest,
     ModelSpec,
     OutputMode,
-    Turn,
     classify,
     load_litellm,
     resolve_output_mode,
@@ -89,10 +89,10 @@ class BatchState:
 
 @dataclass(frozen=True)
 class BatchItem:
-    """One result line: a completion (as a live call's :class:`Turn`), or why there is none."""
+    """One result line: a completion (as a live call's :class:`Completion`), or why none came."""
 
     custom_id: str
-    turn: Turn | None
+    turn: Completion | None
     error: str | None = None
     echo: str | None = None
     """:func:`request_digest` of the request the line echoes, when the provider echoes one."""
@@ -226,7 +226,7 @@ def _answer(custom_id: str, line: Mapping[str, Any], mode: OutputMode,
     reported = body.get("model") if isinstance(body.get("model"), str) else None
     fingerprint = body.get("system_fingerprint")
     details = usage.get("prompt_tokens_details")
-    return BatchItem(custom_id, Turn(
+    return BatchItem(custom_id, Completion(
         # A reply is data: secrets in it are masked before it is stored.
         text=mask_text(str(text))[0], finish_reason=choice.get("finish_reason"),
         model_reported=reported,

@@ -16,9 +16,7 @@ import contextlib
 import dataclasses
 import datetime
 import email.utils
-import hashlib
 import importlib
-import json
 import os
 import re
 import time
@@ -28,19 +26,21 @@ from typing import Any, Final, Literal
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..core.canonical import sha256_hex
 from ..core.errors import PermanentProviderError, ProviderError
 from ..core.ledger import CallCounts, retry_reason
 from ..core.secrets import Redactor, secret_values
+from ..core.turns import CachedTurn, turn_json
 from ..system.tuning import LITELLM_IMPORT_ENV
 
 __all__ = [
     "FIRST_CALL_MODULES",
     "OUTPUT_MODES",
+    "Completion",
     "JudgeRequest",
     "LiteLLMClient",
     "ModelSpec",
     "OutputMode",
-    "Turn",
     "aclose_clients",
     "classify",
     "load_litellm",
@@ -126,7 +126,7 @@ class JudgeRequest:
 
 
 @dataclass(frozen=True)
-class Turn:
+class Completion:
     """One completion as received, before any parsing."""
 
     text: str
@@ -150,27 +150,14 @@ class Turn:
     """The reply's tokens with their top alternatives (``{"token", "top": [[alt, logprob]]}``),
     when the request asked for them (``score_mode = "expected"``) and the provider sent them."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The cache's ``turns[]`` form (optional fields only when the provider sent them)."""
-        out: dict[str, Any] = {
-            "text": self.text,
-            "finishReason": self.finish_reason,
-            "modelReported": self.model_reported,
-            "promptTokens": self.prompt_tokens,
-            "completionTokens": self.completion_tokens,
-            "costUsd": self.cost_usd,
-            "latencyMs": self.latency_ms,
-            "outputMode": self.output_mode,
-        }
-        if self.system_fingerprint is not None:
-            out["systemFingerprint"] = self.system_fingerprint
-        if self.cached_tokens is not None:
-            out["cachedTokens"] = self.cached_tokens
-        if self.cache_write_tokens is not None:
-            out["cacheWriteTokens"] = self.cache_write_tokens
-        if self.logprobs is not None:
-            out["logprobs"] = [dict(t) for t in self.logprobs]
-        return out
+    def cached(self) -> CachedTurn:
+        """The turn as the cache stores it (:func:`judge.core.turns.turn_json`)."""
+        return turn_json(
+            text=self.text, finish_reason=self.finish_reason, model_reported=self.model_reported,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            cost_usd=self.cost_usd, latency_ms=self.latency_ms, output_mode=self.output_mode,
+            system_fingerprint=self.system_fingerprint, cached_tokens=self.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens, logprobs=self.logprobs)
 
 
 def response_format(mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
@@ -546,8 +533,7 @@ class LiteLLMClient:
         """
         if not self._marks or not messages:
             return False
-        digest = hashlib.sha256(json.dumps([fmt, dict(messages[0])], sort_keys=True)
-                                .encode()).hexdigest()
+        digest = sha256_hex([fmt, dict(messages[0])])
         if digest in self._prefixes:
             return True
         if len(self._prefixes) >= _PREFIXES_KEPT:
@@ -559,7 +545,7 @@ class LiteLLMClient:
         return response_format(mode, schema)  # kept for bench/run.py
 
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
-                       mode: OutputMode) -> Turn:
+                       mode: OutputMode) -> Completion:
         lit = load_litellm()
         fmt = response_format(mode, request.schema)
         kwargs: dict[str, Any] = {
@@ -604,14 +590,14 @@ class LiteLLMClient:
                 f"malformed completion: {type(exc).__name__}: {exc}")) from exc
 
     @staticmethod
-    def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Turn:
+    def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Completion:
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
         hidden = getattr(response, "_hidden_params", None) or {}
         cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
         fingerprint = getattr(response, "system_fingerprint", None)
         details = getattr(usage, "prompt_tokens_details", None)
-        return Turn(
+        return Completion(
             text=choice.message.content or "",
             finish_reason=getattr(choice, "finish_reason", None),
             model_reported=getattr(response, "model", None),
@@ -635,7 +621,7 @@ class LiteLLMClient:
         return float(backoff(state))
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         """One completion, retried on transport faults; ``messages`` overrides for a repair turn."""
         msgs = messages if messages is not None else request.messages
         # A repair turn carries the original messages plus the reply and the errors shown.
@@ -655,7 +641,7 @@ class LiteLLMClient:
                 before_sleep=self._count_retry,
             )
             try:
-                turn: Turn = await retrying(self._attempt, request, msgs, mode)
+                turn: Completion = await retrying(self._attempt, request, msgs, mode)
                 return turn
             except _ModeRejected as rejected:
                 if index + 1 == len(modes):

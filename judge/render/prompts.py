@@ -97,7 +97,7 @@ from ..core.canonical import sha256_hex
 from ..core.check_signals import output_text
 from ..core.conversation import ConversationView, bound_conversation
 from ..core.errors import TemplateError
-from ..core.evidence import EvidenceBundle
+from ..core.evidence import EvidenceBundle, structured_text
 from ..core.limits import MAX_PROMPT_CHARS
 from ..core.rubric import Rubric
 from ..core.scoring import band_for
@@ -556,7 +556,7 @@ def _rubric_view(rubric: Rubric) -> _RubricView:
 
 def _ref_text(value: object) -> str:
     if value is None or isinstance(value, bool):
-        return json.dumps(value)
+        return structured_text(value)
     return _text(value)
 
 

@@ -24,7 +24,7 @@ from ..app.workspace import LiteLLMJudges, Workspace
 from . import routes_eval, routes_review, routes_runs, routes_service
 from .door import DoorLimits, DoorPolicy, allowed_hosts
 from .metrics import Metrics
-from .problems import Redactor, document_problems, install_handlers
+from .problems import document_problems, install_handlers, redacted_responses, server_redactor
 from .security import WriteGuard
 from .state import Evaluations, ServerState
 
@@ -50,7 +50,7 @@ def create_app(workspace: Workspace, *, token: str | None = None,
     if isinstance(workspace.judges, LiteLLMJudges) and not workspace.judges.process_owned:
         # Many requests and runs at once share LiteLLM's sessions: none may close them.
         workspace = replace(workspace, judges=LiteLLMJudges(process_owned=True))
-    redact = Redactor(workspace.env)
+    redact = server_redactor(workspace.env)
     token = token if token is not None else workspace.env.get(TOKEN_ENV)
     jobs_box: list[RunJobs] = []
     metrics = Metrics(lambda: len(jobs_box[0].active()) if jobs_box else 0)
@@ -68,7 +68,7 @@ def create_app(workspace: Workspace, *, token: str | None = None,
         await state.aclose()
 
     app = FastAPI(title="judgeflow", version=__version__, description=DESCRIPTION,
-                  lifespan=lifespan, default_response_class=redact.response_class())
+                  lifespan=lifespan, default_response_class=redacted_responses(redact))
     app.state.judge = state
     policy = DoorPolicy(token=token or None,
                         hosts=allowed_hosts(bind, workspace.settings.server_hosts),

@@ -268,7 +268,7 @@ async def test_request_and_reply_shape_per_provider(name: str, preps: dict[str, 
         assert result.judge is not None and result.judge.repair_turns == 0
         assert result.judge.prompt_tokens is not None and result.judge.prompt_tokens >= 1800
         entry = cache.get(result.judge.cache_key)
-        assert entry is not None and json.loads(entry["turns"][0]["text"]) == verdict(prep)
+        assert entry is not None and json.loads(entry.turns[0].text) == verdict(prep)
 
 
 @pytest.mark.parametrize("name", list(PROVIDERS))
