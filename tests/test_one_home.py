@@ -6,10 +6,9 @@ The atomic writer's own check is tests/system/test_atomic_files.py.
 from __future__ import annotations
 
 import ast
+import functools
 from collections import defaultdict
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "judge"
@@ -19,6 +18,12 @@ def _modules(*packages: str) -> list[Path]:
     folders = [PACKAGE / p for p in packages] if packages else [PACKAGE]
     return sorted(p for folder in folders for p in folder.rglob("*.py")
                   if "_data" not in p.parts)
+
+
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """The module's syntax tree, parsed once for every check here."""
+    return ast.parse(path.read_text())
 
 
 def _rel(path: Path) -> str:
@@ -58,13 +63,11 @@ def _json_writers(tree: ast.AST) -> set[str]:
             if ast.unparse(call.func) in {"json.dumps", "json.dump", "json.JSONEncoder"}}
 
 
-@pytest.mark.parametrize("path", _modules("core", "collect", "render"), ids=_rel)
-def test_structured_values_become_prompt_text_in_one_place(path: Path) -> None:
-    rel = _rel(path)
-    extra = {w for w in _json_writers(ast.parse(path.read_text()))
-             if (rel, w) not in JSON_WRITERS}
-    assert not extra, (f"{rel} writes JSON in {sorted(extra)}: a structured value becomes "
-                       "prompt text through judge.core.evidence.structured_text")
+def test_structured_values_become_prompt_text_in_one_place() -> None:
+    extra = sorted((_rel(p), w) for p in _modules("core", "collect", "render")
+                   for w in _json_writers(_tree(p)) if (_rel(p), w) not in JSON_WRITERS)
+    assert not extra, (f"JSON written in {extra}: a structured value becomes prompt text "
+                       "through judge.core.evidence.structured_text")
 
 
 def test_the_json_checker_sees_a_second_writer() -> None:
@@ -76,7 +79,7 @@ def test_the_json_checker_sees_a_second_writer() -> None:
 def _class_names() -> dict[str, list[str]]:
     names: dict[str, list[str]] = defaultdict(list)
     for path in _modules():
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_tree(path)):
             if isinstance(node, ast.ClassDef) and not node.name.startswith("_"):
                 names[node.name].append(f"{_rel(path)}:{node.lineno}")
     return names
@@ -96,12 +99,32 @@ def _hashed_json(tree: ast.AST) -> list[int]:
                            for n in ast.walk(call))})
 
 
-@pytest.mark.parametrize("path", _modules(), ids=_rel)
-def test_what_is_hashed_is_canonical_json(path: Path) -> None:
-    assert not _hashed_json(ast.parse(path.read_text())), (
-        f"{_rel(path)} hashes its own json.dumps: use judge.core.canonical.sha256_hex")
+def test_what_is_hashed_is_canonical_json() -> None:
+    found = [(_rel(p), line) for p in _modules() for line in _hashed_json(_tree(p))]
+    assert not found, f"{found} hash their own json.dumps: use judge.core.canonical.sha256_hex"
 
 
 def test_the_hash_checker_sees_a_json_dumps_hashed() -> None:
     source = "d = hashlib.sha256(json.dumps(v, sort_keys=True).encode()).hexdigest()\n"
     assert _hashed_json(ast.parse(source)) == [1]
+
+
+# --- database URLs: one resolver, one way to show one -----------------------------------------
+SQL_URL_CALLS = frozenset({"make_url", "render_as_string", "URL.create"})
+
+
+def _sql_url_calls(tree: ast.AST) -> set[str]:
+    return {name for _, call in _calls(tree)
+            if (name := ast.unparse(call.func).rsplit(".", 1)[-1]) in SQL_URL_CALLS
+            or ast.unparse(call.func) in SQL_URL_CALLS}
+
+
+def test_database_urls_are_read_and_shown_in_one_place() -> None:
+    found = sorted(_rel(p) for p in _modules()
+                   if _rel(p) != "system/sql_urls.py" and _sql_url_calls(_tree(p)))
+    assert not found, f"{found} parse or render a database URL: use judge.system.sql_urls"
+
+
+def test_the_url_checker_sees_a_second_resolver() -> None:
+    source = "u = make_url(s)\nshown = u.render_as_string(hide_password=True)\n"
+    assert _sql_url_calls(ast.parse(source)) == {"make_url", "render_as_string"}

@@ -50,13 +50,14 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ..core.canonical import canonical_json
 from ..core.errors import AmbiguousRunError, StoreError, UnknownRunError
 from ..core.models import CaseResult, RunInfo, RunTotals
-from ..core.secrets import MASK, mask_url
+from ..core.secrets import mask_url
+from ..system.sql_urls import SqlUrl, resolve_sql_url
 from .labels import define_labels
 from .migrations import (
     HEAD,
@@ -150,22 +151,6 @@ _RESULT_READ: Final = (
     _case_results.c.passed, _case_results.c.result_json, _case_results.c.format_version,
     _case_results.c.seal)
 """What a read of a result row takes (the run id is the query's own)."""
-
-
-def _resolve_url(url: str, workspace: Path) -> URL:
-    """Parse ``url``; resolve a relative SQLite path against ``workspace`` and make its folder."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return parsed
-    database = parsed.database
-    if not database or database == ":memory:" or database.startswith("file:") \
-            or parsed.query.get("uri"):
-        return parsed
-    path = Path(database).expanduser()
-    if not path.is_absolute():
-        path = (workspace / path).absolute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return parsed.set(database=str(path))
 
 
 def _enable_wal(cursor: Any) -> None:
@@ -276,16 +261,15 @@ class RunStore:
         shown = mask_url(url)
         self._sealer = Sealer(secret)
         self.url: str = shown
-        self._password: str | None = None
+        self._sql: SqlUrl | None = None
         self._server = False
         self._results_sql: tuple[str, str] | None = None
         try:
-            resolved = _resolve_url(url, workspace if workspace is not None else Path.cwd())
-            self.url = resolved.render_as_string(hide_password=True).replace(":***@", f":{MASK}@")
-            self._password = None if resolved.password is None else str(resolved.password)
-            self._server = resolved.get_backend_name() != "sqlite"
+            self._sql = resolve_sql_url(url, workspace if workspace is not None else Path.cwd())
+            self.url = self._sql.shown
+            self._server = self._sql.server
             options: dict[str, Any] = {"pool_pre_ping": True} if self._server else {}
-            self._engine = create_engine(resolved, **options)
+            self._engine = create_engine(self._sql.url, **options)
         except ImportError as exc:
             extra = " (pip install 'judgeflow[postgres]')" if "psycopg" in str(exc) else ""
             raise StoreError(f"cannot open run store {shown!r}: its database driver is "
@@ -747,10 +731,8 @@ class RunStore:
     def _scrub(self, exc: BaseException) -> str:
         """The driver's message, never with the password in it."""
         cause = getattr(exc, "orig", None) or exc
-        message = mask_url(str(cause).strip())
-        if self._password:
-            message = message.replace(str(self._password), MASK)
-        return message
+        message = str(cause).strip()
+        return self._sql.scrub(message) if self._sql is not None else mask_url(message)
 
 
 def _is_disconnect(exc: DBAPIError) -> bool:
