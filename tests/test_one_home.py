@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections import defaultdict
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "judge"
@@ -128,3 +131,87 @@ def test_database_urls_are_read_and_shown_in_one_place() -> None:
 def test_the_url_checker_sees_a_second_resolver() -> None:
     source = "u = make_url(s)\nshown = u.render_as_string(hide_password=True)\n"
     assert _sql_url_calls(ast.parse(source)) == {"make_url", "render_as_string"}
+
+
+# --- other libraries' private names --------------------------------------------------------------
+# Each one still used: (module, name) -> the test that fails when the library moves it (the
+# one-line reason is beside the use). os._exit is the standard library's documented call.
+FOREIGN_PRIVATE: dict[tuple[str, str], str] = {
+    ("cli/app.py", "typer._click.core"):
+        "tests/cli/test_cli_help.py::test_typer_builds_commands_of_the_click_we_import",
+    ("cli/app.py", "typer._click.formatting"):
+        "tests/cli/test_cli_help.py::test_typer_builds_commands_of_the_click_we_import",
+    ("llm/client.py", "_flush_on_exit"):
+        "tests/llm/test_client_respx.py::test_litellm_still_has_what_quiet_exit_reads",
+    ("llm/client.py", "litellm._service_logger"):
+        "tests/cli/test_worker.py::test_a_warm_child_imports_nothing_for_a_cold_run",
+    ("worker/client.py", "_exit"): "",
+    ("worker/server.py", "_exit"): "",
+}
+_DOTTED = re.compile(r"^[A-Za-z]\w*(\.\w+)+$")
+_ATTR_CALLS = frozenset({"getattr", "setattr", "hasattr", "delattr"})
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _own_names(trees: list[ast.Module]) -> set[str]:
+    """Every name judge/ binds itself: its functions, classes, variables and attributes."""
+    own: set[str] = set()
+    for tree in trees:
+        for n in ast.walk(tree):
+            if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                own.add(n.name)
+            elif isinstance(n, ast.Name | ast.Attribute) and isinstance(n.ctx, ast.Store):
+                own.add(n.id if isinstance(n, ast.Name) else n.attr)
+            elif isinstance(n, ast.arg):
+                own.add(n.arg)
+    return own
+
+
+def _foreign_private(tree: ast.Module, own: set[str]) -> set[str]:
+    """Private modules, attributes and names of other libraries that ``tree`` uses."""
+    found: set[str] = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module \
+                and n.module.split(".")[0] != "judge":
+            if any(_private(part) for part in n.module.split(".")):
+                found.add(n.module)
+            found |= {f"{n.module}.{a.name}" for a in n.names if _private(a.name)}
+        elif isinstance(n, ast.Import):
+            found |= {a.name for a in n.names if any(map(_private, a.name.split(".")))}
+        elif isinstance(n, ast.Attribute) and _private(n.attr) and n.attr not in own:
+            found.add(n.attr)
+        elif isinstance(n, ast.Constant) and isinstance(n.value, str) \
+                and _DOTTED.match(n.value) and any(map(_private, n.value.split(".")[1:])):
+            found.add(n.value)  # a module's dotted path
+        elif isinstance(n, ast.Call) and ast.unparse(n.func) in _ATTR_CALLS \
+                and len(n.args) > 1 and isinstance(name := n.args[1], ast.Constant) \
+                and isinstance(name.value, str) and _private(name.value) \
+                and name.value not in own:
+            found.add(name.value)
+    return found
+
+
+def test_other_libraries_private_names_only_where_a_test_holds_them() -> None:
+    trees = {_rel(p): _tree(p) for p in _modules()}
+    own = _own_names(list(trees.values()))
+    used = {(rel, name) for rel, tree in trees.items() for name in _foreign_private(tree, own)}
+    assert used <= FOREIGN_PRIVATE.keys(), (
+        f"another library's private names {sorted(used - FOREIGN_PRIVATE.keys())}: use its "
+        "public API, or add a one-line reason beside the use, a test that fails when the "
+        "library moves it, and a row here")
+    assert not FOREIGN_PRIVATE.keys() - used, "rows for names no longer used: remove them"
+    for guard in filter(None, FOREIGN_PRIVATE.values()):
+        file, name = guard.split("::")
+        assert f"def {name}(" in (ROOT / file).read_text(), guard
+
+
+@pytest.mark.parametrize("source", [
+    "from typer._click.core import Command\n", "import litellm._service_logger\n",
+    "hidden = response._hidden_params\n", "x = getattr(response, '_hidden_params', None)\n",
+    "MODULES = ('litellm._service_logger',)\n",
+])
+def test_the_private_name_checker_sees_each_form(source: str) -> None:
+    assert _foreign_private(ast.parse(source), own=set())

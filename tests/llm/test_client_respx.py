@@ -469,14 +469,23 @@ async def test_usage_recorded_and_unknown_cost_is_none(
 
 
 def test_litellm_still_has_what_quiet_exit_reads() -> None:
-    # judge.llm.client.quiet_exit reads litellm's callback lists and unregisters its logging
-    # worker's exit flush (no public API for either): this fails when a release moves them.
+    # judge.llm.client.quiet_exit asks litellm's callback manager whether any callback is
+    # registered (public), then unregisters its logging worker's exit flush (a private
+    # name, registered with atexit by litellm): this fails when a release moves either.
     from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
     from judge.llm.client import load_litellm
 
     lit = load_litellm()
-    for name in ("callbacks", "success_callback", "failure_callback",
-                 "_async_success_callback", "_async_failure_callback"):
-        assert isinstance(getattr(lit, name), list), name
+    assert lit.logging_callback_manager.get_all_callbacks() == []
+
+    def hook(*_: object) -> None:
+        """A user's callback."""
+
+    lit.success_callback.append(hook)
+    try:
+        assert hook in lit.logging_callback_manager.get_all_callbacks()
+    finally:
+        lit.success_callback.remove(hook)
     assert callable(GLOBAL_LOGGING_WORKER._flush_on_exit)
+    assert callable(lit.close_litellm_async_clients)  # aclose_clients: the public name
