@@ -249,9 +249,9 @@ def _store(store: RunStore, setup: RunSetup, request: CanaryRequest, summary: Dr
     run = plan.run.model_copy(update={
         "id": new_run_id(now()), "suite": f"{suite}:canary", "created_at": now(),
         "owner": owner_here(),
-        "settings": {**plan.run.settings, "kind": "canary", "canaryOf": suite,
-                     "sample": request.sample, "sampleSeed": request.seed,
-                     "canary": dict(verdict)}})
+        "settings": plan.run.settings.model_copy(update={
+            "kind": "canary", "canary_of": suite, "sample": request.sample,
+            "sample_seed": request.seed, "canary": dict(verdict)})})
     store.create_run(run)
     store.add_results(run.id, results)
     cost = [r.judge.cost_usd for r in results if r.judge is not None]

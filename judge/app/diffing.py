@@ -204,8 +204,7 @@ def rationale_cases(rows: Iterable[CaseDiff]) -> dict[str, tuple[str, ...]]:
 
 def _rescored(run_a: RunInfo, run_b: RunInfo) -> bool:
     """One run is a ``judge rescore`` of the other: the same judgments, exact arithmetic."""
-    return (run_b.settings.get("rescoredFrom") == run_a.id
-            or run_a.settings.get("rescoredFrom") == run_b.id)
+    return run_b.settings.rescored_from == run_a.id or run_a.settings.rescored_from == run_b.id
 
 
 def diff_runs(workspace: Workspace, run_a: str, run_b: str, *,

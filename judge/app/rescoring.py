@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.calibration import check_judge
 from ..core.errors import UsageError
-from ..core.models import CaseResult, RunInfo
+from ..core.models import CaseResult, RunCalibration, RunInfo
 from ..core.panel import headline_of
 from ..core.rescore import RescoreError, rescore_result
 from ..core.result_changes import case_changed
@@ -91,8 +91,8 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
         info = source.model_copy(update={
             "id": new_run_id(created), "rubric": rub.id, "rubric_hash": rubric_hash(rub),
             "created_at": created, "status": "running",
-            "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0,
-                         **_calibration_setting(rub)}})
+            "settings": source.settings.model_copy(update={
+                "rescored_from": source.id, "calls": 0, "calibration": _calibration(rub)})})
         builder = SummaryBuilder()
         moved = 0
         moves: list[RescoredMove] = []
@@ -127,11 +127,11 @@ def _check_calibration(rubric: Rubric, source: RunInfo) -> None:
         check_judge(rubric.calibrated[2], model, f"run {source.id}")
 
 
-def _calibration_setting(rubric: Rubric) -> dict[str, Any]:
-    """What the new run records of the calibration it was scored with."""
+def _calibration(rubric: Rubric) -> RunCalibration | None:
+    """What the new run records of the calibration it was scored with (None: not calibrated)."""
     if rubric.calibrated is None:
-        return {}
-    return {"calibration": {"file": rubric.calibration, "sha256": rubric.calibrated[1]}}
+        return None
+    return RunCalibration(file=rubric.calibration, sha256=rubric.calibrated[1])
 
 
 def _is_headline(result: CaseResult, head: tuple[str | None, int]) -> bool:

@@ -212,8 +212,9 @@ def _print_header(info: RunInfo) -> None:
         f"{t.wall_seconds:.1f} s",
         *(f"           {line}" for line in ledger_lines(t.ledger)),
     ]
-    if info.settings:
-        lines.append(f"settings   {canonical_json(info.settings)}")
+    settings = info.settings.model_dump(mode="json")
+    if settings:
+        lines.append(f"settings   {canonical_json(settings)}")
     out.print("\n".join(lines), markup=False)  # one call: rich's cost is per call
 
 

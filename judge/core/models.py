@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt
 
-from .frozen import Frozen
+from .frozen import Frozen, FrozenView
 
 __all__ = [
     "AdvisoryScore",
@@ -23,8 +23,10 @@ __all__ = [
     "JudgeLedger",
     "JudgeMeta",
     "Rule",
+    "RunCalibration",
     "RunInfo",
     "RunOwner",
+    "RunSettings",
     "RunTotals",
     "Score",
 ]
@@ -254,6 +256,66 @@ class RunOwner(Frozen):
     pid: int
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _given(alias: str | None = None) -> Any:
+    """A setting written only when given: None (the default) is left out of the JSON."""
+    return Field(None, alias=alias, exclude_if=_is_none)
+
+
+class RunCalibration(FrozenView):
+    """The calibration a re-scored run applied: its file and the digest of what it held."""
+
+    file: str | None = None
+    sha256: str
+
+
+class RunSettings(FrozenView):
+    """What a run was judged with, and what kind of run it is: never keys or base URLs.
+
+    Written and read by name across the application (a shard's tag by ``judge run``, read by
+    the store and the group's gate; ``rescoredFrom`` by ``judge rescore``, read by the diff).
+    A field not given (None) is not written, and names this version does not know are kept
+    as they are: a stored run's JSON reads back, and is copied, unchanged.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow", validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True)
+
+    cache_mode: str | None = _given("cacheMode")
+    concurrency: int | None = _given()
+    output_mode: str | None = _given("outputMode")
+    max_repairs: int | None = _given("maxRepairs")
+    max_tokens: int | None = _given("maxTokens")
+    cases: int | None = _given()
+    """Cases the run selected."""
+    llm: bool | None = _given()
+    """Whether cases marked ``judged_by: llm`` went to a judge."""
+    stable_schema: bool | None = _given("stableSchema")
+    """Written only when on (the salts and keys of every run made without it stay)."""
+    group: str | None = _given()
+    """The group a shard's run belongs to (``--group``)."""
+    shard: str | None = _given()
+    """This run's shard, ``i/n`` (``--shard``)."""
+    shards: int | None = _given()
+    """On a group seen as one run: how many shards it has."""
+    runs: tuple[str, ...] | None = _given()
+    """On a group seen as one run: the shards' runs."""
+    rescored_from: str | None = _given("rescoredFrom")
+    """The stored run a re-scored run was computed from (no model call)."""
+    calls: int | None = _given()
+    calibration: RunCalibration | None = _given()
+    kind: str | None = _given()
+    """``canary`` for a drift canary's run."""
+    canary_of: str | None = _given("canaryOf")
+    sample: int | None = _given()
+    sample_seed: int | None = _given("sampleSeed")
+    canary: dict[str, Any] | None = _given()
+    """A canary's verdict, as its drift summary wrote it."""
+
+
 class RunInfo(Frozen):
     """A run's identity, settings and totals: one suite, one rubric, one or more judges."""
 
@@ -276,7 +338,7 @@ class RunInfo(Frozen):
     created_at: str = Field(alias="createdAt")
     """ISO 8601 UTC, passed in by the caller (the core has no clock)."""
     status: Literal["running", "complete", "interrupted", "failed", "abandoned"] = "running"
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: RunSettings = Field(default_factory=RunSettings)
     """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
     owner: RunOwner | None = None
     """Host and pid of the process judging it, while it runs."""

@@ -642,13 +642,12 @@ class RunStore:
     @staticmethod
     def _unsealed_row(run: RunInfo) -> dict[str, Any]:
         info = canonical_json(run.model_dump(mode="json"))
-        group = run.settings.get("group")
-        shard = run.settings.get("shard")
+        group, shard = run.settings.group, run.settings.shard
         index = count = None
-        if isinstance(shard, str) and "/" in shard:
+        if shard is not None and "/" in shard:
             index, count = (int(part) for part in shard.split("/", 1))
         return {
-            "run_group": group if isinstance(group, str) else None,
+            "run_group": group,
             "shard_index": index,
             "shard_count": count,
             "id": run.id,

@@ -431,4 +431,4 @@ def test_stable_schema_is_its_own_request_in_the_cache_and_the_replay_index(
                                         "stable_schema": stable}, env={})
         run = run_suite(ws, RunRequest(suite=SUITE, check=False)).run
         assert (run.totals.cache_misses, run.totals.calls) == (misses, 0)
-        assert run.settings.get("stableSchema", False) is stable  # the run says how it asked
+        assert bool(run.settings.stable_schema) is stable  # the run says how it asked

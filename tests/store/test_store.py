@@ -57,8 +57,10 @@ def make_run(run_id: str = "r20250301-7f3a9c2e1b", *, suite: str = "task-eval",
         id=run_id, suite=suite, suite_path=f"examples/{suite}.yaml", rubric="task-evaluation",
         rubric_hash=RUBRIC_HASH, models=models, seed=42, temperature=0.0, samples=1,
         template_id="task-judge.md.j2", template_hash=TEMPLATE_HASH, created_at=created,
+        # "tags" and "perModel": names RunSettings does not declare, kept as they are.
         settings={"cacheMode": "read-write", "concurrency": 8, "tags": ["backend", "ci"],
-                  "outputMode": {"openai/gpt-4o-mini": "json_schema"}},
+                  "outputMode": "json_schema",
+                  "perModel": {"openai/gpt-4o-mini": {"outputMode": "json_schema"}}},
     )
 
 
