@@ -215,3 +215,57 @@ def test_other_libraries_private_names_only_where_a_test_holds_them() -> None:
 ])
 def test_the_private_name_checker_sees_each_form(source: str) -> None:
     assert _foreign_private(ast.parse(source), own=set())
+
+
+# --- untyped dicts cross no layer ----------------------------------------------------------------
+# The functions left returning ``dict[str, Any]`` / ``list[dict[str, Any]]``: each at a JSON
+# door (a JSON Schema or OpenAPI document, a provider's wire, a parsed file, a --json or HTTP
+# document), and its docstring says so. Everything else returns a model, a TypedDict or a view.
+JSON_DOORS = frozenset({
+    ("app/gate.py", "public"), ("app/reviewing.py", "review_page_data"),
+    ("cli/batch_cmds.py", "_job_json"), ("core/output_schema.py", "output_schema"),
+    ("core/output_schema.py", "stable_schema"), ("core/output_schema.py", "expected_schema"),
+    ("core/pairwise.py", "verdict_schema"), ("core/signal_rules.py", "record"),
+    ("core/strict_json.py", "_pairs"), ("core/suite.py", "read_suite_document"),
+    ("llm/client.py", "wire_messages"), ("server/app.py", "openapi"),
+    ("server/problems.py", "document_problems"), ("server/routes_review.py", "review_data"),
+    ("server/routes_review.py", "post_labels"),
+})
+JSON_DOOR_LIMIT = 15
+_UNTYPED = frozenset({"dict[str, Any]", "list[dict[str, Any]]", "Dict[str, Any]"})
+
+
+def _untyped(tree: ast.Module) -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    """(name, function) of each function returning an untyped dict (aliases resolved)."""
+    aliases = {t.id: ast.unparse(n.value) for n in tree.body if isinstance(n, ast.Assign)
+               for t in n.targets if isinstance(t, ast.Name)}
+    aliases |= {n.target.id: ast.unparse(n.value) for n in tree.body
+                if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                and n.value is not None and "TypeAlias" in ast.unparse(n.annotation)}
+    found = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.returns is not None:
+            parts = [aliases.get(p, p) for p in ast.unparse(n.returns).split(" | ")]
+            if any(p in _UNTYPED for p in parts if p != "None"):
+                found.append((n.name, n))
+    return found
+
+
+def test_untyped_dicts_are_returned_only_at_json_doors() -> None:
+    found = {(_rel(p), name): fn for p in _modules() for name, fn in _untyped(_tree(p))}
+    assert found.keys() <= JSON_DOORS, (
+        f"functions returning dict[str, Any]: {sorted(found.keys() - JSON_DOORS)}: return a "
+        "model, a TypedDict or a view; a JSON door says so in its docstring and is listed here")
+    assert len(found) <= JSON_DOOR_LIMIT
+    assert not JSON_DOORS - found.keys(), "rows for doors that are typed now: remove them"
+    unsaid = [key for key, fn in found.items() if "JSON" not in (ast.get_docstring(fn) or "")]
+    assert not unsaid, f"JSON doors whose docstring does not say so: {unsaid}"
+
+
+def test_the_untyped_dict_checker_resolves_aliases() -> None:
+    source = ("Row = dict[str, Any]\n"
+              "def a() -> dict[str, Any] | None: ...\n"
+              "def b() -> Row: ...\n"
+              "def c() -> list[dict[str, Any]]: ...\n"
+              "def d() -> dict[str, int]: ...\n")
+    assert [name for name, _ in _untyped(ast.parse(source))] == ["a", "b", "c"]

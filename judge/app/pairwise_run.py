@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..cache.disk import JudgmentCache
 from ..core.errors import SuiteError, UsageError
@@ -51,6 +51,8 @@ from .workspace import JudgePool, Workspace
 __all__ = [
     "DEFAULT_TEMPLATE",
     "EXIT_CACHE_MISS",
+    "PairTotals",
+    "PairwiseJson",
     "PairwiseReport",
     "PairwiseRequest",
     "judge_pairs",
@@ -67,6 +69,31 @@ class PairwiseRequest(Frozen):
 
     suite: Path
     template: str = DEFAULT_TEMPLATE
+
+
+class PairTotals(TypedDict):
+    """What a pairwise run asked of the judge and paid."""
+
+    calls: int
+    cacheHits: int
+    promptTokens: int
+    completionTokens: int
+    costUsd: float | None
+
+
+class PairwiseJson(TypedDict):
+    """A pairwise run's ``--json`` document."""
+
+    suite: str
+    model: str
+    templateId: str
+    templateHash: str
+    temperature: float
+    seed: int | None
+    pairs: list[dict[str, Any]]
+    """Each pair's result, as its model writes it."""
+    summary: dict[str, Any]
+    totals: PairTotals
 
 
 @dataclass(frozen=True)
@@ -98,7 +125,7 @@ class PairwiseReport:
         """0, or 3 when offline replay missed judgments."""
         return EXIT_CACHE_MISS if self.summary.cache_misses else 0
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PairwiseJson:
         """The document every door prints for ``--json``."""
         fresh = [v for r in self.results for v in r.verdicts
                  if v.status != "cache_miss" and not v.cached]

@@ -12,7 +12,6 @@ file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge sw
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pydantic import model_validator
 
@@ -119,6 +118,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
     elif request.baseline:
         against = _against_baseline(workspace, run, results)
     agreement = _agreement(judged, bands, human, workspace, notes) if len(judged) >= 2 else None
+    people, disagreements = _people(workspace, run)
     return ReportData(
         generated_at=now or utc_now(), version=__version__, run=run, rubric=rubric,
         headline=headline_of(run)[0], cases=tuple(results), human=human,
@@ -126,7 +126,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         categories=category_distributions(results, [c.id for c in rubric.categories]),
         against=against, agreement=agreement, notes=tuple(notes),
         transcripts=shown_transcripts, samples=samples,
-        **_people(workspace, run))
+        people=people, people_disagreements=disagreements)
 
 
 # -- parts ---------------------------------------------------------------------------------
@@ -172,7 +172,8 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         return {}
 
 
-def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
+def _people(workspace: Workspace, run: RunInfo,
+            ) -> tuple[tuple[PeoplePoint, ...], tuple[PeopleDisagreement, ...]]:
     """Agreement with people over the suite's newest runs up to this one (``judge agreement``).
 
     ``people`` (a point per run and judge) and ``peopleDisagreements`` (this run's largest,
@@ -185,7 +186,7 @@ def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
     try:
         history = agreement_op(workspace, ids)
     except UsageError:
-        return {}
+        return (), ()
     points = []
     disagreements = [
         PeopleDisagreement(run_id=row.run_id, model=row.model, case_id=d.case_id,
@@ -206,7 +207,7 @@ def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
             kappa_high=k.high if k else None, mad=s.mean_abs_diff,
             mad_low=m.low if m else None, mad_high=m.high if m else None,
             same_band=s.exact_band_agreement))
-    return {"people": tuple(points), "peopleDisagreements": tuple(disagreements)}
+    return tuple(points), tuple(disagreements)
 
 
 def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.calibration import check_judge
 from ..core.errors import UsageError
@@ -24,13 +24,37 @@ from ..core.summary import Summary, SummaryBuilder
 from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
 
-__all__ = ["BATCH", "EXACT_NOTE", "RescoreReport", "RescoredMove", "rescore_run"]
+__all__ = ["BATCH", "EXACT_NOTE", "MoveJson", "RescoreJson", "RescoreReport", "RescoredMove",
+           "rescore_run"]
 
 EXACT_NOTE = ("exact arithmetic over the stored judgments: no model call, so no judge noise; "
               "every movement is the rubric's")
 
 BATCH = 500
 """Results written per store transaction."""
+
+
+class MoveJson(TypedDict):
+    """A moved case in ``judge rescore --json``: before and after of each value."""
+
+    id: str
+    overall: list[int | None]
+    band: list[str | None]
+    passed: list[bool | None]
+
+
+class RescoreJson(TypedDict):
+    """``judge rescore --json``: the new run, where it came from, what moved."""
+
+    run: dict[str, Any]
+    """The new run, as its model writes it."""
+    rescoredFrom: str
+    modelCalls: int
+    casesMoved: int
+    exact: bool
+    noise: str
+    moved: list[MoveJson]
+    summary: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -45,7 +69,7 @@ class RescoreReport:
     moves: tuple[RescoredMove, ...] = ()
     """The cases that moved, by id: what ``judge rescore`` lists (issue 33)."""
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> RescoreJson:
         """The JSON ``judge rescore --json`` prints."""
         return {"run": self.run.model_dump(mode="json"), "rescoredFrom": self.source.id,
                 "modelCalls": 0, "casesMoved": self.cases_moved, "exact": True,
@@ -68,7 +92,7 @@ class RescoredMove:
         return cls(id=old.id, overall=(old.overall_score, new.overall_score),
                    band=(old.band, new.band), passed=(old.passed, new.passed))
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> MoveJson:
         """Its JSON: ``{"id", "overall": [a, b], "band": [a, b], "passed": [a, b]}``."""
         return {"id": self.id, "overall": list(self.overall), "band": list(self.band),
                 "passed": list(self.passed)}

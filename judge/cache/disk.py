@@ -384,8 +384,8 @@ class JudgmentCache:
         if raw is None:
             return None, problem
         turns = turns_alone(raw, key)
-        if isinstance(turns, list):
-            return tuple([CachedTurn(t) for t in turns]), None
+        if isinstance(turns, tuple):
+            return turns, None
         if turns is not None:  # laid out as written here, but the digest does not match
             return None, turns
         entry, problem = _parsed(raw, key, full=False)

@@ -47,7 +47,7 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.canonical import canonical_json, sha256_hex
 from ..core.secrets import secret_paths
@@ -58,6 +58,7 @@ __all__ = [
     "DIGEST_MISMATCH",
     "ENTRY_FIELDS",
     "CacheEntry",
+    "EntryMeta",
     "KeyedRequest",
     "build_entry",
     "cache_key",
@@ -79,6 +80,30 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # The ISO 8601 shapes taken; datetime.fromisoformat then checks the ranges (2025-02-30).
 _ISO_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?"
                         r"(?:Z|[+-]\d{2}:?\d{2})?)?")
+
+
+class EntryMeta(TypedDict, total=False):
+    """An entry's ``meta``: value metadata, never part of the key.
+
+    ``createdAt`` is required of every entry written (:func:`entry_problems` says so); the
+    provenance (``judgeflow``, ``modelReported``, ``systemFingerprint``, ``engine``) is added
+    by the judgment that writes it, where known.
+    """
+
+    createdAt: str
+    templateId: str
+    templateHash: str
+    rubricId: str
+    rubricHash: str
+    mode: str
+    """``pairwise`` for a pairwise verdict."""
+    batchJob: str
+    """The provider batch job that answered it."""
+    judgeflow: str
+    modelReported: str
+    systemFingerprint: str
+    engine: dict[str, Any]
+    """What served the model, when known (a local server's engine and versions)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,7 +47,7 @@ from typing import IO, Any
 
 from ..core.conversation import Turn
 from ..core.errors import UsageError
-from ..core.evidence import EvidenceProfile, structured_text
+from ..core.evidence import EvidenceProfile, Scalar, structured_text
 from ..core.secrets import MASK, is_secret_key, mask_text
 from .case import HEAD_TAIL_GROUPS, Collected
 from .otel_messages import MESSAGE_KEYS, Message, as_turns, span_messages
@@ -580,9 +580,9 @@ def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
     return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
 
 
-def _unknown(attrs: Mapping[str, Any]) -> dict[str, Any]:
+def _unknown(attrs: Mapping[str, Any]) -> dict[str, Scalar]:
     names = sorted(k for k in attrs if not k.startswith(_KNOWN_PREFIXES))
-    refs: dict[str, Any] = {}
+    refs: dict[str, Scalar] = {}
     for name in names[:UNKNOWN_ATTRIBUTES]:
         value = attrs[name]
         refs[f"attr.{name}"] = (" ".join(value.split())[:UNKNOWN_VALUE_LIMIT]
@@ -616,9 +616,9 @@ def _tool_text(span: Span) -> str:
     return "\n".join(lines)
 
 
-def _refs(place: _Place, start: int | None, role: str) -> dict[str, Any]:
+def _refs(place: _Place, start: int | None, role: str) -> dict[str, Scalar]:
     span, a = place.span, place.span.attributes
-    refs: dict[str, Any] = {"spanId": span.span_id, "seq": place.seq, "kind": role,
+    refs: dict[str, Scalar] = {"spanId": span.span_id, "seq": place.seq, "kind": role,
                             "status": span.status}
     if span.parent_id:
         refs["parentSpanId"] = span.parent_id

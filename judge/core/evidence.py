@@ -33,6 +33,7 @@ __all__ = [
     "EvidenceItem",
     "EvidenceProfile",
     "GroupSpec",
+    "Scalar",
     "build_bundle",
     "check_evidence",
     "citable_id",

@@ -22,6 +22,7 @@ __all__ = [
     "CitedEvidence",
     "JudgeLedger",
     "JudgeMeta",
+    "JudgedBy",
     "Rule",
     "RunCalibration",
     "RunInfo",
@@ -33,6 +34,9 @@ __all__ = [
 
 Score = Annotated[StrictInt, Field(ge=0, le=100)]
 """An integer score 0..100; floats, bools and strings are rejected, not coerced."""
+
+JudgedBy = Literal["llm", "deterministic"]
+"""Who judges a case: a judge model (``llm``), or its deterministic signals alone."""
 
 Rule = Literal["blend", "ai_only", "deterministic_only", "unscored"]
 """Which rule produced a category's final score."""
@@ -165,7 +169,7 @@ class CaseResult(Frozen):
     passed: bool | None = None
     category_scores: tuple[CategoryScore, ...] = Field((), alias="categoryScores")
     reason: str | None = None
-    judged_by: Literal["llm", "deterministic"] = Field("llm", alias="judgedBy")
+    judged_by: JudgedBy = Field("llm", alias="judgedBy")
     judge: JudgeMeta | None = None
     checks: tuple[CheckResult, ...] = ()
     evidence: tuple[CitedEvidence, ...] = ()

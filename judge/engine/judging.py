@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from ..cache.disk import JudgmentCache
-from ..cache.entry import key_request, seal_entry
+from ..cache.entry import EntryMeta, key_request, seal_entry
 from ..core.check_signals import deterministic_signals
 from ..core.conversation import CONVERSATION_GROUP, ConversationView, TurnView, bound_conversation
 from ..core.errors import OutputError, ProviderError
@@ -34,6 +34,7 @@ from ..core.models import (
     CategoryScore,
     CheckResult,
     CitedEvidence,
+    JudgedBy,
     JudgeMeta,
 )
 from ..core.output_schema import expected_schema, output_schema, output_schema_json, stable_schema
@@ -145,7 +146,7 @@ class Prepared:
         return self.case.id
 
     @property
-    def judged_by(self) -> str:
+    def judged_by(self) -> JudgedBy:
         """``llm`` or ``deterministic``."""
         return self.case.judged_by
 
@@ -189,7 +190,7 @@ class CaseFacts(Protocol):
     @property
     def case_id(self) -> str: ...  # noqa: D102
     @property
-    def judged_by(self) -> str: ...  # noqa: D102
+    def judged_by(self) -> JudgedBy: ...  # noqa: D102
     @property
     def tags(self) -> tuple[str, ...]: ...  # noqa: D102
     @property
@@ -234,15 +235,21 @@ def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
     return "\n".join(lines)
 
 
-def _base_result(facts: CaseFacts) -> dict[str, Any]:
-    return {
-        "id": facts.case_id,
-        "judgedBy": facts.judged_by,
-        "checks": facts.checks,
-        "evidenceDropped": facts.dropped,
-        "tags": facts.tags,
-        "complexity": facts.complexity,
-    }
+class _BaseResult(TypedDict):
+    """The fields every result of a case has, whatever its judge said."""
+
+    id: str
+    judged_by: JudgedBy
+    checks: tuple[CheckResult, ...]
+    evidence_dropped: dict[str, int]
+    tags: tuple[str, ...]
+    complexity: str | None
+
+
+def _base_result(facts: CaseFacts) -> _BaseResult:
+    return {"id": facts.case_id, "judged_by": facts.judged_by, "checks": facts.checks,
+            "evidence_dropped": facts.dropped, "tags": facts.tags,
+            "complexity": facts.complexity}
 
 
 def scored_result(facts: CaseFacts, rubric: Rubric, advisory: Mapping[str, AdvisoryScore] | None,
@@ -343,23 +350,28 @@ class Exchange(Generic[T]):
     """The digest of the entry this exchange stored (None: a hit, or nothing stored)."""
 
 
-def _provenance(meta: Mapping[str, Any], turns: Sequence[CachedTurn],
-                engine: Mapping[str, Any] | None) -> dict[str, Any]:
+def _provenance(meta: EntryMeta, turns: Sequence[CachedTurn],
+                engine: Mapping[str, Any] | None) -> EntryMeta:
     """An entry's meta with its provenance; value metadata, so the key never changes.
 
     Who wrote it (judgeflow's version; ``createdAt`` is already in ``meta``) and what served
     it (the model's reported id, the provider's system fingerprint, a local engine), where
     known.
     """
-    last = turns[-1].data
-    known = {name: last.get(name) for name in ("modelReported", "systemFingerprint")}
-    return {**meta, "judgeflow": VERSION, **{k: v for k, v in known.items() if v is not None},
-            **({"engine": dict(engine)} if engine else {})}
+    last = turns[-1]
+    out: EntryMeta = {**meta, "judgeflow": VERSION}
+    if last.model_reported is not None:
+        out["modelReported"] = last.model_reported
+    if last.system_fingerprint is not None:
+        out["systemFingerprint"] = last.system_fingerprint
+    if engine:
+        out["engine"] = dict(engine)
+    return out
 
 
 async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                    cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
-                   meta: Mapping[str, Any], schema_json: str | None = None,
+                   meta: EntryMeta, schema_json: str | None = None,
                    parse_turn: Callable[[CachedTurn], T] | None = None) -> Exchange[T]:
     """Cache hit, else call, parse, repair at most ``max_repairs`` times, cache when valid.
 

@@ -22,7 +22,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
@@ -38,6 +38,7 @@ __all__ = [
     "OUTPUT_MODES",
     "Completion",
     "JudgeRequest",
+    "KeyMaterial",
     "LiteLLMClient",
     "ModelSpec",
     "OutputMode",
@@ -98,6 +99,18 @@ class ModelSpec:
     """Masks the process's secrets in every error text (default: this spec's own key)."""
 
 
+class KeyMaterial(TypedDict):
+    """A request as its cache key is made of it (an entry's ``request``), by the wire's names."""
+
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float
+    seed: int | None
+    responseFormat: dict[str, Any] | None
+    outputMode: str
+    params: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class JudgeRequest:
     """One logical judge call: what the cache key is made of."""
@@ -112,7 +125,7 @@ class JudgeRequest:
     params: Mapping[str, Any] = field(default_factory=dict)
     """Sampling parameters (max_tokens, top_p...)."""
 
-    def key_material(self) -> dict[str, Any]:
+    def key_material(self) -> KeyMaterial:
         """Everything that can change the model's output; no keys, URLs, timeouts or retries."""
         return {
             "model": self.model,
@@ -184,6 +197,7 @@ def wire_messages(messages: Sequence[Mapping[str, str]], *,
     The mark turns the first message (the rubric-only system message, the same bytes for
     every case of a rubric) into one text block carrying ``cache_control``, the form LiteLLM
     passes to Anthropic. Only the wire sees it: the cache key is made of the plain messages.
+    JSON door: the provider's message objects, handed to LiteLLM as they are.
     """
     sent: list[dict[str, Any]] = [dict(m) for m in messages]
     if mark and sent:

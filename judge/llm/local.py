@@ -37,7 +37,7 @@ from ..core.errors import UsageError
 from ..core.frozen import FrozenView
 from ..system.atomic_files import write_atomic
 from ..system.child_guard import start_guarded
-from .local_weights import served_weights
+from .local_weights import WeightsInfo, served_weights
 
 __all__ = [
     "INSTALL_HINT",
@@ -45,6 +45,7 @@ __all__ = [
     "LOCAL_TIMEOUT",
     "N_BATCH",
     "SLOTS",
+    "EngineInfo",
     "LocalServer",
     "ServerRecord",
     "StartedServer",
@@ -146,7 +147,18 @@ def model_file(name: str) -> Path:
     return path
 
 
-def engine_info(name: str) -> dict[str, Any]:
+class EngineInfo(WeightsInfo, total=False):
+    """What serves a local judge, as recorded in each of its cache entries' ``meta.engine``."""
+
+    engine: str
+    llamaCppPython: str | None
+    modelPackage: str
+    modelFile: str
+    alias: str
+    threads: int
+
+
+def engine_info(name: str) -> EngineInfo:
     """What served the judgments: recorded with every cached entry of a local judge."""
     package, filename, alias = LOCAL_MODELS[_short_name(name)]
     def version(dist: str) -> str | None:
@@ -279,14 +291,16 @@ class LocalServer:
     """What computes its verdicts (recorded with each): weights, threads, versions."""
 
 
-def served_engine(name: str, weights: dict[str, Any], args: list[str]) -> dict[str, Any]:
+def served_engine(name: str, weights: WeightsInfo, args: list[str]) -> EngineInfo:
     """:func:`engine_info` plus what this server computes with.
 
     A verdict's bytes depend on the weights and on the thread count (llama.cpp's sums are
     split across threads), so both are recorded with every verdict it gives.
     """
     flags = dict(zip(args[::2], args[1::2], strict=False))
-    return {**engine_info(name), **weights, "threads": int(flags.get("--n_threads", "0"))}
+    info: EngineInfo = {**engine_info(name), **weights,
+                        "threads": int(flags.get("--n_threads", "0"))}
+    return info
 
 
 class ServerRecord(FrozenView):

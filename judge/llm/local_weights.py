@@ -28,17 +28,27 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..core.errors import UsageError
 from ..system.atomic_files import atomic_path
 
-__all__ = ["WEIGHTS", "WEIGHTS_ENV", "derive_f16", "file_digest", "served_weights",
+__all__ = ["WEIGHTS", "WEIGHTS_ENV", "WeightsInfo", "derive_f16", "file_digest", "served_weights",
            "weights_choice"]
 
 WEIGHTS_ENV = "JUDGE_LOCAL_WEIGHTS"
 WEIGHTS = ("f16", "packaged")
 DERIVE_TIMEOUT = 300.0
+
+
+class WeightsInfo(TypedDict, total=False):
+    """Which weights a local server computes with, as recorded with its verdicts."""
+
+    weights: str
+    """``F16`` (derived from the packaged file) or ``packaged``."""
+    weightsFrom: str
+    weightsFromSha256: str
+    weightsSha256: str
 
 
 def weights_choice(env: dict[str, str] | None = None) -> str:
@@ -65,7 +75,7 @@ def _cache_dirs(fallback: Path) -> list[Path]:
 
 
 def served_weights(source: Path, *, fallback: Path, log: Path | None = None,
-                   choice: str | None = None) -> tuple[Path, dict[str, Any]]:
+                   choice: str | None = None) -> tuple[Path, WeightsInfo]:
     """The file to serve for the packaged ``source`` and what to record about it.
 
     ``log`` gets the conversion's output, and is only created when a conversion runs.
@@ -75,7 +85,8 @@ def served_weights(source: Path, *, fallback: Path, log: Path | None = None,
     if choice == "packaged":
         return source, {"weights": "packaged", "weightsSha256": digest}
     name = f"{source.stem}.{digest[:16]}.F16.gguf"
-    info = {"weights": "F16", "weightsFrom": source.name, "weightsFromSha256": digest}
+    info: WeightsInfo = {"weights": "F16", "weightsFrom": source.name,
+                         "weightsFromSha256": digest}
     errors: list[str] = []
     for folder in _cache_dirs(fallback):
         target = folder / name

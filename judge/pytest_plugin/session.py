@@ -20,7 +20,7 @@ import time
 from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import yaml
 
@@ -44,7 +44,7 @@ try:  # POSIX; elsewhere each process judges the suite itself (the cache still s
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JudgeSession", "Stats", "SuiteOutcome"]
+__all__ = ["JudgeSession", "Stats", "StatsJson", "SuiteOutcome"]
 
 T = TypeVar("T")
 
@@ -58,6 +58,20 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
 
+
+
+class StatsJson(TypedDict):
+    """A session's counters as JSON (an xdist worker's ``workeroutput``)."""
+
+    judgments: int
+    cache_hits: int
+    cache_misses: int
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    seconds: float
+    runs: list[str]
 
 @dataclass
 class Stats:
@@ -100,17 +114,17 @@ class Stats:
                             cost=Usage.from_cost(totals.cost_usd if totals.calls else 0.0).cost)
         self.runs.append(line)
 
-    def merge(self, data: Mapping[str, Any]) -> None:
+    def merge(self, data: StatsJson) -> None:
         """Add another process's counters (an xdist worker's ``workeroutput``)."""
         for name in ("judgments", "cache_hits", "cache_misses", "model_calls", "seconds"):
             setattr(self, name, getattr(self, name) + data[name])
         self.spent += Usage(prompt_tokens=data["prompt_tokens"],
                             completion_tokens=data["completion_tokens"],
                             cost=Usage.from_cost(data["cost_usd"]).cost)
-        self.runs += list(data.get("runs", ()))
+        self.runs += list(data["runs"])
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON-able counters."""
+    def as_dict(self) -> StatsJson:
+        """Plain JSON-able counters (what an xdist worker hands its controller)."""
         return {"judgments": self.judgments, "cache_hits": self.cache_hits,
                 "cache_misses": self.cache_misses, "model_calls": self.model_calls,
                 "prompt_tokens": self.spent.prompt_tokens,

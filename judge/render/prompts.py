@@ -605,11 +605,12 @@ def input_text(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _conversation_context(case: Case) -> dict[str, Any]:
+def _conversation_context(case: Case) -> tuple[tuple[_TurnView, ...], str | None]:
+    """The template's ``conversation`` (its turns as views) and ``conversation_notice``."""
     if not case.conversation:
-        return {"conversation": (), "conversation_notice": None}
+        return (), None
     view = bound_conversation(case.conversation)
-    return {"conversation": _conversation_view(view), "conversation_notice": view.notice()}
+    return _conversation_view(view), view.notice()
 
 
 class _SnapshotLoader(jinja2.BaseLoader):
@@ -865,8 +866,8 @@ class PromptRenderer:
             "task": Untrusted(input_text(case.input)),
             "output": Untrusted(output_text(case.output)),
             "examples": self._examples.get(case.id, ()),
-            **_conversation_context(case),
         }
+        context["conversation"], context["conversation_notice"] = _conversation_context(case)
         context["groups"] = _groups_view(bundle)
         return self._render_context(context)
 

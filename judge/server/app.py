@@ -83,6 +83,7 @@ def create_app(workspace: Workspace, *, token: str | None = None,
     plain_openapi = app.openapi
 
     def openapi() -> dict[str, Any]:
+        """JSON door: the OpenAPI document (FastAPI's), with every problem answer in it."""
         if app.openapi_schema is None:
             app.openapi_schema = document_problems(plain_openapi())
         return app.openapi_schema

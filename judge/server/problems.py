@@ -215,6 +215,8 @@ _NAMED = {
 def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with every error answer documented as it is sent: problem+json.
 
+    JSON door: the OpenAPI document, edited as the JSON it is.
+
     FastAPI documents its 422 as ``application/json`` (``HTTPValidationError``); every
     answer of this server at 400 or above is a :class:`Problem`. Every operation gains the
     refusals of :class:`judge.server.door.DoorLimits`: 421, 413 with a body, 401 with

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, NotRequired, TypedDict, TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -240,6 +240,27 @@ def _checked_result(url: str, sealer: Sealer, run_id: str, row: tuple[Any, ...])
         except ValueError:
             why = "its stored value does not parse"
     raise DamagedRowError(url, Damage(run_id, str(case_id), str(model), int(sample), why))
+
+
+class _RunRow(TypedDict):
+    """A ``runs`` row as it is written: the query columns, the value, its seal."""
+
+    run_group: str | None
+    shard_index: int | None
+    shard_count: int | None
+    id: str
+    suite: str
+    rubric: str
+    rubric_hash: str
+    models: str
+    seed: int | None
+    template_id: str
+    template_hash: str
+    created_at: str
+    status: str
+    info_json: str
+    format_version: int
+    seal: NotRequired[str]
 
 
 def _result_key(result: CaseResult) -> tuple[str, str, int]:
@@ -634,13 +655,13 @@ class RunStore:
             query = query.where((c.status != "scored") | (c.passed == False))  # noqa: E712
         return query
 
-    def _run_row(self, run: RunInfo) -> dict[str, Any]:
+    def _run_row(self, run: RunInfo) -> _RunRow:
         row = self._unsealed_row(run)
         row["seal"] = self._sealer.seal((run.id, row["info_json"], STORE_FORMAT_VERSION))
         return row
 
     @staticmethod
-    def _unsealed_row(run: RunInfo) -> dict[str, Any]:
+    def _unsealed_row(run: RunInfo) -> _RunRow:
         info = canonical_json(run.model_dump(mode="json"))
         group, shard = run.settings.group, run.settings.shard
         index = count = None
