@@ -6,48 +6,17 @@ The atomic writer's own check is tests/system/test_atomic_files.py.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
+from code_scan import calls as _calls
+from code_scan import modules as _modules
+from code_scan import rel as _rel
+from code_scan import tree as _tree
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE = ROOT / "judge"
-
-
-def _modules(*packages: str) -> list[Path]:
-    folders = [PACKAGE / p for p in packages] if packages else [PACKAGE]
-    return sorted(p for folder in folders for p in folder.rglob("*.py")
-                  if "_data" not in p.parts)
-
-
-@functools.cache
-def _tree(path: Path) -> ast.Module:
-    """The module's syntax tree, parsed once for every check here."""
-    return ast.parse(path.read_text())
-
-
-def _rel(path: Path) -> str:
-    return str(path.relative_to(PACKAGE))
-
-
-def _calls(tree: ast.AST) -> list[tuple[str, ast.Call]]:
-    """(enclosing function, call) of every call in ``tree``."""
-    found: list[tuple[str, ast.Call]] = []
-
-    def visit(node: ast.AST, where: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            name = child.name if isinstance(
-                child, ast.FunctionDef | ast.AsyncFunctionDef) else where
-            if isinstance(child, ast.Call):
-                found.append((where, child))
-            visit(child, name)
-
-    visit(tree, "<module>")
-    return found
-
 
 # --- structured values as prompt text ---------------------------------------------------------
 # Where JSON is written in the packages that make prompt text, and why it is not evidence text.

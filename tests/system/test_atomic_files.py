@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from code_scan import calls
 
 from judge.system.atomic_files import atomic_path, atomic_writer, write_atomic, write_atomic_bytes
 
@@ -32,20 +33,8 @@ STREAMS: dict[tuple[str, str, str], str] = {
 
 def _writes(tree: ast.Module) -> list[tuple[str, int, str]]:
     """(function, line, call) of every call in ``tree`` that writes a file by itself."""
-    found: list[tuple[str, int, str]] = []
-
-    def visit(node: ast.AST, where: str) -> None:
-        for child in ast.iter_child_nodes(node):
-            name = child.name if isinstance(
-                child, ast.FunctionDef | ast.AsyncFunctionDef) else where
-            if isinstance(child, ast.Call):
-                call = _written(child)
-                if call is not None:
-                    found.append((where, child.lineno, call))
-            visit(child, name)
-
-    visit(tree, "<module>")
-    return found
+    return [(where, call.lineno, written) for where, call in calls(tree)
+            if (written := _written(call)) is not None]
 
 
 def _written(call: ast.Call) -> str | None:
