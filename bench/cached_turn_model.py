@@ -10,6 +10,10 @@ stored names) and checks three things on the shipped caches and on turns valid t
 - which turns valid today it refuses or re-writes (a changed byte is a changed digest);
 - what validating costs per turn against the ``.get`` the engine does now.
 
+It also times the typed view the cache reads turns through now
+(:class:`judge.core.turns.CachedTurn`, no validation) and the totals over it, against the
+``.get`` path it replaced.
+
 Rerun (a few seconds): ``PYTHONPATH=. .venv/bin/python bench/cached_turn_model.py``
 """
 
@@ -27,6 +31,7 @@ from pydantic import Field, ValidationError
 
 from judge.core.canonical import canonical_json
 from judge.core.frozen import Frozen
+from judge.core.turns import CachedTurn, turn_totals
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = [ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl",
@@ -39,8 +44,8 @@ VALID_TODAY = [  # each passes turns_ok, so each is a sound entry's turn now
 ]
 
 
-class CachedTurn(Frozen):
-    """The turn as ``judge.llm.client.Turn.to_json`` writes it, every field but text optional."""
+class FrozenTurn(Frozen):
+    """The turn as ``judge.core.turns.turn_json`` writes it, every field but text optional."""
 
     text: str
     finish_reason: str | None = Field(None, alias="finishReason")
@@ -58,7 +63,7 @@ class CachedTurn(Frozen):
 
 def _round_trip(turn: dict[str, Any]) -> str:
     try:
-        model = CachedTurn.model_validate(turn)
+        model = FrozenTurn.model_validate(turn)
     except ValidationError as exc:
         return f"refused ({exc.errors()[0]['type']})"
     back = canonical_json(model.model_dump(mode="json", exclude_unset=True))
@@ -85,9 +90,40 @@ def main() -> None:
         print(f"valid today {canonical_json(turn)}: {_round_trip(turn)}")
     turn = turns[0]
     print(f"load average {os.getloadavg()[0]:.1f}; medians of 7 x 20,000, microseconds per turn:")
-    print(f"  CachedTurn.model_validate  {_median_us(lambda: CachedTurn.model_validate(turn)):.2f}")
+    print(f"  FrozenTurn.model_validate  {_median_us(lambda: FrozenTurn.model_validate(turn)):.2f}")
     print(f"  dict .get of two fields    "
           f"{_median_us(lambda: (turn.get('text'), turn.get('promptTokens'))):.2f}")
+
+    def view_fields() -> object:
+        view = CachedTurn(turn)
+        return view.text, view.prompt_tokens
+
+    print(f"  CachedTurn view, two fields {_median_us(view_fields):.2f}")
+    print(f"  totals over the dict (before) {_median_us(lambda: _dict_totals([turn])):.2f}")
+    print(f"  turn_totals over the view    "
+          f"{_median_us(lambda: turn_totals([CachedTurn(turn)])):.2f}")
+
+
+def _dict_totals(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    """What judge.core.models.turn_totals and cache_totals did over plain dicts (before)."""
+    def total(name: str, digits: int | None = None) -> Any:
+        values = [t.get(name) for t in turns]
+        if not values or any(v is None for v in values):
+            return None
+        summed = sum(v for v in values if v is not None)
+        return int(summed) if digits is None else round(float(summed), digits)
+
+    last = turns[-1]
+    out: dict[str, Any] = {
+        "repairTurns": len(turns) - 1, "outputMode": last.get("outputMode"),
+        "promptTokens": total("promptTokens"), "completionTokens": total("completionTokens"),
+        "costUsd": total("costUsd", 10), "latencyMs": total("latencyMs", 3),
+        "finishReason": last.get("finishReason"), "modelReported": last.get("modelReported")}
+    for name in ("cachedTokens", "cacheWriteTokens"):
+        found = [t.get(name) for t in turns]
+        known = [v for v in found if isinstance(v, int)]
+        out[name] = sum(known) if len(known) == len(found) else None
+    return out
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from judge.app.running import RunRequest, run_suite  # noqa: E402
 from judge.app.workspace import Workspace  # noqa: E402
 from judge.core.canonical import canonical_json  # noqa: E402
 from judge.core.generate import generate_cases  # noqa: E402
-from judge.llm.client import Turn  # noqa: E402
+from judge.llm.client import Completion  # noqa: E402
 from judge.system.resources import load_rubric  # noqa: E402
 from judge.system.tuning import settle_heap, tune_process  # noqa: E402
 
@@ -69,9 +69,9 @@ class FakeCompleter:
         start = time.process_time()
         seed = request.messages[-1]["content"]
         text = json.dumps(generate_instance(dict(request.schema or {}), random.Random(seed)))
-        turn = Turn(text=text, finish_reason="stop", model_reported="fake-judge",
-                    prompt_tokens=1, completion_tokens=1, cost_usd=None, latency_ms=0.0,
-                    output_mode="json_object")
+        turn = Completion(text=text, finish_reason="stop", model_reported="fake-judge",
+                          prompt_tokens=1, completion_tokens=1, cost_usd=None, latency_ms=0.0,
+                          output_mode="json_object")
         self.attempts += 1
         self.cpu += time.process_time() - start
         return turn

@@ -62,7 +62,7 @@ from judge.core.rubric import rubric_hash
 from judge.core.suite import SuiteLine
 from judge.engine.judging import build_request, judge_prepared, prepare
 from judge.engine.replay import ReplayIndex, line_digest
-from judge.llm.client import LiteLLMClient, ModelSpec, Turn, resolve_output_mode
+from judge.llm.client import Completion, LiteLLMClient, ModelSpec, resolve_output_mode
 from judge.system.clock import utc_now
 from judge.system.resources import load_rubric, load_suite
 
@@ -223,7 +223,7 @@ def write_requests(workspace: Path, suite: Path, target: Path) -> list[str]:
 
 def cached_keys(cache_dir: Path) -> set[str]:
     with JudgmentCache(cache_dir, "read-only") as cache:
-        return {entry["key"] for entry in cache.iter_entries()}
+        return {entry.key for entry in cache.iter_entries()}
 
 
 class _FakeCompleter:
@@ -237,9 +237,9 @@ class _FakeCompleter:
     async def complete(self, request: Any, messages: Any = None) -> Any:
         seed = json.dumps(request.key_material(), sort_keys=True)
         text = json.dumps(generate_instance(dict(request.schema or {}), random.Random(seed)))
-        return Turn(text=text, finish_reason="stop", model_reported="fake-judge",
-                    prompt_tokens=1, completion_tokens=1, cost_usd=None, latency_ms=0.0,
-                    output_mode="json_object")
+        return Completion(text=text, finish_reason="stop", model_reported="fake-judge",
+                          prompt_tokens=1, completion_tokens=1, cost_usd=None, latency_ms=0.0,
+                          output_mode="json_object")
 
 
 def warm_in_process(workspace: Path, suite: Path) -> int:

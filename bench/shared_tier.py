@@ -31,15 +31,16 @@ sys.path.insert(0, str(ROOT))
 from shards import fresh_db, postgres  # noqa: E402
 
 from judge.cache.disk import JudgmentCache  # noqa: E402
-from judge.cache.entry import build_entry  # noqa: E402
+from judge.cache.entry import CacheEntry, build_entry  # noqa: E402
 from judge.cache.tiers import TieredCache  # noqa: E402
 from judge.core.canonical import canonical_json  # noqa: E402
+from judge.core.turns import CachedTurn  # noqa: E402
 
 PROMPT = "Evidence: the agent ran the tests and they passed. " * 200  # ~10 KB
 
 
-def entries(n: int) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
+def entries(n: int) -> list[CacheEntry]:
+    out: list[CacheEntry] = []
     for i in range(n):
         request = {"model": "openai/gpt-4o-mini", "temperature": 0, "seed": 42,
                    "messages": [{"role": "system", "content": "You are a judge."},
@@ -47,8 +48,8 @@ def entries(n: int) -> list[dict[str, object]]:
                    "outputMode": "json_schema", "params": {"max_tokens": 1024}}
         turn = {"text": '{"scores": {"correctness": {"score": 4, "rationale": "ok"}}}',
                 "finishReason": "stop", "promptTokens": 2500, "completionTokens": 40}
-        out.append(build_entry(request, [turn], {"createdAt": "2026-01-01T00:00:00Z",
-                                                 "templateId": "judge"}))
+        out.append(build_entry(request, [CachedTurn(turn)],
+                               {"createdAt": "2026-01-01T00:00:00Z", "templateId": "judge"}))
     return out
 
 
@@ -76,7 +77,7 @@ def main() -> None:
     try:
         url = fresh_db(server, "bench_shared_tier")
         made = entries(args.entries)
-        keys = [str(e["key"]) for e in made]
+        keys = [e.key for e in made]
         with tempfile.TemporaryDirectory() as tmp:
             full = Path(tmp) / "full"
             with JudgmentCache(full) as local:
@@ -85,7 +86,7 @@ def main() -> None:
             with TieredCache(Path(tmp) / "seed", shared_url=url) as seeder:
                 tier = seeder.shared()
                 assert tier is not None
-                tier.put_many([(str(e["key"]), canonical_json(e).encode()) for e in made])
+                tier.put_many([(e.key, canonical_json(e.data).encode()) for e in made])
             rows = []
             with JudgmentCache(full, "read-only") as local:
                 timed(local, keys[:100])  # warm the page cache and the connection

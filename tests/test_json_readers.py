@@ -28,7 +28,7 @@ _WORKER = "a frame of the worker's own protocol between two processes of this pa
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("app/cache_ops.py", "pull_cache"): (1, "a shared-tier entry, checked in full (digest, "
                                             "key, credentials) before it is stored"),
-    ("cache/disk.py", "JudgmentCache._load"): (1, _ENTRY + " (the strict reader is 2x slower "
+    ("cache/disk.py", "_parsed"): (1, _ENTRY + " (the strict reader is 2x slower "
                                                     "on entries: bench/strict_json_cost.py)"),
     ("cache/entry_bytes.py", "turns_alone"): (1, "the replay fast path's turns of an entry "
                                                  "whose digest it checked"),

@@ -19,13 +19,27 @@ ALLOWED: dict[str, str] = {}
 TEMPLATE_ACCESS = re.compile(r"\b[a-z_][a-z0-9_]*\.([a-z][a-z0-9]*[A-Z]\w*)\b")
 
 
+def _typed_dict_keys(tree: ast.Module) -> set[int]:
+    """Ids of the key declarations of the module's TypedDicts: dict keys, the wire's own names."""
+    dicts: set[str] = set()
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)]
+    for _ in classes:  # a TypedDict may derive from one declared below it
+        dicts |= {c.name for c in classes  # ``total=`` is a TypedDict's keyword alone
+                  if any(ast.unparse(b) in {"TypedDict", *dicts} for b in c.bases)
+                  or any(k.arg == "total" for k in c.keywords)}
+    return {id(item) for c in classes if c.name in dicts for item in c.body}
+
+
 def _camel_attributes(source: str, where: str) -> list[str]:
     found = []
-    for node in ast.walk(ast.parse(source)):
+    tree = ast.parse(source)
+    keys = _typed_dict_keys(tree)
+    for node in ast.walk(tree):
         names: list[tuple[int, str]] = []
         if isinstance(node, ast.Attribute):
             names.append((node.lineno, node.attr))
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and id(node) not in keys:
             names.append((node.lineno, node.target.id))  # a field declared camelCase
         found += [f"{where}:{line}: .{name}"
                   for line, name in names if CAMEL.fullmatch(name) and name not in ALLOWED]
@@ -56,3 +70,10 @@ def test_the_scan_sees_a_camel_case_access() -> None:
                                                           "probe:5: .judgedBy"]
     assert TEMPLATE_ACCESS.findall("{{ case.overallScore }} {{ case.overall_score }}") == \
         ["overallScore"]
+
+
+def test_typed_dict_keys_are_wire_names_and_model_fields_are_not() -> None:
+    source = ("class Row(TypedDict):\n    diffBase: str\n"
+              "class More(Row, total=False):\n    mergedAt: str\n"
+              "class Model(Frozen):\n    diffBase: str\n")
+    assert _camel_attributes(source, "m.py") == ["m.py:6: .diffBase"]

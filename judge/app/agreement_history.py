@@ -49,7 +49,7 @@ from .gate import headline_results
 from .reviewing import labels_path, read_labels, run_suite_file
 from .workspace import Workspace
 
-__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "Movement", "RunAgreement",
+__all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "RunAgreement", "StatisticMove",
            "agreement_op", "stored_agreement"]
 
 HISTORY_RUNS: Final = 20
@@ -79,7 +79,7 @@ class AgreementRow(Frozen):
     ``#case=ID&category=CAT`` (:func:`judge.report.review_page.review_link`)."""
 
 
-class Movement(Frozen):
+class StatisticMove(Frozen):
     """How a statistic of the overall scores moved from one row to the next."""
 
     from_run: str = Field(alias="fromRun")
@@ -104,7 +104,7 @@ class AgreementHistory(Frozen):
     labelled: int
     """Cases the people labelled."""
     rows: tuple[AgreementRow, ...]
-    movements: tuple[Movement, ...]
+    movements: tuple[StatisticMove, ...]
     notes: tuple[str, ...] = ()
 
 
@@ -166,8 +166,8 @@ def _interval(stats: PairStats, name: str) -> Interval | None:
     return wire_value(stats.intervals, name) if stats.intervals is not None else None
 
 
-def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
-    found: list[Movement] = []
+def _movements(rows: Sequence[AgreementRow]) -> list[StatisticMove]:
+    found: list[StatisticMove] = []
     for a, b in pairwise(rows):
         changed = tuple(what for what, differs in (
             ("model", a.model != b.model),
@@ -182,7 +182,7 @@ def _movements(rows: Sequence[AgreementRow]) -> list[Movement]:
             if after is not None and ci is not None and ci.low is not None \
                     and ci.high is not None:
                 beyond = not ci.low <= after <= ci.high
-            found.append(Movement(
+            found.append(StatisticMove(
                 from_run=a.run_id, to_run=b.run_id, from_model=a.model, to_model=b.model,
                 statistic=name, before=before, after=after,
                 change=None if before is None or after is None else after - before,

@@ -29,7 +29,7 @@ from .workspace import Workspace
 
 __all__ = [
     "BaselineEntry",
-    "Recorded",
+    "BaselineRecord",
     "check_run",
     "list_suite_baselines",
     "record_baseline",
@@ -68,7 +68,7 @@ def check_run(workspace: Workspace, run_id: str | None = None, *, suite: str | N
 
 
 @dataclass(frozen=True)
-class Recorded:
+class BaselineRecord:
     """A baseline written to ``path``; ``changed`` False when the file already said the same."""
 
     path: Path
@@ -79,7 +79,7 @@ class Recorded:
     """The error of an unreadable file this baseline replaced, if any."""
 
 
-def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None) -> Recorded:
+def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None) -> BaselineRecord:
     """Record a run (default: the suite's latest complete run) as the suite's baseline.
 
     A ``--samples K`` run records each case's spread (the judge's measured noise); otherwise
@@ -107,7 +107,7 @@ def record_baseline(workspace: Workspace, suite: str, run_id: str | None = None)
     baseline = make_baseline(run, results, _threshold(workspace, previous), spreads,
                              noise_of_run(workspace, run))
     save_baseline(path, baseline, sealer=workspace.sealer)
-    return Recorded(path=path, baseline=baseline,
+    return BaselineRecord(path=path, baseline=baseline,
                     changed=old_text != baseline_text(baseline, workspace.sealer),
                     run=run.id, replaced_unreadable=unreadable)
 

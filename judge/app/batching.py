@@ -50,13 +50,14 @@ from ..engine.judging import (
 from ..llm.batch import (
     BatchClient,
     BatchItem,
+    BatchLine,
     BatchState,
     batch_line,
     bind_answers,
     parse_result_lines,
     request_digest,
 )
-from ..llm.client import JudgeRequest, ModelSpec, Turn
+from ..llm.client import Completion, JudgeRequest, ModelSpec
 from ..store.batch_jobs import BatchJob, BatchLedger, BatchStore, ProviderJob
 from ..system.clock import utc_now
 from .running import RunObserver, RunReport, RunRequest, RunSetup, run_suite, setup_run
@@ -130,10 +131,6 @@ class _Judgment:
 # -- settings ------------------------------------------------------------------------------
 
 
-def _saved_settings(ws: Workspace) -> dict[str, Any]:
-    return {k: v for k, v in ws.settings.model_dump(mode="json").items() if k not in _NOT_SAVED}
-
-
 def _job_workspace(ws: Workspace, job: BatchJob) -> Workspace:
     """The collecting workspace with the settings the job was rendered with."""
     current = ws.settings.model_dump(mode="json")
@@ -181,14 +178,14 @@ def _valid(cache: JudgmentCache, j: _Judgment, setup: RunSetup) -> bool:
     if not turns:
         return False
     try:
-        parse_verdict(str(turns[-1]["text"]), setup.plan.rubric, j.prep.citable())
+        parse_verdict(turns[-1].text, setup.plan.rubric, j.prep.citable())
     except Exception:  # an OutputError (or worse): a run would ask again
         return False
     return True
 
 
-def _chunks(lines: list[dict[str, Any]], keys: list[str]) -> Iterator[tuple[list[dict[str, Any]],
-                                                                            list[str]]]:
+def _chunks(lines: list[BatchLine], keys: list[str]) -> Iterator[tuple[list[BatchLine],
+                                                                      list[str]]]:
     start, size = 0, 0
     for i, line in enumerate(lines):
         length = len(str(line))  # close enough to the JSON size for a limit with headroom
@@ -211,7 +208,7 @@ def submit_batch(ws: Workspace, request: RunRequest, *,
     clients = _clients(ws, setup.plan.models)  # a provider without batches fails here
     cache = ws.open_cache()
     assert cache is not None  # read-write
-    lines: dict[str, list[dict[str, Any]]] = {m: [] for m in setup.plan.models}
+    lines: dict[str, list[BatchLine]] = {m: [] for m in setup.plan.models}
     keys: dict[str, list[str]] = {m: [] for m in setup.plan.models}
     seen: set[str] = set()
     judgments = cached = 0
@@ -237,7 +234,7 @@ def submit_batch(ws: Workspace, request: RunRequest, *,
     explicit = sorted(k for k, v in ws.sources.items() if v != "default" and k not in _NOT_SAVED)
     job_id = f"batch-{now()[:19].replace(':', '').replace('-', '')}-{secrets.token_hex(3)}"
     provider_jobs: list[ProviderJob] = []
-    chunks: list[list[dict[str, Any]]] = []
+    chunks: list[list[BatchLine]] = []
     for model in setup.plan.models:
         for part_lines, part_keys in _chunks(lines[model], keys[model]):
             provider_jobs.append(ProviderJob(model=model, provider=clients[model].provider,
@@ -246,7 +243,8 @@ def submit_batch(ws: Workspace, request: RunRequest, *,
             chunks.append(part_lines)
     job = BatchJob(id=job_id, suite=setup.plan.run.suite, created_at=now(),
                    request=request.model_dump(mode="json"),
-                   settings=_saved_settings(ws), explicit=tuple(explicit),
+                   settings=ws.settings.model_dump(mode="json", exclude=set(_NOT_SAVED)),
+                   explicit=tuple(explicit),
                    jobs=tuple(provider_jobs), judgments=judgments, cached=cached)
     with ws.open_store() as store:
         batches = BatchStore(store)
@@ -256,7 +254,7 @@ def submit_batch(ws: Workspace, request: RunRequest, *,
 
 
 def _send_missing(batches: BatchStore, job: BatchJob, clients: Mapping[str, BatchClient],
-                        chunks: Mapping[int, list[dict[str, Any]]] | None) -> BatchJob:
+                        chunks: Mapping[int, list[BatchLine]] | None) -> BatchJob:
     """Create the provider jobs not yet recorded (found again by tag first), saving each."""
     for index, pj in enumerate(job.jobs):
         if pj.provider_job_id is not None:
@@ -301,13 +299,13 @@ def _with_job(job: BatchJob, index: int, pj: ProviderJob) -> BatchJob:
 # -- status, wait, cancel ------------------------------------------------------------------
 
 
-def _lines_for(ws: Workspace, job: BatchJob, index: int) -> list[dict[str, Any]]:
+def _lines_for(ws: Workspace, job: BatchJob, index: int) -> list[BatchLine]:
     """Render the lines of provider job ``index`` again (a resume after a crash)."""
     pj = job.jobs[index]
     wanted = set(pj.keys)
     setup = setup_run(ws, RunRequest.model_validate(job.request))
     client = _clients(ws, [pj.model])[pj.model]
-    found: dict[str, dict[str, Any]] = {}
+    found: dict[str, BatchLine] = {}
     for j in _judgments(setup):
         if j.model == pj.model and j.key in wanted and j.key not in found:
             found[j.key] = batch_line(j.key, j.request, client.wire_model,
@@ -399,7 +397,7 @@ def wait_batch(ws: Workspace, job_id: str | None = None, *, interval: float = 30
 class _BatchFirst:
     """A completer whose first turn is the batch's answer; repair turns are live calls."""
 
-    def __init__(self, turn: Turn, live: Completer | None) -> None:
+    def __init__(self, turn: Completion, live: Completer | None) -> None:
         self.turn, self.live, self.used, self.calls = turn, live, False, 0
         self.engine: Mapping[str, Any] | None = None
         self.max_concurrency: int | None = None
@@ -411,7 +409,7 @@ class _BatchFirst:
         return self.calls
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         if not self.used:
             self.used = True
             return self.turn
@@ -527,7 +525,7 @@ class _Guarded(ForwardingCompleter):
         self.refused = refused
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         reason = self.refused.get(cache_key(request.key_material()))
         if reason is not None:
             raise PermanentProviderError(f"batch: {reason}")

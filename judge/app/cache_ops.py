@@ -18,12 +18,16 @@ from datetime import datetime
 from pathlib import Path
 from typing import Literal, TextIO
 
-from pydantic import Field
-
 from ..cache.disk import JudgmentCache
-from ..cache.entry import entry_problems
-from ..cache.interchange import CacheInterchange, ExportResult, import_line
-from ..cache.maintenance import CacheMaintenance
+from ..cache.entry import CacheEntry, entry_problems
+from ..cache.interchange import CacheInterchange, ExportReport, ImportReport, import_line
+from ..cache.maintenance import (
+    CacheMaintenance,
+    CacheStats,
+    PruneEntry,
+    SharedTierStats,
+    VerifyReport,
+)
 from ..cache.replay_store import ReplayStore
 from ..cache.shared import SharedCache
 from ..cache.signing import SECRET_ENV
@@ -59,90 +63,6 @@ __all__ = [
 ]
 
 
-class CacheStats(Frozen):
-    """Entries per model, their age and the bytes on disk (field names: the ``--json``'s)."""
-
-    directory: str
-    mode: str
-    exists: bool
-    entries: int
-    corrupt: int
-    bytes: int
-    models: dict[str, int]
-    oldest: str | None
-    newest: str | None
-    index_records: int = Field(alias="indexRecords")
-    index_corrupt: int = Field(0, alias="indexCorrupt")
-    """Replay index records that fail their seal or cannot be used (verify names them)."""
-    shared: SharedTierStats | None = None
-    """The shared tier (``cache_url``), when one is configured."""
-
-
-class ExportReport(Frozen):
-    """How many entries were written, and how many corrupt ones were left out (and why)."""
-
-    exported: int
-    left_out: int
-    corrupt: dict[str, str] = {}
-    """The entries left out because they fail their check: key, why."""
-    changed: int = 0
-    """Entries a writer replaced during the export (sound, in the next export)."""
-    signed: bool = False
-    """Each line carries an HMAC under the team secret (JUDGE_CACHE_SECRET)."""
-
-
-class ImportReport(Frozen):
-    """Entries added, skipped (the key was there) and rejected (with ``line N: why``)."""
-
-    added: int
-    skipped: int
-    rejected: int
-    errors: tuple[str, ...]
-    signatures_checked: bool = False
-    """The team secret was set: every signed line's signature was checked."""
-    unsigned: int = 0
-    """Lines taken without a signature although the secret was set (``--allow-unsigned``)."""
-
-
-class VerifyReport(Frozen):
-    """Entries re-read and re-hashed, and replay index records re-checked.
-
-    The corrupt entries by key and the bad records by fingerprint (hex), each with why;
-    with ``repair``, how many of each were removed.
-    """
-
-    checked: int
-    ok: int
-    corrupt: tuple[str, ...]
-    reasons: dict[str, str]
-    index_checked: int = 0
-    index_bad: tuple[str, ...] = ()
-    index_reasons: dict[str, str] = {}
-    index_damaged: str | None = None
-    """Why the index file itself could not be read (repair removes the file)."""
-    removed: int = 0
-    """Corrupt entries removed by ``repair``."""
-    index_removed: int = 0
-    """Index records removed by ``repair`` (every record, when entries were removed)."""
-    shared: SharedTierStats | None = None
-    """The shared tier's rows, each digest (and with the team secret, each HMAC) checked."""
-
-    @property
-    def bad(self) -> bool:
-        """Anything corrupt found (whether or not it was then removed)."""
-        shared_bad = self.shared is not None and (self.shared.rejected or not self.shared.reachable)
-        return bool(self.corrupt or self.index_bad or self.index_damaged or shared_bad)
-
-    @property
-    def clean_now(self) -> bool:
-        """Nothing bad is left: nothing was found, or a repair removed all of it."""
-        if self.shared is not None and (self.shared.rejected or not self.shared.reachable):
-            return False  # repair is local: a bad shared row is replaced by its next verdict
-        return not self.bad or (self.removed == len(self.corrupt)
-                                and (self.index_damaged is not None
-                                     or self.index_removed >= len(self.index_bad)))
-
-
 class PruneRequest(Frozen):
     """Which entries go: sound ones matching every filter given, corrupt ones with ``corrupt``."""
 
@@ -153,15 +73,6 @@ class PruneRequest(Frozen):
     all_entries: bool = False
     """Every entry (needed when no filter is given)."""
     dry_run: bool = False
-
-
-class PruneEntry(Frozen):
-    """One entry chosen for removal."""
-
-    key: str
-    model: str | None
-    created_at: str | None = Field(alias="createdAt")
-    reason: str
 
 
 class PruneReport(Frozen):
@@ -186,23 +97,15 @@ def cache_stats(workspace: Workspace) -> CacheStats:
     with _open(workspace, "read-only") as cache:
         stats = CacheMaintenance(cache).stats()
         # The instance's count says nothing yet: count the records that fail their check.
-        stats["indexCorrupt"] = sum(
-            1 for _ in ReplayStore(cache.index_path).bad_records(record_problem))
-    stats.pop("counters")  # a fresh instance's counters say nothing
+        bad = sum(1 for _ in ReplayStore(cache.index_path).bad_records(record_problem))
     shared = shared_tier_stats(workspace) if workspace.settings.cache_url else None
-    return CacheStats.model_validate({**stats, "shared": shared})
+    return stats.model_copy(update={"index_corrupt": bad, "shared": shared})
 
 
 def _secret(workspace: Workspace) -> bytes | None:
     """The team secret that signs exports (never shown, logged or written)."""
     value = workspace.env.get(SECRET_ENV)
     return value.encode("utf-8") if value else None
-
-
-def _exported(result: ExportResult, signed: bool) -> ExportReport:
-    return ExportReport(exported=result["exported"], left_out=len(result["corrupt"]),
-                        corrupt=dict(result["corrupt"]), changed=result["changed"],
-                        signed=signed)
 
 
 def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
@@ -212,8 +115,7 @@ def export_cache(workspace: Workspace, out: TextIO) -> ExportReport:
     """
     secret = _secret(workspace)
     with _open(workspace, "read-only") as cache:
-        return _exported(CacheInterchange(cache).export_entries(out, secret=secret),
-                         secret is not None)
+        return CacheInterchange(cache).export_entries(out, secret=secret)
 
 
 def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
@@ -222,10 +124,9 @@ def export_cache_file(workspace: Workspace, target: Path) -> ExportReport:
     with _open(workspace, "read-only") as cache:
         try:
             with atomic_writer(target) as out:
-                result = CacheInterchange(cache).export_entries(out, secret=secret)
+                return CacheInterchange(cache).export_entries(out, secret=secret)
         except OSError as exc:
             raise UsageError(f"cannot write: {exc}", file=str(target)) from None
-        return _exported(result, secret is not None)
 
 
 def import_cache(workspace: Workspace, fp: TextIO, *, require_signed: bool = False,
@@ -252,12 +153,9 @@ def import_cache(workspace: Workspace, fp: TextIO, *, require_signed: bool = Fal
         return ImportReport(added=0, skipped=0, rejected=len(refused), errors=tuple(refused),
                             signatures_checked=secret is not None)
     with _open(workspace, "read-write") as cache:
-        report = CacheInterchange(cache).import_jsonl(
+        return CacheInterchange(cache).import_jsonl(
             io.StringIO("".join(lines)), secret=secret, require_signed=require_signed,
             allow_unsigned=allow)
-    return ImportReport(added=report["added"], skipped=report["skipped"],
-                        rejected=report["rejected"], errors=tuple(report["errors"]),
-                        signatures_checked=secret is not None, unsigned=report["unsigned"])
 
 
 def _importable(line: str, secret: bytes | None, allow_unsigned: bool) -> bool:
@@ -267,7 +165,7 @@ def _importable(line: str, secret: bytes | None, allow_unsigned: bool) -> bool:
         entry, _ = import_line(line, secret=secret, allow_unsigned=allow_unsigned)
     except (ValueError, RecursionError):
         return False
-    return not entry_problems(entry)
+    return not entry_problems(entry.data)
 
 
 def _refused_only(lines: list[str], secret: bytes | None, allow_unsigned: bool) -> list[str]:
@@ -283,7 +181,7 @@ def _refused_only(lines: list[str], secret: bytes | None, allow_unsigned: bool) 
             errors.append(f"line {number}{where}: {exc}")
             continue
         errors.append(f"line {number}: invalid cache entry: "
-                      + "; ".join(entry_problems(entry)))
+                      + "; ".join(entry_problems(entry.data)))
     return errors
 
 
@@ -335,7 +233,7 @@ def verify_cache(workspace: Workspace, *, repair: bool = False,
             elif bad:
                 index_removed = index.delete(bytes.fromhex(fp) for fp in bad)
             index.close()
-            if report["corrupt"]:
+            if report.corrupt:
                 left = ReplayStore(cache.index_path).count()
                 # By the stored keys, pickled ones too.
                 removed = CacheMaintenance(cache).prune(corrupt=True)
@@ -343,15 +241,10 @@ def verify_cache(workspace: Workspace, *, repair: bool = False,
     shared = None
     if workspace.settings.cache_url:
         shared = shared_tier_stats(workspace, require_signed=require_signed)
-    return VerifyReport(checked=report["checked"], ok=report["ok"],
-                        corrupt=tuple(report["corrupt"]), reasons=dict(report["reasons"]),
-                        index_checked=checked, index_bad=tuple(bad), index_reasons=bad,
-                        index_damaged=damaged, removed=removed, index_removed=index_removed,
-                        shared=shared)
-
-
-def _name(key: object) -> str:
-    return key if isinstance(key, str) else repr(key)
+    return report.model_copy(update={
+        "index_checked": checked, "index_bad": tuple(bad), "index_reasons": bad,
+        "index_damaged": damaged, "removed": removed, "index_removed": index_removed,
+        "shared": shared})
 
 
 def prune_cache(workspace: Workspace, request: PruneRequest,
@@ -376,37 +269,14 @@ def prune_cache(workspace: Workspace, request: PruneRequest,
                                                   corrupt=r.corrupt, all_entries=r.all_entries)
         removed = 0
         if chosen and not r.dry_run and (confirm is None or confirm(len(chosen))):
-            removed = cache.remove(item["key"] for item in chosen)
-    entries = tuple(PruneEntry(key=_name(item["key"]), model=item["model"],
-                               created_at=item["createdAt"], reason=item["reason"])
-                    for item in chosen)
-    return PruneReport(dry_run=r.dry_run, entries=entries, removed=removed)
+            removed = cache.remove(key for key, _ in chosen)
+    return PruneReport(dry_run=r.dry_run, entries=tuple(e for _, e in chosen), removed=removed)
 
 
 # --- the shared tier (cache_url): stats, push, pull ---------------------------------------
 
 COPY_BATCH = 500
 """Entries per transaction when pushing to the shared tier."""
-
-
-class SharedTierStats(Frozen):
-    """The shared tier: reachable or why not, sound entries, their bytes, rejected rows."""
-
-    url: str
-    """Its URL, password masked."""
-    reachable: bool
-    error: str | None = None
-    entries: int = 0
-    """Sound entries (their digests checked)."""
-    bytes: int = 0
-    rejected: int = 0
-    """Rows that fail their digest (ignored by every read, never used)."""
-    rejected_keys: tuple[str, ...] = ()
-    """The first of them, by key."""
-    rejected_reasons: dict[str, str] = {}
-    """Why each of those failed (digest, signature, unsigned)."""
-    signed: bool = False
-    """The team secret was set: every signed row's HMAC was checked."""
 
 
 class TierCopyReport(Frozen):
@@ -476,11 +346,11 @@ def push_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
         added = sent = 0
         batch: list[tuple[str, bytes]] = []
         for entry in cache.iter_entries():
-            batch.append((entry["key"], canonical_json(entry).encode("utf-8")))
+            batch.append((entry.key, canonical_json(entry.data).encode("utf-8")))
             if len(batch) >= COPY_BATCH:
                 added, sent, batch = added + tier.put_many(batch), sent + len(batch), []
         added, sent = added + tier.put_many(batch), sent + len(batch)
-        corrupt = [] if sent == len(cache) else CacheMaintenance(cache).verify()["corrupt"]
+        corrupt = () if sent == len(cache) else CacheMaintenance(cache).verify().corrupt
         return TierCopyReport(direction="push", url=tier.url, added=added, kept=sent - added,
                               rejected=len(corrupt), rejected_keys=tuple(corrupt[:listed]))
 
@@ -499,7 +369,7 @@ def pull_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
                 kept += 1  # a sound local entry; a corrupt one is replaced below
                 continue
             try:
-                cache.put(json.loads(body.decode("utf-8")))
+                cache.put(CacheEntry(json.loads(body.decode("utf-8"))))
             except (UnicodeDecodeError, ValueError, RecursionError):
                 rejected.append(key)
                 continue
@@ -509,4 +379,3 @@ def pull_cache(workspace: Workspace, *, listed: int = 20) -> TierCopyReport:
                               rejected=len(rejected), rejected_keys=tuple(rejected[:listed]))
 
 
-VerifyReport.model_rebuild()  # its ``shared`` field names a model defined below it

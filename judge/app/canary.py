@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,10 +29,11 @@ from ..core.drift import CanaryItem, DriftSummary, Tolerance, compare_verdicts, 
 from ..core.errors import OutputError, UsageError
 from ..core.frozen import Frozen
 from ..core.judge_health import HealthBuilder
-from ..core.models import CaseResult, RunInfo, RunTotals, turn_totals
+from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.replies import parse_verdict
 from ..core.seeded import SplitMix64
 from ..core.suite import Case
+from ..core.turns import CachedTurn, turn_totals
 from ..engine.judging import (
     build_request,
     exchange,
@@ -113,7 +114,7 @@ def _cached_verdict(cache: JudgmentCache, setup: RunSetup, pick: _Pick) -> Any:
     reader = verdict_reader(setup.plan.rubric, prep.citable(), setup.plan.settings)
     try:
         verdict = reader(turns[-1]) if reader is not None else parse_verdict(
-            str(turns[-1]["text"]), setup.plan.rubric, prep.citable())
+            turns[-1].text, setup.plan.rubric, prep.citable())
     except OutputError:
         return None
     return prep, request, key, turns, verdict
@@ -139,9 +140,8 @@ def _tolerances(store: RunStore, suite: str, models: tuple[str, ...],
     return {}
 
 
-def _fingerprint(turns: Any) -> str | None:
-    value = turns[-1].get("systemFingerprint") if turns else None
-    return value if isinstance(value, str) else None
+def _fingerprint(turns: Sequence[CachedTurn]) -> str | None:
+    return turns[-1].system_fingerprint if turns else None
 
 
 async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
@@ -165,7 +165,7 @@ async def _ask(ws: Workspace, setup: RunSetup, chosen: list[Any],
         before = scored_result(prep, plan.rubric, cached, None, None)
         base = {"case": pick.case.id, "model": pick.model, "sample": pick.sample, "key": key,
                 "cachedOverall": before.overall_score, "cachedBand": before.band,
-                "cachedModel": turn_totals(cached_turns)["modelReported"],
+                "cachedModel": turn_totals(cached_turns).model_reported,
                 "cachedFingerprint": _fingerprint(cached_turns)}
         if done.value is None:
             reason = done.reason or "no verdict"
@@ -248,9 +248,9 @@ def _store(store: RunStore, setup: RunSetup, request: CanaryRequest, summary: Dr
     run = plan.run.model_copy(update={
         "id": new_run_id(now()), "suite": f"{suite}:canary", "created_at": now(),
         "owner": owner_here(),
-        "settings": {**plan.run.settings, "kind": "canary", "canaryOf": suite,
-                     "sample": request.sample, "sampleSeed": request.seed,
-                     "canary": dict(verdict)}})
+        "settings": plan.run.settings.model_copy(update={
+            "kind": "canary", "canary_of": suite, "sample": request.sample,
+            "sample_seed": request.seed, "canary": dict(verdict)})})
     store.create_run(run)
     store.add_results(run.id, results)
     cost = [r.judge.cost_usd for r in results if r.judge is not None]

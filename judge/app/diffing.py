@@ -36,6 +36,7 @@ __all__ = [
     "RunDiff",
     "RunSide",
     "RunStability",
+    "StabilityJson",
     "build_diff",
     "diff_runs",
     "rationale_cases",
@@ -131,16 +132,26 @@ class RunDiff(Frozen):
     counts, listed (issue 33)."""
 
 
+class StabilityJson(StabilityReport):
+    """``judge stability --json``: the run measured (id, suite, samples, judges), its report."""
+
+    run: str
+    suite: str
+    samples: int
+    judges: tuple[str, ...]
+
+
 class RunStability(Frozen):
     """A ``--samples K`` run's stability report, with the run it measures."""
 
     run: RunInfo
     report: StabilityReport
 
-    def public(self) -> dict[str, Any]:
-        """The JSON ``judge stability --json`` prints."""
-        return {"run": self.run.id, "suite": self.run.suite, "samples": self.run.samples,
-                "judges": list(self.run.models), **self.report.model_dump(mode="json")}
+    def public(self) -> StabilityJson:
+        """What ``judge stability --json`` prints: the run measured, and its report's fields."""
+        return StabilityJson.model_validate({
+            **self.report.model_dump(), "run": self.run.id, "suite": self.run.suite,
+            "samples": self.run.samples, "judges": self.run.models})
 
 
 def _case_diff(a: CaseResult, b: CaseResult) -> CaseDiff:
@@ -204,8 +215,7 @@ def rationale_cases(rows: Iterable[CaseDiff]) -> dict[str, tuple[str, ...]]:
 
 def _rescored(run_a: RunInfo, run_b: RunInfo) -> bool:
     """One run is a ``judge rescore`` of the other: the same judgments, exact arithmetic."""
-    return (run_b.settings.get("rescoredFrom") == run_a.id
-            or run_a.settings.get("rescoredFrom") == run_b.id)
+    return run_b.settings.rescored_from == run_a.id or run_a.settings.rescored_from == run_b.id
 
 
 def diff_runs(workspace: Workspace, run_a: str, run_b: str, *,

@@ -34,11 +34,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from ..core.baseline import Baseline, Comparison, build_baseline, compare, pick_primary
+from ..core.baseline import Baseline, BaselineComparison, build_baseline, compare, pick_primary
 from ..core.errors import ConfigError, JudgeError, UsageError
 from ..core.frozen import FrozenView
 from ..core.models import CaseResult, RunInfo
@@ -133,7 +133,7 @@ class GateVerdict(FrozenView):
     run: str
     suite: str
     baseline_path: str = Field(alias="baselinePath")
-    comparison: Comparison | None
+    comparison: BaselineComparison | None
     """None when nothing was compared (see ``outcome``)."""
     baseline_recorded: bool = Field(False, alias="baselineRecorded")
     baseline_id: str | None = Field(None, alias="baselineId")
@@ -156,12 +156,13 @@ class GateVerdict(FrozenView):
         """The flat wire form: the comparison's fields gathered back into ``comparison``."""
         if not isinstance(data, dict) or "comparison" in data:
             return data
-        names = {info.alias or name for name, info in Comparison.model_fields.items()}
+        names = {info.alias or name for name, info in BaselineComparison.model_fields.items()}
         flat = {k: v for k, v in data.items() if k in names}
         return {**data, "comparison": flat if "threshold" in flat else None}
 
     @model_serializer(mode="wrap")
     def _wire(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The verdict's JSON door: the comparison's fields flat beside the verdict's own."""
         own: dict[str, Any] = handler(self)
         compared = own.pop("comparison") or {}
         head = dict.fromkeys(_WIRE_HEAD)
@@ -371,19 +372,30 @@ def _no_baseline(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
     baseline = make_baseline(run, results, workspace.settings.threshold,
                              measured_spreads(results), noise_of_run(workspace, run))
     save_baseline(path, baseline, sealer=workspace.sealer)
+    base["baseline_id"], base["against"] = baseline.baseline_id, BaselineRef.of(baseline, path)
     return GateVerdict(**base, comparison=None, outcome="baseline-recorded",
-                       baseline_recorded=True, baseline_id=baseline.baseline_id,
-                       against=BaselineRef.of(baseline, path),
+                       baseline_recorded=True,
                        notices=(f"no baseline for suite {run.suite}: recorded {path} from run "
                                 f"{run.id}; nothing was compared",))
 
 
-def _base(workspace: Workspace, run: RunInfo, path: Path) -> dict[str, Any]:
-    return {"run": run.id, "suite": run.suite, "baseline_path": str(path),
-            "blocking": workspace.settings.block_on_regression}
+class _Base(TypedDict, total=False):
+    """What every verdict of one gate call says, whatever it decides."""
+
+    run: str
+    suite: str
+    baseline_path: str
+    blocking: bool
+    baseline_id: str
+    against: BaselineRef
 
 
-def _nothing(base: dict[str, Any], why: NotCompared, sentence: str, *,
+def _base(workspace: Workspace, run: RunInfo, path: Path) -> _Base:
+    return _Base(run=run.id, suite=run.suite, baseline_path=str(path),
+                 blocking=workspace.settings.block_on_regression)
+
+
+def _nothing(base: _Base, why: NotCompared, sentence: str, *,
              due: bool = True) -> GateVerdict:
     """A verdict that compared nothing: ``not-compared`` where it was due, else ``skipped``."""
     return GateVerdict(**base, comparison=None, outcome="not-compared" if due else "skipped",
@@ -411,7 +423,7 @@ def gate(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult], *,
         return _no_baseline(workspace, run, results, path, record)
     baseline = load_baseline(path, sealer=workspace.sealer)
     against = BaselineRef.of(baseline, path)
-    base.update(baseline_id=baseline.baseline_id, against=against)
+    base["baseline_id"], base["against"] = baseline.baseline_id, against
     changes = identity_changes(baseline, run)
     across = across_judges or workspace.settings.across_judges
     if changes and not across:
@@ -445,7 +457,7 @@ def _recorded_noise(workspace: Workspace, baseline: Baseline) -> NoiseModel | No
 
 
 def compare_with_noise(workspace: Workspace, baseline: Baseline, run: RunInfo,
-                       results: Sequence[CaseResult]) -> tuple[Comparison, tuple[str, ...]]:
+                       results: Sequence[CaseResult]) -> tuple[BaselineComparison, tuple[str, ...]]:
     """The comparison by the statistical gate, and the notices saying what it assumed."""
     threshold = resolve_threshold(workspace, baseline)
     if baseline.judgments is None and baseline.noise is None:

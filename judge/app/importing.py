@@ -23,7 +23,7 @@ from typing import Final
 from ..core.check_signals import deterministic_signals
 from ..core.errors import UsageError
 from ..core.limits import MAX_RECORDED_BYTES
-from ..core.models import AdvisoryScore, CaseResult, JudgeMeta, RunInfo, RunTotals
+from ..core.models import AdvisoryScore, CaseResult, JudgeMeta, RunInfo, RunSettings, RunTotals
 from ..core.panel import SAMPLE_AGGREGATE, aggregate
 from ..core.recorded import Recorded, Scale, parse_recorded, parse_scale
 from ..core.rubric import Rubric, rubric_hash
@@ -152,7 +152,6 @@ def _run_info(suite: str, suite_path: Path, rubric: Rubric, judge: str, samples:
         id=new_run_id(created), suite=suite, suite_path=str(suite_path), rubric=rubric.id,
         rubric_hash=rubric_hash(rubric), models=(judge,), seed=None, temperature=0.0,
         samples=samples, template_id=IMPORTED_TEMPLATE, template_hash=digest,
-        created_at=created, settings={
-            "imported": True, "source": file.name, "sourceSha256": digest,
-            "scale": str(scale), "llm": True,
-            **({"sampleAggregate": method} if samples >= 2 else {})})
+        created_at=created, settings=RunSettings(
+            imported=True, source=file.name, source_sha256=digest, scale=str(scale), llm=True,
+            sample_aggregate=method if samples >= 2 else None))

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from ..llm.local import local_available, server_status, start_server, stop_server
+from ..llm.local import ServerRecord, local_available, server_status, start_server, stop_server
 from .workspace import DEFAULT_LOCAL, Workspace
 
 __all__ = ["LocalStatus", "ServeReport", "local_status", "serve_local", "stop_local"]
@@ -13,9 +12,9 @@ __all__ = ["LocalStatus", "ServeReport", "local_status", "serve_local", "stop_lo
 
 @dataclass(frozen=True)
 class ServeReport:
-    """The running server's record (``apiBase``, ``pid``, ``log``, ...) and whether it is new."""
+    """The running server's record and whether it is new."""
 
-    server: dict[str, Any]
+    server: ServerRecord
     started: bool
 
     @property
@@ -29,7 +28,7 @@ class LocalStatus:
     """Whether the local engine is installed and the server runs (its record when it does)."""
 
     installed: bool
-    server: dict[str, Any] | None
+    server: ServerRecord | None
 
     @property
     def running(self) -> bool:
@@ -49,8 +48,7 @@ def serve_local(workspace: Workspace, model: str = DEFAULT_LOCAL,
         return ServeReport(server=running, started=False)
     started = start_server(model, workspace.root, port=port, detached=True,
                            logits=workspace.settings.score_mode == "expected")
-    started.pop("_process", None)
-    return ServeReport(server=started, started=True)
+    return ServeReport(server=started.record, started=True)
 
 
 def local_status(workspace: Workspace, model: str = DEFAULT_LOCAL) -> LocalStatus:

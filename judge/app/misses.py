@@ -69,7 +69,7 @@ def _same_case(workspace: Workspace, suite: str, run_id: str, cache: JudgmentCac
                 if r.id in wanted and r.id not in found and key:
                     entry = cache.get(key)
                     if entry is not None:
-                        found[r.id] = entry
+                        found[r.id] = entry.data
     return found
 
 
@@ -86,7 +86,7 @@ def explain_misses(workspace: Workspace, *, run_id: str, suite: str, missed: Seq
         now = _requests(cases, chosen, rubric, rubric_hash, renderer, settings)
         same = _same_case(workspace, suite, run_id, cache, set(now))
         pool = (None if len(same) == len(now)
-                else list(islice(cache.iter_entries(), ENTRIES_SCANNED)))
+                else [e.data for e in islice(cache.iter_entries(), ENTRIES_SCANNED)])
     reasons = []
     for case_id, request in sorted(now.items()):
         then = same.get(case_id) or nearest_entry(request, pool or ())

@@ -16,7 +16,7 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..cache.disk import JudgmentCache
 from ..core.errors import SuiteError, UsageError
@@ -37,9 +37,9 @@ from ..core.pairwise import (
     parse_pair_verdict,
     shown,
     summarize,
-    turn_totals,
     verdict_schema,
 )
+from ..core.turns import turn_totals
 from ..core.usage import ZERO, Usage
 from ..engine.judging import Completer, JudgeSettings, exchange
 from ..engine.runner import LimitedCompleter
@@ -52,6 +52,8 @@ from .workspace import JudgePool, Workspace
 __all__ = [
     "DEFAULT_TEMPLATE",
     "EXIT_CACHE_MISS",
+    "PairTotals",
+    "PairwiseJson",
     "PairwiseReport",
     "PairwiseRequest",
     "judge_pairs",
@@ -68,6 +70,31 @@ class PairwiseRequest(Frozen):
 
     suite: Path
     template: str = DEFAULT_TEMPLATE
+
+
+class PairTotals(TypedDict):
+    """What a pairwise run asked of the judge and paid."""
+
+    calls: int
+    cacheHits: int
+    promptTokens: int
+    completionTokens: int
+    costUsd: float | None
+
+
+class PairwiseJson(TypedDict):
+    """A pairwise run's ``--json`` document."""
+
+    suite: str
+    model: str
+    templateId: str
+    templateHash: str
+    temperature: float
+    seed: int | None
+    pairs: list[dict[str, Any]]
+    """Each pair's result, as its model writes it."""
+    summary: dict[str, Any]
+    totals: PairTotals
 
 
 @dataclass(frozen=True)
@@ -99,7 +126,7 @@ class PairwiseReport:
         """0, or 3 when offline replay missed judgments."""
         return EXIT_CACHE_MISS if self.summary.cache_misses else 0
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PairwiseJson:
         """The document every door prints for ``--json``."""
         fresh = [v for r in self.results for v in r.verdicts
                  if v.status != "cache_miss" and not v.cached]
@@ -218,15 +245,18 @@ async def _judge_order(order: Order, prompt: RenderedPrompt, *, model: str,
                           meta={"templateId": prompt.template_id,
                                 "templateHash": prompt.template_hash, "mode": "pairwise",
                                 "createdAt": now()})
-    head: dict[str, Any] = {"order": order, "first": "A" if order == 1 else "B",
-                            "cacheKey": done.key}
-    totals = turn_totals(done.turns) if done.turns else {}
+    t = turn_totals(done.turns)  # no turns (a miss): every total None, as the defaults
+    verdict = OrderVerdict(
+        order=order, first="A" if order == 1 else "B", cache_key=done.key, status="cache_miss",
+        reason=done.reason, cached=done.cached, repair_turns=t.repair_turns,
+        output_mode=t.output_mode, prompt_tokens=t.prompt_tokens,
+        completion_tokens=t.completion_tokens, cost_usd=t.cost_usd, latency_ms=t.latency_ms,
+        finish_reason=t.finish_reason, model_reported=t.model_reported)
     if done.status == "cache_miss":
-        return OrderVerdict(**head, status="cache_miss", reason=done.reason)
+        return verdict
     if done.value is None:
-        return OrderVerdict(**head, **totals, status="unscored", cached=done.cached,
-                            reason=done.reason)
-    return OrderVerdict(**head, **totals, status="judged", cached=done.cached,
-                        winner=done.value.winner,
-                        outcome=order_outcome(order, done.value.winner),
-                        rationale=done.value.rationale)
+        return verdict.model_copy(update={"status": "unscored"})
+    return verdict.model_copy(update={
+        "status": "judged", "winner": done.value.winner,
+        "outcome": order_outcome(order, done.value.winner),
+        "rationale": done.value.rationale})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.conversation import bound_conversation
 from ..core.errors import UsageError
@@ -16,7 +16,7 @@ from .prompt_examples import with_label_examples
 from .suites import load_checked
 from .workspace import Workspace
 
-__all__ = ["RenderRequest", "RenderedCase", "render_case"]
+__all__ = ["RenderRequest", "RenderedCase", "RenderedJson", "render_case"]
 
 SHOWN_IDS = 5
 
@@ -30,6 +30,16 @@ class RenderRequest(Frozen):
     template: str | None = None
 
 
+class RenderedJson(TypedDict):
+    """``judge render --json``: the messages as sent, the template, the reply schema."""
+
+    messages: list[dict[str, str]]
+    templateId: str
+    templateHash: str
+    schema: dict[str, Any]
+    """The JSON Schema of the reply the judge is asked for."""
+
+
 @dataclass(frozen=True)
 class RenderedCase:
     """The messages the judge receives, the template's id and hash, the response schema."""
@@ -37,7 +47,7 @@ class RenderedCase:
     prompt: RenderedPrompt
     schema: dict[str, Any]
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> RenderedJson:
         """The ``--json`` document."""
         return {"messages": list(self.prompt.messages), "templateId": self.prompt.template_id,
                 "templateHash": self.prompt.template_hash, "schema": self.schema}

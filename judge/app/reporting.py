@@ -12,7 +12,7 @@ file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge sw
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import NamedTuple
 
 from pydantic import model_validator
 
@@ -26,6 +26,7 @@ from ..core.evidence import build_bundle
 from ..core.frozen import Frozen
 from ..core.models import CaseResult, JudgeMeta, RunInfo
 from ..core.panel import headline_of
+from ..core.raters import PeopleCategory
 from ..core.rubric import DEFAULT_BANDS, Band, Rubric, rubric_hash
 from ..core.significance import statistical_compare
 from ..core.suite import Case, HumanLabel
@@ -121,6 +122,7 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
     elif request.baseline:
         against = _against_baseline(workspace, run, results)
     agreement = _agreement(judged, bands, human, workspace, notes) if len(judged) >= 2 else None
+    people = _people(workspace, run)
     return ReportData(
         generated_at=now or utc_now(), version=__version__, run=run, rubric=rubric,
         headline=headline_of(run)[0], cases=tuple(results), human=human,
@@ -128,7 +130,8 @@ def build_report(workspace: Workspace, request: ReportRequest, *,
         categories=category_distributions(results, [c.id for c in rubric.categories]),
         against=against, agreement=agreement, notes=tuple(notes),
         transcripts=shown_transcripts, samples=samples, judge_quality=run_quality(workspace, run),
-        **_people(workspace, run))
+        people=people.points, people_disagreements=people.disagreements, quality=people.quality,
+        reviewers=people.reviewers)
 
 
 # -- parts ---------------------------------------------------------------------------------
@@ -174,12 +177,23 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         return {}
 
 
-def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
+class PeopleParts(NamedTuple):
+    """The report's sections on agreement with people (empty: no labelled case scored)."""
+
+    points: tuple[PeoplePoint, ...] = ()
+    """A point per run and judge, over the suite's newest runs up to this one."""
+    disagreements: tuple[PeopleDisagreement, ...] = ()
+    """This run's largest, each linked to its case on the review page."""
+    quality: tuple[QualityRow, ...] = ()
+    """This run's judges against the people: r, ρ, τ (and κ) per score."""
+    reviewers: tuple[PeopleCategory, ...] = ()
+    """With two or more reviewers: their own agreement and the judge among them."""
+
+
+def _people(workspace: Workspace, run: RunInfo) -> PeopleParts:
     """Agreement with people over the suite's newest runs up to this one (``judge agreement``).
 
-    ``people`` (a point per run and judge) and ``peopleDisagreements`` (this run's largest,
-    each linked to its case on the review page); nothing when no run of them scored a
-    labelled case (the report then has no such section).
+    Nothing when no run of them scored a labelled case (the report then has no such section).
     """
     with workspace.open_store() as store:
         ids = [i.id for i in store.list_runs(suite=run.suite, limit=None)
@@ -187,7 +201,7 @@ def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
     try:
         history = agreement_op(workspace, ids)
     except UsageError:
-        return {}
+        return PeopleParts()
     points = []
     disagreements = [
         PeopleDisagreement(run_id=row.run_id, model=row.model, case_id=d.case_id,
@@ -216,8 +230,8 @@ def _people(workspace: Workspace, run: RunInfo) -> dict[str, Any]:
         for row in mine for label, s in (
             ("overall (final)", row.agreement.overall),
             *((f"{c.category} (AI)", c.ai) for c in row.agreement.categories)) if s.n)
-    return {"people": tuple(points), "peopleDisagreements": tuple(disagreements),
-            "quality": quality, "reviewers": tuple(p for row in mine for p in row.people)}
+    return PeopleParts(tuple(points), tuple(disagreements), quality,
+                       tuple(p for row in mine for p in row.people))
 
 
 def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:
@@ -240,8 +254,7 @@ def _cached_prompt(cache: JudgmentCache | None,
     if cache is None or not meta.cache_key:
         return None
     entry = cache.get(meta.cache_key)
-    request = entry.get("request") if isinstance(entry, Mapping) else None
-    messages = request.get("messages") if isinstance(request, Mapping) else None
+    messages = entry.request.get("messages") if entry is not None else None
     if not isinstance(messages, list) or not messages:
         return None
     out = []

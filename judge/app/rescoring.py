@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.calibration import check_judge
 from ..core.errors import UsageError
-from ..core.models import CaseResult, RunInfo
+from ..core.models import CaseResult, RunCalibration, RunInfo
 from ..core.panel import headline_of
 from ..core.rescore import RescoreError, rescore_result
 from ..core.result_changes import case_changed
@@ -24,13 +24,37 @@ from ..core.summary import Summary, SummaryBuilder
 from ..system.clock import new_run_id, utc_now
 from .workspace import Workspace
 
-__all__ = ["BATCH", "EXACT_NOTE", "CaseMove", "RescoreReport", "rescore_run"]
+__all__ = ["BATCH", "EXACT_NOTE", "MoveJson", "RescoreJson", "RescoreReport", "RescoredMove",
+           "rescore_run"]
 
 EXACT_NOTE = ("exact arithmetic over the stored judgments: no model call, so no judge noise; "
               "every movement is the rubric's")
 
 BATCH = 500
 """Results written per store transaction."""
+
+
+class MoveJson(TypedDict):
+    """A moved case in ``judge rescore --json``: before and after of each value."""
+
+    id: str
+    overall: list[int | None]
+    band: list[str | None]
+    passed: list[bool | None]
+
+
+class RescoreJson(TypedDict):
+    """``judge rescore --json``: the new run, where it came from, what moved."""
+
+    run: dict[str, Any]
+    """The new run, as its model writes it."""
+    rescoredFrom: str
+    modelCalls: int
+    casesMoved: int
+    exact: bool
+    noise: str
+    moved: list[MoveJson]
+    summary: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -42,10 +66,10 @@ class RescoreReport:
     rubric: str
     cases_moved: int
     summary: Summary
-    moves: tuple[CaseMove, ...] = ()
+    moves: tuple[RescoredMove, ...] = ()
     """The cases that moved, by id: what ``judge rescore`` lists (issue 33)."""
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> RescoreJson:
         """The JSON ``judge rescore --json`` prints."""
         return {"run": self.run.model_dump(mode="json"), "rescoredFrom": self.source.id,
                 "modelCalls": 0, "casesMoved": self.cases_moved, "exact": True,
@@ -54,7 +78,7 @@ class RescoreReport:
 
 
 @dataclass(frozen=True)
-class CaseMove:
+class RescoredMove:
     """One case that moved under the new rubric: overall, band and pass, before and after."""
 
     id: str
@@ -63,12 +87,12 @@ class CaseMove:
     passed: tuple[bool | None, bool | None]
 
     @classmethod
-    def of(cls, old: CaseResult, new: CaseResult) -> CaseMove:
+    def of(cls, old: CaseResult, new: CaseResult) -> RescoredMove:
         """The move from ``old`` to ``new``."""
         return cls(id=old.id, overall=(old.overall_score, new.overall_score),
                    band=(old.band, new.band), passed=(old.passed, new.passed))
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> MoveJson:
         """Its JSON: ``{"id", "overall": [a, b], "band": [a, b], "passed": [a, b]}``."""
         return {"id": self.id, "overall": list(self.overall), "band": list(self.band),
                 "passed": list(self.passed)}
@@ -91,17 +115,17 @@ def rescore_run(workspace: Workspace, run_id: str, rubric: str, *,
         info = source.model_copy(update={
             "id": new_run_id(created), "rubric": rub.id, "rubric_hash": rubric_hash(rub),
             "created_at": created, "status": "running",
-            "settings": {**source.settings, "rescoredFrom": source.id, "calls": 0,
-                         **_calibration_setting(rub)}})
+            "settings": source.settings.model_copy(update={
+                "rescored_from": source.id, "calls": 0, "calibration": _calibration(rub)})})
         builder = SummaryBuilder()
         moved = 0
-        moves: list[CaseMove] = []
+        moves: list[RescoredMove] = []
         for old, new in pairs:
             if _is_headline(new, head):
                 builder.add(new)
                 if case_changed(old, new):
                     moved += 1
-                    moves.append(CaseMove.of(old, new))
+                    moves.append(RescoredMove.of(old, new))
         store.create_run(info)
         try:
             for start in range(0, len(pairs), BATCH):
@@ -127,11 +151,11 @@ def _check_calibration(rubric: Rubric, source: RunInfo) -> None:
         check_judge(rubric.calibrated[2], model, f"run {source.id}")
 
 
-def _calibration_setting(rubric: Rubric) -> dict[str, Any]:
-    """What the new run records of the calibration it was scored with."""
+def _calibration(rubric: Rubric) -> RunCalibration | None:
+    """What the new run records of the calibration it was scored with (None: not calibrated)."""
     if rubric.calibrated is None:
-        return {}
-    return {"calibration": {"file": rubric.calibration, "sha256": rubric.calibrated[1]}}
+        return None
+    return RunCalibration(file=rubric.calibration, sha256=rubric.calibrated[1])
 
 
 def _is_headline(result: CaseResult, head: tuple[str | None, int]) -> bool:

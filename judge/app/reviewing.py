@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.errors import UsageError
 from ..core.labels import (
@@ -105,7 +105,32 @@ def _headline(info: RunInfo, results: Sequence[CaseResult]) -> tuple[list[CaseRe
     return head, other
 
 
-def _scale(rubric: Rubric) -> dict[str, Any]:
+class _Band(TypedDict):
+    name: str
+    min: int
+    max: int
+
+
+class _Level(TypedDict):
+    name: str
+    value: float
+
+
+class _Category(TypedDict):
+    id: str
+    definition: str
+
+
+class _Scale(TypedDict):
+    """What the review page draws its scale from."""
+
+    style: str
+    bands: list[_Band]
+    levels: list[_Level]
+    categories: list[_Category]
+
+
+def _scale(rubric: Rubric) -> _Scale:
     return {"style": rubric.style,
             "bands": [{"name": b.name, "min": b.min, "max": b.max} for b in rubric.bands],
             "levels": [{"name": lv.name, "value": lv.value} for lv in rubric.levels],
@@ -114,7 +139,10 @@ def _scale(rubric: Rubric) -> dict[str, Any]:
 
 
 def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
-    """What the review page shows of a run: the scale, every case, the labels so far."""
+    """What the review page shows of a run: the scale, every case, the labels so far.
+
+    JSON door: the document the page's script reads (``GET /api/review/RUN``).
+    """
     with workspace.open_store() as store:
         info = store.get_run(run_id)
         results = list(store.iter_results(info.id))

@@ -24,7 +24,7 @@ from ..core.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ..core.frozen import Frozen
 from ..core.judge_quality import MeasuredAgreement
 from ..core.miss_reasons import MissReason
-from ..core.models import CaseResult, RunInfo
+from ..core.models import CaseResult, RunInfo, RunSettings
 from ..core.rubric import Rubric, rubric_hash
 from ..core.shards import Shard
 from ..core.suite import (
@@ -358,12 +358,12 @@ class _Run:
             panel=s.panel if len(self.models) > 1 else None,
             template_id=r.template_id if r else "none",
             template_hash=r.template_hash if r else "none", created_at=self.now(),
-            settings={"cacheMode": s.cache_mode, "concurrency": s.concurrency,
-                      "outputMode": s.output_mode, "maxRepairs": s.max_repairs,
-                      "maxTokens": s.max_tokens, "cases": self.selected.count, "llm": s.llm,
-                      **({"stableSchema": True} if s.stable_schema else {}),
-                      **({"sampleAggregate": s.sample_aggregate} if s.samples > 1 else {}),
-                      **self.sharding},
+            settings=RunSettings(
+                cache_mode=s.cache_mode, concurrency=s.concurrency, output_mode=s.output_mode,
+                max_repairs=s.max_repairs, max_tokens=s.max_tokens, cases=self.selected.count,
+                llm=s.llm, stable_schema=True if s.stable_schema else None,
+                sample_aggregate=s.sample_aggregate if s.samples > 1 else None,
+                group=self.sharding.group, shard=self.sharding.shard),
             owner=owner_here(),
         )
         return RunPlan(run=run, rubric=self.rubric, rubric_hash=self.rubric_hash,

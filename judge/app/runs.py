@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from ..store.runs import RunStore
 
 __all__ = [
-    "ExportReport",
+    "RunExportReport",
     "RunHistory",
-    "RunView",
+    "RunPage",
     "export_run",
     "get_run",
     "is_failure",
@@ -45,7 +45,7 @@ class RunHistory:
 
 
 @dataclass(frozen=True)
-class RunView:
+class RunPage:
     """A stored run with a page of its case results (only the failing ones when asked).
 
     ``cases`` are those from the ``offset``-th on, at most ``limit`` (None: all); ``total``
@@ -66,7 +66,7 @@ class RunView:
 
 
 @dataclass(frozen=True)
-class ExportReport:
+class RunExportReport:
     """What an export wrote: the run, how many results, and the file (None: a stream)."""
 
     run: RunInfo
@@ -127,7 +127,7 @@ def pick_complete_run(store: RunStore, run_id: str | None, suite: str | None) ->
 
 
 def show_run(workspace: StoreSource, run_id: str, *, failures_only: bool = False,
-             offset: int = 0, limit: int | None = None) -> RunView:
+             offset: int = 0, limit: int | None = None) -> RunPage:
     """The run with this id or prefix and a page of its results, read as a page.
 
     Only failures with ``failures_only``; from the ``offset``-th, at most ``limit`` (None:
@@ -141,12 +141,12 @@ def show_run(workspace: StoreSource, run_id: str, *, failures_only: bool = False
         total = store.result_count(run.id, failures_only=failures_only)
         cases = tuple(store.iter_results(run.id, offset=offset, limit=limit,
                                          failures_only=failures_only))
-    return RunView(run=run, cases=cases, failures_only=failures_only, offset=offset,
+    return RunPage(run=run, cases=cases, failures_only=failures_only, offset=offset,
                    limit=limit, total=total)
 
 
 def export_run(workspace: StoreSource, run_id: str, fmt: ExportFormat,
-               sink: TextIO | Path) -> ExportReport:
+               sink: TextIO | Path) -> RunExportReport:
     """Stream the run's results to ``sink`` (a text stream, or a file written atomically).
 
     The run is looked up first, so an unknown run creates no file; a file is written beside
@@ -156,11 +156,11 @@ def export_run(workspace: StoreSource, run_id: str, fmt: ExportFormat,
         run = store.get_run(run_id)
         results = store.iter_results(run.id)
         if not isinstance(sink, Path):
-            return ExportReport(run=run, count=write_export(run, results, fmt, sink))
+            return RunExportReport(run=run, count=write_export(run, results, fmt, sink))
         try:
             with atomic_writer(sink, newline="") as fh:
                 count = write_export(run, results, fmt, fh)
         except OSError as exc:
             raise UsageError(f"cannot write: {exc.strerror or exc}", file=str(sink),
                              fix="choose a folder that exists and is writable") from None
-    return ExportReport(run=run, count=count, path=sink)
+    return RunExportReport(run=run, count=count, path=sink)

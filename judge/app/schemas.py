@@ -21,8 +21,9 @@ import inspect
 import json
 import textwrap
 import typing
+from collections.abc import Mapping
 from enum import StrEnum
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from pydantic import BaseModel
 
@@ -32,7 +33,8 @@ from ..core.rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
 from ..core.suite import Case, Check, HumanLabel, Suite
 from .settings import Settings
 
-__all__ = ["SCHEMA_DIALECT", "SchemaKind", "json_schema", "reference_page", "schema_text"]
+__all__ = ["SCHEMA_DIALECT", "SchemaDocument", "SchemaKind", "json_schema", "reference_page",
+           "schema_text"]
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -99,10 +101,25 @@ def _reachable(roots: tuple[type[BaseModel], ...]) -> list[type[BaseModel]]:
     return seen
 
 
-def _describe(schema: dict[str, Any]) -> dict[str, Any]:
+SchemaDocument = TypedDict("SchemaDocument", {
+    "$schema": str, "$id": str, "title": str, "description": str,
+    "$defs": dict[str, dict[str, Any]],
+    "oneOf": NotRequired[list[dict[str, Any]]], "$ref": NotRequired[str]})
+"""A file's JSON Schema document: what it is, and its models' definitions by name."""
+
+
+class _Definition(TypedDict):
+    """What the reference page reads of a model's definition."""
+
+    description: str
+    properties: dict[str, dict[str, Any]]
+    required: list[str]
+
+
+def _describe(schema: SchemaDocument) -> SchemaDocument:
     """Add each model's docstring and field docstrings to its definition in ``schema``."""
     by_name = {m.__name__: m for m in _reachable(_MODELS)}
-    for name, definition in schema.get("$defs", {}).items():
+    for name, definition in schema["$defs"].items():
         model = by_name.get(name)
         if model is None:
             continue
@@ -115,15 +132,15 @@ def _describe(schema: dict[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def _definitions(model: type[BaseModel]) -> dict[str, Any]:
+def _definitions(model: type[BaseModel]) -> dict[str, dict[str, Any]]:
     """``model``'s schema with itself moved into ``$defs`` beside what it references."""
     schema = model.model_json_schema(ref_template="#/$defs/{model}")
-    defs: dict[str, Any] = schema.pop("$defs", {})
+    defs: dict[str, dict[str, Any]] = schema.pop("$defs", {})
     defs[model.__name__] = schema
     return defs
 
 
-def _suite_schema() -> dict[str, Any]:
+def _suite_schema() -> SchemaDocument:
     defs = _definitions(Case)
     case_ref = {"$ref": "#/$defs/Case"}
     # judged_by: deterministic needs a signal (the model's own validator, said in schema).
@@ -166,7 +183,7 @@ def _suite_schema() -> dict[str, Any]:
     })
 
 
-def _rubric_schema() -> dict[str, Any]:
+def _rubric_schema() -> SchemaDocument:
     defs = _definitions(Rubric)
     return _describe({
         "$schema": SCHEMA_DIALECT,
@@ -179,7 +196,7 @@ def _rubric_schema() -> dict[str, Any]:
     })
 
 
-def json_schema(kind: SchemaKind) -> dict[str, Any]:
+def json_schema(kind: SchemaKind) -> SchemaDocument:
     """The JSON Schema (draft 2020-12) of a suite or rubric file."""
     return _suite_schema() if kind is SchemaKind.suite else _rubric_schema()
 
@@ -240,7 +257,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _model_section(name: str, definition: dict[str, Any]) -> list[str]:
+def _model_section(name: str, definition: Mapping[str, Any]) -> list[str]:
     lines = [f"### {name}", ""]
     if definition.get("description"):
         lines += [definition["description"], ""]
@@ -310,10 +327,11 @@ def reference_page() -> str:
     return "\n".join([*lines, *_model_section("Settings", _settings_schema())]).rstrip() + "\n"
 
 
-def _settings_schema() -> dict[str, Any]:
-    """The settings model's schema, each key described by its attribute docstring."""
+def _settings_schema() -> _Definition:
+    """The settings model's definition, each key described by its attribute docstring."""
     schema = Settings.model_json_schema()
+    properties: dict[str, dict[str, Any]] = schema["properties"]
     for field, text in _field_docs(Settings).items():
-        schema["properties"][field]["description"] = text
-    schema["description"] = " ".join(inspect.cleandoc(Settings.__doc__ or "").split())
-    return schema
+        properties[field]["description"] = text
+    return {"description": " ".join(inspect.cleandoc(Settings.__doc__ or "").split()),
+            "properties": properties, "required": schema.get("required", [])}

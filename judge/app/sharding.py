@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import UsageError
-from ..core.models import CaseResult, RunInfo
+from ..core.models import CaseResult, RunInfo, RunSettings
 from ..core.shards import Shard
 from ..core.summary import Summary, SummaryBuilder
 from ..store.runs import RunStore
@@ -37,10 +37,10 @@ EXIT_INCOMPLETE = 1
 """``judge check --group`` on an incomplete group: no pass verdict."""
 
 
-def group_settings(shard: Shard | None, group: str | None) -> dict[str, str]:
+def group_settings(shard: Shard | None, group: str | None) -> RunSettings:
     """The run settings that tag a shard's run; UsageError when only one of the two is given."""
     if shard is None and group is None:
-        return {}
+        return RunSettings()
     if shard is None or group is None:
         raise UsageError("--shard and --group go together: the group is what the shards "
                          "make one run of",
@@ -48,7 +48,7 @@ def group_settings(shard: Shard | None, group: str | None) -> dict[str, str]:
     if not group.strip() or len(group) > 200:
         raise UsageError(f"group name {group!r} must be 1..200 characters",
                          fix="use e.g. the CI run id")
-    return {"group": group, "shard": str(shard)}
+    return RunSettings(group=group, shard=str(shard))
 
 
 @dataclass(frozen=True)
@@ -74,14 +74,14 @@ class GroupStatus:
             "id": f"group:{self.group}", "suite_path": first.suite_path,
             "created_at": max(r.created_at for r in self.runs),
             "status": "complete" if self.complete else "interrupted",
-            "settings": {"group": self.group, "shards": self.count,
-                         "runs": [r.id for r in self.runs]},
+            "settings": RunSettings(group=self.group, shards=self.count,
+                                    runs=tuple(r.id for r in self.runs)),
         })
 
 
 def _shard_of(run: RunInfo) -> Shard | None:
     try:
-        return Shard.parse(str(run.settings.get("shard", "")))
+        return Shard.parse(run.settings.shard or "")
     except ValueError:
         return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
@@ -27,9 +27,12 @@ from .workspace import Workspace
 
 __all__ = [
     "DEFAULT_RUBRIC",
+    "CaseRow",
     "GenerateRequest",
     "Generated",
+    "GroupCount",
     "SuiteCheck",
+    "SuiteJson",
     "SuiteView",
     "describe_suite",
     "generate_suite",
@@ -172,15 +175,45 @@ def validate_suites(workspace: Workspace, paths: list[Path],
     return tuple(out)
 
 
+class GroupCount(TypedDict):
+    """A group's items in a case: how many, and how many its cap leaves out."""
+
+    total: int
+    dropped: int
+
+
+class CaseRow(TypedDict):
+    """A case as ``judge suite show`` lists it."""
+
+    id: str
+    judgedBy: str
+    complexity: str | None
+    tags: list[str]
+    evidence: dict[str, GroupCount]
+    deterministic: dict[str, int]
+    checks: int
+    human: dict[str, Any] | None
+    """Its human label, as the suite file holds it."""
+
+
+class SuiteJson(TypedDict):
+    """``judge suite show --json``."""
+
+    suite: str
+    rubric: str
+    description: str
+    cases: list[CaseRow]
+
+
 @dataclass(frozen=True)
 class SuiteView:
     """A suite's cases as ``judge suite show`` lists them (``rows``: its ``--json`` cases)."""
 
     suite: Suite
     rubric: Rubric
-    rows: tuple[dict[str, Any], ...]
+    rows: tuple[CaseRow, ...]
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> SuiteJson:
         """The ``--json`` document."""
         return {"suite": self.suite.id, "rubric": self.rubric.id,
                 "description": self.suite.description, "cases": list(self.rows)}
@@ -189,7 +222,7 @@ class SuiteView:
 def describe_suite(workspace: Workspace, path: Path, rubric: str | None = None) -> SuiteView:
     """Each case: how judged, complexity, tags, evidence per group, signals, human label."""
     suite, rub = load_checked(workspace, path, rubric)
-    rows = []
+    rows: list[CaseRow] = []
     for case in suite.cases:
         bundle = build_bundle(case.evidence, rub.evidence)
         rows.append({

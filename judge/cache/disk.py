@@ -41,14 +41,15 @@ import functools
 import json
 import sqlite3
 import time
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 from ..core.canonical import canonical_json
 from ..core.errors import UsageError
-from .entry import CACHE_FORMAT, entry_problems, read_problems
+from ..core.turns import CachedTurn
+from .entry import CacheEntry, entry_problems, read_problems
 from .entry_bytes import turns_alone
 from .replay_store import ReplayStore, is_damage
 
@@ -71,7 +72,9 @@ _INDEX_FILE = "replay-index.sqlite"  # the replay index (judge.engine.replay): d
 _INDEXING = frozenset({"read-write", "refresh", "offline"})
 _BATCH = 500  # keys per SELECT ... IN (...): far below SQLite's bound on parameters
 
-Scanned = tuple[Any, dict[str, Any] | None, str | None]
+_T = TypeVar("_T")
+
+Scanned = tuple[Any, CacheEntry | None, str | None]
 """One stored key as :meth:`JudgmentCache.scan` finds it: ``(key, entry, None)`` when sound,
 ``(key, None, why)`` when corrupt. A key is ``str``, or an unreadable key another program
 stored (it can still be named and removed)."""
@@ -164,6 +167,20 @@ def _open_diskcache(directory: Path) -> Any:
             raise damaged_cache(directory / _DBNAME, exc) from None
         raise UsageError(f"cannot open the cache: {exc}", file=str(directory),
                          fix="point --dir (or JUDGE_CACHE_DIR) at a writable directory") from None
+
+
+def _parsed(raw: bytes, key: str, *, full: bool) -> tuple[CacheEntry | None, str | None]:
+    """The entry stored as ``raw`` under ``key``, once it checks out (``JudgmentCache._load``)."""
+    try:
+        entry = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        return None, f"not JSON: {exc}"
+    problems = entry_problems(entry) if full else read_problems(entry)
+    if not problems and entry["key"] != key:
+        problems = [f"stored under {key[:16]}… but its key is {entry['key'][:16]}…"]
+    if problems:
+        return None, "; ".join(problems)
+    return CacheEntry(entry), None
 
 
 class _Rows:
@@ -339,7 +356,7 @@ class JudgmentCache:
                     found[row[0]] = data
         return found
 
-    def checked(self, key: Any) -> tuple[dict[str, Any] | None, str | None]:
+    def checked(self, key: Any) -> tuple[CacheEntry | None, str | None]:
         """The entry under ``key`` fully checked, whatever the mode lets a run read.
 
         (entry, None) when sound, (None, reason) when corrupt, (None, None) when absent. The
@@ -348,64 +365,59 @@ class JudgmentCache:
         """
         return self._load(key)
 
-    def _load(self, key: Any, *, full: bool = True,
-              turns_only: bool = False) -> tuple[dict[str, Any] | None, str | None]:
+    def _load(self, key: Any, *, full: bool = True) -> tuple[CacheEntry | None, str | None]:
         """(entry, None) when sound, (None, reason) when corrupt, (None, None) when absent.
 
         ``full=False`` (the read path of a run) checks what a judgment needs — JSON, the
         format, the key it is stored under, its turns, the digest — and leaves re-hashing
         the request and the credential scan to ``put`` and ``judge cache verify``: they cost
-        more per hit than everything else a replay does. ``turns_only`` may return just the
-        format, key and turns of a sound entry, skipping the parse of its prompt.
+        more per hit than everything else a replay does.
         """
         raw, problem = self.stored_bytes(key)
         if raw is None:
             return None, problem
-        if turns_only:
-            turns = turns_alone(raw, key)
-            if isinstance(turns, list):
-                return {"format": CACHE_FORMAT, "key": key, "turns": turns}, None
-            if turns is not None:  # laid out as written here, but the digest does not match
-                return None, turns
-        try:
-            entry = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            return None, f"not JSON: {exc}"
-        problems = entry_problems(entry) if full else read_problems(entry)
-        if not problems and entry["key"] != key:
-            problems = [f"stored under {key[:16]}… but its key is {entry['key'][:16]}…"]
-        if problems:
-            return None, "; ".join(problems)
-        return entry, None
+        return _parsed(raw, key, full=full)
 
-    def get(self, key: str) -> dict[str, Any] | None:
+    def _load_turns(self, key: str) -> tuple[tuple[CachedTurn, ...] | None, str | None]:
+        """:meth:`_load`'s read path for the turns alone, skipping the parse of the prompt."""
+        raw, problem = self.stored_bytes(key)
+        if raw is None:
+            return None, problem
+        turns = turns_alone(raw, key)
+        if isinstance(turns, tuple):
+            return turns, None
+        if turns is not None:  # laid out as written here, but the digest does not match
+            return None, turns
+        entry, problem = _parsed(raw, key, full=False)
+        return (None, problem) if entry is None else (entry.turns, None)
+
+    def get(self, key: str) -> CacheEntry | None:
         """Return the entry for ``key``; None on a miss, when unreadable, or when corrupt.
 
         Every None counts as a miss; a corrupt entry also counts as corrupt.
         """
-        return self._counted(*self._read(key, turns_only=False), count=True)
+        return self._counted(*self._read(key), count=True)
 
-    def turns(self, key: str, *, count: bool = True) -> list[dict[str, Any]] | None:
+    def turns(self, key: str, *, count: bool = True) -> tuple[CachedTurn, ...] | None:
         """The turns of the entry for ``key`` (what a judgment needs), as :meth:`get` finds it.
 
         ``count=False`` is a look that the counters do not see (the replay index's, which
         falls back to a counted look when it finds nothing).
         """
-        entry = self._counted(*self._read(key, turns_only=True), count=count)
-        return None if entry is None else list(entry["turns"])
+        return self._counted(*self._read_turns(key), count=count)
 
-    def _read(self, key: str, *,
-              turns_only: bool) -> tuple[dict[str, Any] | None, str | None]:
-        return self._load(key, full=False, turns_only=turns_only) if self.readable \
-            else (None, None)
+    def _read(self, key: str) -> tuple[CacheEntry | None, str | None]:
+        return self._load(key, full=False) if self.readable else (None, None)
 
-    def _counted(self, entry: dict[str, Any] | None, problem: str | None, *,
-                 count: bool) -> dict[str, Any] | None:
+    def _read_turns(self, key: str) -> tuple[tuple[CachedTurn, ...] | None, str | None]:
+        return self._load_turns(key) if self.readable else (None, None)
+
+    def _counted(self, found: _T | None, problem: str | None, *, count: bool) -> _T | None:
         if count:
             if problem is not None:
                 self._counters["corrupt"] += 1
-            self._counters["hits" if entry is not None else "misses"] += 1
-        return entry
+            self._counters["hits" if found is not None else "misses"] += 1
+        return found
 
     def count_hit(self) -> None:
         """Count a hit that was read with ``count=False``."""
@@ -473,7 +485,7 @@ class JudgmentCache:
             if entry is not None or problem is not None:  # else deleted under our feet
                 yield key, entry, problem
 
-    def iter_entries(self) -> Iterator[dict[str, Any]]:
+    def iter_entries(self) -> Iterator[CacheEntry]:
         """Every sound entry, sorted by key; corrupt ones are skipped (see :meth:`scan`)."""
         for _, entry, _ in self.scan():
             if entry is not None:
@@ -505,15 +517,15 @@ class JudgmentCache:
 
     # --- writing -------------------------------------------------------------------------
 
-    def _validated(self, entry: Any, *, built: bool = False) -> bytes:
-        problems = entry_problems(entry, built=built)
+    def _validated(self, entry: CacheEntry, *, built: bool = False) -> bytes:
+        problems = entry_problems(entry.data, built=built)
         if problems:
             raise ValueError("invalid cache entry: " + "; ".join(problems))
         # Raw bytes are stored as they are, never pickled: loading an entry parses JSON and
         # can never execute code, whoever wrote the directory or the imported file.
-        return canonical_json(dict(entry)).encode("utf-8")
+        return canonical_json(entry.data).encode("utf-8")
 
-    def put(self, entry: Mapping[str, Any], *, built: bool = False,
+    def put(self, entry: CacheEntry, *, built: bool = False,
             data: bytes | None = None, vouched: Collection[str] = ()) -> bool:
         """Store ``entry`` (replacing any under its key); False when the mode forbids writes.
 
@@ -528,10 +540,11 @@ class JudgmentCache:
         """
         if not self.writable:
             return False
-        self._write(str(entry["key"]), self._checked(entry, built, data, vouched))
+        checked = self._checked(entry, built, data, vouched)
+        self._write(entry.key, checked)
         return True
 
-    async def put_soon(self, entry: Mapping[str, Any], *, data: bytes,
+    async def put_soon(self, entry: CacheEntry, *, data: bytes,
                        vouched: Collection[str] = ()) -> bool:
         """:meth:`put` of a sealed entry, its SQLite write done in this cache's writer thread.
 
@@ -545,14 +558,14 @@ class JudgmentCache:
             return False
         checked = self._checked(entry, True, data, vouched)
         await asyncio.get_running_loop().run_in_executor(
-            self._writer(), self._write, str(entry["key"]), checked)
+            self._writer(), self._write, entry.key, checked)
         return True
 
-    def _checked(self, entry: Mapping[str, Any], built: bool, data: bytes | None,
+    def _checked(self, entry: CacheEntry, built: bool, data: bytes | None,
                  vouched: Collection[str]) -> bytes:
         if data is None:
             return self._validated(entry, built=built)
-        problems = entry_problems(entry, built=True, vouched=vouched)
+        problems = entry_problems(entry.data, built=True, vouched=vouched)
         if problems:
             raise ValueError("invalid cache entry: " + "; ".join(problems))
         return data
@@ -567,7 +580,7 @@ class JudgmentCache:
             self._write_pool = ThreadPoolExecutor(1, thread_name_prefix="judge-cache-writer")
         return self._write_pool
 
-    def write_local(self, entry: Mapping[str, Any], *, replace: bool) -> bool:
+    def write_local(self, entry: CacheEntry, *, replace: bool) -> bool:
         """Store ``entry`` in this folder only, after the full check; whether it was written.
 
         For what comes from elsewhere (an import's line, an upgraded entry): the key is
@@ -580,8 +593,8 @@ class JudgmentCache:
         store = self._writable_store("write entries")
         data = self._validated(entry)
         with _guard(self.directory):
-            written = bool(store.set(entry["key"], data, retry=True) if replace
-                           else store.add(entry["key"], data, retry=True))
+            written = bool(store.set(entry.key, data, retry=True) if replace
+                           else store.add(entry.key, data, retry=True))
         self._counters["writes"] += written
         return written
 

@@ -29,12 +29,11 @@ Decisions:
   is the explicit act of trusting a file;
   :meth:`judge.cache.maintenance.CacheMaintenance.upgrade` does the same for a directory
   written by an older version.
-- A turn is valid when it is an object whose ``text`` is a string (:func:`turns_ok`); the
-  rest is read with ``.get``, never through a typed model: a frozen model would re-write
-  valid turns (``3`` as ``3.0``, another digest) or refuse unknown fields that replay now,
-  and it would add a validation per turn to the replay path (measured in bench/RESULTS.md,
-  "A typed model for cached turns"). Turns are typed where they are made:
-  :class:`judge.llm.client.Turn`.
+- An entry is read through :class:`CacheEntry`, and its turns through
+  :class:`judge.core.turns.CachedTurn`: typed views over the stored JSON object, never models
+  that re-write it (see :mod:`judge.core.turns`). A view makes no check: the cache checks
+  what it writes and what it reads (:func:`entry_problems`, :func:`read_problems`).
+- A turn is valid when it is an object whose ``text`` is a string (:func:`turns_ok`).
 - ``createdAt`` is checked by a pattern for the ISO 8601 forms that
   ``datetime.fromisoformat`` reads (the adapter parses it for ``stats`` and ``prune``):
   this module may not import the clock's module, and a pattern says exactly what is taken.
@@ -48,15 +47,18 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.canonical import canonical_json, sha256_hex
 from ..core.secrets import secret_paths
+from ..core.turns import CachedTurn
 
 __all__ = [
     "CACHE_FORMAT",
     "DIGEST_MISMATCH",
     "ENTRY_FIELDS",
+    "CacheEntry",
+    "EntryMeta",
     "KeyedRequest",
     "build_entry",
     "cache_key",
@@ -78,6 +80,79 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 # The ISO 8601 shapes taken; datetime.fromisoformat then checks the ranges (2025-02-30).
 _ISO_SHAPE = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?"
                         r"(?:Z|[+-]\d{2}:?\d{2})?)?")
+
+
+class EntryMeta(TypedDict, total=False):
+    """An entry's ``meta``: value metadata, never part of the key.
+
+    ``createdAt`` is required of every entry written (:func:`entry_problems` says so); the
+    provenance (``judgeflow``, ``modelReported``, ``systemFingerprint``, ``engine``) is added
+    by the judgment that writes it, where known.
+    """
+
+    createdAt: str
+    templateId: str
+    templateHash: str
+    rubricId: str
+    rubricHash: str
+    mode: str
+    """``pairwise`` for a pairwise verdict."""
+    batchJob: str
+    """The provider batch job that answered it."""
+    judgeflow: str
+    modelReported: str
+    systemFingerprint: str
+    engine: dict[str, Any]
+    """What served the model, when known (a local server's engine and versions)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CacheEntry:
+    """One cache entry read through typed fields; ``data`` is its JSON object, as stored.
+
+    The stored bytes are ``canonical_json(data)``: the object is the entry's wire form, and
+    the properties read it without copying it.
+    """
+
+    data: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        """The cache key: sha256 of the canonical request (see :func:`cache_key`)."""
+        return str(self.data["key"])
+
+    @property
+    def digest(self) -> str | None:
+        """The content digest (None: an entry from before digests)."""
+        value = self.data.get("digest")
+        return value if isinstance(value, str) else None
+
+    @property
+    def request(self) -> Mapping[str, Any]:
+        """The key material: what was asked."""
+        value: Mapping[str, Any] = self.data["request"]
+        return value
+
+    @property
+    def model(self) -> str:
+        """The judge model the request named."""
+        return str(self.request["model"])
+
+    @property
+    def turns(self) -> tuple[CachedTurn, ...]:
+        """The first call and any repair turns, as received."""
+        return tuple(CachedTurn(t) for t in self.data["turns"])
+
+    @property
+    def meta(self) -> Mapping[str, Any]:
+        """Value metadata: template, rubric, ``createdAt``, provenance; never in the key."""
+        value: Mapping[str, Any] = self.data["meta"]
+        return value
+
+    @property
+    def created_at(self) -> str:
+        """When the judgment was made (ISO 8601)."""
+        return str(self.meta["createdAt"])
 
 
 def _normalised(value: Any) -> Any:
@@ -171,8 +246,8 @@ def key_request(request: Mapping[str, Any],
     return KeyedRequest(request, hashlib.sha256(text.encode("utf-8")).hexdigest(), known)
 
 
-def seal_entry(keyed: KeyedRequest, turns: Iterable[Mapping[str, Any]],
-               meta: Mapping[str, Any]) -> tuple[dict[str, Any], bytes]:
+def seal_entry(keyed: KeyedRequest, turns: Iterable[CachedTurn],
+               meta: Mapping[str, Any]) -> tuple[CacheEntry, bytes]:
     """The entry :func:`build_entry` makes for ``keyed``, and its canonical JSON as bytes.
 
     The bytes equal ``canonical_json(build_entry(...))`` exactly; they are joined from
@@ -181,9 +256,9 @@ def seal_entry(keyed: KeyedRequest, turns: Iterable[Mapping[str, Any]],
     """
     if not keyed.pieces:
         entry = build_entry(keyed.request, turns, meta, key=keyed.key)
-        return entry, canonical_json(entry).encode("utf-8")
+        return entry, canonical_json(entry.data).encode("utf-8")
     req = dict(keyed.request)
-    turn_list = [dict(t) for t in turns]
+    turn_list = [dict(t.data) for t in turns]
     meta_dict = dict(meta)
     body = (f'{{"format":{CACHE_FORMAT},"key":{canonical_json(keyed.key)},'
             f'"meta":{canonical_json(meta_dict)},'
@@ -191,8 +266,8 @@ def seal_entry(keyed: KeyedRequest, turns: Iterable[Mapping[str, Any]],
             f'"turns":{canonical_json(turn_list)}}}')
     data = body.encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
-    entry = {"digest": digest, "format": CACHE_FORMAT, "key": keyed.key, "request": req,
-             "turns": turn_list, "meta": meta_dict}
+    entry = CacheEntry({"digest": digest, "format": CACHE_FORMAT, "key": keyed.key,
+                        "request": req, "turns": turn_list, "meta": meta_dict})
     return entry, b'{"digest":"' + digest.encode("ascii") + b'",' + data[1:]
 
 
@@ -210,14 +285,14 @@ def digest_ok(entry: Mapping[str, Any]) -> bool:
         return False
 
 
-def with_digest(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of ``entry`` with its digest (re)computed."""
+def with_digest(entry: Mapping[str, Any]) -> CacheEntry:
+    """A copy of the JSON object ``entry`` with its digest (re)computed."""
     body = {k: v for k, v in entry.items() if k != "digest"}
-    return {"digest": sha256_hex(body), **body}
+    return CacheEntry({"digest": sha256_hex(body), **body})
 
 
-def build_entry(request: Mapping[str, Any], turns: Iterable[Mapping[str, Any]],
-                meta: Mapping[str, Any], *, key: str | None = None) -> dict[str, Any]:
+def build_entry(request: Mapping[str, Any], turns: Iterable[CachedTurn],
+                meta: Mapping[str, Any], *, key: str | None = None) -> CacheEntry:
     """Build an entry, filling in its format, key and digest (``meta`` must carry ``createdAt``).
 
     ``key``, when the caller has just computed ``cache_key(request)``, saves hashing the
@@ -225,7 +300,7 @@ def build_entry(request: Mapping[str, Any], turns: Iterable[Mapping[str, Any]],
     """
     req = dict(request)
     return with_digest({"format": CACHE_FORMAT, "key": key or cache_key(req), "request": req,
-                        "turns": [dict(t) for t in turns], "meta": dict(meta)})
+                        "turns": [dict(t.data) for t in turns], "meta": dict(meta)})
 
 
 def is_iso_time(text: str) -> bool:

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
 
+from ..core.turns import CachedTurn
 from .entry import CACHE_FORMAT, DIGEST_MISMATCH, turns_ok
 
 __all__ = ["sound_digest", "turns_alone"]
@@ -53,7 +53,7 @@ def sound_digest(raw: bytes, key: str) -> str | None:
     return raw[len(_DIGEST):_BODY - 2].decode("ascii")
 
 
-def turns_alone(raw: bytes, key: str) -> list[dict[str, Any]] | str | None:
+def turns_alone(raw: bytes, key: str) -> tuple[CachedTurn, ...] | str | None:
     """The turns of the entry ``raw`` stored under ``key``, read from the bytes alone.
 
     A list when the layout is canonical and the digest matches;
@@ -72,4 +72,4 @@ def turns_alone(raw: bytes, key: str) -> list[dict[str, Any]] | str | None:
         turns = json.loads(raw[at + len(_TURNS):-1].decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):
         return None
-    return turns if turns_ok(turns) else None
+    return tuple([CachedTurn(t) for t in turns]) if turns_ok(turns) else None

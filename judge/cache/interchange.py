@@ -19,36 +19,42 @@ Decisions:
 
 from __future__ import annotations
 
-from typing import Any, TextIO, TypedDict
+from typing import Any, TextIO
 
 from ..core.canonical import canonical_json
+from ..core.frozen import Frozen
 from ..core.strict_json import loads_strict
 from .disk import JudgmentCache
-from .entry import with_digest
+from .entry import CacheEntry, with_digest
 from .signing import SECRET_ENV, SIG_FIELD, sign, signature_ok
 
-__all__ = ["CacheInterchange", "ExportResult", "ImportReport", "import_line"]
+__all__ = ["CacheInterchange", "ExportReport", "ImportReport", "import_line"]
 
 
-class ImportReport(TypedDict):
-    """What :meth:`CacheInterchange.import_jsonl` did with each line."""
+class ImportReport(Frozen):
+    """Entries added, skipped (the key was there) and rejected (with ``line N: why``)."""
 
     added: int
     skipped: int
     rejected: int
-    errors: list[str]
-    unsigned: int
-    """Lines taken without a signature (only with the secret set and ``allow_unsigned``)."""
+    errors: tuple[str, ...]
+    signatures_checked: bool = False
+    """The team secret was set: every signed line's signature was checked."""
+    unsigned: int = 0
+    """Lines taken without a signature although the secret was set (``--allow-unsigned``)."""
 
 
-class ExportResult(TypedDict):
-    """What :meth:`CacheInterchange.export_entries` wrote and left out."""
+class ExportReport(Frozen):
+    """How many entries were written, and how many corrupt ones were left out (and why)."""
 
     exported: int
-    corrupt: dict[str, str]
-    """Entries left out because they fail their check (key: why)."""
-    changed: int
-    """Entries a writer replaced while the snapshot was read: sound now, not in this export."""
+    left_out: int
+    corrupt: dict[str, str] = {}
+    """The entries left out because they fail their check: key, why."""
+    changed: int = 0
+    """Entries a writer replaced while the snapshot was read: sound now, in the next export."""
+    signed: bool = False
+    """Each line carries an HMAC under the team secret (JUDGE_CACHE_SECRET)."""
 
 
 class _LineRefused(ValueError):
@@ -68,7 +74,7 @@ def _key_of(line: str) -> str:
 
 
 def import_line(line: str, *, secret: bytes | None,
-                allow_unsigned: bool = False) -> tuple[dict[str, Any], bool]:
+                allow_unsigned: bool = False) -> tuple[CacheEntry, bool]:
     """An export line's entry as it would be imported, and whether it came unsigned.
 
     The decisions: a line's ``sig`` is checked when ``secret`` is given (a mismatch is
@@ -95,9 +101,10 @@ def import_line(line: str, *, secret: bytes | None,
             secret, canonical_json(entry).encode("utf-8"), sig):
         raise _LineRefused("signature does not match: edited after it was signed, or "
                            "signed with another secret", where)
+    unsigned = sig is None and secret is not None
     if "digest" not in entry and sig is None:
-        entry = with_digest(entry)
-    return entry, sig is None and secret is not None
+        return with_digest(entry), unsigned
+    return CacheEntry(entry), unsigned
 
 
 class CacheInterchange:
@@ -111,34 +118,36 @@ class CacheInterchange:
 
         The same entries always give the same bytes, so an export diffs well in git.
         """
-        return self.export_entries(fp, secret=secret)["exported"]
+        return self.export_entries(fp, secret=secret).exported
 
-    def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportResult:
+    def export_entries(self, fp: TextIO, *, secret: bytes | None = None) -> ExportReport:
         """Write every sound entry of one snapshot, sorted by key, signed when ``secret``.
 
         An entry that fails its check in the snapshot is read again once the snapshot ends:
         still failing, it is reported corrupt; sound by then, a writer was replacing it
         (``changed``), never a false alarm.
         """
-        result: ExportResult = {"exported": 0, "corrupt": {}, "changed": 0}
+        exported = changed = 0
+        corrupt: dict[str, str] = {}
         suspects: dict[Any, str] = {}
         with self.cache.snapshot():
             for key, entry, problem in self.cache.scan():
                 if entry is None:
                     suspects[key] = problem or "unreadable"
                     continue
-                line = canonical_json(entry)
+                line = canonical_json(entry.data)
                 if secret is not None:
-                    line = canonical_json({**entry, SIG_FIELD: sign(secret, line.encode())})
+                    line = canonical_json({**entry.data, SIG_FIELD: sign(secret, line.encode())})
                 fp.write(line + "\n")
-                result["exported"] += 1
+                exported += 1
         for key, problem in suspects.items():
             again, still = self.cache.checked(key) if isinstance(key, str) else (None, problem)
             if again is not None:
-                result["changed"] += 1
+                changed += 1
             elif still is not None:
-                result["corrupt"][key if isinstance(key, str) else repr(key)] = still
-        return result
+                corrupt[key if isinstance(key, str) else repr(key)] = still
+        return ExportReport(exported=exported, left_out=len(corrupt), corrupt=corrupt,
+                            changed=changed, signed=secret is not None)
 
     def import_jsonl(self, fp: TextIO, *, secret: bytes | None = None,
                      require_signed: bool = False,
@@ -152,8 +161,8 @@ class CacheInterchange:
         if require_signed and secret is None:
             raise ValueError("require_signed needs the team secret")
         self.cache.require_writable("import")
-        report: ImportReport = {"added": 0, "skipped": 0, "rejected": 0, "errors": [],
-                                "unsigned": 0}
+        counts = {"added": 0, "skipped": 0, "unsigned": 0}
+        errors: list[str] = []
         for number, line in enumerate(fp, start=1):
             if not line.strip():
                 continue
@@ -163,13 +172,12 @@ class CacheInterchange:
                                               not require_signed)
                 added = self.cache.write_local(entry, replace=False)
             except _LineRefused as exc:
-                report["rejected"] += 1
-                report["errors"].append(f"line {number}{exc.where}: {exc}")
+                errors.append(f"line {number}{exc.where}: {exc}")
                 continue
             except (ValueError, RecursionError) as exc:
-                report["rejected"] += 1
-                report["errors"].append(f"line {number}{_key_of(line)}: {exc}")
+                errors.append(f"line {number}{_key_of(line)}: {exc}")
                 continue
-            report["unsigned"] += unsigned
-            report["added" if added else "skipped"] += 1
-        return report
+            counts["unsigned"] += unsigned
+            counts["added" if added else "skipped"] += 1
+        return ImportReport(**counts, rejected=len(errors), errors=tuple(errors),
+                            signatures_checked=secret is not None)

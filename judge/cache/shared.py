@@ -50,11 +50,12 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
 from ..core.errors import StoreError
-from ..core.secrets import MASK, mask_url
+from ..core.secrets import mask_url
+from ..system.sql_urls import SqlUrl, resolve_sql_url
 from .entry import CACHE_FORMAT, digest_ok
 from .signing import SECRET_ENV, sign, signature_ok
 
@@ -138,17 +139,6 @@ def _add_sig_column(conn: Connection) -> None:
         conn.execute(text("ALTER TABLE judge_cache_entries ADD COLUMN sig VARCHAR(80)"))
 
 
-def _resolved(url: str, workspace: Path | None) -> Any:
-    """Parse ``url``; a relative SQLite path is taken relative to ``workspace``."""
-    parsed = make_url(url)
-    database = parsed.database
-    if workspace is None or parsed.get_backend_name() != "sqlite" or not database \
-            or database == ":memory:" or database.startswith("file:"):
-        return parsed
-    path = Path(database).expanduser()
-    return parsed if path.is_absolute() else parsed.set(database=str(workspace / path))
-
-
 class SharedCache:
     """Cache entries (bytes by key) in a shared database; safe for many writers at once."""
 
@@ -168,18 +158,17 @@ class SharedCache:
         self._secret = secret
         self._allow_unsigned = allow_unsigned
         self._batch = batch
-        self._password: str | None = None
+        self._sql: SqlUrl | None = None
         self._kept: Connection | None = None
         try:
-            parsed = _resolved(url, workspace)
-            self.url = parsed.render_as_string(hide_password=True).replace(":***@", f":{MASK}@")
-            self._password = None if parsed.password is None else str(parsed.password)
-            server = parsed.get_backend_name() != "sqlite"
+            self._sql = resolve_sql_url(url, workspace if workspace is not None else Path.cwd())
+            self.url = self._sql.shown
+            server = self._sql.server
             options: dict[str, Any] = {"pool_pre_ping": True} if server else {}
-            if parsed.get_backend_name() == "postgresql":
+            if self._sql.backend == "postgresql":
                 options["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT}
-            self._engine = create_engine(parsed, **options)
-            self._dialect = parsed.get_backend_name()
+            self._engine = create_engine(self._sql.url, **options)
+            self._dialect = self._sql.backend
         except ImportError as exc:
             raise StoreError(f"cannot open shared cache {self.url!r}: its database driver is "
                              f"not installed (pip install 'judgeflow[postgres]'): {exc}") \
@@ -187,6 +176,9 @@ class SharedCache:
         except (SQLAlchemyError, ValueError) as exc:
             raise StoreError(f"cannot open shared cache {self.url!r}: "
                              f"{mask_url(str(exc))}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot create the folder of shared cache {self.url!r}: {exc}") \
+                from exc
         for attempt in (1, 2):
             try:
                 with self._engine.begin() as conn:
@@ -344,7 +336,6 @@ class SharedCache:
 
     def _failed(self, exc: SQLAlchemyError) -> StoreError:
         cause = getattr(exc, "orig", None) or exc
-        message = mask_url(str(cause).strip())
-        if self._password:
-            message = message.replace(self._password, MASK)
+        message = str(cause).strip()
+        message = self._sql.scrub(message) if self._sql is not None else mask_url(message)
         return StoreError(f"shared cache {self.url}: {message}")

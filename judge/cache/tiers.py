@@ -28,16 +28,17 @@ life, never an error. Every message carries the URL with its password masked.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from ..core.canonical import canonical_json
 from ..core.errors import StoreError
 from ..core.frozen import Frozen
 from ..core.secrets import mask_url
+from ..core.turns import CachedTurn
 from .disk import CacheMode, JudgmentCache
-from .entry import entry_problems
+from .entry import CacheEntry, entry_problems
 from .shared import SharedCache
 from .signing import SECRET_ENV
 
@@ -146,7 +147,7 @@ class TieredCache(JudgmentCache):
         elif len(self.rejected) == REPORTED_REJECTIONS + 1:
             self._say("shared cache: more entries ignored; `judge cache stats` counts them")
 
-    def _from_shared(self, key: str) -> dict[str, Any] | None:
+    def _from_shared(self, key: str) -> CacheEntry | None:
         """The sound shared entry of ``key`` (copied locally when the mode writes), or None."""
         tier = self.shared() if key not in self.rejected else None  # rejected: not asked again
         if tier is None:
@@ -173,9 +174,10 @@ class TieredCache(JudgmentCache):
             self._reject(key, "; ".join(problems))
             return None
         self._shared["sharedHits"] += 1
-        if self.writable and super().put(entry):  # checked in full by put, as by us above
+        found = CacheEntry(entry)
+        if self.writable and super().put(found):  # checked in full by put, as by us above
             self._shared["copiedLocal"] += 1
-        return dict(entry)
+        return found
 
     def _share(self, key: str, body: bytes) -> None:
         tier = self.shared()
@@ -188,30 +190,36 @@ class TieredCache(JudgmentCache):
 
     # --- JudgmentCache, tiered ---------------------------------------------------------
 
-    def _read(self, key: str, *,
-              turns_only: bool) -> tuple[dict[str, Any] | None, str | None]:
-        entry, problem = super()._read(key, turns_only=turns_only)
+    def _read(self, key: str) -> tuple[CacheEntry | None, str | None]:
+        entry, problem = super()._read(key)
         if entry is not None or not self.readable:
             return entry, problem
         # A local entry that is corrupt is still counted as corrupt by the caller (the
         # problem is passed on) and, found sound in the shared tier, is replaced locally.
         return self._from_shared(key), problem
 
-    def put(self, entry: Mapping[str, Any], *, built: bool = False,
+    def _read_turns(self, key: str) -> tuple[tuple[CachedTurn, ...] | None, str | None]:
+        turns, problem = super()._read_turns(key)
+        if turns is not None or not self.readable:
+            return turns, problem
+        shared = self._from_shared(key)  # as _read: the local problem is passed on
+        return (None if shared is None else shared.turns), problem
+
+    def put(self, entry: CacheEntry, *, built: bool = False,
             data: bytes | None = None, vouched: Collection[str] = ()) -> bool:
         """Store ``entry`` locally, then in the shared tier (see :meth:`JudgmentCache.put`)."""
         written = super().put(entry, built=built, data=data, vouched=vouched)
         if written:
-            self._share(str(entry["key"]),
-                        data if data is not None else canonical_json(dict(entry)).encode("utf-8"))
+            self._share(entry.key,
+                        data if data is not None else canonical_json(entry.data).encode("utf-8"))
         return written
 
-    async def put_soon(self, entry: Mapping[str, Any], *, data: bytes,
+    async def put_soon(self, entry: CacheEntry, *, data: bytes,
                        vouched: Collection[str] = ()) -> bool:
         """Store ``entry`` locally (in the writer thread), then in the shared tier (here)."""
         written = await super().put_soon(entry, data=data, vouched=vouched)
         if written:
-            self._share(str(entry["key"]), data)
+            self._share(entry.key, data)
         return written
 
     def counters(self) -> dict[str, int]:

@@ -66,7 +66,7 @@ def _plain_argument(param: TyperArgument) -> None:
     param.metavar = param.metavar or (param.name or "value").upper()
     usage = param.display_name_raw if param.required else f"[{param.display_name_raw}]"
     usage += "..." if param.nargs != 1 else ""
-    setattr(param, "_usage_display_name", lambda: usage)  # noqa: B010 - per instance
+    setattr(param, "get_usage_pieces", lambda ctx: [usage])  # noqa: B010 - per instance
     setattr(param, "display_type_rich", lambda ctx: "")  # noqa: B010
 
 

@@ -56,6 +56,7 @@ def _workspace(api_base: str | None, store: str | None) -> Workspace:
 
 
 def _job_json(job: BatchJob) -> dict[str, Any]:
+    """JSON door: the job as ``--json`` prints it (its items counted, not listed)."""
     data = job.model_dump(mode="json", exclude={"jobs", "ledger", "settings"})
     data["jobs"] = [{**pj.model_dump(mode="json", exclude={"keys"}), "keys": len(pj.keys)}
                     for pj in job.jobs]

@@ -20,7 +20,7 @@ from xml.etree import ElementTree
 from rich.text import Text
 
 from ..app.gate import GateVerdict
-from ..core.baseline import Comparison
+from ..core.baseline import BaselineComparison
 from ..core.errors import UsageError
 from ..core.judge_quality import WEAK, MeasuredAgreement
 from ..core.models import CaseResult
@@ -84,7 +84,7 @@ def print_verdict(v: GateVerdict) -> None:
             out.print(f"{label}: {', '.join(ids)}", markup=False)
 
 
-def _print_noise(c: Comparison) -> None:
+def _print_noise(c: BaselineComparison) -> None:
     out = console()
     if c.test is not None and c.test.rule == "paired":
         if c.test.within_noise:
@@ -97,7 +97,7 @@ def _print_noise(c: Comparison) -> None:
         out.print(f"noise, within the recorded spread: {', '.join(c.noise)}", markup=False)
 
 
-def _unlisted(c: Comparison) -> str:
+def _unlisted(c: BaselineComparison) -> str:
     ids = c.test.within_noise if c.test is not None else ()
     shown = ", ".join(ids[:SHOWN_UNLISTED])
     return shown + (f" and {len(ids) - SHOWN_UNLISTED} more" if len(ids) > SHOWN_UNLISTED
@@ -111,7 +111,7 @@ def _xml(text: str) -> str:
     return _NOT_XML.sub("\ufffd", text)
 
 
-def _case_reasons(c: Comparison) -> dict[str, str]:
+def _case_reasons(c: BaselineComparison) -> dict[str, str]:
     """Each listed or newly unscored case's sentence, by case id."""
     listed = set(c.regressed_cases) | set(c.newly_unscored)
     return {cid: reason for reason in c.blocked_reasons

@@ -33,10 +33,10 @@ def serve(model: ModelArg = DEFAULT_LOCAL,
     report = serve_local(Workspace.open(), model, port)
     running = report.server
     if json_out:
-        emit_json({**running, "state": report.state})
+        emit_json({**running.model_dump(mode="json"), "state": report.state})
         return
-    typer.echo(f"{model} {report.state}: {running['apiBase']} (pid {running['pid']}, "
-               f"log {running['log']})")
+    typer.echo(f"{model} {report.state}: {running.api_base} (pid {running.pid}, "
+               f"log {running.log})")
 
 
 def status(model: ModelArg = DEFAULT_LOCAL, json_out: JsonFlag = False) -> None:
@@ -44,11 +44,11 @@ def status(model: ModelArg = DEFAULT_LOCAL, json_out: JsonFlag = False) -> None:
     found = local_status(Workspace.open(), model)
     if json_out:
         emit_json({"installed": found.installed, "running": found.running,
-                   "server": found.server})
+                   "server": found.server.model_dump(mode="json") if found.server else None})
     elif found.server is None:
         typer.echo(f"{model}: not running (installed: {'yes' if found.installed else 'no'})")
     else:
-        typer.echo(f"{model}: running at {found.server['apiBase']} (pid {found.server['pid']})")
+        typer.echo(f"{model}: running at {found.server.api_base} (pid {found.server.pid})")
     if not found.running:
         raise typer.Exit(1)
 

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
 from rich.cells import cell_len
 from rich.console import Console
 from rich.table import Table
@@ -88,7 +89,9 @@ def plain_output() -> bool:
 
 
 def emit_json(value: Any) -> None:
-    """Write ``value`` as stable JSON (sorted keys) to stdout."""
+    """Write ``value`` (a model: its wire form) as stable JSON (sorted keys) to stdout."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
     sys.stdout.write(stable_json(value))
     sys.stdout.flush()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import typer
 from rich.markup import escape
@@ -61,7 +61,7 @@ from .output import (
     table,
 )
 
-__all__ = ["cache_line", "group_json", "print_group", "register"]
+__all__ = ["GroupJson", "cache_line", "group_json", "print_group", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -256,7 +256,7 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
     head, sample = headline_of(run)
     scored_by = f"  ·  scores from [bold]{escape(str(head))}[/]" if len(run.models) > 1 else ""
     if len(run.models) == 1 and sample < 0:
-        method = run.settings.get("sampleAggregate", "median")
+        method = run.settings.sample_aggregate or "median"
         scored_by = f"  ·  scores are the {method} of {run.samples} samples"
     out.print(f"[bold]run {escape(run.id)}[/]  suite [bold]{escape(run.suite)}[/]  rubric "
               f"{escape(run.rubric)}  judge {escape(', '.join(run.models))}  seed {run.seed}"
@@ -308,7 +308,20 @@ def _band_counts(bands: dict[str, int]) -> list[Text | str]:
     return parts
 
 
-def group_json(check: GroupCheck) -> dict[str, Any]:
+class GroupJson(TypedDict):
+    """A group of shards' runs as ``--json`` shows it."""
+
+    group: str
+    suite: str | None
+    shards: int
+    complete: bool
+    problems: list[str]
+    runs: list[str]
+    summary: dict[str, Any] | None
+    """The group's summary as one run, once complete."""
+
+
+def group_json(check: GroupCheck) -> GroupJson:
     """A group's state as JSON: complete or the problems, its shards' runs, its summary."""
     st = check.status
     return {"group": st.group, "suite": st.suite, "shards": st.count, "complete": st.complete,

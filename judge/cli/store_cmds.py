@@ -17,7 +17,7 @@ import typer
 from rich.text import Text
 
 from ..app.exporting import ExportFormat
-from ..app.runs import RunView, export_run, run_history, show_run
+from ..app.runs import RunPage, export_run, run_history, show_run
 from ..app.store_access import StoreLocation
 from ..core.canonical import canonical_json
 from ..core.models import RunInfo, RunTotals
@@ -212,12 +212,13 @@ def _print_header(info: RunInfo) -> None:
         f"{t.wall_seconds:.1f} s",
         *(f"           {line}" for line in ledger_lines(t.ledger)),
     ]
-    if info.settings:
-        lines.append(f"settings   {canonical_json(info.settings)}")
+    settings = info.settings.model_dump(mode="json")
+    if settings:
+        lines.append(f"settings   {canonical_json(settings)}")
     out.print("\n".join(lines), markup=False)  # one call: rich's cost is per call
 
 
-def _print_more(view: RunView) -> None:
+def _print_more(view: RunPage) -> None:
     """Say how many cases the page leaves out, and how to see them."""
     if not view.more or not view.cases:
         return
@@ -230,7 +231,7 @@ def _print_more(view: RunView) -> None:
                     markup=False)
 
 
-def _print_cases(view: RunView) -> None:
+def _print_cases(view: RunPage) -> None:
     out = console()
     info, cases = view.run, view.cases
     if not cases:

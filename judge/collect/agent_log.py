@@ -11,17 +11,17 @@ scrubbed from every step by :func:`judge.collect.case.build_case`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from ..core.errors import UsageError
+from ..core.evidence import structured_text
 from .case import Collected
 from .shape import Fields, ShapeError, load_json
 from .sources import read_source
 
-__all__ = ["ERROR_LEVELS", "WARNING_LEVELS", "collect_agent_log", "parse_agent_log"]
+__all__ = ["ERROR_LEVELS", "WARNING_LEVELS", "StepItem", "collect_agent_log", "parse_agent_log"]
 
 ERROR_LEVELS = frozenset({"error", "err", "critical", "fatal"})
 WARNING_LEVELS = frozenset({"warn", "warning"})
@@ -33,7 +33,7 @@ def _content(record: Fields, key: str) -> str:
         parts = record.objects(key)
         return "\n".join(text for text in (p.text("text") for p in parts) if text is not None)
     if isinstance(value, Mapping):  # a structured log message
-        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+        return structured_text(value)
     return record.text(key) or ""
 
 
@@ -44,7 +44,7 @@ def _tool_calls(message: Fields) -> list[tuple[str, str]]:
         name = function.text("name") or "tool"
         arguments = function.data.get("arguments")
         if isinstance(arguments, Mapping | list):  # some logs keep the parsed object
-            arguments = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+            arguments = structured_text(arguments)
         else:
             arguments = function.text("arguments")
         calls.append((name, arguments or ""))
@@ -83,8 +83,23 @@ def _timestamp(record: Fields) -> str | int | float | None:
     return None
 
 
-def _step(n: int, lineno: int, record: Fields, counts: dict[str, int]) -> dict[str, Any]:
-    step: dict[str, Any] = {"id": f"step-{n}", "step": n, "line": lineno}
+class StepItem(TypedDict):
+    """An ``agentLogs`` item: one line of the log (a message, or a logged event)."""
+
+    id: str
+    step: int
+    line: int
+    role: NotRequired[str]
+    tools: NotRequired[list[str]]
+    toolCall: NotRequired[str]
+    level: NotRequired[str]
+    text: NotRequired[str]
+    body: NotRequired[str]
+    at: NotRequired[str | int | float]
+
+
+def _step(n: int, lineno: int, record: Fields, counts: dict[str, int]) -> StepItem:
+    step: StepItem = {"id": f"step-{n}", "step": n, "line": lineno}
     if record.has("role"):
         role = record.text("role") or ""
         body = _content(record, "content")
@@ -115,7 +130,7 @@ def _step(n: int, lineno: int, record: Fields, counts: dict[str, int]) -> dict[s
     return step
 
 
-def parse_agent_log(text: str) -> tuple[list[dict[str, Any]], dict[str, int], str | None,
+def parse_agent_log(text: str) -> tuple[list[StepItem], dict[str, int], str | None,
                                          str | None]:
     """Steps, counts (steps, ok_steps, errors, ...), first user and last assistant text.
 
@@ -125,7 +140,7 @@ def parse_agent_log(text: str) -> tuple[list[dict[str, Any]], dict[str, int], st
     ValueError names the line and the path of a value of the wrong type (``line 3:
     tool_calls: expected a list, got a number (5)``).
     """
-    steps: list[dict[str, Any]] = []
+    steps: list[StepItem] = []
     counts = {"steps": 0, "ok_steps": 0, "errors": 0, "warnings": 0, "tool_calls": 0}
     first_user: str | None = None
     last_assistant: str | None = None

@@ -47,7 +47,7 @@ class Collected:
 
     source: dict[str, Any]
     """How the case records the source (``{"kind": "git", "repo": ..., "range": ...}``)."""
-    evidence: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    evidence: Mapping[str, Sequence[Mapping[str, object]]] = field(default_factory=dict)
     """Raw items by group, in source order, each with a citable id (or a sha / key)."""
     facts: dict[str, Fact] = field(default_factory=dict)
     """Facts for the signal rules; names from :data:`judge.core.signal_rules.FACTS`."""
@@ -71,7 +71,7 @@ class CollectedCase:
     redactions: int
 
 
-def _bound_value(value: Any) -> Any:
+def _bound_value(value: object) -> object:
     if isinstance(value, list | tuple) and len(value) > LIST_LIMIT:
         return [*value[: LIST_LIMIT - 1], f"… +{len(value) - LIST_LIMIT + 1} more"]
     return value
@@ -81,13 +81,15 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def _bound_item(item: Mapping[str, Any], profile: EvidenceProfile) -> dict[str, Any]:
+def _bound_item(item: Mapping[str, object], profile: EvidenceProfile) -> dict[str, object]:
     # The fields build_bundle will read as the excerpt and the title (first non-blank).
     text_key = next((k for k in TEXT_KEYS if _text(item.get(k))), None)
     title_key = next((k for k in TITLE_KEYS if _text(item.get(k))), None)
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for key, value in item.items():
-        if key == text_key:
+        if not isinstance(value, str):
+            out[key] = _bound_value(value)
+        elif key == text_key:
             # Trailing spaces dropped: they carry nothing, and they keep YAML from writing
             # the text as a readable block.
             text = "\n".join(line.rstrip() for line in value.strip("\n").splitlines())
@@ -99,8 +101,8 @@ def _bound_item(item: Mapping[str, Any], profile: EvidenceProfile) -> dict[str, 
     return out
 
 
-def bound_group(items: Sequence[Mapping[str, Any]], spec: GroupSpec,
-                profile: EvidenceProfile) -> list[dict[str, Any]]:
+def bound_group(items: Sequence[Mapping[str, object]], spec: GroupSpec,
+                profile: EvidenceProfile) -> list[dict[str, object]]:
     """The items a group keeps: at most ``spec.cap``, each excerpt and title truncated."""
     kept = list(items)
     if len(kept) > spec.cap:
@@ -131,7 +133,7 @@ def _merge_facts(parts: Sequence[Collected]) -> dict[str, Fact]:
 def build_case(case_id: str, parts: Sequence[Collected], rubric: Rubric) -> CollectedCase:
     """One case from the sources' collections (in priority order: the first input wins)."""
     profile = rubric.evidence
-    grouped: dict[str, list[dict[str, Any]]] = {}
+    grouped: dict[str, list[Mapping[str, object]]] = {}
     for part in parts:
         for group, items in part.evidence.items():
             if group not in profile.names():

@@ -10,16 +10,26 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..core.evidence import citable_id
 from .case import Collected
 from .sources import read_source
 
-__all__ = ["collect_documents", "document_item"]
+__all__ = ["DocumentItem", "collect_documents", "document_item"]
 
 
-def document_item(key: str, text: str) -> dict[str, Any]:
+class DocumentItem(TypedDict):
+    """A ``documents`` item: the document's key, a revision by content, its text."""
+
+    id: str
+    key: str
+    revision: str
+    title: str
+    excerpt: str
+
+
+def document_item(key: str, text: str) -> DocumentItem:
     """One ``documents`` item for the text of the document ``key``."""
     revision = hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
     heading = next((line.lstrip("#").strip() for line in text.splitlines()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.errors import UsageError
 from ..core.evidence import citable_id
@@ -39,7 +39,10 @@ VERDICTS = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 """Review states that set a reviewer's verdict (a plain COMMENTED review does not)."""
 
 
-def _clean(item: dict[str, Any]) -> dict[str, Any]:
+_V = TypeVar("_V")
+
+
+def _clean(item: Mapping[str, _V | None]) -> dict[str, _V]:
     return {k: v for k, v in item.items() if v is not None}
 
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import re
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from ..core.errors import UsageError
 from .case import Collected
@@ -41,6 +41,7 @@ __all__ = [
     "DIFF_FILES",
     "MAX_COMMITS",
     "MERGE_STATS",
+    "CommitItem",
     "collect_git",
     "diff_endpoints",
     "diff_excerpts",
@@ -129,7 +130,23 @@ def parse_numstat(text: str) -> dict[str, tuple[int, int, list[str]]]:
     return stats
 
 
-def parse_git_log(text: str, numstat: str = "") -> list[dict[str, Any]]:
+class CommitItem(TypedDict):
+    """A ``commits`` item as the case's evidence holds it."""
+
+    sha: str
+    subject: str
+    author: str
+    at: str
+    additions: int
+    deletions: int
+    files: list[str]
+    merge: NotRequired[bool]
+    message: NotRequired[str]
+    diffBase: NotRequired[str]
+    """``first-parent`` on a merge: its counts are of the merge's first-parent diff."""
+
+
+def parse_git_log(text: str, numstat: str = "") -> list[CommitItem]:
     """Commit items from ``git log -z`` in this module's format and its ``numstat`` stream."""
     tokens = text.split("\0")
     if tokens[-1] == "":
@@ -137,16 +154,16 @@ def parse_git_log(text: str, numstat: str = "") -> list[dict[str, Any]]:
     if len(tokens) % len(_FIELDS):
         raise _malformed(f"{len(tokens)} fields ({len(_FIELDS)} a commit)")
     stats = parse_numstat(numstat)
-    commits = []
+    commits: list[CommitItem] = []
     for at in range(0, len(tokens), len(_FIELDS)):
         raw = dict(zip(_FIELDS, tokens[at:at + len(_FIELDS)], strict=True))
         sha = raw["sha"].lstrip("\n")
         if not _SHA.fullmatch(sha) or not all(map(_SHA.fullmatch, raw["parents"].split())):
             raise _malformed(f"a commit id {sha[:40]!r}")
         additions, deletions, files = stats.get(sha, (0, 0, []))
-        item: dict[str, Any] = {"sha": sha, "subject": raw["subject"], "author": raw["author"],
-                                "at": raw["at"], "additions": additions,
-                                "deletions": deletions, "files": files}
+        item: CommitItem = {"sha": sha, "subject": raw["subject"], "author": raw["author"],
+                            "at": raw["at"], "additions": additions, "deletions": deletions,
+                            "files": files}
         if len(raw["parents"].split()) > 1:
             item["merge"] = True
         if raw["body"].strip():
@@ -229,7 +246,7 @@ def merge_stats(repo: Path, sha: str) -> list[tuple[str, int, int]]:
                                 "--numstat", "-z", f"{sha}^1", sha, "--"))
 
 
-def _add_merge_stats(repo: Path, commits: list[dict[str, Any]]) -> None:
+def _add_merge_stats(repo: Path, commits: list[CommitItem]) -> None:
     merges = [c for c in commits if c.get("merge")][:MERGE_STATS]
     for commit in merges:
         rows = merge_stats(repo, commit["sha"])

@@ -37,7 +37,6 @@ untrusted evidence like any other (fenced by the renderer).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,7 +46,7 @@ from typing import IO, Any
 
 from ..core.conversation import Turn
 from ..core.errors import UsageError
-from ..core.evidence import EvidenceProfile
+from ..core.evidence import EvidenceProfile, Scalar, structured_text
 from ..core.secrets import MASK, is_secret_key, mask_text
 from ..core.strict_json import loads_strict
 from .case import HEAD_TAIL_GROUPS, Collected
@@ -191,8 +190,7 @@ def _plain(value: Any, limit: int = ATTRIBUTE_LIMIT) -> Any:
     if isinstance(value, list | tuple):
         if all(isinstance(v, str | int | float | bool) for v in value):
             return _clean(", ".join(str(v) for v in value[:ARRAY_LIMIT]), limit)
-    return _clean(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)[
-        :limit], limit)
+    return _clean(structured_text(value)[:limit], limit)
 
 
 def _int(value: Any) -> int | None:
@@ -586,9 +584,9 @@ def _first(attrs: Mapping[str, Any], *keys: str) -> Any:
     return next((attrs[k] for k in keys if attrs.get(k) is not None), None)
 
 
-def _unknown(attrs: Mapping[str, Any]) -> dict[str, Any]:
+def _unknown(attrs: Mapping[str, Any]) -> dict[str, Scalar]:
     names = sorted(k for k in attrs if not k.startswith(_KNOWN_PREFIXES))
-    refs: dict[str, Any] = {}
+    refs: dict[str, Scalar] = {}
     for name in names[:UNKNOWN_ATTRIBUTES]:
         value = attrs[name]
         refs[f"attr.{name}"] = (" ".join(value.split())[:UNKNOWN_VALUE_LIMIT]
@@ -622,9 +620,9 @@ def _tool_text(span: Span) -> str:
     return "\n".join(lines)
 
 
-def _refs(place: _Place, start: int | None, role: str) -> dict[str, Any]:
+def _refs(place: _Place, start: int | None, role: str) -> dict[str, Scalar]:
     span, a = place.span, place.span.attributes
-    refs: dict[str, Any] = {"spanId": span.span_id, "seq": place.seq, "kind": role,
+    refs: dict[str, Scalar] = {"spanId": span.span_id, "seq": place.seq, "kind": role,
                             "status": span.status}
     if span.parent_id:
         refs["parentSpanId"] = span.parent_id

@@ -18,14 +18,13 @@ case's conversation is shown (:data:`judge.core.conversation.TURN_LIMIT`).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.conversation import TURN_LIMIT, ToolCall, Turn
-from ..core.evidence import truncate
+from ..core.evidence import structured_text, truncate
 from ..core.strict_json import loads_strict
 
 __all__ = ["MESSAGE_KEYS", "Call", "Message", "as_turns", "span_messages"]
@@ -68,8 +67,7 @@ class Message:
 def _text(value: Any) -> str:
     if value is None:
         return ""
-    return value if isinstance(value, str) else json.dumps(
-        value, sort_keys=True, ensure_ascii=False, default=str)
+    return structured_text(value)
 
 
 def _opt(value: Any) -> str | None:

@@ -31,7 +31,7 @@ class ShapeError(ValueError):
 
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
-        return f"a boolean ({json.dumps(value)})"
+        return f"a boolean ({str(value).lower()})"
     if isinstance(value, int | float):
         return f"a number ({value!r})"
     if isinstance(value, str):

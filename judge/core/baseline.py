@@ -33,7 +33,7 @@ __all__ = [
     "LATER_FIELDS",
     "Baseline",
     "BaselineCase",
-    "Comparison",
+    "BaselineComparison",
     "baseline_data",
     "baseline_id",
     "baseline_text",
@@ -101,7 +101,7 @@ class Baseline(Frozen):
         return self
 
 
-class Comparison(Frozen):
+class BaselineComparison(Frozen):
     """The regression gate's verdict: a current run against a baseline."""
 
     has_regression: bool = Field(alias="hasRegression")
@@ -328,7 +328,7 @@ def _unscored_sentence(case_id: str, before: int, result: CaseResult) -> str:
 
 
 def compare(baseline: Baseline, current: Iterable[CaseResult], *,
-            threshold: float | None = None) -> Comparison:
+            threshold: float | None = None) -> BaselineComparison:
     """Compare ``current`` (one result per case) with ``baseline``.
 
     A case regressed when it was scored in the baseline and its overallScore fell by more
@@ -389,7 +389,7 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
     if previous - present > limit:
         reasons.insert(0, f"mean score fell by {_points(previous - present)} points "
                           f"({_points(previous)} → {_points(present)}, threshold {limit_text})")
-    return Comparison(
+    return BaselineComparison(
         has_regression=bool(reasons),
         score_delta=_rounded(present - previous, 2),
         previous_score=_rounded(previous, 2),
@@ -409,7 +409,7 @@ def compare(baseline: Baseline, current: Iterable[CaseResult], *,
 
 
 def check(baseline: Baseline, current: Iterable[CaseResult], *, threshold: float | None = None,
-          block: bool = True) -> Comparison:
+          block: bool = True) -> BaselineComparison:
     """:func:`compare`, raising RegressionBlocked on a regression when ``block`` is on.
 
     The promotion hook: call it before a rollout; with ``block=False`` it only

@@ -27,7 +27,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 from pydantic import Field
 
@@ -47,6 +47,7 @@ __all__ = [
     "CalibrationError",
     "CategoryMap",
     "FoldReport",
+    "RubricScale",
     "attach_calibration",
     "calibrated_score",
     "calibration_digest",
@@ -144,7 +145,17 @@ def calibration_digest(cal: Calibration) -> str:
     return hashlib.sha256(canonical_json(cal.model_dump(mode="json")).encode()).hexdigest()
 
 
-def rubric_scale(rubric: Rubric) -> dict[str, Any]:
+class RubricScale(TypedDict):
+    """The scale a calibration is valid on, as its file keeps it (compared as canonical JSON)."""
+
+    style: str
+    levels: list[list[str | float]]
+    """Each level's ``[name, value]``."""
+    bands: list[list[str | int]]
+    """Each band's ``[name, minimum, maximum]``."""
+
+
+def rubric_scale(rubric: Rubric) -> RubricScale:
     """The scale a calibration is valid on: the style, level names and values, the bands."""
     return {"style": rubric.style, "levels": [[lv.name, lv.value] for lv in rubric.levels],
             "bands": [[b.name, b.min, b.max] for b in rubric.bands]}

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from .evidence import structured_text
 from .exact import round_half_up
 from .models import CheckResult
 from .rubric import Rubric
@@ -25,7 +25,7 @@ def output_text(output: Any) -> str:
                 return str(output[key])
     if output is None:
         return ""
-    return json.dumps(output, sort_keys=True, ensure_ascii=False)
+    return structured_text(output)
 
 
 def run_check(check: Check, output: Any) -> CheckResult:

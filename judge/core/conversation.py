@@ -16,13 +16,12 @@ cites evidence. The rules are those of evidence (:mod:`judge.core.evidence`), se
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
 
-from .evidence import truncate
+from .evidence import structured_text, truncate
 from .frozen import Frozen
 
 __all__ = [
@@ -105,9 +104,7 @@ class ConversationView(Frozen):
 
 
 def _arguments(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(
-        value, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return truncate(" ".join(text.split()), TOOL_ARGUMENTS_LIMIT)[0]
+    return truncate(" ".join(structured_text(value).split()), TOOL_ARGUMENTS_LIMIT)[0]
 
 
 def _label(turn: Turn) -> str:

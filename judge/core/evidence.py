@@ -15,6 +15,7 @@ references. The rules are enforced here, once:
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
@@ -32,9 +33,11 @@ __all__ = [
     "EvidenceItem",
     "EvidenceProfile",
     "GroupSpec",
+    "Scalar",
     "build_bundle",
     "check_evidence",
     "citable_id",
+    "structured_text",
     "truncate",
 ]
 
@@ -146,6 +149,22 @@ class EvidenceInputError(ValueError):
     def __init__(self, message: str, where: str) -> None:
         self.where = where
         super().__init__(f"{where}: {message}")
+
+
+# One encoder, made once (json.dumps with options builds a new one per call). Its form is the
+# one most prompts already held (collected logs, traces, outputs): sorted keys, UTF-8 kept,
+# json's own ", "/": " separators; what JSON cannot hold is written as its str().
+_STRUCTURED = json.JSONEncoder(sort_keys=True, ensure_ascii=False, default=str)
+
+
+def structured_text(value: Any) -> str:
+    """A value as the judge reads it: a string as it is, anything else as sorted JSON.
+
+    The one form of structured values in prompts (collected messages, tool-call arguments,
+    trace attributes, a judged output without text): that text is in the cache key, so two
+    forms of one value would be two keys.
+    """
+    return value if isinstance(value, str) else _STRUCTURED.encode(value)
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:

@@ -109,7 +109,7 @@ def expected_verdict(verdict: Mapping[str, AdvisoryScore], text: str,
     """``verdict`` (the parsed reply) with each score replaced by its expected value.
 
     ``logprobs``: the reply's tokens in order, each ``{"token": text, "top": [[alt,
-    logprob], ...]}`` (:class:`judge.llm.client.Turn`). Returns the new scores and, per
+    logprob], ...]}`` (:class:`judge.llm.client.Completion`). Returns the new scores and, per
     category, the renormalised distribution they came from. For a levels rubric the
     ``level`` becomes the most probable one.
     """

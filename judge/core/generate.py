@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, NotRequired, TypedDict, TypeVar
 
 import yaml
 
@@ -295,18 +295,119 @@ class _Ctx:
     files: tuple[str, ...]
 
 
-def _task_metadata(rng: _Prng, ctx: _Ctx) -> dict[str, Any]:
+# The evidence items each group builder writes, as a suite file holds them (wire names).
+
+
+class _TaskMetadata(TypedDict):
+    id: str
+    title: str
+    priority: str
+    labels: list[str]
+    assignee: str
+    createdAt: str
+
+
+class _Commit(TypedDict):
+    sha: str
+    subject: str
+    author: str
+    additions: int
+    deletions: int
+    files: list[str]
+    message: str
+
+
+class _Step(TypedDict):
+    id: str
+    name: str
+    status: str
+    durationMs: int
+    retries: int
+
+
+class _Review(TypedDict):
+    pr: int
+    state: str
+    reviewer: str
+    body: str
+    merged: bool
+    mergedAt: NotRequired[str]
+
+
+class _Document(TypedDict):
+    key: str
+    revision: int
+    title: str
+    excerpt: str
+
+
+class _Activity(TypedDict):
+    event: str
+    at: str
+    actor: str
+    text: str
+
+
+class _LogLine(TypedDict):
+    step: str
+    level: str
+    text: str
+
+
+class _AuditEvent(TypedDict):
+    id: str
+    domain: str
+    mutation: str
+    at: str
+    outcome: str
+
+
+class _Text(TypedDict):
+    id: str
+    text: str
+    title: NotRequired[str]
+
+
+class _Source(TypedDict):
+    id: str
+    title: str
+    url: str
+    kind: str
+    excerpt: str
+
+
+class _ToolCall(TypedDict):
+    id: str
+    name: str
+    args: str
+    status: str
+    durationMs: int
+
+
+class _Claim(TypedDict):
+    id: str
+    text: str
+    cites: list[str]
+    verified: bool
+    note: NotRequired[str]
+
+
+_Item = (_Commit | _Step | _Review | _Document | _Activity | _LogLine | _AuditEvent | _Text
+         | _Source | _ToolCall | _Claim)
+
+
+def _task_metadata(rng: _Prng, ctx: _Ctx) -> _TaskMetadata:
     labels = [*(ctx.kind.tags if ctx.kind else ("research",)), ctx.component]
     return {"id": f"TASK-{rng.between(1000, 9999)}", "title": ctx.title,
             "priority": rng.choice(_PRIORITIES), "labels": labels,
             "assignee": rng.choice(_AUTHORS), "createdAt": _stamp(ctx.day, rng.between(420, 660))}
 
 
-def _commits(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _commits(rng: _Prng, ctx: _Ctx) -> list[_Commit]:
     kind = ctx.kind or _KINDS[0]
     count = {"simple": (1, 2), "medium": (2, 4), "complex": (4, 9)}[ctx.complexity]
     changes = rng.shuffled(kind.changes)
-    out: list[dict[str, Any]] = []
+    out: list[_Commit] = []
     for n in range(rng.between(*count)):
         change = changes[n % len(changes)]
         # Complex work revisits its steps: the second pass reads as a follow-up commit.
@@ -328,12 +429,12 @@ def _commits(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
-def _workflow(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _workflow(rng: _Prng, ctx: _Ctx) -> list[_Step]:
     steps = [("lint", "Lint"), ("unit", "Unit tests"), ("e2e", "E2E tests")]
     if ctx.complexity == "complex":
         steps.append(("contract", "Contract tests"))
     failing = rng.below(len(steps)) if ctx.tier <= 1 else -1
-    out = []
+    out: list[_Step] = []
     for i, (step_id, name) in enumerate(steps):
         status = "failed" if i == failing else "passed"
         if ctx.tier == 1 and i == failing and rng.chance(50):
@@ -344,19 +445,19 @@ def _workflow(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
-def _reviews(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _reviews(rng: _Prng, ctx: _Ctx) -> list[_Review]:
     reviewer = rng.choice(_REVIEWERS)
     merged_at = _stamp(ctx.day + 1, rng.between(540, 1020))
     if ctx.tier <= 1:
         merged = ctx.tier == 0 and rng.chance(50)  # a failing case may have been forced in
-        item: dict[str, Any] = {
+        item: _Review = {
             "pr": ctx.pr, "state": "changes_requested", "reviewer": reviewer,
             "body": f"Please address this before merging: {rng.choice(_GAPS)}.",
             "merged": merged}
         if merged:
             item["mergedAt"] = merged_at
         return [item]
-    out = []
+    out: list[_Review] = []
     if ctx.tier == 2 or (ctx.tier == 3 and rng.chance(40)):
         out.append({"pr": ctx.pr, "state": "changes_requested", "reviewer": reviewer,
                     "body": f"One thing: {rng.choice(_GAPS)}.", "merged": False})
@@ -366,15 +467,16 @@ def _reviews(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
-def _documents(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _documents(rng: _Prng, ctx: _Ctx) -> list[_Document]:
     return [{"key": f"docs/{ctx.component}/guide.md", "revision": rng.between(1, 40),
              "title": f"{ctx.component.capitalize()} guide",
              "excerpt": f"How the {ctx.component} service behaves and how to change it safely."}]
 
 
-def _task_activity(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
-    out = [{"event": "status_changed", "at": _stamp(ctx.day, rng.between(600, 700)),
-            "actor": "executor-agent", "text": "todo → in_progress"}]
+def _task_activity(rng: _Prng, ctx: _Ctx) -> list[_Activity]:
+    out: list[_Activity] = [{"event": "status_changed",
+                             "at": _stamp(ctx.day, rng.between(600, 700)),
+                             "actor": "executor-agent", "text": "todo → in_progress"}]
     if ctx.tier == 0:
         out.append({"event": "status_changed", "at": _stamp(ctx.day + 2, rng.between(500, 900)),
                     "actor": rng.choice(_REVIEWERS), "text": "done → reopened"})
@@ -384,9 +486,9 @@ def _task_activity(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
-def _agent_logs(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _agent_logs(rng: _Prng, ctx: _Ctx) -> list[_LogLine]:
     count = {"simple": (1, 3), "medium": (2, 5), "complex": (4, 10)}[ctx.complexity]
-    out = []
+    out: list[_LogLine] = []
     for _ in range(rng.between(*count)):
         if rng.below(5) > ctx.tier:  # never for excellent work
             level, text = rng.choice(_LOGS_BAD)
@@ -398,7 +500,7 @@ def _agent_logs(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
-def _run_audit(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _run_audit(rng: _Prng, ctx: _Ctx) -> list[_AuditEvent]:
     events = [("git", "push", "ok"), ("github", "pr.create", "ok")]
     if ctx.tier == 0:
         events.append(("deploy", "rollout.staging", "failed"))
@@ -407,20 +509,20 @@ def _run_audit(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
             for domain, mutation, outcome in events]
 
 
-_Builder = Callable[[_Prng, _Ctx], list[dict[str, Any]] | dict[str, Any]]
+_Builder = Callable[[_Prng, _Ctx], Sequence[_Item] | _TaskMetadata]
 
 
 def _topic(ctx: _Ctx) -> _Topic:
     return next(t for t in _TOPICS if t.slug == ctx.component)
 
 
-def _question(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _question(rng: _Prng, ctx: _Ctx) -> list[_Text]:
     return [{"id": "q", "text": ctx.title}]
 
 
-def _sources(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _sources(rng: _Prng, ctx: _Ctx) -> list[_Source]:
     topic = _topic(ctx)
-    out = [{"id": "s1", "title": topic.source, "url": topic.url, "kind": "primary",
+    out: list[_Source] = [{"id": "s1", "title": topic.source, "url": topic.url, "kind": "primary",
             "excerpt": f"{topic.fact}; {topic.aspect}."}]
     if ctx.tier <= 2:
         out.append({"id": "s2", "title": f"Blog post: {topic.source} explained",
@@ -429,7 +531,7 @@ def _sources(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
     return out
 
 
-def _tool_calls(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _tool_calls(rng: _Prng, ctx: _Ctx) -> list[_ToolCall]:
     topic = _topic(ctx)
     calls = [("web_search", topic.question), ("fetch", topic.url)]
     calls += [("web_search", topic.question)] * (4 - ctx.tier)  # weaker agents repeat searches
@@ -438,24 +540,26 @@ def _tool_calls(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
              "durationMs": rng.between(100, 3000)} for i, (name, args) in enumerate(calls, 1)]
 
 
-def _claims(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+def _claims(rng: _Prng, ctx: _Ctx) -> list[_Claim]:
     topic = _topic(ctx)
-    first: dict[str, Any] = {"id": "c1", "text": topic.fact, "cites": ["s1"], "verified": True}
-    second: dict[str, Any] = {"id": "c2", "text": topic.aspect, "cites": ["s1"],
-                              "verified": True}
+
+    def claim(n: int, text: str, cites: list[str], verified: bool = True) -> _Claim:
+        return {"id": f"c{n}", "text": text, "cites": cites, "verified": verified}
+
+    first, second = claim(1, topic.fact, ["s1"]), claim(2, topic.aspect, ["s1"])
     if ctx.tier == 0:
-        return [{**first, "text": topic.wrong, "verified": False}]
+        return [claim(1, topic.wrong, ["s1"], verified=False)]
     if ctx.tier == 1:
-        return [{**first, "cites": []}]
+        return [claim(1, topic.fact, [])]
     if ctx.tier == 2:
-        return [{**first, "cites": ["s2"]}, {**second, "cites": []}]
+        return [claim(1, topic.fact, ["s2"]), claim(2, topic.aspect, [])]
     if ctx.tier == 3:
-        return [first, {**second, "cites": [], "note": "date approximate"}]
+        return [first, {**claim(2, topic.aspect, []), "note": "date approximate"}]
     return [first, second]
 
 
 def _generic(group: str) -> _Builder:
-    def build(rng: _Prng, ctx: _Ctx) -> list[dict[str, Any]]:
+    def build(rng: _Prng, ctx: _Ctx) -> list[_Text]:
         return [{"id": f"{group}-{i}", "title": f"{group} {i}",
                  "text": f"Synthetic {group} item {i} for case {ctx.case_id}."}
                 for i in range(1, rng.between(1, 3) + 1)]

@@ -6,12 +6,11 @@ so stored rows and ``--json`` output read the same as the contract.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictInt
+from pydantic import ConfigDict, Field, StrictInt
 
-from .frozen import Frozen
+from .frozen import Frozen, FrozenView
 
 __all__ = [
     "AdvisoryScore",
@@ -23,17 +22,21 @@ __all__ = [
     "CitedEvidence",
     "JudgeLedger",
     "JudgeMeta",
+    "JudgedBy",
     "Rule",
+    "RunCalibration",
     "RunInfo",
     "RunOwner",
+    "RunSettings",
     "RunTotals",
     "Score",
-    "cache_totals",
-    "turn_totals",
 ]
 
 Score = Annotated[StrictInt, Field(ge=0, le=100)]
 """An integer score 0..100; floats, bools and strings are rejected, not coerced."""
+
+JudgedBy = Literal["llm", "deterministic"]
+"""Who judges a case: a judge model (``llm``), or its deterministic signals alone."""
 
 Rule = Literal["blend", "ai_only", "deterministic_only", "unscored"]
 """Which rule produced a category's final score."""
@@ -166,7 +169,7 @@ class CaseResult(Frozen):
     passed: bool | None = None
     category_scores: tuple[CategoryScore, ...] = Field((), alias="categoryScores")
     reason: str | None = None
-    judged_by: Literal["llm", "deterministic"] = Field("llm", alias="judgedBy")
+    judged_by: JudgedBy = Field("llm", alias="judgedBy")
     judge: JudgeMeta | None = None
     checks: tuple[CheckResult, ...] = ()
     evidence: tuple[CitedEvidence, ...] = ()
@@ -257,6 +260,76 @@ class RunOwner(Frozen):
     pid: int
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _given(alias: str | None = None) -> Any:
+    """A setting written only when given: None (the default) is left out of the JSON."""
+    return Field(None, alias=alias, exclude_if=_is_none)
+
+
+class RunCalibration(FrozenView):
+    """The calibration a re-scored run applied: its file and the digest of what it held."""
+
+    file: str | None = None
+    sha256: str
+
+
+class RunSettings(FrozenView):
+    """What a run was judged with, and what kind of run it is: never keys or base URLs.
+
+    Written and read by name across the application (a shard's tag by ``judge run``, read by
+    the store and the group's gate; ``rescoredFrom`` by ``judge rescore``, read by the diff).
+    A field not given (None) is not written, and names this version does not know are kept
+    as they are: a stored run's JSON reads back, and is copied, unchanged.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow", validate_by_name=True,
+                              validate_by_alias=True, serialize_by_alias=True)
+
+    cache_mode: str | None = _given("cacheMode")
+    concurrency: int | None = _given()
+    output_mode: str | None = _given("outputMode")
+    max_repairs: int | None = _given("maxRepairs")
+    max_tokens: int | None = _given("maxTokens")
+    cases: int | None = _given()
+    """Cases the run selected."""
+    llm: bool | None = _given()
+    """Whether cases marked ``judged_by: llm`` went to a judge."""
+    stable_schema: bool | None = _given("stableSchema")
+    """Written only when on (the salts and keys of every run made without it stay)."""
+    group: str | None = _given()
+    """The group a shard's run belongs to (``--group``)."""
+    shard: str | None = _given()
+    """This run's shard, ``i/n`` (``--shard``)."""
+    shards: int | None = _given()
+    """On a group seen as one run: how many shards it has."""
+    runs: tuple[str, ...] | None = _given()
+    """On a group seen as one run: the shards' runs."""
+    rescored_from: str | None = _given("rescoredFrom")
+    """The stored run a re-scored run was computed from (no model call)."""
+    calls: int | None = _given()
+    calibration: RunCalibration | None = _given()
+    kind: str | None = _given()
+    """``canary`` for a drift canary's run."""
+    canary_of: str | None = _given("canaryOf")
+    sample: int | None = _given()
+    sample_seed: int | None = _given("sampleSeed")
+    canary: dict[str, Any] | None = _given()
+    """A canary's verdict, as its drift summary wrote it."""
+    sample_aggregate: str | None = _given("sampleAggregate")
+    """How a judge's samples made its headline (``mean``, ``median``): with two or more."""
+    imported: bool | None = _given()
+    """A run of judgments recorded elsewhere (``judge import``), never served to a live run."""
+    source: str | None = _given()
+    """An imported run's file name."""
+    source_sha256: str | None = _given("sourceSha256")
+    """An imported run's file digest."""
+    scale: str | None = _given()
+    """An imported run's score scale (``LOW:HIGH``, mapped onto 0..100)."""
+
+
 class RunInfo(Frozen):
     """A run's identity, settings and totals: one suite, one rubric, one or more judges."""
 
@@ -279,40 +352,8 @@ class RunInfo(Frozen):
     created_at: str = Field(alias="createdAt")
     """ISO 8601 UTC, passed in by the caller (the core has no clock)."""
     status: Literal["running", "complete", "interrupted", "failed", "abandoned"] = "running"
-    settings: dict[str, Any] = Field(default_factory=dict)
+    settings: RunSettings = Field(default_factory=RunSettings)
     """Cache mode, concurrency, filters, output mode...: never keys or base URLs."""
     owner: RunOwner | None = None
     """Host and pid of the process judging it, while it runs."""
     totals: RunTotals = RunTotals()
-
-
-def cache_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, int | None]:
-    """Prompt-cache tokens over an exchange's turns (None when any turn did not report them)."""
-    out: dict[str, int | None] = {}
-    for name in ("cachedTokens", "cacheWriteTokens"):
-        values = [t.get(name) for t in turns]
-        known = [v for v in values if isinstance(v, int)]
-        out[name] = sum(known) if values and len(known) == len(values) else None
-    return out
-
-
-def turn_totals(turns: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Tokens, cost and latency over an exchange's turns (None when any turn lacks one)."""
-    def total(name: str, digits: int | None = None) -> Any:
-        values = [t.get(name) for t in turns]
-        if not values or any(v is None for v in values):
-            return None
-        summed = sum(v for v in values if v is not None)
-        return int(summed) if digits is None else round(float(summed), digits)
-
-    last = turns[-1] if turns else {}
-    return {
-        "repairTurns": max(0, len(turns) - 1),
-        "outputMode": last.get("outputMode"),
-        "promptTokens": total("promptTokens"),
-        "completionTokens": total("completionTokens"),
-        "costUsd": total("costUsd", 10),
-        "latencyMs": total("latencyMs", 3),
-        "finishReason": last.get("finishReason"),
-        "modelReported": last.get("modelReported"),
-    }

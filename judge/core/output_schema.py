@@ -148,6 +148,8 @@ def output_schema(rubric: Rubric, ids: tuple[str, ...]) -> dict[str, Any]:
 def stable_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """``schema`` without the case's citation enum: the same schema for every case of a rubric.
 
+    JSON door: a JSON Schema document, sent to the provider as it is.
+
     Providers put the structured-output schema ahead of the messages in their prompt cache
     (OpenAI documents it as a prefix of the system message; Anthropic's tools and output
     format precede the system prompt), so a per-case enum leaves no prefix to reuse. Sent
@@ -166,6 +168,8 @@ def stable_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
 def expected_schema(schema: dict[str, Any], scale: tuple[int, ...] | None) -> dict[str, Any]:
     """``schema`` for ``score_mode = "expected"``: the answer first, from a closed set.
+
+    JSON door: a JSON Schema document, sent to the provider as it is.
 
     The verdict (``score`` or ``level``) moves before the rationale, so its probabilities are
     the judge's reading of the case, not of the words it happened to write first (sampled

@@ -42,7 +42,6 @@ from .evidence import (
     truncate,
 )
 from .frozen import Frozen
-from .models import turn_totals
 from .output_schema import RATIONALE_LIMIT
 from .replies import extract_json
 from .rubric import format_validation_error
@@ -69,7 +68,6 @@ __all__ = [
     "parse_pair_verdict",
     "shown",
     "summarize",
-    "turn_totals",
     "verdict_schema",
 ]
 

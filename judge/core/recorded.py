@@ -83,7 +83,7 @@ def _problem(source: str, line: int, where: str, message: str, fix: str) -> Usag
                                                                       else ""), fix=fix)
 
 
-def _object(text: str, source: str, line: int) -> dict[str, Any]:
+def _object(text: str, source: str, line: int) -> dict[str, object]:
     try:
         value = loads_strict(text)
     except json.JSONDecodeError as exc:

@@ -32,7 +32,7 @@ from typing import Final, Literal
 
 from pydantic import Field
 
-from .baseline import Baseline, Comparison, compare
+from .baseline import Baseline, BaselineComparison, compare
 from .frozen import Frozen
 from .intervals import Interval, MeanTest, benjamini_hochberg, mean_test, t_ppf, t_sf
 from .models import CaseResult
@@ -71,7 +71,8 @@ def _drops(baseline: Baseline, now: Mapping[str, CaseResult]) -> dict[str, tuple
     return drops
 
 
-def _exact(comparison: Comparison, drops: Mapping[str, tuple[int, CaseResult]]) -> Comparison:
+def _exact(comparison: BaselineComparison,
+           drops: Mapping[str, tuple[int, CaseResult]]) -> BaselineComparison:
     """A pure replay: the exact rule's verdict, with the test saying so."""
     mean = float(Fraction(sum(d for d, _ in drops.values()), len(drops))) if drops else 0.0
     test = GateTest(rule="exact-replay", mean_drop=mean, interval=None, lower_bound=None,
@@ -83,7 +84,7 @@ def _exact(comparison: Comparison, drops: Mapping[str, tuple[int, CaseResult]]) 
 
 def statistical_compare(baseline: Baseline, current: Sequence[CaseResult], *,
                         threshold: float | None = None, before: SideNoise | None = None,
-                        after: SideNoise | None = None) -> Comparison:
+                        after: SideNoise | None = None) -> BaselineComparison:
     """Compare ``current`` with ``baseline`` by the module's rules (one result per case)."""
     exact = compare(baseline, current, threshold=threshold)
     limit = float(Fraction(str(exact.threshold)) * 100)
@@ -142,8 +143,8 @@ def _suite_test(rule: Rule, tested: MeanTest, compared: int, exact_cases: int,
                     noisy_cases=compared - exact_cases, within_noise=within)
 
 
-def _paired(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
-            exact_cases: int, limit: float) -> Comparison:
+def _paired(exact: BaselineComparison, drops: Mapping[str, tuple[int, CaseResult]],
+            exact_cases: int, limit: float) -> BaselineComparison:
     """The suite's paired test with no noise model; no case is listed alone."""
     tested = mean_test([float(d) for d, _ in drops.values()], null=0.0)
     assert tested is not None
@@ -171,7 +172,7 @@ def _within_sentence(cid: str, drop: int, baseline: Baseline, before: SideNoise,
             f"{after.sd:.1f} a side, FDR {FDR:g}{recorded})")
 
 
-def _reasons(exact: Comparison, drops: Mapping[str, tuple[int, CaseResult]],
+def _reasons(exact: BaselineComparison, drops: Mapping[str, tuple[int, CaseResult]],
              listed: Sequence[str], mean: float, interval: Interval, limit: float,
              suite_regressed: bool) -> tuple[str, ...]:
     sentences: list[tuple[str, str]] = []

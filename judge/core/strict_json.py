@@ -87,6 +87,7 @@ def text_problem(value: Any) -> str | None:
 
 
 def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON door: one parsed object, refused when a key repeats (``object_pairs_hook``)."""
     out: dict[str, Any] = {}
     for key, value in pairs:
         if key in out:

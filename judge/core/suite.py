@@ -34,7 +34,7 @@ from .limits import (
     SUITE_ID_PATTERN,
     nesting_depth,
 )
-from .models import Score
+from .models import JudgedBy, Score
 from .rubric import Rubric, format_validation_error
 from .safeyaml import load_yaml
 from .secrets import formats_may_mask, mask_value
@@ -115,7 +115,7 @@ class Case(Frozen):
     """Labels to select cases by (``judge run --tag``) and to group them in reports."""
     complexity: Literal["simple", "medium", "complex"] | None = None
     """How hard the case is; ``judge run --complexity`` selects by it."""
-    judged_by: Literal["llm", "deterministic"] = "llm"
+    judged_by: JudgedBy = "llm"
     """``llm``: the judge model gives AI scores; ``deterministic``: signals alone, no call."""
     human: HumanLabel | None = None
     """A person's labels, for ``judge compare``'s agreement with humans."""
@@ -334,6 +334,7 @@ def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str)
     """A YAML suite document: a mapping with a list of ``cases`` and only the ``keys`` given.
 
     Shared by every suite format (rubric cases, pairs); times stay the strings written.
+    JSON door: the document as the file holds it, before its cases are validated.
     """
     data = load_yaml(text, source, SuiteError, max_chars=MAX_SUITE_CHARS, timestamps=False)
     if isinstance(data, list):

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from ..cache.disk import JudgmentCache
-from ..cache.entry import key_request, seal_entry
+from ..cache.entry import EntryMeta, key_request, seal_entry
 from ..core.check_signals import deterministic_signals
 from ..core.conversation import CONVERSATION_GROUP, ConversationView, TurnView, bound_conversation
 from ..core.errors import OutputError, ProviderError
@@ -34,16 +34,16 @@ from ..core.models import (
     CategoryScore,
     CheckResult,
     CitedEvidence,
+    JudgedBy,
     JudgeMeta,
-    cache_totals,
-    turn_totals,
 )
 from ..core.output_schema import expected_schema, output_schema, output_schema_json, stable_schema
 from ..core.replies import parse_verdict
 from ..core.rubric import Rubric
 from ..core.scoring import score_case
 from ..core.suite import Case
-from ..llm.client import JudgeRequest, Turn
+from ..core.turns import CachedTurn, turn_totals
+from ..llm.client import Completion, JudgeRequest
 from ..render.prompts import PromptRenderer, RenderedPrompt
 
 __all__ = [
@@ -96,7 +96,7 @@ class Completer(Protocol):
         ...
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         """One completion for ``request`` (``messages`` overrides, for repair turns)."""
         ...
 
@@ -146,7 +146,7 @@ class Prepared:
         return self.case.id
 
     @property
-    def judged_by(self) -> str:
+    def judged_by(self) -> JudgedBy:
         """``llm`` or ``deterministic``."""
         return self.case.judged_by
 
@@ -190,7 +190,7 @@ class CaseFacts(Protocol):
     @property
     def case_id(self) -> str: ...  # noqa: D102
     @property
-    def judged_by(self) -> str: ...  # noqa: D102
+    def judged_by(self) -> JudgedBy: ...  # noqa: D102
     @property
     def tags(self) -> tuple[str, ...]: ...  # noqa: D102
     @property
@@ -235,15 +235,21 @@ def repair_message(errors: Sequence[str], finish_reason: str | None) -> str:
     return "\n".join(lines)
 
 
-def _base_result(facts: CaseFacts) -> dict[str, Any]:
-    return {
-        "id": facts.case_id,
-        "judgedBy": facts.judged_by,
-        "checks": facts.checks,
-        "evidenceDropped": facts.dropped,
-        "tags": facts.tags,
-        "complexity": facts.complexity,
-    }
+class _BaseResult(TypedDict):
+    """The fields every result of a case has, whatever its judge said."""
+
+    id: str
+    judged_by: JudgedBy
+    checks: tuple[CheckResult, ...]
+    evidence_dropped: dict[str, int]
+    tags: tuple[str, ...]
+    complexity: str | None
+
+
+def _base_result(facts: CaseFacts) -> _BaseResult:
+    return {"id": facts.case_id, "judged_by": facts.judged_by, "checks": facts.checks,
+            "evidence_dropped": facts.dropped, "tags": facts.tags,
+            "complexity": facts.complexity}
 
 
 def scored_result(facts: CaseFacts, rubric: Rubric, advisory: Mapping[str, AdvisoryScore] | None,
@@ -264,16 +270,20 @@ def scored_result(facts: CaseFacts, rubric: Rubric, advisory: Mapping[str, Advis
     )
 
 
-def judge_meta(model: str, settings: JudgeSettings, key: str,
-               turns: Sequence[Mapping[str, Any]], *, cached: bool, sample: int,
-               template_id: str, template_hash: str, rubric_hash: str) -> JudgeMeta:
+def judge_meta(model: str, settings: JudgeSettings, key: str, turns: Sequence[CachedTurn], *,
+               cached: bool, sample: int, template_id: str, template_hash: str,
+               rubric_hash: str) -> JudgeMeta:
     """The judge metadata of one judgment."""
+    t = turn_totals(turns)
     return JudgeMeta(model=model, temperature=settings.temperature,
                      seed=settings.seed_for(sample), sample=sample, template_id=template_id,
                      template_hash=template_hash, rubric_hash=rubric_hash, cache_key=key,
-                     cached=cached, **turn_totals(turns), **cache_totals(turns),
-                     system_fingerprint=turns[-1].get("systemFingerprint") if turns else None,
-                     score_mode=settings.score_mode)
+                     cached=cached, repair_turns=t.repair_turns, output_mode=t.output_mode,
+                     prompt_tokens=t.prompt_tokens, completion_tokens=t.completion_tokens,
+                     cost_usd=t.cost_usd, latency_ms=t.latency_ms,
+                     finish_reason=t.finish_reason, model_reported=t.model_reported,
+                     system_fingerprint=t.system_fingerprint, cached_tokens=t.cached_tokens,
+                     cache_write_tokens=t.cache_write_tokens, score_mode=settings.score_mode)
 
 
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
@@ -322,7 +332,7 @@ class ForwardingCompleter:
         return self.inner.retries
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         """The inner client's completion."""
         return await self.inner.complete(request, messages)
 
@@ -331,7 +341,7 @@ class Exchange(Generic[T]):
     """How one logical judge request ended: a parsed value, or why there is none."""
 
     key: str
-    turns: tuple[Mapping[str, Any], ...]
+    turns: tuple[CachedTurn, ...]
     cached: bool
     value: T | None
     status: Literal["ok", "unscored", "cache_miss"]
@@ -340,8 +350,8 @@ class Exchange(Generic[T]):
     """The digest of the entry this exchange stored (None: a hit, or nothing stored)."""
 
 
-def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
-                engine: Mapping[str, Any] | None) -> dict[str, Any]:
+def _provenance(meta: EntryMeta, turns: Sequence[CachedTurn],
+                engine: Mapping[str, Any] | None) -> EntryMeta:
     """An entry's meta with its provenance; value metadata, so the key never changes.
 
     Who wrote it (judgeflow's version; ``createdAt`` is already in ``meta``) and what served
@@ -349,15 +359,20 @@ def _provenance(meta: Mapping[str, Any], turns: Sequence[Mapping[str, Any]],
     known.
     """
     last = turns[-1]
-    known = {name: last.get(name) for name in ("modelReported", "systemFingerprint")}
-    return {**meta, "judgeflow": VERSION, **{k: v for k, v in known.items() if v is not None},
-            **({"engine": dict(engine)} if engine else {})}
+    out: EntryMeta = {**meta, "judgeflow": VERSION}
+    if last.model_reported is not None:
+        out["modelReported"] = last.model_reported
+    if last.system_fingerprint is not None:
+        out["systemFingerprint"] = last.system_fingerprint
+    if engine:
+        out["engine"] = dict(engine)
+    return out
 
 
 async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
                    cache: JudgmentCache | None, client: Completer | None, max_repairs: int,
-                   meta: Mapping[str, Any], schema_json: str | None = None,
-                   parse_turn: Callable[[Mapping[str, Any]], T] | None = None) -> Exchange[T]:
+                   meta: EntryMeta, schema_json: str | None = None,
+                   parse_turn: Callable[[CachedTurn], T] | None = None) -> Exchange[T]:
     """Cache hit, else call, parse, repair at most ``max_repairs`` times, cache when valid.
 
     The one loop every kind of judgment (rubric verdicts, pairwise verdicts) goes through.
@@ -366,8 +381,8 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
     ``schema_json``: the canonical JSON of ``request.schema`` when the caller has it.
     ``parse_turn``: parses the whole turn instead (its log-probabilities, not just its text).
     """
-    def read(turn: Mapping[str, Any]) -> T:
-        return parse_turn(turn) if parse_turn is not None else parse(str(turn["text"]))
+    def read(turn: CachedTurn) -> T:
+        return parse_turn(turn) if parse_turn is not None else parse(turn.text)
 
     keyed = key_request(request.key_material(),
                         {"responseFormat": schema_json} if schema_json is not None else None)
@@ -384,14 +399,14 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
     if client is None:
         return Exchange(key, (), False, None, "cache_miss", f"not in the cache (key {key[:16]})")
     messages: list[Mapping[str, str]] = list(request.messages)
-    turns: list[dict[str, Any]] = []
+    turns: list[CachedTurn] = []
     error: OutputError | None = None
     for _ in range(1 + max(0, max_repairs)):
         try:
             turn = await client.complete(request, messages)
         except ProviderError as exc:
             return Exchange(key, tuple(turns), False, None, "unscored", f"provider error: {exc}")
-        turns.append(turn.to_json())
+        turns.append(turn.cached())
         try:
             value = read(turns[-1])
         except OutputError as exc:
@@ -405,7 +420,7 @@ async def exchange(request: JudgeRequest, parse: Callable[[str], T], *,
             entry, data = seal_entry(keyed, turns, _provenance(meta, turns, client.engine))
             if await cache.put_soon(entry, data=data, vouched=(
                     ("responseFormat",) if "responseFormat" in keyed.pieces else ())):
-                written = str(entry["digest"])
+                written = entry.digest
         return Exchange(key, tuple(turns), False, value, "ok", written=written)
     reason = f"invalid verdict after {len(turns) - 1} repair turn(s): " + "; ".join(
         (error.errors if error else ["unknown"])[:5])
@@ -453,14 +468,14 @@ async def judge_prepared(prep: Prepared, rubric: Rubric, rubric_hash: str, model
 
 
 def verdict_reader(rubric: Rubric, ids: tuple[str, ...], settings: JudgeSettings,
-                   ) -> Callable[[Mapping[str, Any]], dict[str, AdvisoryScore]] | None:
+                   ) -> Callable[[CachedTurn], dict[str, AdvisoryScore]] | None:
     """How a turn becomes advisory scores in ``settings.score_mode`` (None: from its text)."""
     if settings.score_mode != "expected":
         return None
 
-    def read(turn: Mapping[str, Any]) -> dict[str, AdvisoryScore]:
-        text = str(turn["text"])
-        return expected_verdict(parse_verdict(text, rubric, ids), text, turn.get("logprobs"),
+    def read(turn: CachedTurn) -> dict[str, AdvisoryScore]:
+        text = turn.text
+        return expected_verdict(parse_verdict(text, rubric, ids), text, turn.logprobs,
                                 rubric)[0]
 
     return read

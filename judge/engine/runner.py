@@ -38,7 +38,7 @@ from ..core.rubric import Rubric
 from ..core.suite import Case, SuiteLine
 from ..core.summary import Summary, SummaryBuilder
 from ..core.usage import ZERO, Usage
-from ..llm.client import JudgeRequest, Turn
+from ..llm.client import Completion, JudgeRequest
 from ..render.prompts import PromptRenderer
 from .judging import (
     Completer,
@@ -199,7 +199,7 @@ class LimitedCompleter(ForwardingCompleter):
         self.own_limit = asyncio.Semaphore(own) if own is not None and own > 0 else None
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         """The inner completion, once a place under both limits is free (and the breaker)."""
         if self.own_limit is None:
             async with self.limit:
@@ -208,7 +208,7 @@ class LimitedCompleter(ForwardingCompleter):
             return await self._watched(request, messages)
 
     async def _watched(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None) -> Completion:
         breaker = self.breaker
         if breaker is None:
             return await self.inner.complete(request, messages)

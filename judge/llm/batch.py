@@ -28,17 +28,17 @@ import json
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from ..core.canonical import canonical_json
 from ..core.errors import ProviderError, UsageError
 from ..core.secrets import mask_text
 from ..core.strict_json import loads_strict
 from .client import (
+    Completion,
     JudgeRequest,
     ModelSpec,
     OutputMode,
-    Turn,
     classify,
     load_litellm,
     resolve_output_mode,
@@ -51,6 +51,7 @@ __all__ = [
     "TERMINAL_STATES",
     "BatchClient",
     "BatchItem",
+    "BatchLine",
     "BatchState",
     "batch_line",
     "bind_answers",
@@ -90,10 +91,10 @@ class BatchState:
 
 @dataclass(frozen=True)
 class BatchItem:
-    """One result line: a completion (as a live call's :class:`Turn`), or why there is none."""
+    """One result line: a completion (as a live call's :class:`Completion`), or why none came."""
 
     custom_id: str
-    turn: Turn | None
+    turn: Completion | None
     error: str | None = None
     echo: str | None = None
     """:func:`request_digest` of the request the line echoes, when the provider echoes one."""
@@ -174,8 +175,29 @@ def provider_of(model: str) -> tuple[str, str]:
     return provider, str(wire)
 
 
+class BatchLine(TypedDict):
+    """One line of a batch input file, as the provider's batch API reads it."""
+
+    custom_id: str
+    method: str
+    url: str
+    body: dict[str, Any]
+    """The chat-completions request a live call would send (the provider's JSON)."""
+
+
+class _CallArgs(TypedDict, total=False):
+    """What every batch API call of one client is given besides its own arguments."""
+
+    custom_llm_provider: str
+    max_retries: int
+    timeout: float
+    model: str
+    api_base: str
+    api_key: str
+
+
 def batch_line(custom_id: str, request: JudgeRequest, wire_model: str,
-               mode: OutputMode) -> dict[str, Any]:
+               mode: OutputMode) -> BatchLine:
     """One JSONL line of a batch input file: the body a live call would send."""
     body: dict[str, Any] = {"model": wire_model, "messages": [dict(m) for m in request.messages],
                             "temperature": request.temperature, **dict(request.params)}
@@ -227,7 +249,7 @@ def _answer(custom_id: str, line: Mapping[str, Any], mode: OutputMode,
     reported = body.get("model") if isinstance(body.get("model"), str) else None
     fingerprint = body.get("system_fingerprint")
     details = usage.get("prompt_tokens_details")
-    return BatchItem(custom_id, Turn(
+    return BatchItem(custom_id, Completion(
         # A reply is data: secrets in it are masked before it is stored.
         text=mask_text(str(text))[0], finish_reason=choice.get("finish_reason"),
         model_reported=reported,
@@ -292,9 +314,9 @@ class BatchClient:
         """The output mode a live call would try first (no fallback inside a batch)."""
         return resolve_output_mode(self.spec.name, request.output_mode)
 
-    def _kwargs(self) -> dict[str, Any]:
-        kwargs: dict[str, Any] = {"custom_llm_provider": self.provider, "max_retries": 0,
-                                  "timeout": self.spec.timeout}
+    def _kwargs(self) -> _CallArgs:
+        kwargs: _CallArgs = {"custom_llm_provider": self.provider, "max_retries": 0,
+                             "timeout": self.spec.timeout}
         if self.provider == "gemini":
             kwargs["model"] = self.spec.name  # litellm picks gemini's batch config by model
         if self.spec.api_base:
@@ -313,7 +335,7 @@ class BatchClient:
         except Exception as exc:  # classified: the door names it and says how to resume
             raise classify(exc) from exc
 
-    def submit(self, lines: Sequence[Mapping[str, Any]],
+    def submit(self, lines: Sequence[BatchLine],
                      metadata: Mapping[str, str]) -> tuple[str, BatchState]:
         """Upload ``lines`` as a JSONL file and create a batch job; ``(file id, state)``."""
         data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -16,31 +16,32 @@ import contextlib
 import dataclasses
 import datetime
 import email.utils
-import hashlib
 import importlib
-import json
 import os
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypedDict
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
+from ..core.canonical import sha256_hex
 from ..core.errors import PermanentProviderError, ProviderError
 from ..core.ledger import CallCounts, retry_reason
 from ..core.secrets import Redactor, secret_values
+from ..core.turns import CachedTurn, turn_json
 from ..system.tuning import LITELLM_IMPORT_ENV
 
 __all__ = [
     "FIRST_CALL_MODULES",
     "OUTPUT_MODES",
+    "Completion",
     "JudgeRequest",
+    "KeyMaterial",
     "LiteLLMClient",
     "ModelSpec",
     "OutputMode",
-    "Turn",
     "aclose_clients",
     "classify",
     "load_litellm",
@@ -98,6 +99,18 @@ class ModelSpec:
     """Masks the process's secrets in every error text (default: this spec's own key)."""
 
 
+class KeyMaterial(TypedDict):
+    """A request as its cache key is made of it (an entry's ``request``), by the wire's names."""
+
+    model: str
+    messages: list[dict[str, str]]
+    temperature: float
+    seed: int | None
+    responseFormat: dict[str, Any] | None
+    outputMode: str
+    params: dict[str, Any]
+
+
 @dataclass(frozen=True)
 class JudgeRequest:
     """One logical judge call: what the cache key is made of."""
@@ -112,7 +125,7 @@ class JudgeRequest:
     params: Mapping[str, Any] = field(default_factory=dict)
     """Sampling parameters (max_tokens, top_p...)."""
 
-    def key_material(self) -> dict[str, Any]:
+    def key_material(self) -> KeyMaterial:
         """Everything that can change the model's output; no keys, URLs, timeouts or retries."""
         return {
             "model": self.model,
@@ -126,7 +139,7 @@ class JudgeRequest:
 
 
 @dataclass(frozen=True)
-class Turn:
+class Completion:
     """One completion as received, before any parsing."""
 
     text: str
@@ -150,27 +163,14 @@ class Turn:
     """The reply's tokens with their top alternatives (``{"token", "top": [[alt, logprob]]}``),
     when the request asked for them (``score_mode = "expected"``) and the provider sent them."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The cache's ``turns[]`` form (optional fields only when the provider sent them)."""
-        out: dict[str, Any] = {
-            "text": self.text,
-            "finishReason": self.finish_reason,
-            "modelReported": self.model_reported,
-            "promptTokens": self.prompt_tokens,
-            "completionTokens": self.completion_tokens,
-            "costUsd": self.cost_usd,
-            "latencyMs": self.latency_ms,
-            "outputMode": self.output_mode,
-        }
-        if self.system_fingerprint is not None:
-            out["systemFingerprint"] = self.system_fingerprint
-        if self.cached_tokens is not None:
-            out["cachedTokens"] = self.cached_tokens
-        if self.cache_write_tokens is not None:
-            out["cacheWriteTokens"] = self.cache_write_tokens
-        if self.logprobs is not None:
-            out["logprobs"] = [dict(t) for t in self.logprobs]
-        return out
+    def cached(self) -> CachedTurn:
+        """The turn as the cache stores it (:func:`judge.core.turns.turn_json`)."""
+        return turn_json(
+            text=self.text, finish_reason=self.finish_reason, model_reported=self.model_reported,
+            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
+            cost_usd=self.cost_usd, latency_ms=self.latency_ms, output_mode=self.output_mode,
+            system_fingerprint=self.system_fingerprint, cached_tokens=self.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens, logprobs=self.logprobs)
 
 
 def response_format(mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
@@ -197,6 +197,7 @@ def wire_messages(messages: Sequence[Mapping[str, str]], *,
     The mark turns the first message (the rubric-only system message, the same bytes for
     every case of a rubric) into one text block carrying ``cache_control``, the form LiteLLM
     passes to Anthropic. Only the wire sees it: the cache key is made of the plain messages.
+    JSON door: the provider's message objects, handed to LiteLLM as they are.
     """
     sent: list[dict[str, Any]] = [dict(m) for m in messages]
     if mark and sent:
@@ -333,18 +334,28 @@ def quiet_exit() -> None:
     It costs seconds of wall time at the end of a run (bench/RESULTS.md) and does nothing
     useful for us.
     """
-    if _litellm_module is None:
-        return
-    lit = _litellm_module
-    # No public API lists every callback or owns the exit flush: litellm's own names, held by
-    # tests/llm/test_client_respx.py::test_litellm_still_has_what_quiet_exit_reads.
-    callbacks = [*lit.callbacks, *lit.success_callback, *lit.failure_callback,
-                 *lit._async_success_callback, *lit._async_failure_callback]
-    if callbacks:
+    if _litellm_module is None or _litellm_module.logging_callback_manager.get_all_callbacks():
         return
     from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
+    # The flush is registered with atexit by litellm itself, under a private name; its public
+    # stop(discard_pending=True) must run inside the run's loop and logs a warning to stderr
+    # for what it drops. Held by tests/llm/test_client_respx.py::test_litellm_still_has_what
+    # _quiet_exit_reads.
     atexit.unregister(GLOBAL_LOGGING_WORKER._flush_on_exit)
+
+
+def _price(response: Any) -> float | None:
+    """What litellm prices ``response`` at; None for a model it has no price for.
+
+    ``litellm.completion_cost`` raises for an unpriced model (a local server's, a custom
+    name): an unknown price is None, never a made-up zero.
+    """
+    try:
+        cost = load_litellm().completion_cost(completion_response=response)
+    except Exception:  # litellm refuses in many ways; each one means "no price"
+        return None
+    return float(cost) if isinstance(cost, int | float) and not isinstance(cost, bool) else None
 
 
 def _header(exc: BaseException, name: str) -> str | None:
@@ -370,9 +381,7 @@ async def aclose_clients() -> None:
     """
     if _litellm_module is None:
         return
-    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
-
-    await close_litellm_async_clients()  # type: ignore[no-untyped-call]
+    await _litellm_module.close_litellm_async_clients()
     _litellm_module.in_memory_llm_clients_cache.flush_cache()
 
 
@@ -546,8 +555,7 @@ class LiteLLMClient:
         """
         if not self._marks or not messages:
             return False
-        digest = hashlib.sha256(json.dumps([fmt, dict(messages[0])], sort_keys=True)
-                                .encode()).hexdigest()
+        digest = sha256_hex([fmt, dict(messages[0])])
         if digest in self._prefixes:
             return True
         if len(self._prefixes) >= _PREFIXES_KEPT:
@@ -559,7 +567,7 @@ class LiteLLMClient:
         return response_format(mode, schema)  # kept for bench/run.py
 
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
-                       mode: OutputMode) -> Turn:
+                       mode: OutputMode) -> Completion:
         lit = load_litellm()
         fmt = response_format(mode, request.schema)
         kwargs: dict[str, Any] = {
@@ -604,20 +612,19 @@ class LiteLLMClient:
                 f"malformed completion: {type(exc).__name__}: {exc}")) from exc
 
     @staticmethod
-    def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Turn:
+    def _turn(response: Any, latency_ms: float, mode: OutputMode) -> Completion:
         choice = response.choices[0]
         usage = getattr(response, "usage", None)
-        hidden = getattr(response, "_hidden_params", None) or {}
-        cost = hidden.get("response_cost") if isinstance(hidden, dict) else None
+        cost = _price(response)
         fingerprint = getattr(response, "system_fingerprint", None)
         details = getattr(usage, "prompt_tokens_details", None)
-        return Turn(
+        return Completion(
             text=choice.message.content or "",
             finish_reason=getattr(choice, "finish_reason", None),
             model_reported=getattr(response, "model", None),
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             completion_tokens=getattr(usage, "completion_tokens", None),
-            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            cost_usd=cost,
             latency_ms=round(latency_ms, 3),
             output_mode=mode,
             system_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
@@ -635,7 +642,7 @@ class LiteLLMClient:
         return float(backoff(state))
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         """One completion, retried on transport faults; ``messages`` overrides for a repair turn."""
         msgs = messages if messages is not None else request.messages
         # A repair turn carries the original messages plus the reply and the errors shown.
@@ -655,7 +662,7 @@ class LiteLLMClient:
                 before_sleep=self._count_retry,
             )
             try:
-                turn: Turn = await retrying(self._attempt, request, msgs, mode)
+                turn: Completion = await retrying(self._attempt, request, msgs, mode)
                 return turn
             except _ModeRejected as rejected:
                 if index + 1 == len(modes):

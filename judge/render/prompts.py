@@ -97,7 +97,7 @@ from ..core.canonical import sha256_hex
 from ..core.check_signals import output_text
 from ..core.conversation import ConversationView, bound_conversation
 from ..core.errors import TemplateError
-from ..core.evidence import EvidenceBundle
+from ..core.evidence import EvidenceBundle, structured_text
 from ..core.limits import MAX_PROMPT_CHARS
 from ..core.rubric import Rubric
 from ..core.scoring import band_for
@@ -556,7 +556,7 @@ def _rubric_view(rubric: Rubric) -> _RubricView:
 
 def _ref_text(value: object) -> str:
     if value is None or isinstance(value, bool):
-        return json.dumps(value)
+        return structured_text(value)
     return _text(value)
 
 
@@ -605,11 +605,12 @@ def input_text(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _conversation_context(case: Case) -> dict[str, Any]:
+def _conversation_context(case: Case) -> tuple[tuple[_TurnView, ...], str | None]:
+    """The template's ``conversation`` (its turns as views) and ``conversation_notice``."""
     if not case.conversation:
-        return {"conversation": (), "conversation_notice": None}
+        return (), None
     view = bound_conversation(case.conversation)
-    return {"conversation": _conversation_view(view), "conversation_notice": view.notice()}
+    return _conversation_view(view), view.notice()
 
 
 class _SnapshotLoader(jinja2.BaseLoader):
@@ -865,8 +866,8 @@ class PromptRenderer:
             "task": Untrusted(input_text(case.input)),
             "output": Untrusted(output_text(case.output)),
             "examples": self._examples.get(case.id, ()),
-            **_conversation_context(case),
         }
+        context["conversation"], context["conversation_notice"] = _conversation_context(case)
         context["groups"] = _groups_view(bundle)
         return self._render_context(context)
 

@@ -9,17 +9,52 @@ the entities back and draws the characters as text, never as markup.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, TypedDict, cast
 
 from ..core.agreement import PairStats
 from ..core.rubric import Band
 from .data import AgreementView, CaseMove, PairPoints, ReportData
 
-__all__ = ["BAND_COLOURS", "MARK_COLOURS", "Figure", "band_colour", "figures", "text"]
+__all__ = ["BAND_COLOURS", "MARK_COLOURS", "Figure", "Layout", "Shape", "band_colour", "figures",
+           "text"]
 
-Figure = dict[str, Any]
-"""``{"id": <element id>, "data": [...], "layout": {...}}``."""
+class Layout(TypedDict, total=False):
+    """A figure's Plotly layout: the keys these charts set (Plotly's JSON names)."""
+
+    title: dict[str, Any]
+    font: dict[str, Any]
+    margin: dict[str, int]
+    paper_bgcolor: str
+    plot_bgcolor: str
+    height: int
+    boxmode: str
+    xaxis: dict[str, Any]
+    yaxis: dict[str, Any]
+    legend: dict[str, Any]
+    shapes: list[Shape]
+
+
+class Shape(TypedDict, total=False):
+    """A line drawn on a chart (a band boundary, the identity line)."""
+
+    type: str
+    x0: float
+    x1: float
+    y0: float
+    y1: float
+    xref: str
+    yref: str
+    line: dict[str, Any]
+
+
+class Figure(TypedDict):
+    """A chart as plotly.js draws it: the element it goes in, its traces, its layout."""
+
+    id: str
+    data: Sequence[Mapping[str, object]]
+    """Its traces, in Plotly's JSON."""
+    layout: Layout
 
 BAND_COLOURS = ("#c0392b", "#e67e22", "#d4ac0d", "#27ae60", "#1e8449", "#148f77", "#2471a3")
 """Lowest band first; a scale with more bands reuses the last colour."""
@@ -44,13 +79,11 @@ def band_colour(index: int) -> str:
     return BAND_COLOURS[min(index, len(BAND_COLOURS) - 1)]
 
 
-def _layout(title: str, **extra: Any) -> dict[str, Any]:
-    base: dict[str, Any] = {"title": {"text": title, "x": 0, "xanchor": "left",
-                                      "font": {"size": 14}},
-                            "font": _FONT, "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
-                            "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfcfc",
-                            "height": 320}
-    base.update(extra)
+def _layout(title: str, **extra: Any) -> Layout:
+    base: Layout = {"title": {"text": title, "x": 0, "xanchor": "left", "font": {"size": 14}},
+                    "font": _FONT, "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+                    "paper_bgcolor": "#ffffff", "plot_bgcolor": "#fbfcfc", "height": 320}
+    base.update(cast(Layout, extra))
     return base
 
 
@@ -94,16 +127,15 @@ def _categories_figure(data: ReportData) -> Figure:
                               legend={"orientation": "h", "y": -0.15})}
 
 
-def _band_lines(bands: Sequence[Band], axis: str) -> list[dict[str, Any]]:
+def _band_lines(bands: Sequence[Band], axis: Literal["x", "y"]) -> list[Shape]:
     """Dotted lines at the band boundaries, across the plot, on ``axis`` (x or y)."""
-    other = "y" if axis == "x" else "x"
-    shapes = []
-    for b in sorted(bands, key=lambda b: b.min)[1:]:
-        edge = b.min - 0.5
-        shapes.append({"type": "line", f"{axis}0": edge, f"{axis}1": edge,
-                       f"{other}ref": "paper", f"{other}0": 0, f"{other}1": 1,
-                       "line": {"color": "#bfc9ca", "width": 1, "dash": "dot"}})
-    return shapes
+    line = {"color": "#bfc9ca", "width": 1, "dash": "dot"}
+    edges = [b.min - 0.5 for b in sorted(bands, key=lambda b: b.min)[1:]]
+    if axis == "x":
+        return [{"type": "line", "x0": e, "x1": e, "yref": "paper", "y0": 0, "y1": 1,
+                 "line": line} for e in edges]
+    return [{"type": "line", "y0": e, "y1": e, "xref": "paper", "x0": 0, "x1": 1, "line": line}
+            for e in edges]
 
 
 def _move_text(m: CaseMove) -> str:
@@ -130,7 +162,7 @@ def _moves_figure(data: ReportData) -> Figure | None:
             line_y += [text(m.case_id), text(m.case_id), None]
     ids = [text(m.case_id) for m in moves]
     hover = [text(_move_text(m)) for m in moves]
-    traces = [
+    traces: list[dict[str, Any]] = [
         {"type": "scatter", "mode": "lines", "x": line_x, "y": line_y, "hoverinfo": "skip",
          "line": {"color": "#bfc9ca", "width": 2}, "showlegend": False},
         {"type": "scatter", "mode": "markers", "name": f"before ({text(against.label)})",
@@ -174,21 +206,32 @@ def _stats_line(stats: PairStats, flips: int | None) -> str:
     return " · ".join(parts)
 
 
+class _Scatter(TypedDict):
+    type: str
+    mode: str
+    name: str
+    x: list[int | None]
+    y: list[int | None]
+    text: list[str]
+    hovertemplate: str
+    marker: dict[str, Any]
+
+
 def _scatter(element: str, pair: PairPoints, stats: PairStats, flips: int | None,
              bands: Sequence[Band]) -> Figure:
     normal = [p for p in pair.points if not p.flip]
     flipped = [p for p in pair.points if p.flip]
     a, b = text(pair.judge_a), text(pair.judge_b)
 
-    def trace(points: Sequence[Any], name: str, colour: str, symbol: str) -> dict[str, Any]:
+    def trace(points: Sequence[Any], name: str, colour: str, symbol: str) -> _Scatter:
         return {"type": "scatter", "mode": "markers", "name": name,
                 "x": [p.a for p in points], "y": [p.b for p in points],
                 "text": [text(p.case_id) for p in points],
                 "hovertemplate": "%{text}<br>%{x} → %{y}<extra></extra>",
                 "marker": {"color": colour, "size": 8, "symbol": symbol, "opacity": 0.85}}
 
-    identity = {"type": "line", "x0": 0, "y0": 0, "x1": 100, "y1": 100,
-                "line": {"color": "#7f8c8d", "width": 1, "dash": "dash"}}
+    identity: Shape = {"type": "line", "x0": 0, "y0": 0, "x1": 100, "y1": 100,
+                       "line": {"color": "#7f8c8d", "width": 1, "dash": "dash"}}
     layout = _layout(f"{a} → {b}<br><sub>{_stats_line(stats, flips)}</sub>", height=440,
                      margin={"l": 60, "r": 20, "t": 64, "b": 50},
                      xaxis={"title": {"text": f"{a} (overall)"}, "range": [-3, 103],

@@ -18,7 +18,7 @@ from pydantic import Field
 
 from ..core.agreement import Comparison as Agreement
 from ..core.baseline import Baseline
-from ..core.baseline import Comparison as GateComparison
+from ..core.baseline import BaselineComparison as GateComparison
 from ..core.frozen import Frozen
 from ..core.judge_quality import MeasuredAgreement
 from ..core.models import CaseResult, RunInfo

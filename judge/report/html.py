@@ -15,23 +15,25 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import re
 import statistics
 from collections.abc import Iterable, Mapping
 from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
 from ..core.judge_health import HealthBuilder
 from ..core.judge_quality import WEAK
+from ..core.models import CaseResult
+from ..system.atomic_files import write_atomic_bytes
 from .charts import figures
 from .data import CaseMove, ReportData
-from .samples import SAMPLE_LIMIT
+from .samples import SAMPLE_LIMIT, CaseSample
+from .transcripts import Transcript
 
 __all__ = [
     "ASSETS",
@@ -144,9 +146,37 @@ def _environment() -> Environment:
     return env
 
 
-def _category_rows(data: ReportData) -> list[dict[str, Any]]:
+class _CategoryRow(TypedDict):
+    """A row of the page's category table."""
+
+    category: str
+    weight: float | str
+    kind: str
+    n: int
+    min: int
+    median: str
+    mean: str
+    max: int
+
+
+class _CaseRow(TypedDict):
+    """A case as the page's template reads it."""
+
+    index: int
+    result: CaseResult
+    anchor: str
+    move: CaseMove | None
+    flagged: bool
+    search: str
+    finals: dict[str, int | None]
+    evidence_anchor: dict[str, str]
+    transcript: Transcript | None
+    sample: CaseSample | None
+
+
+def _category_rows(data: ReportData) -> list[_CategoryRow]:
     weights = {c.id: c.weight for c in data.rubric.categories}
-    rows = []
+    rows: list[_CategoryRow] = []
     for d in data.categories:
         for kind, values in (("deterministic", d.deterministic), ("AI", d.ai),
                              ("final", d.final)):
@@ -160,8 +190,8 @@ def _category_rows(data: ReportData) -> list[dict[str, Any]]:
     return rows
 
 
-def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[dict[str, Any]]:
-    out = []
+def _cases(data: ReportData, moves: Mapping[str, CaseMove]) -> list[_CaseRow]:
+    out: list[_CaseRow] = []
     for index, r in enumerate(data.cases):
         anchor = f"case-{index}"
         move = moves.get(r.id)
@@ -208,12 +238,5 @@ def render_report(data: ReportData) -> str:
 def write_report(path: Path, html: str) -> int:
     """Write ``html`` to ``path`` atomically (nothing half-written); the bytes written."""
     payload = html.encode("utf-8")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")  # created under the umask
-    try:
-        tmp.write_bytes(payload)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic_bytes(path, payload)
     return len(payload)

@@ -12,7 +12,7 @@ escaped by the page's template; nothing here is markup.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
@@ -82,47 +82,54 @@ def _is_otel(case: Case) -> bool:
     return any(isinstance(s, Mapping) and s.get("kind") == "otel" for s in sources)
 
 
+_SPAN_FIELDS = frozenset({"id", "title", "text", "spanId", "seq", "depth", "kind", "status",
+                          "durationMs"})
+
+
+def _span_items(case: Case) -> list[tuple[str, Mapping[str, Any]]]:
+    """(group, item) of every span item of the case's evidence, in the trace's order."""
+    found = [(group, item) for group, items in case.evidence.items()
+             for item in (items if isinstance(items, list) else [])
+             if isinstance(item, Mapping) and "spanId" in item]
+    found.sort(key=lambda gi: seq if isinstance(seq := gi[1].get("seq"), int) else 0)
+    return found
+
+
 def _span_rows(case: Case, cited: set[str]) -> tuple[SpanRow, ...]:
-    rows = []
-    for group, items in case.evidence.items():
-        for item in items if isinstance(items, list) else []:
-            if not isinstance(item, Mapping) or "spanId" not in item:
-                continue
-            raw_depth = item.get("depth")
-            item_id = f"{group}:{item.get('id')}"
-            seq = item.get("seq")
-            rows.append((seq if isinstance(seq, int) else 0, {
-                "id": item_id, "group": group, "title": str(item.get("title") or ""),
-                "text": str(item.get("text") or ""), "kind": str(item.get("kind") or ""),
-                "status": str(item.get("status") or ""),
-                "depth": raw_depth if isinstance(raw_depth, int) else 0,
-                "durationMs": item.get("durationMs")
-                if isinstance(item.get("durationMs"), int) else None,
-                "refs": {k: v for k, v in item.items()
-                         if k not in {"id", "title", "text", "spanId", "seq", "depth", "kind",
-                                      "status", "durationMs"}
-                         and not isinstance(v, list | dict)},
-                "cited": item_id in cited, "open": item_id in cited}))
-    rows.sort(key=lambda r: r[0])
-    return tuple(SpanRow.model_validate(row) for row in _nested([r for _, r in rows]))
+    found = _span_items(case)
+    ids = [f"{group}:{item.get('id')}" for group, item in found]
+    depths = [d if isinstance(d := item.get("depth"), int) else 0 for _, item in found]
+    levels, opened = _nested(depths, [i in cited for i in ids])
+    return tuple(SpanRow(
+        id=item_id, group=group, title=str(item.get("title") or ""),
+        text=str(item.get("text") or ""), kind=str(item.get("kind") or ""),
+        status=str(item.get("status") or ""), depth=depth, level=level,
+        duration_ms=ms if isinstance(ms := item.get("durationMs"), int) else None,
+        refs={k: v for k, v in item.items()
+              if k not in _SPAN_FIELDS and not isinstance(v, list | dict)},
+        cited=item_id in cited, open=open_)
+        for (group, item), item_id, depth, level, open_
+        in zip(found, ids, depths, levels, opened, strict=True))
 
 
-def _nested(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Set each row's ``level`` and ``open`` (cited, or an ancestor of a cited row).
+def _nested(depths: Sequence[int], cited: Sequence[bool]) -> tuple[list[int], list[bool]]:
+    """Each row's level, and whether it is drawn open (cited, or an ancestor of a cited row).
 
     A row sits under the nearest earlier row of smaller depth, at most INDENT_LIMIT deep.
     """
-    stack: list[dict[str, Any]] = []
-    for row in rows:
-        while stack and stack[-1]["depth"] >= row["depth"]:
+    levels: list[int] = []
+    opened = list(cited)
+    stack: list[int] = []
+    for row, depth in enumerate(depths):
+        while stack and depths[stack[-1]] >= depth:
             stack.pop()
         del stack[INDENT_LIMIT:]
-        row["level"] = len(stack)
-        if row["cited"]:
+        levels.append(len(stack))
+        if cited[row]:
             for above in stack:
-                above["open"] = True
+                opened[above] = True
         stack.append(row)
-    return rows
+    return levels, opened
 
 
 def transcripts(cases: Iterable[Case], results: Iterable[CaseResult]) -> dict[str, Transcript]:

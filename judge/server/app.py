@@ -24,7 +24,7 @@ from ..app.workspace import LiteLLMJudges, Workspace
 from . import routes_eval, routes_review, routes_runs, routes_service
 from .door import DoorLimits, DoorPolicy, allowed_hosts
 from .metrics import Metrics
-from .problems import Redactor, document_problems, install_handlers
+from .problems import document_problems, install_handlers, redacted_responses, server_redactor
 from .security import Access, ReviewGrant, WriteGuard
 from .state import Evaluations, ServerState
 
@@ -53,7 +53,7 @@ def create_app(workspace: Workspace, *, token: str | None = None, bind: str | No
     if isinstance(workspace.judges, LiteLLMJudges) and not workspace.judges.process_owned:
         # Many requests and runs at once share LiteLLM's sessions: none may close them.
         workspace = replace(workspace, judges=LiteLLMJudges(process_owned=True))
-    redact = Redactor(workspace.env)
+    redact = server_redactor(workspace.env)
     token = token if token is not None else workspace.env.get(TOKEN_ENV)
     access = Access(token or None, review)
     jobs_box: list[RunJobs] = []
@@ -72,7 +72,7 @@ def create_app(workspace: Workspace, *, token: str | None = None, bind: str | No
         await state.aclose()
 
     app = FastAPI(title="judgeflow", version=__version__, description=DESCRIPTION,
-                  lifespan=lifespan, default_response_class=redact.response_class(),
+                  lifespan=lifespan, default_response_class=redacted_responses(redact),
                   docs_url=None, redoc_url=None)
     app.state.judge = state
     policy = DoorPolicy(access=access,
@@ -88,6 +88,7 @@ def create_app(workspace: Workspace, *, token: str | None = None, bind: str | No
     plain_openapi = app.openapi
 
     def openapi() -> dict[str, Any]:
+        """JSON door: the OpenAPI document (FastAPI's), with every problem answer in it."""
         if app.openapi_schema is None:
             app.openapi_schema = document_problems(plain_openapi())
         return app.openapi_schema

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..app.settings import Settings
 from ..app.workspace import Workspace
+from ..system.atomic_files import write_atomic
 from .app import create_app
 
 __all__ = ["DEFAULT_PATH", "main", "openapi_text"]
@@ -33,8 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     """Write the schema to the path given (default: ``docs/openapi.json``)."""
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0]) if args else DEFAULT_PATH
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(openapi_text(), encoding="utf-8")
+    write_atomic(path, openapi_text())
     print(f"wrote {path}", file=sys.stderr)
     return 0
 

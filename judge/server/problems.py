@@ -6,8 +6,9 @@ run 404; a run of that suite already going 409 naming it; a judge that cannot wo
 server stopping 503. Paths inside the workspace are shown relative to it.
 
 Keys never appear in a response: every JSON body (and every server-sent event) is rendered
-through :class:`Redactor`, which masks the values of the provider keys and of the server
-token found in the environment, wherever a provider's message might have echoed one.
+through :func:`server_redactor` (a :class:`judge.core.secrets.Redactor`), which masks the
+values of the provider keys and of the server token found in the environment, wherever a
+provider's message might have echoed one.
 """
 
 from __future__ import annotations
@@ -35,17 +36,17 @@ from ..core.errors import (
     UnknownRunError,
     UnknownSuiteError,
 )
-from ..core.secrets import Redactor as _Redactor
-from ..core.secrets import secret_values
+from ..core.secrets import Redactor, secret_values
 
 __all__ = [
     "PROBLEM_JSON",
     "Problem",
     "ProblemError",
-    "Redactor",
     "document_problems",
     "install_handlers",
     "problem_responses",
+    "redacted_responses",
+    "server_redactor",
 ]
 
 PROBLEM_JSON = "application/problem+json"
@@ -81,31 +82,25 @@ class ProblemError(Exception):
         super().__init__(detail or title)
 
 
-class Redactor:
-    """Masks secrets in text about to leave the server (one :class:`judge.core.redact.Redactor`).
+def server_redactor(env: Mapping[str, str]) -> Redactor:
+    """The masker of text about to leave the server: every credential of the environment.
 
-    Every credential of the environment: provider keys, the server token, URL passwords.
+    Provider keys, the server token, URL passwords. ``TOKEN_ENV`` ends in ``_TOKEN``, so
+    :func:`judge.core.secrets.secret_values` finds it; it is named again to be sure.
     """
+    return Redactor(secret_values(env, extra=[env.get(TOKEN_ENV)]))
 
-    def __init__(self, env: Mapping[str, str]) -> None:
-        # TOKEN_ENV ends in _TOKEN, so secret_values finds it; named again to be sure.
-        self._redact = _Redactor(secret_values(env, extra=[env.get(TOKEN_ENV)]))
 
-    def __call__(self, text: str) -> str:
-        """``text`` with every secret replaced by ``[REDACTED]``."""
-        return self._redact(text)
+def redacted_responses(redact: Redactor) -> type[JSONResponse]:
+    """A JSON response class whose bodies pass through ``redact``."""
 
-    def response_class(self) -> type[JSONResponse]:
-        """A JSON response class whose bodies pass through this redactor."""
-        redact = self
+    class RedactedJSON(JSONResponse):
+        def render(self, content: Any) -> bytes:
+            text = json.dumps(content, ensure_ascii=False, allow_nan=False,
+                              separators=(",", ":"))
+            return redact(text).encode("utf-8")
 
-        class RedactedJSON(JSONResponse):
-            def render(self, content: Any) -> bytes:
-                text = json.dumps(content, ensure_ascii=False, allow_nan=False,
-                                  separators=(",", ":"))
-                return redact(text).encode("utf-8")
-
-        return RedactedJSON
+    return RedactedJSON
 
 
 def problem_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
@@ -219,6 +214,8 @@ _NAMED = {
 
 def document_problems(spec: dict[str, Any]) -> dict[str, Any]:
     """``spec`` with every error answer documented as it is sent: problem+json.
+
+    JSON door: the OpenAPI document, edited as the JSON it is.
 
     FastAPI documents its 422 as ``application/json`` (``HTTPValidationError``); every
     answer of this server at 400 or above is a :class:`Problem`. Every operation gains the

@@ -45,14 +45,17 @@ def review_page(run_id: RunId) -> HTMLResponse:
 @router.get("/api/review/{run_id}", dependencies=[Depends(require_token)],
             responses=problem_responses(404))
 async def review_data(run_id: RunId, state: Served) -> dict[str, Any]:
-    """The run's cases as the review page shows them, and the suite's labels so far."""
+    """The run's cases as the review page shows them, and the suite's labels so far (JSON)."""
     return await asyncio.to_thread(review_page_data, state.workspace, run_id)
 
 
 @router.post("/api/review/{run_id}/labels", dependencies=[Depends(require_token)],
              responses=problem_responses(401, 404, 422))
 async def post_labels(run_id: RunId, body: LabelsIn, state: Served) -> dict[str, Any]:
-    """Store the reviewer's labels (each replaces their earlier one of that category)."""
+    """Store the reviewer's labels (each replaces their earlier one of that category).
+
+    Answers the labels stored, as JSON.
+    """
     try:
         saved = await asyncio.to_thread(save_labels, state.workspace, run_id, body.labels,
                                         reviewer=body.reviewer)

@@ -10,7 +10,7 @@ another host or make it read another file.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import AfterValidator, BaseModel, Field, StrictBool
 
@@ -22,6 +22,7 @@ from ..core.suite import Case
 __all__ = [
     "BaselineBody",
     "BaselineItem",
+    "BodyOverrides",
     "EvaluateBody",
     "HarnessAccepted",
     "HarnessBody",
@@ -46,6 +47,18 @@ RubricId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"),
 ModelName = Annotated[str, Field(min_length=1, max_length=200)]
 
 
+class BodyOverrides(TypedDict):
+    """The workspace settings a run request sets, by setting name (None: not set)."""
+
+    model: list[str] | None
+    rubric: str | None
+    seed: int | None
+    samples: int | None
+    cache_mode: str | None
+    panel: str | None
+    stable_schema: bool | None
+
+
 class HarnessBody(Frozen):
     """How to run the suite; every field optional, the workspace's settings otherwise."""
 
@@ -68,7 +81,7 @@ class HarnessBody(Frozen):
     check: StrictBool = True
     """Compare with the suite's baseline (the first run records it)."""
 
-    def overrides(self) -> dict[str, Any]:
+    def overrides(self) -> BodyOverrides:
         """The settings this body sets (None: unset), by setting name."""
         return {"model": self.models, "rubric": self.rubric, "seed": self.seed,
                 "samples": self.samples, "cache_mode": self.cache_mode, "panel": self.panel,

@@ -19,10 +19,10 @@ from ..app.suites_index import SuiteIndex
 from ..app.workspace import Workspace
 from ..cache.disk import JudgmentCache
 from ..core.rubric import Rubric
+from ..core.secrets import Redactor
 from ..llm.client import aclose_clients
 from ..system.resources import find_rubric
 from .metrics import Metrics
-from .problems import Redactor
 from .security import BEARER, WriteGuard
 
 __all__ = ["Evaluations", "Served", "ServerState", "require_token", "served"]

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, NotRequired, TypedDict, TypeVar
 
 from sqlalchemy import (
     Boolean,
@@ -50,14 +50,15 @@ from sqlalchemy import (
     text,
     update,
 )
-from sqlalchemy.engine import URL, Engine, make_url
+from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ..core.canonical import canonical_json
 from ..core.errors import AmbiguousRunError, StoreError, UnknownRunError
 from ..core.models import CaseResult, RunInfo, RunTotals
 from ..core.seals import Sealer
-from ..core.secrets import MASK, mask_url
+from ..core.secrets import mask_url
+from ..system.sql_urls import SqlUrl, resolve_sql_url
 from .labels import define_labels
 from .migrations import (
     HEAD,
@@ -153,22 +154,6 @@ _RESULT_READ: Final = (
 """What a read of a result row takes (the run id is the query's own)."""
 
 
-def _resolve_url(url: str, workspace: Path) -> URL:
-    """Parse ``url``; resolve a relative SQLite path against ``workspace`` and make its folder."""
-    parsed = make_url(url)
-    if parsed.get_backend_name() != "sqlite":
-        return parsed
-    database = parsed.database
-    if not database or database == ":memory:" or database.startswith("file:") \
-            or parsed.query.get("uri"):
-        return parsed
-    path = Path(database).expanduser()
-    if not path.is_absolute():
-        path = (workspace / path).absolute()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return parsed.set(database=str(path))
-
-
 def _enable_wal(cursor: Any) -> None:
     """Switch a database file to WAL, waiting for other processes as the busy timeout would.
 
@@ -258,6 +243,27 @@ def _checked_result(url: str, sealer: Sealer, run_id: str, row: tuple[Any, ...])
     raise DamagedRowError(url, Damage(run_id, str(case_id), str(model), int(sample), why))
 
 
+class _RunRow(TypedDict):
+    """A ``runs`` row as it is written: the query columns, the value, its seal."""
+
+    run_group: str | None
+    shard_index: int | None
+    shard_count: int | None
+    id: str
+    suite: str
+    rubric: str
+    rubric_hash: str
+    models: str
+    seed: int | None
+    template_id: str
+    template_hash: str
+    created_at: str
+    status: str
+    info_json: str
+    format_version: int
+    seal: NotRequired[str]
+
+
 def _result_key(result: CaseResult) -> tuple[str, str, int]:
     """(case id, model, sample): a case judged without a model has model ``""``, sample 0."""
     if result.judge is None:
@@ -277,16 +283,15 @@ class RunStore:
         shown = mask_url(url)
         self._sealer = Sealer(secret)
         self.url: str = shown
-        self._password: str | None = None
+        self._sql: SqlUrl | None = None
         self._server = False
         self._results_sql: tuple[str, str] | None = None
         try:
-            resolved = _resolve_url(url, workspace if workspace is not None else Path.cwd())
-            self.url = resolved.render_as_string(hide_password=True).replace(":***@", f":{MASK}@")
-            self._password = None if resolved.password is None else str(resolved.password)
-            self._server = resolved.get_backend_name() != "sqlite"
+            self._sql = resolve_sql_url(url, workspace if workspace is not None else Path.cwd())
+            self.url = self._sql.shown
+            self._server = self._sql.server
             options: dict[str, Any] = {"pool_pre_ping": True} if self._server else {}
-            self._engine = create_engine(resolved, **options)
+            self._engine = create_engine(self._sql.url, **options)
         except ImportError as exc:
             extra = " (pip install 'judgeflow[postgres]')" if "psycopg" in str(exc) else ""
             raise StoreError(f"cannot open run store {shown!r}: its database driver is "
@@ -694,21 +699,20 @@ class RunStore:
             query = query.where((c.status != "scored") | (c.passed == False))  # noqa: E712
         return query
 
-    def _run_row(self, run: RunInfo) -> dict[str, Any]:
+    def _run_row(self, run: RunInfo) -> _RunRow:
         row = self._unsealed_row(run)
         row["seal"] = self._sealer.seal((run.id, row["info_json"], STORE_FORMAT_VERSION))
         return row
 
     @staticmethod
-    def _unsealed_row(run: RunInfo) -> dict[str, Any]:
+    def _unsealed_row(run: RunInfo) -> _RunRow:
         info = canonical_json(run.model_dump(mode="json"))
-        group = run.settings.get("group")
-        shard = run.settings.get("shard")
+        group, shard = run.settings.group, run.settings.shard
         index = count = None
-        if isinstance(shard, str) and "/" in shard:
+        if shard is not None and "/" in shard:
             index, count = (int(part) for part in shard.split("/", 1))
         return {
-            "run_group": group if isinstance(group, str) else None,
+            "run_group": group,
             "shard_index": index,
             "shard_count": count,
             "id": run.id,
@@ -791,10 +795,8 @@ class RunStore:
     def _scrub(self, exc: BaseException) -> str:
         """The driver's message, never with the password in it."""
         cause = getattr(exc, "orig", None) or exc
-        message = mask_url(str(cause).strip())
-        if self._password:
-            message = message.replace(str(self._password), MASK)
-        return message
+        message = str(cause).strip()
+        return self._sql.scrub(message) if self._sql is not None else mask_url(message)
 
 
 def _is_disconnect(exc: DBAPIError) -> bool:

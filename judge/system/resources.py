@@ -11,8 +11,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import os
-import tempfile
 import zlib
 from array import array
 from collections.abc import Generator, Iterator
@@ -42,6 +40,7 @@ from ..core.suite import (
     iter_jsonl_checked,
     parse_suite,
 )
+from .atomic_files import write_atomic_bytes
 from .input_files import input_lines, not_utf8, open_input, read_input, read_input_bytes
 
 __all__ = [
@@ -266,16 +265,7 @@ class SuiteSource:
         if not target.parent.parent.is_dir():
             return False  # no cache folder: a compiled form alone is not worth creating one
         try:
-            target.parent.mkdir(exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".compiling-")
-            try:
-                with os.fdopen(fd, "wb") as fp:
-                    fp.write(data)
-                os.replace(tmp, target)
-            except BaseException:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-                raise
+            write_atomic_bytes(target, data)
         except OSError:
             return False
         return True

@@ -119,7 +119,8 @@ def test_calibration_lowers_held_out_mad_and_rescore_makes_no_call(ws: Ws) -> No
     calls = ws.server.stats()["requests"]
     rescored = rescore_run(workspace, run_id, str(rubric_file))
     assert ws.server.stats()["requests"] == calls  # zero model calls
-    assert rescored.run.settings["calibration"]["sha256"] == rubric.calibrated[1]
+    assert rescored.run.settings.calibration is not None
+    assert rescored.run.settings.calibration.sha256 == rubric.calibrated[1]
     with workspace.open_store() as store:
         results = list(store.iter_results(rescored.run.id))
     people = ws.ai(PEOPLE)

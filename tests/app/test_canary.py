@@ -91,8 +91,8 @@ def test_canary_quiet_then_catches_the_switched_model(tmp_path: Path, server: An
         assert quiet.run.suite == f"{first.run.suite}:canary"
         canary_runs = store.list_runs(quiet.run.suite)
         assert len(canary_runs) == 4
-        assert all(r.settings["kind"] == "canary" for r in canary_runs)
-        assert canary_runs[-1].settings["canary"]["drifted"] is False
+        assert all(r.settings.kind == "canary" for r in canary_runs)
+        assert (canary_runs[-1].settings.canary or {})["drifted"] is False
         latest = store.latest_run(first.run.suite)
         assert latest is not None and latest.id == fresh.run.id  # never the gate's pick
 

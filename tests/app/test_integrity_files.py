@@ -241,7 +241,7 @@ def test_entries_record_their_provenance(recorded: tuple[Path, str]) -> None:
     from judge.cache.disk import JudgmentCache
 
     with JudgmentCache(recorded[0] / "cache", "read-only") as cache:
-        metas = [e["meta"] for e in cache.iter_entries()]
+        metas = [e.meta for e in cache.iter_entries()]
     assert metas and all(m["judgeflow"] and m["createdAt"] for m in metas)
     assert all(str(m["systemFingerprint"]).startswith("fp_") for m in metas)
     assert all(m["modelReported"] for m in metas)

@@ -34,6 +34,7 @@ from judge.app.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import (
     CACHE_FORMAT,
+    CacheEntry,
     build_entry,
     cache_key,
     digest_ok,
@@ -41,13 +42,14 @@ from judge.cache.entry import (
     entry_problems,
     is_iso_time,
 )
-from judge.cache.interchange import CacheInterchange
-from judge.cache.maintenance import CacheMaintenance
+from judge.cache.interchange import CacheInterchange, ImportReport
+from judge.cache.maintenance import CacheMaintenance, VerifyReport
 from judge.cache.replay_store import ReplayStore
 from judge.core.canonical import canonical_json
 from judge.core.errors import UsageError
 from judge.core.output_schema import output_schema_json
 from judge.core.rubric import Rubric
+from judge.core.turns import CachedTurn
 from judge.system.resources import load_rubric
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -77,7 +79,13 @@ def _entry(n: int = 1, *, model: str = "openai/gpt-4o-mini", created: str = CREA
             "costUsd": 0.0001, "latencyMs": 12.5, "outputMode": "json_schema"}
     meta = {"templateId": "default", "templateHash": "t" * 8, "rubricId": "task-evaluation",
             "rubricHash": "r" * 8, "createdAt": created, "judgeflow": "0.1.0"}
-    return build_entry(req, [turn], meta)
+    return build_entry(req, [CachedTurn(turn)], meta).data
+
+
+def _built(request: dict[str, Any], turns: list[dict[str, Any]],
+           meta: dict[str, Any]) -> dict[str, Any]:
+    """:func:`build_entry`'s entry as its JSON object (what these tests tamper with)."""
+    return build_entry(request, [CachedTurn(t) for t in turns], meta).data
 
 
 # --- keys -------------------------------------------------------------------------------
@@ -133,12 +141,12 @@ def test_put_get_roundtrip_and_counters(tmp_path: Path) -> None:
     entry = _entry()
     with JudgmentCache(tmp_path / "c") as cache:
         assert cache.get(entry["key"]) is None
-        assert cache.put(entry) is True
+        assert cache.put(CacheEntry(entry)) is True
         assert entry["key"] in cache and len(cache) == 1
-        assert cache.get(entry["key"]) == entry
+        assert cache.get(entry["key"]) == CacheEntry(entry)
         assert cache.counters() == {"hits": 1, "misses": 1, "writes": 1, "corrupt": 0}
     with JudgmentCache(tmp_path / "c", "read-only") as again:
-        assert again.get(entry["key"]) == entry
+        assert again.get(entry["key"]) == CacheEntry(entry)
 
 
 def test_put_soon_is_committed_when_it_returns_and_keeps_order(tmp_path: Path) -> None:
@@ -149,33 +157,34 @@ def test_put_soon_is_committed_when_it_returns_and_keeps_order(tmp_path: Path) -
 
     async def go(cache: JudgmentCache, seen: JudgmentCache) -> None:
         for entry in entries:
-            assert await cache.put_soon(entry, data=canonical_json(entry).encode())
-            assert seen.get(entry["key"]) == entry  # another connection sees it committed
-        leaky = build_entry(_request(params={"extra": {"api_key": "sk-x"}}), [{"text": "{}"}],
-                            {"createdAt": CREATED})
+            assert await cache.put_soon(CacheEntry(entry), data=canonical_json(entry).encode())
+            # Another connection sees it committed.
+            assert seen.get(entry["key"]) == CacheEntry(entry)
+        leaky = _built(_request(params={"extra": {"api_key": "sk-x"}}), [{"text": "{}"}],
+                       {"createdAt": CREATED})
         with pytest.raises(ValueError, match="api_key"):
-            await cache.put_soon(leaky, data=canonical_json(leaky).encode())
+            await cache.put_soon(CacheEntry(leaky), data=canonical_json(leaky).encode())
         assert leaky["key"] not in seen
         # Two writes of one key started together: the one started last is what stays.
-        await asyncio.gather(*(cache.put_soon(e, data=canonical_json(e).encode())
+        await asyncio.gather(*(cache.put_soon(CacheEntry(e), data=canonical_json(e).encode())
                                for e in (entries[0], newer)))
-        assert seen.get(newer["key"]) == newer
+        assert seen.get(newer["key"]) == CacheEntry(newer)
 
     with JudgmentCache(tmp_path / "c") as cache, JudgmentCache(tmp_path / "c") as seen:
         asyncio.run(go(cache, seen))
         assert cache.counters()["writes"] == len(entries) + 2
     assert not [t for t in threading.enumerate() if t.name.startswith("judge-cache-writer")]
     with JudgmentCache(tmp_path / "c", "read-only") as cache:
-        assert asyncio.run(cache.put_soon(entries[0], data=b"{}")) is False
+        assert asyncio.run(cache.put_soon(CacheEntry(entries[0]), data=b"{}")) is False
 
 
 def test_large_entry_lives_in_a_file_and_prune_removes_it(tmp_path: Path) -> None:
     entry = _entry(text="x" * 100_000)  # beyond diskcache's 32 kB in-database limit
     with JudgmentCache(tmp_path) as cache:
-        cache.put(entry)
+        cache.put(CacheEntry(entry))
         assert list(tmp_path.rglob("*.val"))
-        assert cache.get(entry["key"]) == entry
-        assert CacheMaintenance(cache).verify()["ok"] == 1
+        assert cache.get(entry["key"]) == CacheEntry(entry)
+        assert CacheMaintenance(cache).verify().ok == 1
         assert CacheMaintenance(cache).prune(all_entries=True) == 1
         assert not list(tmp_path.rglob("*.val"))
 
@@ -193,12 +202,12 @@ MODES = {  # mode: (reads, writes)
 def test_modes_read_and_write_as_named(tmp_path: Path, mode: Any) -> None:
     old, new = _entry(1), _entry(2)
     with JudgmentCache(tmp_path) as seed:
-        seed.put(old)
+        seed.put(CacheEntry(old))
     reads, writes = MODES[mode]
     with JudgmentCache(tmp_path, mode) as cache:
         assert (cache.readable, cache.writable) == (reads, writes)
-        assert (cache.get(old["key"]) == old) is reads
-        assert cache.put(new) is writes
+        assert (cache.get(old["key"]) == CacheEntry(old)) is reads
+        assert cache.put(CacheEntry(new)) is writes
         assert (cache.get(new["key"]) is not None) is (reads and writes)
     with JudgmentCache(tmp_path, "read-only") as check:
         assert (new["key"] in check) is writes
@@ -209,7 +218,7 @@ def test_non_writing_modes_never_create_the_directory(tmp_path: Path, mode: Any)
     where = tmp_path / "absent"
     with JudgmentCache(where, mode) as cache:
         assert cache.get(_entry()["key"]) is None and len(cache) == 0
-        assert CacheMaintenance(cache).stats()["entries"] == 0
+        assert CacheMaintenance(cache).stats().entries == 0
     assert not where.exists()
 
 
@@ -222,12 +231,12 @@ def test_refresh_replaces_an_entry(tmp_path: Path) -> None:
     first, second = _entry(text="first"), _entry(text="second")
     assert first["key"] == second["key"]
     with JudgmentCache(tmp_path) as cache:
-        cache.put(first)
+        cache.put(CacheEntry(first))
     with JudgmentCache(tmp_path, "refresh") as cache:
         assert cache.get(first["key"]) is None
-        cache.put(second)
+        cache.put(CacheEntry(second))
     with JudgmentCache(tmp_path, "read-only") as cache:
-        assert cache.get(first["key"]) == second
+        assert cache.get(first["key"]) == CacheEntry(second)
 
 
 # --- refusals ---------------------------------------------------------------------------
@@ -238,7 +247,7 @@ def test_put_rejects_a_key_that_does_not_match_the_request(tmp_path: Path) -> No
     entry["request"]["temperature"] = 0.5
     with JudgmentCache(tmp_path) as cache:
         with pytest.raises(ValueError, match="does not match"):
-            cache.put(entry)
+            cache.put(CacheEntry(entry))
         assert len(cache) == 0
 
 
@@ -250,14 +259,14 @@ def test_put_rejects_entries_without_turns(tmp_path: Path, turns: Any) -> None:
     else:
         entry["turns"] = turns
     with JudgmentCache(tmp_path) as cache, pytest.raises(ValueError, match="turns"):
-        cache.put(entry)
+        cache.put(CacheEntry(entry))
 
 
 def _with_secret(where: str) -> dict[str, Any]:
     entry = _entry()
     if where == "request":  # part of the key material: rekey so only the secret is wrong
         req = {**entry["request"], "params": {"extra_headers": {"Authorization": "Bearer x"}}}
-        return build_entry(req, entry["turns"], entry["meta"])
+        return _built(req, entry["turns"], entry["meta"])
     if where == "turn":
         entry["turns"][0]["raw"] = {"choices": [{"apiKey": "sk-x"}]}
     elif where == "meta":
@@ -271,7 +280,7 @@ def _with_secret(where: str) -> dict[str, Any]:
 def test_put_refuses_credentials_at_any_depth(tmp_path: Path, where: str) -> None:
     with JudgmentCache(tmp_path) as cache:
         with pytest.raises(ValueError, match="credential-like"):
-            cache.put(_with_secret(where))
+            cache.put(CacheEntry(_with_secret(where)))
         assert len(cache) == 0
 
 
@@ -280,13 +289,13 @@ def test_a_vouched_schema_is_not_rescanned_and_nothing_else_is_skipped() -> None
     scanned once per rubric, and a rubric whose category is named like a credential gets
     no template text, so each of its entries is scanned in full as before."""
     secret_schema = {"type": "json_schema", "json_schema": {"schema": {"password": {}}}}
-    entry = build_entry(_request(responseFormat=secret_schema), [{"text": "{}"}],
-                        {"createdAt": CREATED})
+    entry = _built(_request(responseFormat=secret_schema), [{"text": "{}"}],
+                   {"createdAt": CREATED})
     assert entry_problems(entry, built=True, vouched=("responseFormat",)) == []
     assert "request.responseFormat.json_schema.schema.password" in "".join(
         entry_problems(entry, built=True))
-    leaky = build_entry(_request(params={"api_key": "sk-x"}), [{"text": "{}"}],
-                        {"createdAt": CREATED})
+    leaky = _built(_request(params={"api_key": "sk-x"}), [{"text": "{}"}],
+                   {"createdAt": CREATED})
     assert entry_problems(leaky, built=True, vouched=("responseFormat",)) == [
         "credential-like field 'request.params.api_key' must never be cached"]
 
@@ -300,7 +309,7 @@ def test_a_vouched_schema_is_not_rescanned_and_nothing_else_is_skipped() -> None
 
 def test_credential_words_inside_text_are_fine() -> None:
     req = _request(messages=[{"role": "user", "content": 'the diff adds "api_key": "sk-…"'}])
-    entry = build_entry(req, [{"text": "authorization: leaked api_key"}], {"createdAt": CREATED})
+    entry = _built(req, [{"text": "authorization: leaked api_key"}], {"createdAt": CREATED})
     assert entry_problems(entry) == []
 
 
@@ -322,7 +331,7 @@ def test_corrupt_and_planted_values_are_never_loaded(tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     store = tmp_path / "c"
     with JudgmentCache(store) as cache:
-        cache.put(good)
+        cache.put(CacheEntry(good))
     with diskcache.Cache(str(store)) as raw:
         raw.set(bad_json["key"], b'{"format": 1, "key": tru')
         raw.set(swapped["key"], canonical_json(good).encode())  # a sound entry, wrong key
@@ -332,27 +341,27 @@ def test_corrupt_and_planted_values_are_never_loaded(tmp_path: Path) -> None:
             assert cache.get(entry["key"]) is None
         assert not marker.exists()
         assert cache.counters()["corrupt"] == 3
-        assert cache.get(good["key"]) == good
+        assert cache.get(good["key"]) == CacheEntry(good)
 
         report = CacheMaintenance(cache).verify()
-        assert report["checked"] == 4 and report["ok"] == 1
-        assert sorted(report["corrupt"]) == sorted(e["key"] for e in (bad_json, swapped, planted))
-        assert "not JSON" in report["reasons"][bad_json["key"]]
-        assert "stored under" in report["reasons"][swapped["key"]]
-        assert "pickled" in report["reasons"][planted["key"]]
-        assert CacheMaintenance(cache).stats()["corrupt"] == 3
+        assert report.checked == 4 and report.ok == 1
+        assert sorted(report.corrupt) == sorted(e["key"] for e in (bad_json, swapped, planted))
+        assert "not JSON" in report.reasons[bad_json["key"]]
+        assert "stored under" in report.reasons[swapped["key"]]
+        assert "pickled" in report.reasons[planted["key"]]
+        assert CacheMaintenance(cache).stats().corrupt == 3
 
         assert CacheMaintenance(cache).prune(corrupt=True, dry_run=True) == 3 and len(cache) == 4
         assert CacheMaintenance(cache).prune(corrupt=True) == 3
-        assert CacheMaintenance(cache).verify() == {"checked": 1, "ok": 1, "corrupt": [],
-                                                    "reasons": {}}
+        assert CacheMaintenance(cache).verify() == VerifyReport(checked=1, ok=1, corrupt=(),
+                                                                reasons={})
     assert not marker.exists()
 
 
 def test_entries_never_expire(tmp_path: Path) -> None:
     entry = _entry()
     with JudgmentCache(tmp_path) as cache:
-        cache.put(entry)
+        cache.put(CacheEntry(entry))
     with diskcache.Cache(str(tmp_path)) as raw:
         assert raw.eviction_policy == "none"
         _, expire_time = raw.get(entry["key"], expire_time=True)
@@ -360,7 +369,7 @@ def test_entries_never_expire(tmp_path: Path) -> None:
         assert raw.expire(now=time.time() + 100 * 365 * 86400) == 0
         assert raw.cull() == 0
     with JudgmentCache(tmp_path, "read-only") as cache:
-        assert cache.get(entry["key"]) == entry
+        assert cache.get(entry["key"]) == CacheEntry(entry)
 
 
 # --- export, import, stats, prune -------------------------------------------------------
@@ -371,7 +380,7 @@ def _filled(path: Path, n: int = 5) -> list[dict[str, Any]]:
                for i in range(n)]
     with JudgmentCache(path) as cache:
         for entry in entries:
-            cache.put(entry)
+            cache.put(CacheEntry(entry))
     return entries
 
 
@@ -384,11 +393,10 @@ def test_export_import_reproduces_identical_bytes(tmp_path: Path) -> None:
     assert [json.loads(line)["key"] for line in lines] == sorted(e["key"] for e in entries)
     with JudgmentCache(tmp_path / "b") as fresh:
         report = CacheInterchange(fresh).import_jsonl(io.StringIO(first.getvalue()))
-        assert report == {"added": len(entries), "skipped": 0, "rejected": 0, "errors": [],
-                          "unsigned": 0}
+        assert report == ImportReport(added=len(entries), skipped=0, rejected=0, errors=())
         CacheInterchange(fresh).export_jsonl(second)
         again = CacheInterchange(fresh).import_jsonl(io.StringIO(first.getvalue()))
-        assert again["added"] == 0 and again["skipped"] == len(entries)
+        assert again.added == 0 and again.skipped == len(entries)
     assert second.getvalue() == first.getvalue()
 
 
@@ -404,8 +412,8 @@ def test_import_rejects_tampered_lines_by_number(tmp_path: Path) -> None:
     lines.insert(3, "{not json")
     with JudgmentCache(tmp_path / "b") as fresh:
         report = CacheInterchange(fresh).import_jsonl(io.StringIO("\n".join(lines) + "\n"))
-        assert report["added"] == 2 and report["rejected"] == 2
-        first, second = report["errors"]
+        assert report.added == 2 and report.rejected == 2
+        first, second = report.errors
         assert first.startswith("line 2: ") and "does not match" in first
         assert second.startswith("line 4: ") and "not JSON" not in first
         assert tampered["key"] not in fresh
@@ -420,10 +428,10 @@ def test_stats_counts_models_and_ages(tmp_path: Path) -> None:
     _filled(tmp_path)
     with JudgmentCache(tmp_path, "read-only") as cache:
         stats = CacheMaintenance(cache).stats()
-    assert stats["entries"] == 5 and stats["corrupt"] == 0
-    assert stats["models"] == {"m-a": 2, "m-b": 3}
-    assert (stats["oldest"], stats["newest"]) == ("2025-01-10T00:00:00Z", "2025-01-14T00:00:00Z")
-    assert stats["bytes"] > 0 and stats["mode"] == "read-only"
+    assert stats.entries == 5 and stats.corrupt == 0
+    assert stats.models == {"m-a": 2, "m-b": 3}
+    assert (stats.oldest, stats.newest) == ("2025-01-10T00:00:00Z", "2025-01-14T00:00:00Z")
+    assert stats.bytes > 0 and stats.mode == "read-only"
 
 
 def test_prune_by_model_and_date(tmp_path: Path) -> None:
@@ -434,7 +442,7 @@ def test_prune_by_model_and_date(tmp_path: Path) -> None:
         assert CacheMaintenance(cache).prune(model="m-a", before="2025-01-12", dry_run=True) == 1
         assert CacheMaintenance(cache).prune(before="2025-01-12") == 2  # naive dates are UTC
         assert CacheMaintenance(cache).prune(model="m-a") == 1
-        assert [e["key"] for e in cache.iter_entries()] == sorted(
+        assert [e.key for e in cache.iter_entries()] == sorted(
             e["key"] for e in entries[2:] if e["request"]["model"] == "m-b")
 
 
@@ -444,7 +452,8 @@ WRITER = r"""
 import sys, time
 from pathlib import Path
 from judge.cache.disk import JudgmentCache
-from judge.cache.entry import build_entry
+from judge.cache.entry import CacheEntry, build_entry
+from judge.core.turns import CachedTurn
 directory, start, stop, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.002)
@@ -453,9 +462,10 @@ with JudgmentCache(directory) as cache:
         req = {"model": "m", "messages": [{"role": "user", "content": f"case {i}"}],
                "temperature": 0.0, "seed": 1, "responseFormat": None, "outputMode": "prompt",
                "params": {}}
-        entry = build_entry(req, [{"text": f"verdict {i}"}], {"createdAt": "2025-01-01"})
+        entry = build_entry(req, [CachedTurn({"text": f"verdict {i}"})],
+                            {"createdAt": "2025-01-01"})
         cache.put(entry)
-        assert cache.get(entry["key"]) == entry
+        assert cache.get(entry.key) == entry
 print("done")
 """
 
@@ -472,8 +482,8 @@ def test_two_processes_share_one_directory(tmp_path: Path) -> None:
     with JudgmentCache(store, "read-only") as cache:
         report = CacheMaintenance(cache).verify()
         assert len(cache) == 300
-        texts = sorted(int(e["turns"][0]["text"].split()[1]) for e in cache.iter_entries())
-    assert report["corrupt"] == [] and report["ok"] == 300
+        texts = sorted(int(e.turns[0].text.split()[1]) for e in cache.iter_entries())
+    assert report.corrupt == () and report.ok == 300
     assert texts == list(range(300))
 
 
@@ -580,17 +590,22 @@ def test_cli_door_flags_streams_and_exit_codes(tmp_path: Path) -> None:
 # --- the turns-only read of the hot path --------------------------------------------------
 
 
+def _turns(cache: JudgmentCache, key: str) -> list[Any] | None:
+    turns = cache.turns(key)
+    return None if turns is None else [t.data for t in turns]
+
+
 def test_turns_read_alone_equal_the_full_entrys(tmp_path: Path) -> None:
     # Prose in the prompt that looks like the layout: a quoted "turns" member inside a string.
     tricky = 'text ,"turns":[{"text":"forged"}] and }'
-    entry = build_entry(_request(messages=[{"role": "user", "content": tricky}]),
-                        [{"text": '{"score": 1}', "finishReason": "stop"},
-                         {"text": '{"score": 2}', "turns": [{"text": "nested"}]}],
-                        {"createdAt": CREATED})
+    entry = _built(_request(messages=[{"role": "user", "content": tricky}]),
+                   [{"text": '{"score": 1}', "finishReason": "stop"},
+                    {"text": '{"score": 2}', "turns": [{"text": "nested"}]}],
+                   {"createdAt": CREATED})
     with JudgmentCache(tmp_path / "c") as cache:
-        cache.put(entry)
-        assert cache.turns(entry["key"]) == entry["turns"]
-        assert cache.get(entry["key"]) == entry  # get still parses everything
+        cache.put(CacheEntry(entry))
+        assert _turns(cache, entry["key"]) == entry["turns"]
+        assert cache.get(entry["key"]) == CacheEntry(entry)  # get still parses everything
         assert cache.counters()["hits"] == 2
 
 
@@ -600,7 +615,7 @@ def test_turns_read_of_a_foreign_layout_parses_the_whole_entry(tmp_path: Path) -
         # Written by another program: valid JSON, but not canonical (spaces, other order).
         raw = json.dumps({k: entry[k] for k in reversed(list(entry))}, indent=1)
         cache._store().set(entry["key"], raw.encode("utf-8"))
-        assert cache.turns(entry["key"]) == entry["turns"]
+        assert _turns(cache, entry["key"]) == entry["turns"]
         # Stored under the wrong key: refused whichever way it is read.
         other = _entry(4)
         cache._store().set(other["key"], canonical_json(entry).encode("utf-8"))
@@ -610,21 +625,21 @@ def test_turns_read_of_a_foreign_layout_parses_the_whole_entry(tmp_path: Path) -
 
 def test_built_entries_are_still_refused_with_credentials(tmp_path: Path) -> None:
     with JudgmentCache(tmp_path / "c") as cache:
-        leaky = build_entry(_request(params={"max_tokens": 5, "extra": [{"api_key": "sk-x"}]}),
-                            [{"text": "{}"}], {"createdAt": CREATED})
+        leaky = _built(_request(params={"max_tokens": 5, "extra": [{"api_key": "sk-x"}]}),
+                       [{"text": "{}"}], {"createdAt": CREATED})
         with pytest.raises(ValueError, match="api_key"):
-            cache.put(leaky, built=True)
+            cache.put(CacheEntry(leaky), built=True)
         # Messages that are not plain role/content pairs are scanned like any entry's.
-        odd = build_entry(_request(messages=[{"role": "user", "content": "x",
-                                              "Authorization": "Bearer y"}]),
-                          [{"text": "{}"}], {"createdAt": CREATED})
+        odd = _built(_request(messages=[{"role": "user", "content": "x",
+                                         "Authorization": "Bearer y"}]),
+                     [{"text": "{}"}], {"createdAt": CREATED})
         with pytest.raises(ValueError, match="Authorization"):
-            cache.put(odd, built=True)
+            cache.put(CacheEntry(odd), built=True)
         # A built entry skips re-hashing only: a bad key from elsewhere is still caught.
         sound = _entry(9)
-        assert cache.put(sound, built=True)
+        assert cache.put(CacheEntry(sound), built=True)
         with pytest.raises(ValueError, match="does not match"):
-            cache.put({**sound, "key": "0" * 64})
+            cache.put(CacheEntry({**sound, "key": "0" * 64}))
         assert len(cache) == 1
 
 
@@ -641,10 +656,10 @@ def test_an_entry_without_a_digest_is_a_miss_until_upgraded(tmp_path: Path) -> N
         cache._store().set(old["key"], canonical_json(old).encode("utf-8"))
         assert cache.turns(old["key"]) is None and cache.get(old["key"]) is None
         assert cache.counters()["corrupt"] == 2
-        assert "no content digest" in CacheMaintenance(cache).verify()["reasons"][old["key"]]
+        assert "no content digest" in CacheMaintenance(cache).verify().reasons[old["key"]]
         assert CacheMaintenance(cache).upgrade() == 1 and CacheMaintenance(cache).upgrade() == 0
-        assert cache.get(old["key"]) == {**old, "digest": _entry(5)["digest"]}
-        assert cache.turns(old["key"]) == old["turns"]
+        assert cache.get(old["key"]) == CacheEntry({**old, "digest": _entry(5)["digest"]})
+        assert _turns(cache, old["key"]) == old["turns"]
 
 
 def test_upgrade_leaves_an_unsound_old_entry_corrupt(tmp_path: Path) -> None:
@@ -653,7 +668,7 @@ def test_upgrade_leaves_an_unsound_old_entry_corrupt(tmp_path: Path) -> None:
     with JudgmentCache(tmp_path / "c") as cache:
         cache._store().set(forged["key"], canonical_json(forged).encode("utf-8"))
         assert CacheMaintenance(cache).upgrade() == 0
-        assert CacheMaintenance(cache).verify()["corrupt"] == [forged["key"]]
+        assert CacheMaintenance(cache).verify().corrupt == (forged["key"],)
 
 
 def test_import_digests_old_lines_and_rejects_a_wrong_digest(tmp_path: Path) -> None:
@@ -662,9 +677,9 @@ def test_import_digests_old_lines_and_rejects_a_wrong_digest(tmp_path: Path) -> 
     text = "\n".join(canonical_json(e) for e in (sound, old, tampered)) + "\n"
     with JudgmentCache(tmp_path / "c") as cache:
         report = CacheInterchange(cache).import_jsonl(io.StringIO(text))
-        assert (report["added"], report["rejected"]) == (2, 1)
-        assert "line 3" in report["errors"][0] and "digest" in report["errors"][0]
-        assert cache.get(old["key"]) == _entry(2)
+        assert (report.added, report.rejected) == (2, 1)
+        assert "line 3" in report.errors[0] and "digest" in report.errors[0]
+        assert cache.get(old["key"]) == CacheEntry(_entry(2))
 
 
 def test_build_entry_digest_covers_everything_but_itself() -> None:
@@ -731,7 +746,7 @@ def test_diskcache_table_is_what_the_reader_selects(tmp_path: Path) -> None:
 
     cache = JudgmentCache(tmp_path / "c")
     entry = _entry()
-    cache.put(entry)
+    cache.put(CacheEntry(entry))
     db = tmp_path / "c" / "cache.db"
     with sqlite3.connect(db) as con:
         columns = {row[1] for row in con.execute("PRAGMA table_info(Cache)")}

@@ -33,11 +33,12 @@ from judge.core.models import CaseResult, RunInfo
 from judge.core.output_schema import output_schema, output_schema_json
 from judge.core.rubric import Rubric, rubric_hash
 from judge.core.suite import Case, SuiteLine, iter_cases
+from judge.core.turns import CachedTurn
 from judge.engine import replay
 from judge.engine.judging import JudgeSettings
 from judge.engine.replay import ReplayIndex, line_digest
 from judge.engine.runner import RunPlan, execute
-from judge.llm.client import JudgeRequest, Turn
+from judge.llm.client import Completion, JudgeRequest
 from judge.render.prompts import PromptRenderer
 from judge.system.resources import load_rubric, load_suite, shipped_dir
 
@@ -53,7 +54,7 @@ class Answers(FakeClient):
     """A model that answers every request with a valid verdict citing its first evidence id."""
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         self.attempts += 1
         schema = dict(request.schema or {})
         verdict: dict[str, Any] = {}
@@ -70,9 +71,9 @@ class Answers(FakeClient):
             verdict[name] = one
         if "winner" in schema.get("properties", {}):
             verdict = {"rationale": "The first is right.", "winner": "1"}
-        return Turn(text=json.dumps(verdict), finish_reason="stop", model_reported="x",
-                    prompt_tokens=10, completion_tokens=5, cost_usd=None, latency_ms=1.0,
-                    output_mode="json_object")
+        return Completion(text=json.dumps(verdict), finish_reason="stop", model_reported="x",
+                          prompt_tokens=10, completion_tokens=5, cost_usd=None, latency_ms=1.0,
+                          output_mode="json_object")
 
 
 class Sink:
@@ -146,13 +147,13 @@ def _plan(rubric: Rubric, models: tuple[str, ...], settings: JudgeSettings,
 
 def _stored_keys_rehash(cache: JudgmentCache, keys: Mapping[str, str]) -> None:
     """Every entry stored is under the key of its own request, and every key was stored."""
-    stored = {e["key"]: e for e in cache.iter_entries()}
+    stored = {e.key: e for e in cache.iter_entries()}
     assert set(keys.values()) <= set(stored)
     for key, entry in stored.items():
-        assert cache_key(entry["request"]) == key
+        assert cache_key(entry.request) == key
     # The full check: key re-hashed, digest, credential scan.
     report = CacheMaintenance(cache).verify()
-    assert report["ok"] == report["checked"] == len(stored) and not report["corrupt"]
+    assert report.ok == report.checked == len(stored) and not report.corrupt
 
 
 def _workspace_renderer(tmp_path: Path) -> PromptRenderer:
@@ -449,7 +450,7 @@ SEALED = {
 @pytest.mark.parametrize("name", sorted(SEALED))
 def test_a_sealed_entry_is_the_built_entry_byte_for_byte(name: str) -> None:
     request = SEALED[name]
-    turns = [{"text": "{}", "finishReason": "stop", "latencyMs": 1.0}]
+    turns = [CachedTurn({"text": "{}", "finishReason": "stop", "latencyMs": 1.0})]
     meta = {"createdAt": NOW, "templateId": "judge"}
     keyed = key_request(request)
     assert keyed.key == cache_key(request)
@@ -457,7 +458,7 @@ def test_a_sealed_entry_is_the_built_entry_byte_for_byte(name: str) -> None:
     entry, data = seal_entry(keyed, turns, meta)
     built = build_entry(request, turns, meta)
     assert entry == built
-    assert data == canonical_json(built).encode("utf-8")
+    assert data == canonical_json(built.data).encode("utf-8")
 
 
 @pytest.mark.parametrize("rubric_id", ["task-evaluation", "research-agent"])
@@ -471,9 +472,10 @@ def test_a_schemas_json_from_its_rubrics_template_is_its_canonical_json(rubric_i
                    "temperature": 0.0, "responseFormat": schema}
         keyed = key_request(request, {"responseFormat": text})
         assert keyed.key == cache_key(request)
-        _, data = seal_entry(keyed, [{"text": "{}"}], {"createdAt": NOW})
-        assert data == canonical_json(build_entry(request, [{"text": "{}"}],
-                                                  {"createdAt": NOW})).encode("utf-8")
+        turns = [CachedTurn({"text": "{}"})]
+        _, data = seal_entry(keyed, turns, {"createdAt": NOW})
+        built = build_entry(request, turns, {"createdAt": NOW})
+        assert data == canonical_json(built.data).encode("utf-8")
     assert output_schema_json(rubric, ()) is None  # another shape: encoded whole
 
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import judge_env, run_judge
@@ -19,14 +18,15 @@ from conftest import judge_env, run_judge
 from judge.app.cache_ops import export_cache, export_cache_file, import_cache
 from judge.app.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.cache.entry import build_entry, entry_problems, with_digest
+from judge.cache.entry import CacheEntry, build_entry, entry_problems, with_digest
 from judge.core.errors import UsageError
+from judge.core.turns import CachedTurn
 
 SECRET = "team-secret-3b9f0c2d7e61a485"
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _entry(n: int, *, pad: int = 0) -> dict[str, Any]:
+def _entry(n: int, *, pad: int = 0) -> CacheEntry:
     request = {"model": "openai/gpt-4o-mini", "messages": [
         {"role": "user", "content": f"case {n} " + "x" * pad}], "temperature": 0, "seed": 7,
         "responseFormat": None, "outputMode": "json_schema", "params": {"max_tokens": 64}}
@@ -36,14 +36,14 @@ def _entry(n: int, *, pad: int = 0) -> dict[str, Any]:
             "outputMode": "json_schema", "systemFingerprint": "fp_abc"}
     meta = {"templateId": "default", "templateHash": "t", "rubricId": "r", "rubricHash": "h",
             "createdAt": "2025-03-01T12:00:00Z", "judgeflow": "0.1.0"}
-    return build_entry(request, [turn], meta)
+    return build_entry(request, [CachedTurn(turn)], meta)
 
 
 def _workspace(root: Path, **env: str) -> Workspace:
     return Workspace.open(root, env=judge_env(**env))
 
 
-def _filled(root: Path, count: int = 6) -> list[dict[str, Any]]:
+def _filled(root: Path, count: int = 6) -> list[CacheEntry]:
     entries = [_entry(n) for n in range(count)]
     with JudgmentCache(root / "cache") as cache:
         for entry in entries:
@@ -65,8 +65,8 @@ def test_signed_export_imports_with_require_signed(tmp_path: Path) -> None:
                          io.StringIO(out.getvalue()), require_signed=True)
     assert (added.added, added.rejected, added.signatures_checked) == (len(entries), 0, True)
     with JudgmentCache(tmp_path / "b" / "cache", "read-only") as cache:
-        assert [e["key"] for e in cache.iter_entries()] == sorted(e["key"] for e in entries)
-        assert all(SECRET not in json.dumps(e) for e in cache.iter_entries())
+        assert [e.key for e in cache.iter_entries()] == sorted(e.key for e in entries)
+        assert all(SECRET not in json.dumps(e.data) for e in cache.iter_entries())
 
 
 def _tampered(text: str) -> tuple[str, str, str]:
@@ -76,7 +76,7 @@ def _tampered(text: str) -> tuple[str, str, str]:
     edited = lines[0]
     sig = edited.pop("sig")
     edited["turns"][0]["text"] = json.dumps({"score": 99})
-    lines[0] = {**with_digest(edited), "sig": sig}
+    lines[0] = {**with_digest(edited).data, "sig": sig}
     del lines[1]["sig"]
     return ("\n".join(json.dumps(line) for line in lines) + "\n", lines[0]["key"],
             lines[1]["key"])
@@ -119,7 +119,7 @@ def _downgraded(text: str) -> tuple[str, str]:
     edited = lines[0]
     del edited["sig"]
     edited["turns"][0]["text"] = json.dumps({"score": 99})
-    lines[0] = with_digest(edited)
+    lines[0] = with_digest(edited).data
     return "\n".join(json.dumps(line) for line in lines) + "\n", lines[0]["key"]
 
 
@@ -140,7 +140,7 @@ def test_a_stripped_signature_is_never_added_with_the_secret_set(tmp_path: Path)
     assert f"key {forged[:16]}" in proc.stderr and "not signed" in proc.stderr
     assert "fix:" in proc.stderr
     with JudgmentCache(tmp_path / "b" / "cache", "read-only") as cache:
-        assert forged not in {e["key"] for e in cache.iter_entries()}
+        assert forged not in {e.key for e in cache.iter_entries()}
     # Taken only on purpose, and the summary says so.
     (tmp_path / "c").mkdir()
     proc = run_judge(["cache", "import", str(tmp_path / "forged.jsonl"), "--allow-unsigned"],
@@ -186,7 +186,7 @@ def test_edited_entry_without_secret_is_still_rejected_by_its_digest(tmp_path: P
 
 def test_require_signed_without_the_secret_is_exit_2_and_creates_nothing(
         tmp_path: Path) -> None:
-    (tmp_path / "x.jsonl").write_text(json.dumps(_entry(1)) + "\n")
+    (tmp_path / "x.jsonl").write_text(json.dumps(_entry(1).data) + "\n")
     with pytest.raises(UsageError, match="JUDGE_CACHE_SECRET"):
         import_cache(_workspace(tmp_path), io.StringIO("{}"), require_signed=True)
     proc = run_judge(["cache", "import", "x.jsonl", "--require-signed"], tmp_path)

@@ -32,7 +32,7 @@ from judge.core.output_schema import output_schema
 from judge.core.rubric import Rubric, rubric_hash
 from judge.core.suite import Case
 from judge.engine.judging import JudgeSettings, Prepared, judge_prepared, prepare
-from judge.llm.client import JudgeRequest, LiteLLMClient, ModelSpec, Turn, load_litellm
+from judge.llm.client import Completion, JudgeRequest, LiteLLMClient, ModelSpec, load_litellm
 from judge.render.prompts import PromptRenderer
 from judge.system.resources import load_rubric, load_suite, shipped_dir
 
@@ -56,13 +56,13 @@ class FakeCompleter(FakeClient):
                                             "processCompliance")})
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         self.calls += 1
         self.attempts += 1
         self.requests.append(request)
-        return Turn(text=self.text, finish_reason="stop", model_reported="judge-x",
-                    prompt_tokens=1000, completion_tokens=80, cost_usd=None,
-                    latency_ms=12.5, output_mode="json_object")
+        return Completion(text=self.text, finish_reason="stop", model_reported="judge-x",
+                          prompt_tokens=1000, completion_tokens=80, cost_usd=None,
+                          latency_ms=12.5, output_mode="json_object")
 
 
 @pytest.fixture(scope="module")
@@ -407,7 +407,7 @@ async def test_a_flipped_byte_in_a_stored_entry_is_a_miss(
         assert replay.status == "cache_miss" and replay.overall_score is None
         assert offline.get(key) is None and offline.turns(key) is None
         assert offline.counters()["corrupt"] == 3 and offline.counters()["hits"] == 0
-        assert CacheMaintenance(offline).verify()["corrupt"] == [key]
+        assert CacheMaintenance(offline).verify().corrupt == (key,)
     with JudgmentCache(directory) as again:  # online: asked again, and cached sound again
         rejudged = await judge(prep, rubric, again, fake)
     assert fake.calls == 2 and rejudged.judge is not None and not rejudged.judge.cached

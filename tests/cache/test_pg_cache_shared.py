@@ -15,13 +15,15 @@ from judge.cache.shared import SharedCache, sealed_digest
 from judge.core.canonical import canonical_json
 from judge.core.errors import StoreError
 from judge.core.secrets import MASK
+from judge.core.turns import CachedTurn
 
 
 def sealed(n: int) -> tuple[str, bytes]:
     """A real cache entry's key and bytes (as the local cache stores them)."""
     entry = build_entry({"model": "m", "messages": [{"role": "user", "content": f"case {n}"}]},
-                        [{"text": f'{{"score": {n}}}'}], {"createdAt": "2025-03-01T12:00:00Z"})
-    return entry["key"], canonical_json(entry).encode("utf-8")
+                        [CachedTurn({"text": f'{{"score": {n}}}'})],
+                        {"createdAt": "2025-03-01T12:00:00Z"})
+    return entry.key, canonical_json(entry.data).encode("utf-8")
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

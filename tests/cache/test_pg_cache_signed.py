@@ -27,6 +27,7 @@ from judge.cache.signing import sign
 from judge.cache.tiers import TieredCache
 from judge.core.canonical import canonical_json
 from judge.core.errors import UsageError
+from judge.core.turns import CachedTurn
 
 SECRET = b"team-secret-for-tests"
 
@@ -54,7 +55,7 @@ def _tamper(url: str, key: str, *, recompute: bool = True) -> None:
     edited = json.loads(body)
     edited["turns"][0]["text"] = '{"score": 100}'
     if recompute:
-        edited = with_digest({k: v for k, v in edited.items() if k != "digest"})
+        edited = with_digest({k: v for k, v in edited.items() if k != "digest"}).data
     data = canonical_json(edited).encode("utf-8")
     engine = create_engine(url, poolclass=NullPool)
     with engine.begin() as conn:
@@ -68,9 +69,9 @@ def test_without_the_secret_a_recomputed_digest_passes(cache_url: str, tmp_path:
     one = entry(1)
     with TieredCache(tmp_path / "a", shared_url=cache_url) as writer:
         writer.put(one)
-    _tamper(cache_url, one["key"])
+    _tamper(cache_url, one.key)
     with TieredCache(tmp_path / "b", "read-only", shared_url=cache_url) as reader:
-        assert reader.turns(one["key"]) == [{"text": '{"score": 100}'}]
+        assert reader.turns(one.key) == (CachedTurn({"text": '{"score": 100}'}),)
 
 
 def test_a_tampered_signed_row_is_never_used_reported_and_replaced(cache_url: str,
@@ -79,27 +80,27 @@ def test_a_tampered_signed_row_is_never_used_reported_and_replaced(cache_url: st
     with TieredCache(tmp_path / "a", shared_url=cache_url, secret=SECRET) as writer:
         assert writer.put(one) and writer.put(two)
     rows = _rows(cache_url)
-    assert rows[one["key"]][2] == sign(SECRET, rows[one["key"]][1])  # rows carry an HMAC
-    _tamper(cache_url, one["key"])
+    assert rows[one.key][2] == sign(SECRET, rows[one.key][1])  # rows carry an HMAC
+    _tamper(cache_url, one.key)
     heard: list[str] = []
     with TieredCache(tmp_path / "b", shared_url=cache_url, secret=SECRET,
                      notice=heard.append) as reader:
-        assert reader.turns(one["key"]) is None  # a miss: the judge is asked again
-        assert reader.turns(two["key"]) == two["turns"]  # the sound row still serves
-        assert "signature does not match" in reader.rejected[one["key"]]
+        assert reader.turns(one.key) is None  # a miss: the judge is asked again
+        assert reader.turns(two.key) == two.turns  # the sound row still serves
+        assert "signature does not match" in reader.rejected[one.key]
         assert len(heard) == 1 and "ignored, never used" in heard[0]
         assert reader.counters()["sharedRejected"] == 1
         assert reader.put(one)  # the fresh verdict...
-    digest, body, sig = _rows(cache_url)[one["key"]]
-    assert json.loads(body)["turns"] == one["turns"]  # ...replaced the tampered row
-    assert sig == sign(SECRET, body) and digest == one["digest"]
+    digest, body, sig = _rows(cache_url)[one.key]
+    assert json.loads(body)["turns"] == one.data["turns"]  # ...replaced the tampered row
+    assert sig == sign(SECRET, body) and digest == one.digest
     with TieredCache(tmp_path / "c", "read-only", shared_url=cache_url, secret=SECRET) as third:
-        assert third.turns(one["key"]) == one["turns"] and not third.rejected
+        assert third.turns(one.key) == one.turns and not third.rejected
 
 
 def test_a_stale_digest_row_is_replaced_not_kept_forever(cache_url: str) -> None:
     one = entry(1)
-    key, body = one["key"], canonical_json(one).encode("utf-8")
+    key, body = one.key, canonical_json(one.data).encode("utf-8")
     with SharedCache(cache_url) as tier:
         tier.put(key, body)
     _tamper(cache_url, key, recompute=False)  # bytes changed, digest column stale
@@ -115,7 +116,7 @@ def test_with_the_secret_an_unsigned_row_is_refused_unless_waived(cache_url: str
     the secret, or a row stripped of its ``sig``) is refused, then replaced signed by the next
     verdict; only a command's waiver (``allow_unsigned``) takes it."""
     one = entry(1)
-    key, body = one["key"], canonical_json(one).encode("utf-8")
+    key, body = one.key, canonical_json(one.data).encode("utf-8")
     with SharedCache(cache_url) as unsigned_writer:
         unsigned_writer.put(key, body)
     with SharedCache(cache_url) as no_secret:
@@ -137,8 +138,8 @@ def test_a_table_made_before_signing_gains_its_column(tmp_path: Path) -> None:
     engine.dispose()
     one = entry(1)
     with SharedCache(url, secret=SECRET) as tier:
-        assert tier.put(one["key"], canonical_json(one).encode("utf-8"))
-        assert tier.get(one["key"]) is not None
+        assert tier.put(one.key, canonical_json(one.data).encode("utf-8"))
+        assert tier.get(one.key) is not None
 
 
 def _workspace(root: Path, url: str, env: dict[str, str], **more: Any) -> Workspace:
@@ -156,16 +157,16 @@ def test_cache_verify_checks_the_tiers_signatures(cache_url: str, tmp_path: Path
     ws = _workspace(tmp_path / "ws", cache_url, env)
     strict = verify_cache(ws)  # with the secret, the unsigned row is bad by default
     assert strict.bad and strict.shared is not None and strict.shared.signed
-    assert strict.shared.rejected_keys == (two["key"],)
+    assert strict.shared.rejected_keys == (two.key,)
     waived = verify_cache(_workspace(tmp_path / "ws", cache_url, env, cache_allow_unsigned=True))
     assert waived.shared is not None and not waived.bad
     assert (waived.shared.entries, waived.shared.rejected) == (2, 0)
     assert verify_cache(ws, require_signed=True).shared == strict.shared
-    _tamper(cache_url, one["key"])
+    _tamper(cache_url, one.key)
     report = verify_cache(ws)
     assert report.bad and report.shared is not None
-    assert set(report.shared.rejected_keys) == {one["key"], two["key"]}
-    assert "signature does not match" in report.shared.rejected_reasons[one["key"]]
+    assert set(report.shared.rejected_keys) == {one.key, two.key}
+    assert "signature does not match" in report.shared.rejected_reasons[one.key]
     with pytest.raises(UsageError, match="needs the team secret"):
         verify_cache(_workspace(tmp_path / "ws2", cache_url, {}), require_signed=True)
     with pytest.raises(UsageError, match="needs the team secret"):
@@ -181,7 +182,7 @@ def test_cache_verify_command_names_the_tampered_row(
     one = entry(1)
     with TieredCache(tmp_path / "a", shared_url=url, secret=SECRET) as writer:
         writer.put(one)
-    _tamper(url, one["key"])
+    _tamper(url, one.key)
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("JUDGE_CACHE_URL", url)
     monkeypatch.setenv("JUDGE_CACHE_SECRET", SECRET.decode())
@@ -189,5 +190,5 @@ def test_cache_verify_command_names_the_tampered_row(
         main(["cache", "verify"])
     assert done.value.code == 1
     out = capsys.readouterr()
-    assert f"✗ shared row {one['key']}: its signature does not match" in out.err
+    assert f"✗ shared row {one.key}: its signature does not match" in out.err
     assert "0 sound, 1 rejected (digests and signatures checked)" in out.out

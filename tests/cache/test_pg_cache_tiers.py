@@ -80,7 +80,7 @@ def run(ws: Workspace, observer: Heard | None = None) -> RunReport:
 
 def local_keys(ws: Workspace) -> list[str]:
     with JudgmentCache(ws.path(ws.settings.cache_dir), "read-only") as cache:
-        return [e["key"] for e in cache.iter_entries()]
+        return [e.key for e in cache.iter_entries()]
 
 
 def test_two_machines_share_one_cache_and_the_second_run_calls_no_model(
@@ -190,13 +190,13 @@ def test_a_server_restart_is_weathered_without_losing_the_tier(
     heard: list[str] = []
     with TieredCache(tmp_path / "a", shared_url=pg_url, notice=heard.append) as cache:
         assert cache.put(one)
-        assert cache.turns(two["key"]) is None  # the kept reader connection is open
+        assert cache.turns(two.key) is None  # the kept reader connection is open
         postgres_server.restart()  # every connection dropped
         with TieredCache(tmp_path / "b", "read-only", shared_url=pg_url) as other:
-            assert other.turns(one["key"]) == one["turns"]
+            assert other.turns(one.key) == one.turns
         assert cache.put(two)  # a write after the restart: the pool pings and reconnects
-        cache.remove([two["key"]])
-        assert cache.turns(two["key"]) == two["turns"]  # a read: the reader reconnects
+        cache.remove([two.key])
+        assert cache.turns(two.key) == two.turns  # a read: the reader reconnects
         assert cache.down is None and heard == []
 
 

@@ -40,7 +40,9 @@ def test_a_long_turn_is_cut_with_the_marker_and_tool_calls_are_written() -> None
     assert view.truncated
     short = Turn(role="assistant", content="ok",
                  tool_calls=(ToolCall(name="search", arguments={"q": "paris"}),))
-    assert bound_conversation([short]).turns[0].text == 'ok\n→ search({"q":"paris"})'
+    # structured_text's form (judge.core.evidence), as every other structured value in a
+    # prompt: written compact here before, so such a case's cache key moved once.
+    assert bound_conversation([short]).turns[0].text == 'ok\n→ search({"q": "paris"})'
     answer = Turn(role="tool", content="18C", tool_call_id="c1", name="search")
     assert bound_conversation([answer]).turns[0].label == "tool search (answers c1)"
 

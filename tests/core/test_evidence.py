@@ -17,6 +17,7 @@ from judge.core.evidence import (
     EvidenceProfile,
     GroupSpec,
     build_bundle,
+    structured_text,
     truncate,
 )
 
@@ -302,3 +303,13 @@ def test_string_items_become_excerpts() -> None:
     item = build_bundle({"agentLogs": ["Z" * 1_000_000]}).groups[6].items[0]
     assert len(item.excerpt) == 500 and item.excerpt.endswith(TRUNCATION_MARKER)
     assert len(_item_json(item)) < 1_000
+
+
+def test_structured_values_have_one_text_form() -> None:
+    import datetime
+
+    assert structured_text("as is {") == "as is {"
+    assert structured_text({"b": [1, 2.5], "a": "é"}) == '{"a": "é", "b": [1, 2.5]}'
+    assert structured_text(None) == "null" and structured_text(True) == "true"
+    # A YAML date (or anything else JSON cannot hold) is its str(), never an error.
+    assert structured_text({"on": datetime.date(2025, 1, 2)}) == '{"on": "2025-01-02"}'

@@ -31,7 +31,7 @@ from judge.core.pairwise import (
     verdict_schema,
 )
 from judge.engine.judging import JudgeSettings
-from judge.llm.client import JudgeRequest, Turn
+from judge.llm.client import Completion, JudgeRequest
 from judge.render.prompts import PromptRenderer
 
 EXAMPLE = ROOT / "examples" / "pairwise" / "suite.yaml"
@@ -64,10 +64,11 @@ cases:
 """
 
 
-def _turn(payload: Any) -> Turn:
+def _turn(payload: Any) -> Completion:
     text = payload if isinstance(payload, str) else json.dumps(payload)
-    return Turn(text=text, finish_reason="stop", model_reported="fake", prompt_tokens=100,
-                completion_tokens=10, cost_usd=None, latency_ms=1.0, output_mode="json_schema")
+    return Completion(text=text, finish_reason="stop", model_reported="fake",
+                      prompt_tokens=100, completion_tokens=10, cost_usd=None, latency_ms=1.0,
+                      output_mode="json_schema")
 
 
 def _user(request: JudgeRequest, messages: Sequence[Mapping[str, str]] | None) -> str:
@@ -82,7 +83,7 @@ class FirstPositionJudge(FakeClient):
         self.calls = 0
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         self.calls += 1
         return _turn({"rationale": "Response 1 is better.", "winner": "1"})
 
@@ -94,7 +95,7 @@ class MarkerJudge(FakeClient):
         self.calls = 0
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         self.calls += 1
         user = _user(request, messages)
         one = user.split("\n## Response 1\n", 1)[1].split("\n## Response 2\n", 1)[0]
@@ -112,7 +113,7 @@ class ScriptedJudge(FakeClient):
         self.seen: list[list[Mapping[str, str]]] = []
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         self.calls += 1
         self.seen.append(list(messages if messages is not None else request.messages))
         reply = self.replies.pop(0) if self.replies else self.replies_exhausted()

@@ -54,10 +54,10 @@ def assert_cache_holds_only_valid_verdicts(cache_dir: Path, cases: list[Any],
     with JudgmentCache(cache_dir, "read-only") as cache:
         for entry in cache.iter_entries():
             count += 1
-            assert entry["key"] in keys, f"cache entry {entry['key'][:16]} of no scored case"
-            case = by_id[keys[entry["key"]]]
+            assert entry.key in keys, f"cache entry {entry.key[:16]} of no scored case"
+            case = by_id[keys[entry.key]]
             ids = build_bundle(case.evidence, rubric.evidence).ids()
-            parse_verdict(str(entry["turns"][-1]["text"]), rubric, ids)  # raises if invalid
+            parse_verdict(entry.turns[-1].text, rubric, ids)  # raises if invalid
     return count
 
 

@@ -199,11 +199,11 @@ def test_a_record_answers_only_for_the_entry_it_was_made_from(
     with JudgmentCache(workspace / "cache") as cache:
         entry = cache.get(key)
         assert entry is not None
-        verdict = json.loads(entry["turns"][-1]["text"])
+        verdict = json.loads(entry.turns[-1].text)
         scores = verdict.get("categories", verdict)
         next(v for v in scores.values() if isinstance(v, dict))["rationale"] = "rewritten"
-        entry["turns"][-1]["text"] = json.dumps(verdict)
-        assert cache.put(with_digest(entry))
+        entry.data["turns"][-1]["text"] = json.dumps(verdict)
+        assert cache.put(with_digest(entry.data))
     after = _run(workspace)
     # That case (its 2 judges x 2 samples, from the first the index cannot vouch for on):
     # the plain path.

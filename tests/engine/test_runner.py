@@ -17,7 +17,7 @@ from judge.core.suite import Case
 from judge.engine import runner
 from judge.engine.judging import JudgeSettings
 from judge.engine.runner import RunOutcome, RunPlan, execute
-from judge.llm.client import JudgeRequest, Turn
+from judge.llm.client import Completion, JudgeRequest
 from judge.render.prompts import PromptRenderer
 from judge.system.resources import load_rubric, load_suite
 
@@ -36,14 +36,15 @@ class Model(FakeClient):
         self.attempts = 0
 
     async def complete(self, request: JudgeRequest,
-                       messages: Sequence[Mapping[str, str]] | None = None) -> Turn:
+                       messages: Sequence[Mapping[str, str]] | None = None) -> Completion:
         self.attempts += 1
         if self.gate is not None:
             await self.gate.wait()
         if self.fail is not None:
             raise self.fail
-        return Turn(text=VERDICT, finish_reason="stop", model_reported="fake", prompt_tokens=1,
-                    completion_tokens=1, cost_usd=None, latency_ms=0.0, output_mode="prompt")
+        return Completion(text=VERDICT, finish_reason="stop", model_reported="fake",
+                          prompt_tokens=1, completion_tokens=1, cost_usd=None, latency_ms=0.0,
+                          output_mode="prompt")
 
 
 class Sink:

@@ -82,7 +82,8 @@ def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
     # The random judge really varies, so some case must change band across samples.
     assert unstable
 
-    report = run_stability(Workspace.open(workspace, env={}), payload["run"]["id"]).public()
+    report = run_stability(Workspace.open(workspace, env={}),
+                           payload["run"]["id"]).public().model_dump(mode="json")
     assert {r["id"] for r in report["unstable"]} == unstable
     assert report["cases"] == len(grouped)
     assert report["stable"] == len(grouped) - len(unstable)
@@ -151,7 +152,7 @@ def test_fixed_judge_answers_alike_across_seeds(fake_server: Any, workspace: Pat
         assert all(c["spread"] == 0 for c in samples[-1]["categoryScores"])
         assert samples[-1]["overallScore"] == samples[0]["overallScore"]
     report = run_stability(Workspace.open(workspace, env={}), payload["run"]["id"],
-                           keep_all=True).public()
+                           keep_all=True).public().model_dump(mode="json")
     assert len(report["judged"]) == len(grouped)
     assert report["unstable"] == [] and report["stable"] == report["cases"] == len(grouped)
     assert report["medianSpread"] == 0.0

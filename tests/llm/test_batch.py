@@ -74,7 +74,7 @@ def results(ws: Workspace, run_id: str) -> dict[str, CaseResult]:
 
 def entries(ws: Workspace) -> dict[str, dict[str, Any]]:
     with JudgmentCache(ws.path(ws.settings.cache_dir), "read-only") as cache:
-        return {e["key"]: e for e in cache.iter_entries()}
+        return {e.key: e.data for e in cache.iter_entries()}
 
 
 def verdict(r: CaseResult) -> Any:

@@ -19,14 +19,14 @@ from test_batch import entries, make_suite, open_ws, results, server, until_done
 from judge.app.batching import collect_batch, submit_batch
 from judge.app.running import RunRequest
 from judge.llm.batch import BatchClient, BatchItem, bind_answers, request_digest
-from judge.llm.client import Turn
+from judge.llm.client import Completion
 
 __all__ = ["server"]  # the module's fake server fixture, shared
 
 
-def _turn(model: str | None = "gpt-4o-mini-2024-07-18") -> Turn:
-    return Turn(text="{}", finish_reason="stop", model_reported=model, prompt_tokens=1,
-                completion_tokens=1, cost_usd=None, latency_ms=0.0, output_mode="json_schema")
+def _turn(model: str | None = "gpt-4o-mini-2024-07-18") -> Completion:
+    return Completion(text="{}", finish_reason="stop", model_reported=model, prompt_tokens=1,
+                      completion_tokens=1, cost_usd=None, latency_ms=0.0, output_mode="json_schema")
 
 
 def test_bind_answers_refuses_each_kind() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE_SUITE, run_judge
 
-from judge.llm.client import JudgeRequest, LiteLLMClient, ModelSpec, Turn
+from judge.llm.client import Completion, JudgeRequest, LiteLLMClient, ModelSpec
 from judge.llm.local import LocalServer, local_available
 from judge.llm.local_client import LazyLocalClient
 
@@ -39,11 +39,11 @@ class _Inner(LiteLLMClient):
     def __init__(self) -> None:
         super().__init__(ModelSpec(name="hosted_vllm/x", api_base="http://127.0.0.1:9/v1"))
 
-    async def complete(self, request: JudgeRequest, messages: object = None) -> Turn:
+    async def complete(self, request: JudgeRequest, messages: object = None) -> Completion:
         self.attempts += 1
-        return Turn(text="{}", finish_reason="stop", model_reported="x", prompt_tokens=1,
-                    completion_tokens=1, cost_usd=None, latency_ms=1.0,
-                    output_mode="json_object")
+        return Completion(text="{}", finish_reason="stop", model_reported="x", prompt_tokens=1,
+                          completion_tokens=1, cost_usd=None, latency_ms=1.0,
+                          output_mode="json_object")
 
 
 def test_lazy_client_starts_once_on_first_call_and_releases() -> None:

@@ -268,7 +268,7 @@ async def test_request_and_reply_shape_per_provider(name: str, preps: dict[str, 
         assert result.judge is not None and result.judge.repair_turns == 0
         assert result.judge.prompt_tokens is not None and result.judge.prompt_tokens >= 1800
         entry = cache.get(result.judge.cache_key)
-        assert entry is not None and json.loads(entry["turns"][0]["text"]) == verdict(prep)
+        assert entry is not None and json.loads(entry.turns[0].text) == verdict(prep)
 
 
 @pytest.mark.parametrize("name", list(PROVIDERS))
@@ -431,4 +431,4 @@ def test_stable_schema_is_its_own_request_in_the_cache_and_the_replay_index(
                                         "stable_schema": stable}, env={})
         run = run_suite(ws, RunRequest(suite=SUITE, check=False)).run
         assert (run.totals.cache_misses, run.totals.calls) == (misses, 0)
-        assert run.settings.get("stableSchema", False) is stable  # the run says how it asked
+        assert bool(run.settings.stable_schema) is stable  # the run says how it asked

@@ -73,7 +73,7 @@ async def test_a_key_repeated_by_the_judge_never_reaches_the_cache_or_result(
         assert result.status == "scored" and result.judge is not None
         entry = cache.get(result.judge.cache_key)
     assert entry is not None
-    assert KEY not in json.dumps(entry) and MASK in json.dumps(entry)
+    assert KEY not in json.dumps(entry.data) and MASK in json.dumps(entry.data)
     assert KEY not in result.model_dump_json() and MASK in result.model_dump_json()
 
 

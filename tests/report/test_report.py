@@ -319,4 +319,4 @@ def test_a_sample_aggregate_shows_the_prompt_its_samples_were_sent(tmp_path: Pat
     assert entry is not None
     sample = data.samples[aggregates[0].id]
     assert sample.prompt_source == "rendered" and "mean of 2 judgments" in sample.prompt_note
-    assert [m.model_dump() for m in sample.prompt] == entry["request"]["messages"]
+    assert [m.model_dump() for m in sample.prompt] == entry.request["messages"]

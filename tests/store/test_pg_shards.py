@@ -76,7 +76,7 @@ def test_three_shards_give_the_summary_and_gate_of_one_run(
     again = check_group(sharded, "ci-1", suite=str(EXAMPLE_SUITE))
     assert again.exit_code == 0 and again.summary == first.summary
     assert again.verdict.comparison == unsharded.comparison
-    assert [r.settings["shard"] for r in again.status.runs] == ["1/3", "2/3", "3/3"]
+    assert [r.settings.shard for r in again.status.runs] == ["1/3", "2/3", "3/3"]
 
 
 @pytest.mark.postgres

@@ -57,8 +57,10 @@ def make_run(run_id: str = "r20250301-7f3a9c2e1b", *, suite: str = "task-eval",
         id=run_id, suite=suite, suite_path=f"examples/{suite}.yaml", rubric="task-evaluation",
         rubric_hash=RUBRIC_HASH, models=models, seed=42, temperature=0.0, samples=1,
         template_id="task-judge.md.j2", template_hash=TEMPLATE_HASH, created_at=created,
+        # "tags" and "perModel": names RunSettings does not declare, kept as they are.
         settings={"cacheMode": "read-write", "concurrency": 8, "tags": ["backend", "ci"],
-                  "outputMode": {"openai/gpt-4o-mini": "json_schema"}},
+                  "outputMode": "json_schema",
+                  "perModel": {"openai/gpt-4o-mini": {"outputMode": "json_schema"}}},
     )
 
 
@@ -468,16 +470,19 @@ def test_help_does_not_import_sqlalchemy() -> None:
     assert proc.stdout.strip().endswith("False")
 
 
-def test_alembic_still_plans_upgrades_as_we_call_it() -> None:
-    # judge.store.migrations plans its upgrade with ScriptDirectory._upgrade_revs, as
-    # Alembic's own command.upgrade does (no public form): this fails when that changes.
+def test_alembic_runs_the_stores_env_and_importing_it_does_nothing() -> None:
+    # judge.store.migrations upgrades through Alembic's public commands (upgrade, stamp),
+    # which run the script directory's env.py on the connection put in the config.
+    import importlib
+
     from alembic.config import Config
     from alembic.script import ScriptDirectory
 
     import judge.store.migrations as migrations
 
+    env = importlib.import_module("judge.store.migrations.env")  # no Alembic context: no run
     config = Config()
     config.set_main_option("script_location", str(Path(migrations.__file__).parent))
     script = ScriptDirectory.from_config(config)
-    steps = script._upgrade_revs(script.get_current_head(), ())
-    assert steps and all(hasattr(step, "revision") for step in steps)
+    assert Path(script.env_py_location) == Path(str(env.__file__))
+    assert script.get_current_head() == migrations.HEAD

@@ -1,6 +1,7 @@
 """The run store's schema, versioned with Alembic: find a store's revision, upgrade it.
 
-The revisions live in ``versions/`` (package data of the wheel). A store made before
+The revisions live in ``versions/`` (package data of the wheel); Alembic's public commands
+run them through ``env.py`` on the store's own connection. A store made before
 migrations existed (the tables, no ``alembic_version``) is at the first revision and is
 stamped so. Opening a store upgrades it automatically when every pending revision is
 *additive* (new tables, columns, indexes: an older judgeflow still reads it); anything else
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from sqlalchemy import Connection, MetaData, inspect, text
 
@@ -116,23 +117,12 @@ def upgrade(conn: Connection, state: SchemaState, target: str = HEAD) -> None:
     under it, so two processes opening one new store never both migrate it.
     """
     # Alembic is imported here, not at the top: see the module docstring.
+    from alembic import command
     from alembic.config import Config
-    from alembic.runtime.environment import EnvironmentContext
-    from alembic.script import ScriptDirectory
 
     config = Config()
     config.set_main_option("script_location", str(_SCRIPTS))
-    script = ScriptDirectory.from_config(config)
-
-    def steps(heads: Any, _context: Any) -> Any:
-        # ``heads``: the revisions stamped now (after the legacy stamp below, if any).
-        # Alembic's own ``command.upgrade`` calls this method: it has no public form. Held by
-        # tests/store/test_store.py::test_alembic_still_plans_upgrades_as_we_call_it.
-        return script._upgrade_revs(target, heads)
-
-    with EnvironmentContext(config, script, fn=steps, destination_rev=target) as env:
-        env.configure(connection=conn, target_metadata=None)
-        context = env.get_context()
-        if state.revision == LEGACY and not state.stamped:
-            context.stamp(script, LEGACY)
-        env.run_migrations()
+    config.attributes["connection"] = conn  # what env.py migrates (its own transaction: none)
+    if state.revision == LEGACY and not state.stamped:
+        command.stamp(config, LEGACY)
+    command.upgrade(config, target)
