@@ -216,7 +216,7 @@ def _unsign(url: str, key: str, *, score: int | None = None) -> None:
             for turn in entry["turns"]:
                 turn["text"] = turn["text"].replace('"score": ', f'"score": {score}, "was": ')
             assert json.dumps(entry["turns"]) != before
-            entry = with_digest({k: v for k, v in entry.items() if k != "digest"})
+            entry = with_digest({k: v for k, v in entry.items() if k != "digest"}).data
         conn.execute(text("UPDATE judge_cache_entries SET body = :b, digest = :d, sig = NULL "
                           "WHERE key = :k"),
                      {"b": canonical_json(entry).encode("utf-8"), "d": entry["digest"],
