@@ -3,7 +3,7 @@
 Issue 27 asks for typed models for cache entries and turns across cache, engine and replay.
 A cached turn is valid today when it is a JSON object whose ``text`` is a string
 (``judge.cache.entry.turns_ok``); the engine reads its other fields with ``.get``. This
-builds the model such a turn would be (on ``judge.core.frozen.Frozen``, aliases for the
+builds the model such a turn would be (on ``judge.core.text.frozen.Frozen``, aliases for the
 stored names) and checks three things on the shipped caches and on turns valid today:
 
 - whether every shipped turn validates and dumps back to the same canonical bytes;
@@ -11,7 +11,7 @@ stored names) and checks three things on the shipped caches and on turns valid t
 - what validating costs per turn against the ``.get`` the engine does now.
 
 It also times the typed view the cache reads turns through now
-(:class:`judge.core.turns.CachedTurn`, no validation) and the totals over it, against the
+(:class:`judge.core.formats.turns.CachedTurn`, no validation) and the totals over it, against the
 ``.get`` path it replaced.
 
 Rerun (a few seconds): ``PYTHONPATH=. .venv/bin/python bench/cached_turn_model.py``
@@ -29,9 +29,9 @@ from typing import Any
 
 from pydantic import Field, ValidationError
 
-from judge.core.canonical import canonical_json
-from judge.core.frozen import Frozen
-from judge.core.turns import CachedTurn, turn_totals
+from judge.core.formats.turns import CachedTurn, turn_totals
+from judge.core.text.canonical import canonical_json
+from judge.core.text.frozen import Frozen
 
 ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = [ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl",
@@ -45,7 +45,7 @@ VALID_TODAY = [  # each passes turns_ok, so each is a sound entry's turn now
 
 
 class FrozenTurn(Frozen):
-    """The turn as ``judge.core.turns.turn_json`` writes it, every field but text optional."""
+    """The turn as ``turn_json`` (core.formats.turns) writes it: every field but text optional."""
 
     text: str
     finish_reason: str | None = Field(None, alias="finishReason")
@@ -105,7 +105,7 @@ def main() -> None:
 
 
 def _dict_totals(turns: list[dict[str, Any]]) -> dict[str, Any]:
-    """What judge.core.models.turn_totals and cache_totals did over plain dicts (before)."""
+    """What judge.core.formats.models.turn_totals and cache_totals did over plain dicts (before)."""
     def total(name: str, digits: int | None = None) -> Any:
         values = [t.get(name) for t in turns]
         if not values or any(v is None for v in values):

@@ -2,7 +2,7 @@
 
 The runs are the ones tests/cli/test_compare_cli.py builds: the example suite judged by the
 loopback fake judge and by its +15 twin (14 cases with human labels). Then
-:func:`judge.app.comparing.compare_runs_op` (what ``judge compare RUN_A RUN_B`` calls) is
+:func:`judge.app.judges.comparing.compare_runs_op` (what ``judge compare RUN_A RUN_B`` calls) is
 timed with ``timeit``: ``--repeats`` times ``--number`` calls, the median and the min of a
 call's wall and CPU (``time.process_time``) seconds; ``--json-out`` writes the comparison's
 JSON, to check that two trees give the same bytes. ``--no-intervals`` times the same call
@@ -32,8 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))  # bench/fake_server.py; judge/ from PYT
 
 def build(root: Path) -> list[str]:
     """Two stored runs of the example suite in ``root`` (one per fake judge)."""
-    from judge.app.running import RunRequest, run_suite
-    from judge.app.workspace import Workspace
+    from judge.app.runs.running import RunRequest, run_suite
+    from judge.app.workspace.workspace import Workspace
 
     shutil.copy(EXAMPLE_SUITE, root / "suite.yaml")
     from fake_server import start_in_thread
@@ -56,9 +56,9 @@ def main() -> None:
     parser.add_argument("--json-out", type=Path)
     parser.add_argument("--no-intervals", action="store_true")
     args = parser.parse_args()
-    from judge.app import comparing
-    from judge.app.comparing import compare_runs_op
-    from judge.app.workspace import Workspace
+    from judge.app.judges import comparing
+    from judge.app.judges.comparing import compare_runs_op
+    from judge.app.workspace.workspace import Workspace
     from judge.store.runs import RunStore  # noqa: F401  (imported before the timing)
 
     root = args.root or Path(tempfile.mkdtemp(prefix="compare-bench-"))

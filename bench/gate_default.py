@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 
 from fake_server import start_in_thread  # noqa: E402
 
-from judge.core.baseline import compare, parse_baseline  # noqa: E402
-from judge.core.models import CaseResult  # noqa: E402
+from judge.core.formats.models import CaseResult  # noqa: E402
+from judge.core.outcomes.baseline import compare, parse_baseline  # noqa: E402
 
 __all__ = ["main"]
 

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import yaml
 
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
-from judge.core.labels import Label, dump_labels
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.labels import Label, dump_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 CATEGORIES = ("agentPerformance", "taskOutcomeQuality", "processCompliance")

@@ -53,13 +53,13 @@ from tuning_loop import (  # noqa: E402
 
 # (depth, module, qualified name): depth only indents the printed row under its caller.
 STAGES = [
-    (0, "judge.app.running", "_Run.__init__"),
-    (1, "judge.app.running", "_select"),
-    (1, "judge.app.workspace", "Workspace.renderer"),
-    (0, "judge.app.workspace", "Workspace.open_cache"),
-    (0, "judge.app.workspace", "Workspace.open_store"),
+    (0, "judge.app.runs.running", "_Run.__init__"),
+    (1, "judge.app.runs.running", "_select"),
+    (1, "judge.app.workspace.workspace", "Workspace.renderer"),
+    (0, "judge.app.workspace.workspace", "Workspace.open_cache"),
+    (0, "judge.app.workspace.workspace", "Workspace.open_store"),
     (0, "judge.engine.runner", "_Run._look_up"),
-    (0, "judge.core.suite", "SuiteLine.case"),
+    (0, "judge.core.formats.suite", "SuiteLine.case"),
     (0, "judge.engine.runner", "prepare"),
     (1, "judge.engine.judging", "build_bundle"),
     (1, "judge.engine.judging", "deterministic_signals"),

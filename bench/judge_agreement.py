@@ -33,7 +33,7 @@ from typing import Any
 
 from scipy.stats import spearmanr
 
-from judge.core.scoring import band_for
+from judge.core.scoring.scoring import band_for
 from judge.system.resources import load_rubric, load_suite
 
 _PLACEHOLDER = re.compile(r"<[^<>\n]{1,80}>")

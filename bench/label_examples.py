@@ -2,17 +2,17 @@
 
 The labelled cases of a shipped example suite (its LLM-judged cases' ``human:`` labels,
 and its ``<suite>.labels.jsonl`` when there is one) are split into F folds by the product's
-fold hash (:func:`judge.core.calibration.fold_of`, the folds of a rubric's ``examples:``).
+fold hash (:func:`judge.core.scoring.calibration.fold_of`, the folds of a rubric's ``examples:``).
 Each held-out fold's cases are judged twice through the product's run path
-(:func:`judge.app.running.run_suite`), each time in a fresh workspace:
+(:func:`judge.app.runs.running.run_suite`), each time in a fresh workspace:
 
 - **before**: template ``judge``, the shipped rubric: no examples;
 - **after**: template ``judge-examples``, a workspace copy of the rubric with ``examples:
   {count: K, folds: F, seed: S}``: each held-out case is shown K labelled cases of the
-  other folds (:func:`judge.core.label_examples.example_ids`).
+  other folds (:func:`judge.core.formats.label_examples.example_ids`).
 
 Agreement with the labels, over the held-out cases only, is ``judge compare``'s
-(:func:`judge.core.agreement.compare_runs` with its seeded bootstrap 95 % intervals): ρ,
+(:func:`judge.core.stats.agreement.compare_runs` with its seeded bootstrap 95 % intervals): ρ,
 MAD and exact band agreement on the pooled AI scores (what the judge said) and on the
 overall scores (the core's blend), and the paired bootstrap of "after is closer to the
 people than before" (MAD of the overall scores, after minus before).
@@ -55,17 +55,17 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from judge.app.cache_ops import export_cache
-from judge.app.comparing import labels_file_labels
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
-from judge.core.agreement import HumanAgreement, PairStats, compare_runs
-from judge.core.calibration import fold_of
-from judge.core.label_examples import example_ids
-from judge.core.models import CaseResult
-from judge.core.rubric import LabelExamples, Rubric
-from judge.core.seals import NO_SECRET
-from judge.core.suite import Case, HumanLabel
+from judge.app.admin.cache_ops import export_cache
+from judge.app.judges.comparing import labels_file_labels
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.label_examples import example_ids
+from judge.core.formats.models import CaseResult
+from judge.core.formats.rubric import LabelExamples, Rubric
+from judge.core.formats.suite import Case, HumanLabel
+from judge.core.scoring.calibration import fold_of
+from judge.core.stats.agreement import HumanAgreement, PairStats, compare_runs
+from judge.core.text.seals import NO_SECRET
 from judge.render.prompts import ExampleView, input_text
 from judge.system.resources import load_rubric, open_suite
 
@@ -140,7 +140,8 @@ class RecordingFake:
 
 def suite_labels(suite_file: Path, rubric: Rubric) -> tuple[dict[str, Case], dict[str, HumanLabel]]:
     """The suite's cases and the labels the prompt's examples are drawn from (as
-    :func:`judge.app.prompt_examples.with_label_examples` reads them): per-category labels."""
+    :func:`judge.app.judges.prompt_examples.with_label_examples` reads them): per-category
+    labels."""
     cases = {c.id: c for c in open_suite(suite_file).cases()}
     labels = {cid: c.human for cid, c in cases.items() if c.human is not None}
     labels |= labels_file_labels(suite_file, rubric, NO_SECRET)

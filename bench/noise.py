@@ -6,13 +6,13 @@ extra seeds: 20 extra calls, the default of ``judge noise probe``). The current 
 every case again with another seed; in the drop scenarios the judge is the shifted twin of
 ``bench/fake_server.py`` (the same latent verdicts lower by the drop). Every score is drawn
 by :func:`fake_server.noisy_integer`, the function the loopback server answers with, and
-the gate's statistics run in-process (:func:`judge.core.significance.statistical_compare`,
-what :func:`judge.app.gate.gate` calls), so a few thousand trials take minutes.
+the gate's statistics run in-process (:func:`judge.core.stats.significance.statistical_compare`,
+what :func:`judge.app.runs.gate.gate` calls), so a few thousand trials take minutes.
 
 Per row: trials blocked (false alarms with no change; caught with a drop), cases listed,
 the share of listed cases that did not truly drop by more than the threshold (falsely
 listed), the default path with no noise model (no probe: the suite's paired test alone,
-no case listed), and for comparison the exact rule (``judge.core.baseline.compare``) and
+no case listed), and for comparison the exact rule (``judge.core.outcomes.baseline.compare``) and
 the stricter alternative "the whole 95 % interval beyond the threshold". A pure-replay check
 confirms the exact rule is unchanged when both sides are the same cached judgments.
 
@@ -36,11 +36,11 @@ sys.path.insert(0, str(ROOT))
 
 from fake_server import noisy_integer  # noqa: E402
 
-from judge.app.gate import side_noise  # noqa: E402
-from judge.core.baseline import build_baseline, compare  # noqa: E402
-from judge.core.models import CaseResult, JudgeMeta  # noqa: E402
-from judge.core.noise import measure_noise  # noqa: E402
-from judge.core.significance import statistical_compare  # noqa: E402
+from judge.app.runs.gate import side_noise  # noqa: E402
+from judge.core.formats.models import CaseResult, JudgeMeta  # noqa: E402
+from judge.core.outcomes.baseline import build_baseline, compare  # noqa: E402
+from judge.core.stats.noise import measure_noise  # noqa: E402
+from judge.core.stats.significance import statistical_compare  # noqa: E402
 
 __all__ = ["main"]
 

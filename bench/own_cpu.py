@@ -40,10 +40,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from fake_server import generate_instance  # noqa: E402
 
-from judge.app.running import RunRequest, run_suite  # noqa: E402
-from judge.app.workspace import Workspace  # noqa: E402
-from judge.core.canonical import canonical_json  # noqa: E402
-from judge.core.generate import generate_cases  # noqa: E402
+from judge.app.runs.running import RunRequest, run_suite  # noqa: E402
+from judge.app.workspace.fixtures import generate_cases  # noqa: E402
+from judge.app.workspace.workspace import Workspace  # noqa: E402
+from judge.core.text.canonical import canonical_json  # noqa: E402
 from judge.llm.client import Completion  # noqa: E402
 from judge.system.resources import load_rubric  # noqa: E402
 from judge.system.tuning import settle_heap, tune_process  # noqa: E402

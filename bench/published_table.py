@@ -19,7 +19,7 @@ responses (the context and the system as metadata; the people's mean rating as t
 and one import file per prompt (judge ``chatgpt-<prompt>``, the per-response means), then
 runs ``judge import --scale 0:3`` and ``judge agreement --group-by metadata.context
 --system-by metadata.system --json``. It prints, per attribute and prompt, the paper's
-numbers, judgeflow's statistics on the exact means (``judge.core.levels`` on fractions: the
+numbers, judgeflow's statistics on the exact means (``judge.core.stats.levels`` on fractions: the
 definitions, to compare with the paper) and what ``judge agreement`` reports through the
 import (every score an integer 0..100, so ties and a third-decimal drift can appear).
 
@@ -121,7 +121,7 @@ def on_scale(value: Fraction) -> int:
 
 def exact_levels(items: list[dict[str, Any]], attribute: str) -> dict[str, float | None]:
     """judgeflow's statistics on the exact means (no 0..100 rounding): the definitions."""
-    from judge.core.levels import correlations, group_level
+    from judge.core.stats.levels import correlations, group_level
 
     judge = [mean_rating(i["all_responses"]) for i in items]
     human = [Fraction(repr(i["scores"][attribute])) for i in items]

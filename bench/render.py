@@ -1,6 +1,6 @@
 """Milliseconds a prompt render takes: the shipped template and a workspace copy of it.
 
-Renders N generated task-evaluation cases (:func:`judge.core.generate.generate_cases`, the
+Renders N generated task-evaluation cases (:func:`judge.app.workspace.fixtures.generate_cases`, the
 same cases every time) through :class:`judge.render.prompts.PromptRenderer`, in-process,
 bundles built once beforehand, so the figure is the render alone. Two renderers: the
 shipped ``judge`` template, and a workspace ``prompts/`` holding a byte-identical copy of
@@ -25,8 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from judge.core.evidence import build_bundle
-from judge.core.generate import generate_cases
+from judge.app.workspace.fixtures import generate_cases
+from judge.core.formats.evidence import build_bundle
 from judge.render.prompts import PromptRenderer
 from judge.system.resources import load_rubric, shipped_dir
 

@@ -56,7 +56,7 @@ from run import (  # noqa: E402
     write_suite,
 )
 
-from judge.core.generate import _plain, generate_cases  # noqa: E402
+from judge.app.workspace.fixtures import _plain, generate_cases  # noqa: E402
 from judge.engine.replay import code_digest  # noqa: E402
 from judge.system.resources import load_rubric, open_suite  # noqa: E402
 

@@ -19,10 +19,10 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from conftest import load_fake_server  # noqa: E402
 
-from judge.app.reporting import ReportRequest, build_report  # noqa: E402
-from judge.app.running import RunRequest, run_suite  # noqa: E402
-from judge.app.workspace import Workspace  # noqa: E402
-from judge.core.generate import generate_cases, suite_to_yaml  # noqa: E402
+from judge.app.runs.reporting import ReportRequest, build_report  # noqa: E402
+from judge.app.runs.running import RunRequest, run_suite  # noqa: E402
+from judge.app.workspace.fixtures import generate_cases, suite_to_yaml  # noqa: E402
+from judge.app.workspace.workspace import Workspace  # noqa: E402
 from judge.report.html import render_report, write_report  # noqa: E402
 from judge.system.resources import load_rubric  # noqa: E402
 

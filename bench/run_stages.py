@@ -29,8 +29,8 @@ from collections.abc import Callable
 from typing import Any
 
 STAGES = [
-    ("judge.app.running", "_select"),
-    ("judge.core.suite", "SuiteLine.case"),
+    ("judge.app.runs.running", "_select"),
+    ("judge.core.formats.suite", "SuiteLine.case"),
     ("judge.engine.runner", "prepare"),
     ("judge.engine.judging", "build_request"),
     ("judge.engine.judging", "key_request"),
@@ -47,7 +47,7 @@ STAGES = [
     ("judge.engine.runner", "_Run._deliver"),
     ("judge.llm.client", "LiteLLMClient._turn"),
     ("judge.llm.client", "load_litellm"),
-    ("judge.core.secrets", "Redactor.__call__"),
+    ("judge.core.text.secrets", "Redactor.__call__"),
 ]
 _spent: dict[str, list[float]] = {}
 _local = threading.local()

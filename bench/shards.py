@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from run import MODEL, clean_env, judge_cmd, write_suite  # noqa: E402
 
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta, RunInfo  # noqa: E402
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta, RunInfo  # noqa: E402
 from judge.store.runs import RunStore  # noqa: E402
 
 RESULTS_MD = ROOT / "bench" / "RESULTS.md"

@@ -33,8 +33,8 @@ from shards import fresh_db, postgres  # noqa: E402
 from judge.cache.disk import JudgmentCache  # noqa: E402
 from judge.cache.entry import CacheEntry, build_entry  # noqa: E402
 from judge.cache.tiers import TieredCache  # noqa: E402
-from judge.core.canonical import canonical_json  # noqa: E402
-from judge.core.turns import CachedTurn  # noqa: E402
+from judge.core.formats.turns import CachedTurn  # noqa: E402
+from judge.core.text.canonical import canonical_json  # noqa: E402
 
 PROMPT = "Evidence: the agent ran the tests and they passed. " * 200  # ~10 KB
 

@@ -1,6 +1,6 @@
 """What the strict JSON reader costs where a record is machine-written and checked anyway.
 
-Files a person edits or a tool hands over are read by ``judge.core.strict_json``; a store
+Files a person edits or a tool hands over are read by ``judge.core.text.strict_json``; a store
 value (read after its seal) and a cache entry (checked by its digest) keep ``json.loads``
 where the strict reader measured slower. This measures, in one process, medians of 7 rounds
 and same-run ratios:
@@ -33,8 +33,8 @@ from typing import Any
 import judge.cache.interchange as interchange
 from judge.cache.disk import JudgmentCache
 from judge.cli import main
-from judge.core.models import RunInfo, RunTotals
-from judge.core.strict_json import loads_strict
+from judge.core.formats.models import RunInfo, RunTotals
+from judge.core.text.strict_json import loads_strict
 from judge.store.runs import RunStore
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,10 +1,10 @@
 """What Student's t from scipy costs: its import in a fresh process, and a call.
 
-The gate and ``judge diff`` ask Student's t (``judge.core.intervals.t_sf``/``t_ppf``) only for
+The gate and ``judge diff`` ask Student's t (``judge.core.stats.intervals.t_sf``/``t_ppf``) only for
 re-asked cases with a noise model; scipy is imported inside those functions. This measures:
 
 - the import a process pays the first time it asks: ``python -c 'import
-  judge.core.significance'`` against the same plus ``scipy.special`` (``--runs`` fresh
+  judge.core.stats.significance'`` against the same plus ``scipy.special`` (``--runs`` fresh
   processes each, in turn; median wall seconds and the difference);
 - that a process that asks no t (an import of the gate's statistics) loads no scipy;
 - a call's cost once imported: ``t_sf`` and ``t_ppf`` over a grid of df and x, median of
@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLAIN = "import judge.core.significance"
-WITH_SCIPY = "import judge.core.significance, scipy.special"
+PLAIN = "import judge.core.stats.significance"
+WITH_SCIPY = "import judge.core.stats.significance, scipy.special"
 GRID_DF = (2, 5, 9, 19, 59, 199)
 GRID_X = tuple(x / 4 for x in range(-16, 17))
 
@@ -55,7 +55,7 @@ def loads_no_scipy() -> bool:
 
 def per_call(repeats: int) -> tuple[float, float]:
     """Median microseconds a call of t_sf and of t_ppf (scipy already imported)."""
-    from judge.core.intervals import t_ppf, t_sf
+    from judge.core.stats.intervals import t_ppf, t_sf
 
     t_sf(1.0, 5)  # the import, outside the timing
     sf: list[float] = []

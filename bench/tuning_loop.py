@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT))
 from fake_server import FakeServerHandle, start_in_thread  # noqa: E402
 from run import write_requests, write_suite  # noqa: E402
 
-from judge.core.canonical import canonical_json  # noqa: E402
+from judge.core.text.canonical import canonical_json  # noqa: E402
 from judge.system.resources import shipped_dir  # noqa: E402
 
 MODEL = "hosted_vllm/fake-judge"

@@ -47,52 +47,63 @@ __all__ = [
 ]
 
 _WHERE = {
-    "AdvisoryScore": "core.models",
-    "CaseResult": "core.models",
-    "CaseScore": "core.models",
-    "CategoryScore": "core.models",
-    "ConfigError": "core.errors",
-    "GateVerdict": "app.gate",
-    "JudgeError": "core.errors",
+    "AdvisoryScore": "core.formats.models",
+    "CaseResult": "core.formats.models",
+    "CaseScore": "core.formats.models",
+    "CategoryScore": "core.formats.models",
+    "ConfigError": "core.text.errors",
+    "GateVerdict": "app.runs.gate",
+    "JudgeError": "core.text.errors",
     "JudgmentCache": "cache.disk",
-    "RegressionBlocked": "core.errors",
-    "Rubric": "core.rubric",
-    "RubricError": "core.errors",
-    "RunReport": "app.running",
-    "RunRequest": "app.running",
-    "SuiteError": "core.errors",
-    "Workspace": "app.workspace",
-    "band_for": "core.scoring",
-    "build_bundle": "core.evidence",
-    "check": "core.baseline",
-    "check_run": "app.baselines",
-    "compute_final_score": "core.scoring",
-    "compute_overall_score": "core.scoring",
+    "RegressionBlocked": "core.text.errors",
+    "Rubric": "core.formats.rubric",
+    "RubricError": "core.text.errors",
+    "RunReport": "app.runs.running",
+    "RunRequest": "app.runs.running",
+    "SuiteError": "core.text.errors",
+    "Workspace": "app.workspace.workspace",
+    "band_for": "core.scoring.scoring",
+    "build_bundle": "core.formats.evidence",
+    "check": "core.outcomes.baseline",
+    "check_run": "app.runs.baselines",
+    "compute_final_score": "core.scoring.scoring",
+    "compute_overall_score": "core.scoring.scoring",
     "evaluate": "api",
     "evaluate_async": "api",
     "load_rubric": "system.resources",
     "load_suite": "system.resources",
-    "parse_rubric": "core.rubric",
-    "record_baseline": "app.baselines",
-    "run_suite": "app.running",
-    "score_case": "core.scoring",
+    "parse_rubric": "core.formats.rubric",
+    "record_baseline": "app.runs.baselines",
+    "run_suite": "app.runs.running",
+    "score_case": "core.scoring.scoring",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing import Any
 
     from .api import evaluate, evaluate_async
-    from .app.baselines import check_run, record_baseline
-    from .app.gate import GateVerdict
-    from .app.running import RunReport, RunRequest, run_suite
-    from .app.workspace import Workspace
+    from .app.runs.baselines import check_run, record_baseline
+    from .app.runs.gate import GateVerdict
+    from .app.runs.running import RunReport, RunRequest, run_suite
+    from .app.workspace.workspace import Workspace
     from .cache.disk import JudgmentCache
-    from .core.baseline import check
-    from .core.errors import ConfigError, JudgeError, RegressionBlocked, RubricError, SuiteError
-    from .core.evidence import build_bundle
-    from .core.models import AdvisoryScore, CaseResult, CaseScore, CategoryScore
-    from .core.rubric import Rubric, parse_rubric
-    from .core.scoring import band_for, compute_final_score, compute_overall_score, score_case
+    from .core.formats.evidence import build_bundle
+    from .core.formats.models import AdvisoryScore, CaseResult, CaseScore, CategoryScore
+    from .core.formats.rubric import Rubric, parse_rubric
+    from .core.outcomes.baseline import check
+    from .core.scoring.scoring import (
+        band_for,
+        compute_final_score,
+        compute_overall_score,
+        score_case,
+    )
+    from .core.text.errors import (
+        ConfigError,
+        JudgeError,
+        RegressionBlocked,
+        RubricError,
+        SuiteError,
+    )
     from .system.resources import load_rubric, load_suite
 
 

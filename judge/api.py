@@ -1,6 +1,6 @@
 """The one-case Python door: ``judge.evaluate`` and ``judge.evaluate_async``.
 
-A thin translation onto :func:`judge.app.evaluating.evaluate_case`: keyword arguments
+A thin translation onto :func:`judge.app.runs.evaluating.evaluate_case`: keyword arguments
 become workspace overrides, so the Python API accepts every model and setting the CLI does.
 """
 
@@ -11,13 +11,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .app.evaluating import evaluate_case
-from .app.settings import CacheModeName
-from .app.workspace import JudgeFactory, Workspace
+from .app.runs.evaluating import evaluate_case
+from .app.workspace.settings import CacheModeName
+from .app.workspace.workspace import JudgeFactory, Workspace
 from .cache.disk import JudgmentCache
-from .core.models import CaseResult
-from .core.rubric import Rubric
-from .core.suite import Case
+from .core.formats.models import CaseResult
+from .core.formats.rubric import Rubric
+from .core.formats.suite import Case
 from .engine.judging import Completer
 
 __all__ = ["evaluate", "evaluate_async"]

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from conftest import EXAMPLE_SUITE, load_fake_server
 
-from judge.app.baselines import record_baseline
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
-from judge.core.models import (
+from judge.app.runs.baselines import record_baseline
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import (
     CaseResult,
     CategoryScore,
     CheckResult,
@@ -23,8 +23,8 @@ from judge.core.models import (
     RunInfo,
     RunTotals,
 )
-from judge.core.rubric import rubric_hash
-from judge.core.scoring import band_for
+from judge.core.formats.rubric import rubric_hash
+from judge.core.scoring.scoring import band_for
 from judge.store.runs import RunStore
 from judge.system.resources import load_rubric
 

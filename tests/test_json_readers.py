@@ -1,4 +1,4 @@
-"""One JSON grammar for what a person edits or a tool hands over: ``judge/core/strict_json.py``.
+"""One JSON grammar for what a person edits or a tool hands over: ``core/text/strict_json.py``.
 
 ``json.loads`` keeps the last of two duplicate keys, reads ``NaN`` and crashes on 5,000 digits;
 pydantic's JSON parser keeps the last key too. Every call of ``json.load``/``json.loads`` or of
@@ -26,7 +26,7 @@ _OWN_TEXT = "text this command has just written itself, printed as JSON"
 _WORKER = "a frame of the worker's own protocol between two processes of this package"
 
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
-    ("app/cache_ops.py", "pull_cache"): (1, "a shared-tier entry, checked in full (digest, "
+    ("app/admin/cache_ops.py", "pull_cache"): (1, "a shared-tier entry, checked in full (digest, "
                                             "key, credentials) before it is stored"),
     ("cache/disk.py", "_parsed"): (1, _ENTRY + " (the strict reader is 2x slower "
                                                     "on entries: bench/strict_json_cost.py)"),
@@ -39,15 +39,15 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("cli/baseline_cmds.py", "baseline_record"): (1, _OWN_TEXT),
     ("cli/baseline_cmds.py", "baseline_show"): (1, _OWN_TEXT),
     ("cli/review_cmds.py", "calibrate_cmd"): (1, _OWN_TEXT),
-    ("core/output_schema.py", "output_schema"): (1, "the schema this module derived and kept "
-                                                    "as canonical JSON"),
-    ("core/replies.py", "extract_json"): (3, "a judge's reply: data, read leniently (a fence, "
-                                             "trailing commas) and validated by the verdict "
-                                             "model; an invalid one gets a repair turn"),
-    ("core/strict_json.py", "loads_strict"): (1, "the strict reader itself"),
-    ("core/strict_json.py", "_refused_token"): (1, "one string token of a text the strict "
+    ("core/formats/output_schema.py", "output_schema"): (
+        1, "the schema this module derived and kept as canonical JSON"),
+    ("core/scoring/replies.py", "extract_json"): (
+        3, "a judge's reply: data, read leniently (a fence, trailing commas) and validated by "
+           "the verdict model; an invalid one gets a repair turn"),
+    ("core/text/strict_json.py", "loads_strict"): (1, "the strict reader itself"),
+    ("core/text/strict_json.py", "_refused_token"): (1, "one string token of a text the strict "
                                                    "reader has read whole"),
-    ("core/strict_json.py", "strict_model"): (1, "the canonical JSON of a value the strict "
+    ("core/text/strict_json.py", "strict_model"): (1, "the canonical JSON of a value the strict "
                                                  "reader has read, typed by the model"),
     ("engine/replay.py", "_record"): (1, "a replay-index record: written here, sealed"),
     ("engine/replay.py", "record_problem"): (1, "a replay-index record: written here, sealed"),
@@ -113,7 +113,7 @@ def test_every_json_reader_outside_the_strict_one_is_listed_with_its_reason() ->
     found = json_reader_calls()
     unlisted = {site: n for site, n in found.items() if ALLOWED.get(site, (0,))[0] != n}
     assert not unlisted, (
-        f"JSON read outside judge/core/strict_json.py: {sorted(unlisted.items())}. A file a "
+        f"JSON read outside judge/core/text/strict_json.py: {sorted(unlisted.items())}. A file a "
         "person edits or a tool hands over is read with strict_document/loads_strict; a "
         "record this package wrote and checks may be listed in ALLOWED with its reason")
     gone = sorted(set(ALLOWED) - set(found))

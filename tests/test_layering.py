@@ -108,8 +108,17 @@ def test_every_module_is_in_a_package_with_rules() -> None:
     assert packages == set(MAY_IMPORT), packages ^ set(MAY_IMPORT)
     top = {m.stem for m in MODULES if package_of(m) == "top"}
     assert top == TOP_ENTRY_POINTS, f"only the doors' entry points live at the top: {top}"
-    for name in ("models", "rubric", "evidence", "scoring", "baseline", "summary", "secrets"):
+    for name in ("formats/models", "formats/rubric", "formats/evidence", "scoring/scoring",
+                 "outcomes/baseline", "outcomes/summary", "text/secrets"):
         assert Path(f"core/{name}.py") in CORE_MODULES, name
+
+
+@pytest.mark.parametrize("package", ["core", "app"])
+def test_core_and_app_are_grouped_by_concept(package: str) -> None:
+    """No flat field again: a module of the core or the application lives in its concept's
+    folder (``core/stats/``, ``app/runs/`` ...), which inherits the package's rules."""
+    flat = sorted(p.name for p in (PACKAGE / package).glob("*.py") if p.name != "__init__.py")
+    assert not flat, f"judge/{package}/ holds only concept folders; move {flat} into one"
 
 
 @pytest.mark.parametrize("package", sorted(MAY_IMPORT))

@@ -21,11 +21,12 @@ ROOT = Path(__file__).resolve().parents[1]
 # --- structured values as prompt text ---------------------------------------------------------
 # Where JSON is written in the packages that make prompt text, and why it is not evidence text.
 JSON_WRITERS = {
-    ("core/evidence.py", "<module>"): "structured_text's encoder: the one form of evidence text",
-    ("core/canonical.py", "<module>"): "canonical JSON, for what is hashed",
-    ("core/canonical.py", "stable_json"): "files people diff (baselines, exports)",
-    ("core/output_schema.py", "_base_schema"): "a rubric's output schema",
-    ("core/suite.py", "case_lines"): "a compiled suite's lines (read back, never shown)",
+    ("core/formats/evidence.py", "<module>"):
+        "structured_text's encoder: the one form of evidence text",
+    ("core/text/canonical.py", "<module>"): "canonical JSON, for what is hashed",
+    ("core/text/canonical.py", "stable_json"): "files people diff (baselines, exports)",
+    ("core/formats/output_schema.py", "_base_schema"): "a rubric's output schema",
+    ("core/formats/suite.py", "case_lines"): "a compiled suite's lines (read back, never shown)",
     ("render/prompts.py", "input_text"): "a case's input, quoted as an indented block",
 }
 
@@ -39,7 +40,7 @@ def test_structured_values_become_prompt_text_in_one_place() -> None:
     extra = sorted((_rel(p), w) for p in _modules("core", "collect", "render")
                    for w in _json_writers(_tree(p)) if (_rel(p), w) not in JSON_WRITERS)
     assert not extra, (f"JSON written in {extra}: a structured value becomes prompt text "
-                       "through judge.core.evidence.structured_text")
+                       "through judge.core.formats.evidence.structured_text")
 
 
 def test_the_json_checker_sees_a_second_writer() -> None:
@@ -73,7 +74,7 @@ def _hashed_json(tree: ast.AST) -> list[int]:
 
 def test_what_is_hashed_is_canonical_json() -> None:
     found = [(_rel(p), line) for p in _modules() for line in _hashed_json(_tree(p))]
-    assert not found, f"{found} hash their own json.dumps: use judge.core.canonical.sha256_hex"
+    assert not found, f"{found} hash their own json.dumps: use judge.core.text.canonical.sha256_hex"
 
 
 def test_the_hash_checker_sees_a_json_dumps_hashed() -> None:
@@ -191,11 +192,12 @@ def test_the_private_name_checker_sees_each_form(source: str) -> None:
 # door (a JSON Schema or OpenAPI document, a provider's wire, a parsed file, a --json or HTTP
 # document), and its docstring says so. Everything else returns a model, a TypedDict or a view.
 JSON_DOORS = frozenset({
-    ("app/gate.py", "_wire"), ("app/reviewing.py", "review_page_data"),
-    ("cli/batch_cmds.py", "_job_json"), ("core/output_schema.py", "output_schema"),
-    ("core/output_schema.py", "stable_schema"), ("core/output_schema.py", "expected_schema"),
-    ("core/pairwise.py", "verdict_schema"), ("core/signal_rules.py", "record"),
-    ("core/strict_json.py", "_pairs"), ("core/suite.py", "read_suite_document"),
+    ("app/runs/gate.py", "_wire"), ("app/judges/reviewing.py", "review_page_data"),
+    ("cli/batch_cmds.py", "_job_json"), ("core/formats/output_schema.py", "output_schema"),
+    ("core/formats/output_schema.py", "stable_schema"),
+    ("core/formats/output_schema.py", "expected_schema"),
+    ("core/stats/pairwise.py", "verdict_schema"), ("core/scoring/signal_rules.py", "record"),
+    ("core/text/strict_json.py", "_pairs"), ("core/formats/suite.py", "read_suite_document"),
     ("llm/client.py", "wire_messages"), ("server/app.py", "openapi"),
     ("server/problems.py", "document_problems"), ("server/routes_review.py", "review_data"),
     ("server/routes_review.py", "post_labels"),

@@ -46,9 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar, get_args
 
-from ..core.canonical import canonical_json
-from ..core.errors import UsageError
-from ..core.turns import CachedTurn
+from ..core.formats.turns import CachedTurn
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import UsageError
 from .entry import CacheEntry, entry_problems, read_problems
 from .entry_bytes import turns_alone
 from .replay_store import ReplayStore, is_damage

@@ -30,9 +30,9 @@ Decisions:
   :meth:`judge.cache.maintenance.CacheMaintenance.upgrade` does the same for a directory
   written by an older version.
 - An entry is read through :class:`CacheEntry`, and its turns through
-  :class:`judge.core.turns.CachedTurn`: typed views over the stored JSON object, never models
-  that re-write it (see :mod:`judge.core.turns`). A view makes no check: the cache checks
-  what it writes and what it reads (:func:`entry_problems`, :func:`read_problems`).
+  :class:`judge.core.formats.turns.CachedTurn`: typed views over the stored JSON object, never
+  models that re-write it (see :mod:`judge.core.formats.turns`). A view makes no check: the cache
+  checks what it writes and what it reads (:func:`entry_problems`, :func:`read_problems`).
 - A turn is valid when it is an object whose ``text`` is a string (:func:`turns_ok`).
 - ``createdAt`` is checked by a pattern for the ISO 8601 forms that
   ``datetime.fromisoformat`` reads (the adapter parses it for ``stats`` and ``prune``):
@@ -49,9 +49,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypedDict
 
-from ..core.canonical import canonical_json, sha256_hex
-from ..core.secrets import secret_paths
-from ..core.turns import CachedTurn
+from ..core.formats.turns import CachedTurn
+from ..core.text.canonical import canonical_json, sha256_hex
+from ..core.text.secrets import secret_paths
 
 __all__ = [
     "CACHE_FORMAT",
@@ -229,8 +229,9 @@ def key_request(request: Mapping[str, Any],
     """The cache key of ``request`` (as :func:`cache_key`), keeping its large fields' JSON.
 
     ``pieces`` may give the canonical JSON of fields the caller already has (the output
-    schema, written per rubric and case by :func:`judge.core.output_schema.output_schema_json`); it
-    must hold no integral float, so that it reads the same normalised or not.
+    schema, written per rubric and case by
+    :func:`judge.core.formats.output_schema.output_schema_json`); it must hold no integral float, so
+    that it reads the same normalised or not.
     """
     known = {k: v for k, v in (pieces or {}).items() if k in request}
     if "messages" not in known and _plain_messages(request.get("messages")):
@@ -360,7 +361,7 @@ def entry_problems(entry: Any, *, built: bool = False,
     are not hashed again, and messages that are plain role/content pairs are not scanned
     for credential fields; nor are the request fields named in ``vouched``, which the
     caller built from a template already scanned (the output schema from
-    :func:`~judge.core.output_schema.output_schema_json`, whose rubric template has no
+    :func:`~judge.core.formats.output_schema.output_schema_json`, whose rubric template has no
     credential-like name, else it gives no text and the schema is scanned here).
     """
     if not isinstance(entry, Mapping):

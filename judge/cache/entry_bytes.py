@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 
-from ..core.turns import CachedTurn
+from ..core.formats.turns import CachedTurn
 from .entry import CACHE_FORMAT, DIGEST_MISMATCH, turns_ok
 
 __all__ = ["sound_digest", "turns_alone"]

@@ -2,7 +2,7 @@
 
 :class:`CacheInterchange` works over a :class:`judge.cache.disk.JudgmentCache` (the storage
 core) and acts on its local folder only, a :class:`judge.cache.tiers.TieredCache` included
-(its shared tier is copied by ``judge cache push``/``pull``, :mod:`judge.app.cache_ops`).
+(its shared tier is copied by ``judge cache push``/``pull``, :mod:`judge.app.admin.cache_ops`).
 
 Decisions:
 
@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
-from ..core.canonical import canonical_json
-from ..core.frozen import Frozen
-from ..core.strict_json import loads_strict
+from ..core.text.canonical import canonical_json
+from ..core.text.frozen import Frozen
+from ..core.text.strict_json import loads_strict
 from .disk import JudgmentCache
 from .entry import CacheEntry, with_digest
 from .signing import SECRET_ENV, SIG_FIELD, sign, signature_ok

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core.frozen import Frozen
+from ..core.text.frozen import Frozen
 from .disk import JudgmentCache
 from .entry import with_digest
 from .replay_store import ReplayStore
@@ -77,7 +77,7 @@ class VerifyReport(Frozen):
 
     The corrupt entries by key and the bad records by fingerprint (hex), each with why;
     with ``repair``, how many of each were removed. :meth:`CacheMaintenance.verify` fills in
-    the entries; the workspace's operation (:func:`judge.app.cache_ops.verify_cache`) the
+    the entries; the workspace's operation (:func:`judge.app.admin.cache_ops.verify_cache`) the
     index and the shared tier.
     """
 

@@ -27,7 +27,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from ..core.errors import UsageError
+from ..core.text.errors import UsageError
 
 __all__ = ["ReplayStore", "damaged_index", "is_damage"]
 

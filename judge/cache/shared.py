@@ -53,8 +53,8 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..core.errors import StoreError
-from ..core.secrets import mask_url
+from ..core.text.errors import StoreError
+from ..core.text.secrets import mask_url
 from ..system.sql_urls import SqlUrl, resolve_sql_url
 from .entry import CACHE_FORMAT, digest_ok
 from .signing import SECRET_ENV, sign, signature_ok

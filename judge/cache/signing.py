@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from ..core.seals import SECRET_ENV
+from ..core.text.seals import SECRET_ENV
 
 __all__ = ["SECRET_ENV", "SIG_FIELD", "SIG_PREFIX", "sign", "signature_ok"]
 

@@ -32,11 +32,11 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Final, Literal
 
-from ..core.canonical import canonical_json
-from ..core.errors import StoreError
-from ..core.frozen import Frozen
-from ..core.secrets import mask_url
-from ..core.turns import CachedTurn
+from ..core.formats.turns import CachedTurn
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import StoreError
+from ..core.text.frozen import Frozen
+from ..core.text.secrets import mask_url
 from .disk import CacheMode, JudgmentCache
 from .entry import CacheEntry, entry_problems
 from .shared import SharedCache

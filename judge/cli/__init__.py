@@ -16,8 +16,8 @@ import os
 import sys
 from pathlib import Path
 
-from ..core.errors import ConfigError, JudgeError, StoreError
-from ..core.secrets import Redactor, secret_values
+from ..core.text.errors import ConfigError, JudgeError, StoreError
+from ..core.text.secrets import Redactor, secret_values
 from ..system.tuning import tune_process
 from .app import COMMANDS, PipeClosed, build_app, load_command, rehearse
 
@@ -89,7 +89,7 @@ def _load_everything() -> None:
     for name in COMMANDS:
         rehearse(load_command(name))
     # Not at the top: `judge --help` stays light.
-    from ..app.settings import load_settings
+    from ..app.workspace.settings import load_settings
     from ..cache.disk import preload as preload_cache
     from ..engine.replay import code_digest
     from ..llm.client import warm_first_call
@@ -117,7 +117,7 @@ def _parse_rubrics(workspace: Path) -> None:
     Kept per text (:func:`judge.system.resources.load_rubric`): a child reads the file and
     finds it parsed, or parses an edited one anew.
     """
-    from ..core.output_schema import output_schema_json
+    from ..core.formats.output_schema import output_schema_json
     from ..system.resources import list_rubrics, load_rubric
 
     for path in list_rubrics(workspace).values():

@@ -1,7 +1,7 @@
 """``judge agreement``: agreement with people's labels, tracked run by run.
 
-The work is :func:`judge.app.agreement_history.agreement_op`; the statistics and their
-intervals are :mod:`judge.core.agreement`'s, the tables reuse ``judge compare``'s renderers.
+The work is :func:`judge.app.judges.agreement_history.agreement_op`; the statistics and their
+intervals are :mod:`judge.core.stats.agreement`'s, the tables reuse ``judge compare``'s renderers.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.agreement_history import AgreementHistory, AgreementRow, agreement_op
-from ..app.workspace import Workspace
-from ..core.intervals import Interval
-from ..core.raters import Correlations, PeopleCategory
+from ..app.judges.agreement_history import AgreementHistory, AgreementRow, agreement_op
+from ..app.workspace.workspace import Workspace
+from ..core.stats.intervals import Interval
+from ..core.stats.raters import Correlations, PeopleCategory
 from .compare_cmd import print_human_agreement
 from .options import GroupByOption, StoreOption, SystemByOption
 from .output import (

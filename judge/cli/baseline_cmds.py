@@ -16,24 +16,24 @@ import typer
 from pydantic import ValidationError
 from rich.text import Text
 
-from ..app.baselines import (
+from ..app.judges.judge_quality import run_quality
+from ..app.judges.monitor_file import monitor_file
+from ..app.runs.baselines import (
     check_run,
     list_suite_baselines,
     record_baseline,
     seal_baseline,
     show_baseline,
 )
-from ..app.gate import GateVerdict, run_headline
-from ..app.judge_quality import run_quality
-from ..app.monitoring import monitor_file
-from ..app.runs import get_run
-from ..app.sharding import GroupCheck, check_group
-from ..app.workspace import Workspace
-from ..core.baseline import baseline_text
-from ..core.errors import UsageError
-from ..core.models import CaseResult
-from ..core.monitor import MonitorConfig
-from ..core.rubric import format_validation_error
+from ..app.runs.gate import GateVerdict, run_headline
+from ..app.runs.sharding import GroupCheck, check_group
+from ..app.runs.stored import get_run
+from ..app.workspace.workspace import Workspace
+from ..core.formats.models import CaseResult
+from ..core.formats.rubric import format_validation_error
+from ..core.outcomes.baseline import baseline_text
+from ..core.outcomes.monitor import MonitorConfig
+from ..core.text.errors import UsageError
 from .gate_reports import print_verdict, write_gate_reports
 from .options import (
     AcrossJudgesFlag,

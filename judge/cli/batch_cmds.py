@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..app.batching import (
+from ..app.runs.batching import (
     BatchCollected,
     BatchSubmission,
     batch_status,
@@ -20,9 +20,9 @@ from ..app.batching import (
     submit_batch,
     wait_batch,
 )
-from ..app.running import RunRequest
-from ..app.workspace import Workspace
-from ..core.terminal_text import visible
+from ..app.runs.running import RunRequest
+from ..app.workspace.workspace import Workspace
+from ..core.text.terminal_text import visible
 from ..store.batch_jobs import BatchJob
 from .gate_reports import print_verdict
 from .options import JsonFlag

@@ -1,7 +1,7 @@
 """``judge cache``: inspect, export, import, verify, prune, push and pull the judgment cache.
 
 ``push`` and ``pull`` copy between the local folder and the shared tier (``cache_url``).
-The work is in :mod:`judge.app.cache_ops`; these commands parse flags and print results.
+The work is in :mod:`judge.app.admin.cache_ops`; these commands parse flags and print results.
 The folder is the ``cache_dir`` setting (``--cache-dir``, ``JUDGE_CACHE_DIR``, judge.toml),
 as for ``judge run``; ``--dir`` is kept as a hidden alias.
 """
@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from ..app.cache_ops import (
+from ..app.admin.cache_ops import (
     PruneRequest,
     SharedTierStats,
     TierCopyReport,
@@ -30,8 +30,8 @@ from ..app.cache_ops import (
     push_cache,
     verify_cache,
 )
-from ..app.workspace import Workspace
-from ..core.errors import UsageError
+from ..app.workspace.workspace import Workspace
+from ..core.text.errors import UsageError
 from .options import AllowUnsignedShared, CacheDirOption, JsonFlag
 from .output import Cell, console, emit_json, plural, table
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..app.canary import CanaryReport, CanaryRequest, run_canary
-from ..app.workspace import Workspace
+from ..app.judges.canary import CanaryReport, CanaryRequest, run_canary
+from ..app.workspace.workspace import Workspace
 from .output import Cell, Column, console, emit_json, styled, table
 
 __all__ = ["register"]

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from ..app.collecting import CollectRequest, CollectResult, collect_case
-from ..app.collecting_otel import OtelCollectRequest, collect_otel
-from ..app.workspace import Workspace
-from ..core.errors import UsageError
+from ..app.admin.collecting import CollectRequest, CollectResult, collect_case
+from ..app.admin.collecting_otel import OtelCollectRequest, collect_otel
+from ..app.workspace.workspace import Workspace
+from ..core.text.errors import UsageError
 from .collect_otel import otel_paths, render_otel
 
 __all__ = ["register"]

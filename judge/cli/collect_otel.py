@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..app.collecting_otel import OtelCollectResult
-from ..core.errors import UsageError
+from ..app.admin.collecting_otel import OtelCollectResult
+from ..core.text.errors import UsageError
 
 __all__ = ["otel_paths", "render_otel"]
 

@@ -1,7 +1,7 @@
 """``judge compare``: how far judges agree, for deciding on a judge, template or rubric swap.
 
-The work is :func:`judge.app.comparing.compare_runs_op` (the statistics are in
-:mod:`judge.core.agreement`); this module parses the flags and renders the comparison.
+The work is :func:`judge.app.judges.comparing.compare_runs_op` (the statistics are in
+:mod:`judge.core.stats.agreement`); this module parses the flags and renders the comparison.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from ..app.comparing import compare_runs_op
-from ..app.workspace import Workspace
-from ..core.agreement import (
+from ..app.judges.comparing import compare_runs_op
+from ..app.workspace.workspace import Workspace
+from ..core.stats.agreement import (
     Comparison,
     ConfusionMatrix,
     Disagreement,
@@ -24,7 +24,7 @@ from ..core.agreement import (
     PairStats,
     StatIntervals,
 )
-from ..core.levels import CorrelationIntervals
+from ..core.stats.levels import CorrelationIntervals
 from ..report.review_page import review_link
 from .options import GroupByOption, StoreOption, SystemByOption
 from .output import (

@@ -1,6 +1,6 @@
 """Commands that need no model: rubric validation and display, scoring a file of scores.
 
-The work is in :mod:`judge.app.rubrics`; these commands parse flags and print results.
+The work is in :mod:`judge.app.workspace.rubrics`; these commands parse flags and print results.
 """
 
 from __future__ import annotations
@@ -11,8 +11,13 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from ..app.rubrics import list_workspace_rubrics, score_file, show_rubric, validate_rubrics
-from ..app.workspace import Workspace
+from ..app.workspace.rubrics import (
+    list_workspace_rubrics,
+    score_file,
+    show_rubric,
+    validate_rubrics,
+)
+from ..app.workspace.workspace import Workspace
 from .options import JsonFlag
 from .output import Cell, Column, band_style, console, emit_json, styled, table
 

@@ -1,6 +1,6 @@
 """``judge diff RUN_A RUN_B`` (what moved between two runs) and ``judge stability RUN``.
 
-The work is :mod:`judge.app.diffing`; this module parses the flags and renders the result.
+The work is :mod:`judge.app.runs.diffing`; this module parses the flags and renders the result.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from ..app.diffing import CaseDiff, RunDiff, RunStability, diff_runs, run_stability
-from ..app.workspace import Workspace
+from ..app.runs.diffing import CaseDiff, RunDiff, RunStability, diff_runs, run_stability
+from ..app.workspace.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import (
     SECTION,

@@ -19,11 +19,11 @@ from xml.etree import ElementTree
 
 from rich.text import Text
 
-from ..app.gate import GateVerdict
-from ..core.baseline import BaselineComparison
-from ..core.errors import UsageError
-from ..core.judge_quality import WEAK, MeasuredAgreement
-from ..core.models import CaseResult
+from ..app.runs.gate import GateVerdict
+from ..core.formats.models import CaseResult
+from ..core.outcomes.baseline import BaselineComparison
+from ..core.stats.judge_quality import WEAK, MeasuredAgreement
+from ..core.text.errors import UsageError
 from ..system.atomic_files import write_atomic
 from .output import console, plural, styled
 

@@ -1,7 +1,7 @@
 """``judge import``: judgments recorded elsewhere, stored as runs of their judges.
 
-The work is :func:`judge.app.importing.import_judgments` (the file's format:
-:mod:`judge.core.recorded`); this module parses the flags and prints the runs made.
+The work is :func:`judge.app.judges.importing.import_judgments` (the file's format:
+:mod:`judge.core.formats.recorded`); this module parses the flags and prints the runs made.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.importing import import_judgments
-from ..app.workspace import Workspace
+from ..app.judges.importing import import_judgments
+from ..app.workspace.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural
 

@@ -1,4 +1,4 @@
-"""``judge local serve|status|stop``: the embedded local judge's server (judge.app.local_ops)."""
+"""``judge local serve|status|stop``: the embedded local judge's server (app.judges.local_ops)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ..app.local_ops import local_status, serve_local, stop_local
-from ..app.workspace import DEFAULT_LOCAL, Workspace
+from ..app.judges.local_ops import local_status, serve_local, stop_local
+from ..app.workspace.workspace import DEFAULT_LOCAL, Workspace
 from .options import JsonFlag
 from .output import emit_json
 

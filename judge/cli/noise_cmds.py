@@ -1,6 +1,6 @@
 """``judge noise``: measure a judge's noise (from a ``--samples K`` run or a probe), show it.
 
-The work is :mod:`judge.app.noise_ops`; the model is :class:`judge.core.noise.NoiseModel`.
+The work is :mod:`judge.app.judges.noise`; the model is :class:`judge.core.stats.noise.NoiseModel`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ..app.noise_ops import PROBE_CASES, PROBE_SAMPLES, measure_run_noise, probe_noise
-from ..app.workspace import Workspace
-from ..core.noise import NoiseModel
+from ..app.judges.noise import PROBE_CASES, PROBE_SAMPLES, measure_run_noise, probe_noise
+from ..app.workspace.workspace import Workspace
+from ..core.stats.noise import NoiseModel
 from ..system.noise_files import noise_path
 from .options import ApiBaseOption, JsonFlag, SeedOption, StoreOption
 from .output import console, emit_json

@@ -24,9 +24,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..core.canonical import stable_json
-from ..core.intervals import Interval
-from ..core.models import JudgeLedger
+from ..core.formats.models import JudgeLedger
+from ..core.stats.intervals import Interval
+from ..core.text.canonical import stable_json
 from .app import forced_plain
 
 __all__ = [

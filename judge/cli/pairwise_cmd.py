@@ -1,6 +1,6 @@
 """``judge pairwise``: judge pairs of outputs in both orders; print results and the flip rate.
 
-The work is :func:`judge.app.pairwise_run.run_pairwise`; this door parses the flags and
+The work is :func:`judge.app.runs.pairwise_run.run_pairwise`; this door parses the flags and
 renders the report (a table, or ``--json``).
 """
 
@@ -13,9 +13,9 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from ..app.pairwise_run import DEFAULT_TEMPLATE, PairwiseReport, PairwiseRequest, run_pairwise
-from ..app.workspace import Workspace
-from ..core.pairwise import OrderVerdict
+from ..app.runs.pairwise_run import DEFAULT_TEMPLATE, PairwiseReport, PairwiseRequest, run_pairwise
+from ..app.workspace.workspace import Workspace
+from ..core.stats.pairwise import OrderVerdict
 from .options import ApiBaseOption, CacheDirOption, CacheModeOption, ConcurrencyOption, SeedOption
 from .output import Cell, console, emit_json, err_console, styled, table
 

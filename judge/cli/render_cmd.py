@@ -8,10 +8,10 @@ from typing import Annotated
 
 import typer
 
-from ..app.rendering import RenderRequest, render_case
-from ..app.workspace import Workspace
-from ..core.canonical import stable_json
-from ..core.terminal_text import visible
+from ..app.runs.rendering import RenderRequest, render_case
+from ..app.workspace.workspace import Workspace
+from ..core.text.canonical import stable_json
+from ..core.text.terminal_text import visible
 
 __all__ = ["register"]
 

@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from ..app.reporting import ReportRequest, build_report
-from ..app.workspace import Workspace
-from ..core.errors import UsageError
+from ..app.runs.reporting import ReportRequest, build_report
+from ..app.workspace.workspace import Workspace
+from ..core.text.errors import UsageError
 from ..report.html import render_report, write_report
 from .options import StoreOption
 from .output import console, emit_json

@@ -1,7 +1,7 @@
 """``judge rescore`` (a stored run under another rubric, no model call) and ``judge config``.
 
-The work is :mod:`judge.app.rescoring` and :mod:`judge.app.configview`; this module parses
-the flags and renders the result.
+The work is :mod:`judge.app.runs.rescoring` and :mod:`judge.app.workspace.configview`; this module
+parses the flags and renders the result.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.configview import config_view
-from ..app.rescoring import EXACT_NOTE, RescoreReport, rescore_run
-from ..app.workspace import Workspace
+from ..app.runs.rescoring import EXACT_NOTE, RescoreReport, rescore_run
+from ..app.workspace.configview import config_view
+from ..app.workspace.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table
 

@@ -2,8 +2,8 @@
 
 ``judge calibrate`` fits a monotone map from a judge's AI scores to people's labels.
 
-The work is :mod:`judge.app.reviewing` and :mod:`judge.app.calibrating`; this module parses
-the flags and renders the results. ``judge review RUN`` serves the workspace on 127.0.0.1
+The work is :mod:`judge.app.judges.reviewing` and :mod:`judge.app.judges.calibrating`; this module
+parses the flags and renders the results. ``judge review RUN`` serves the workspace on 127.0.0.1
 with a fresh review token, which only reads and labels that run (every other route needs
 ``JUDGE_SERVER_TOKEN``; without it they are closed), and prints the page's address; the
 token rides in the address's fragment, which the browser never sends.
@@ -21,10 +21,10 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.bind import TOKEN_ENV
-from ..app.calibrating import calibrate, fold_summary
-from ..app.reviewing import export_labels, import_labels, next_cases
-from ..app.workspace import Workspace
+from ..app.judges.calibrating import calibrate, fold_summary
+from ..app.judges.reviewing import export_labels, import_labels, next_cases
+from ..app.workspace.bind import TOKEN_ENV
+from ..app.workspace.workspace import Workspace
 from ..report.review_page import REVIEW_PORT, review_link
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table

@@ -13,20 +13,20 @@ from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemaini
 from rich.progress import Progress as Bar
 from rich.text import Text
 
-from ..app.diffing import diff_runs
-from ..app.gate import run_headline
-from ..app.running import RunReport, RunRequest, run_suite
-from ..app.runs import iter_results
-from ..app.sharding import GroupCheck
-from ..app.watching import MAX_RERUNS, MAX_WAIT_S, Watcher, watched_files
-from ..app.workspace import Workspace
-from ..core.errors import JudgeError, UsageError
-from ..core.miss_reasons import summarise_misses
-from ..core.models import CaseResult, RunInfo
-from ..core.panel import headline_of
-from ..core.rubric import Rubric
-from ..core.shards import Shard
-from ..core.summary import Summary
+from ..app.runs.diffing import diff_runs
+from ..app.runs.gate import run_headline
+from ..app.runs.running import RunReport, RunRequest, run_suite
+from ..app.runs.sharding import GroupCheck
+from ..app.runs.stored import iter_results
+from ..app.runs.watching import MAX_RERUNS, MAX_WAIT_S, Watcher, watched_files
+from ..app.workspace.workspace import Workspace
+from ..core.formats.models import CaseResult, RunInfo
+from ..core.formats.rubric import Rubric
+from ..core.formats.shards import Shard
+from ..core.outcomes.miss_reasons import summarise_misses
+from ..core.outcomes.summary import Summary
+from ..core.scoring.panel import headline_of
+from ..core.text.errors import JudgeError, UsageError
 from ..engine.runner import Progress
 from ..system.resources import open_suite
 from ..system.tuning import settle_heap, tuned

@@ -1,6 +1,6 @@
 """``judge schema suite|rubric|reference``: the file formats, from the models (no workspace).
 
-The work is :mod:`judge.app.schemas`; this door prints. The checked-in copies are
+The work is :mod:`judge.app.workspace.schemas`; this door prints. The checked-in copies are
 ``docs/schemas/*.schema.json`` and ``docs/reference.md`` (kept current by a test).
 """
 
@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from ..app.schemas import SchemaKind, reference_page, schema_text
+from ..app.workspace.schemas import SchemaKind, reference_page, schema_text
 
 __all__ = ["register"]
 

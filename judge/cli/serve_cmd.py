@@ -13,8 +13,8 @@ from typing import Annotated
 
 import typer
 
-from ..app.bind import TOKEN_ENV, server_token
-from ..core.errors import UsageError
+from ..app.workspace.bind import TOKEN_ENV, server_token
+from ..core.text.errors import UsageError
 
 __all__ = ["INSTALL_HINT", "SERVER_MODULES", "register"]
 

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ..app.store_admin import upgrade_store, verify_store
-from ..app.workspace import Workspace
+from ..app.admin.store import upgrade_store, verify_store
+from ..app.workspace.workspace import Workspace
 from .output import console, emit_json
 
 __all__ = ["register"]

@@ -1,8 +1,8 @@
 """Commands over stored runs: ``history``, ``show`` and ``export``.
 
-The work is :mod:`judge.app.runs`; this module parses the flags and renders the result.
+The work is :mod:`judge.app.runs.stored`; this module parses the flags and renders the result.
 These commands only read the store, so they open a
-:class:`~judge.app.store_access.StoreLocation`, not the whole workspace: their start-up
+:class:`~judge.app.workspace.store_access.StoreLocation`, not the whole workspace: their start-up
 stays light (``bench/shards.py`` measures it).
 """
 
@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.text import Text
 
-from ..app.exporting import ExportFormat
-from ..app.runs import RunPage, export_run, run_history, show_run
-from ..app.store_access import StoreLocation
-from ..core.canonical import canonical_json
-from ..core.models import RunInfo, RunTotals
+from ..app.runs.exporting import ExportFormat
+from ..app.runs.stored import RunPage, export_run, run_history, show_run
+from ..app.workspace.store_access import StoreLocation
+from ..core.formats.models import RunInfo, RunTotals
+from ..core.text.canonical import canonical_json
 from .options import JsonFlag, RunArg, StoreOption
 from .output import (
     Cell,
@@ -37,7 +37,7 @@ from .output import (
 )
 
 if TYPE_CHECKING:
-    from ..app.agreement_history import RunAgreement
+    from ..app.judges.agreement_history import RunAgreement
 
 __all__ = ["register"]
 
@@ -109,8 +109,8 @@ def history(
 
 def _agreement(store: str | None, runs: Sequence[RunInfo]) -> dict[str, RunAgreement | None]:
     # The workspace (rubrics) is opened only for --agreement: plain history stays light.
-    from ..app.agreement_history import stored_agreement
-    from ..app.workspace import Workspace
+    from ..app.judges.agreement_history import stored_agreement
+    from ..app.workspace.workspace import Workspace
 
     return stored_agreement(Workspace.open(overrides={"store_url": store}), runs)
 

@@ -1,6 +1,6 @@
 """``judge suite generate|validate|show``: make, check and look at suite files, with no model.
 
-The work is in :mod:`judge.app.suites`; these commands parse flags and print results.
+The work is in :mod:`judge.app.workspace.suites`; these commands parse flags and print results.
 """
 
 from __future__ import annotations
@@ -12,15 +12,15 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.suites import (
+from ..app.workspace.suites import (
     DEFAULT_RUBRIC,
     GenerateRequest,
     describe_suite,
     generate_suite,
     validate_suites,
 )
-from ..app.workspace import Workspace
-from ..core.terminal_text import visible
+from ..app.workspace.workspace import Workspace
+from ..core.text.terminal_text import visible
 from .options import JsonFlag
 from .output import Cell, console, emit_json, plural, table
 

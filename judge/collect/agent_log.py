@@ -15,8 +15,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import NotRequired, TypedDict
 
-from ..core.errors import UsageError
-from ..core.evidence import structured_text
+from ..core.formats.evidence import structured_text
+from ..core.text.errors import UsageError
 from .case import Collected
 from .shape import Fields, ShapeError, load_json
 from .sources import read_source

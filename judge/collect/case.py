@@ -7,12 +7,12 @@ one place they meet, so every rule holds for every source:
 
 - every string is scrubbed of credentials (:mod:`judge.core.scrub`) before anything else;
 - each group is capped at the profile's cap and each excerpt and title truncated to its
-  limits with :func:`judge.core.evidence.truncate` (an excerpt's trailing spaces dropped); what
-  a cap drops is counted in the case's ``metadata.collected.capped``, never silent.
+  limits with :func:`judge.core.formats.evidence.truncate` (an excerpt's trailing spaces dropped);
+  what a cap drops is counted in the case's ``metadata.collected.capped``, never silent.
   Groups keep their items' source order (newest commit first, reports before failures),
   except ``agentLogs``: its head (the plan) and tail (the outcome) are kept, the middle
   dropped;
-- signals come from the rubric's ``signals`` rules (:mod:`judge.core.signal_rules`) over the
+- signals come from the rubric's ``signals`` rules (:mod:`judge.core.scoring.signal_rules`) over the
   facts; ``metadata.signals`` records each one's rule and terms;
 - evidence groups follow the profile's order and facts are sorted, so equal artefacts give
   equal bytes and a re-collected case reads well in a diff.
@@ -26,13 +26,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..core.conversation import Turn
-from ..core.errors import UsageError
-from ..core.evidence import TEXT_KEYS, TITLE_KEYS, EvidenceProfile, GroupSpec, truncate
-from ..core.rubric import Rubric, format_validation_error
-from ..core.secrets import mask_value
-from ..core.signal_rules import FACTS, Fact, SignalOutcome, evaluate_signals
-from ..core.suite import Case
+from ..core.formats.conversation import Turn
+from ..core.formats.evidence import TEXT_KEYS, TITLE_KEYS, EvidenceProfile, GroupSpec, truncate
+from ..core.formats.rubric import Rubric, format_validation_error
+from ..core.formats.suite import Case
+from ..core.scoring.signal_rules import FACTS, Fact, SignalOutcome, evaluate_signals
+from ..core.text.errors import UsageError
+from ..core.text.secrets import mask_value
 
 __all__ = ["LIST_LIMIT", "Collected", "CollectedCase", "bound_group", "build_case"]
 
@@ -50,7 +50,7 @@ class Collected:
     evidence: Mapping[str, Sequence[Mapping[str, object]]] = field(default_factory=dict)
     """Raw items by group, in source order, each with a citable id (or a sha / key)."""
     facts: dict[str, Fact] = field(default_factory=dict)
-    """Facts for the signal rules; names from :data:`judge.core.signal_rules.FACTS`."""
+    """Facts for the signal rules; names from :data:`judge.core.scoring.signal_rules.FACTS`."""
     input: Any = None
     output: Any = None
     conversation: tuple[Turn, ...] | None = None

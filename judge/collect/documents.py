@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TypedDict
 
-from ..core.evidence import citable_id
+from ..core.formats.evidence import citable_id
 from .case import Collected
 from .sources import read_source
 

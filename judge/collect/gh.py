@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from ..core.errors import UsageError
-from ..core.evidence import citable_id
+from ..core.formats.evidence import citable_id
+from ..core.text.errors import UsageError
 from .case import Collected
 from .shape import Fields, ShapeError, load_json
 from .sources import read_source

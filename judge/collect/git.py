@@ -31,7 +31,7 @@ import subprocess
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
-from ..core.errors import UsageError
+from ..core.text.errors import UsageError
 from .case import Collected
 
 __all__ = [

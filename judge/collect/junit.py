@@ -16,8 +16,8 @@ from xml.etree import ElementTree
 
 from junitparser import Error, Failure, JUnitXml, JUnitXmlError, Skipped, TestCase
 
-from ..core.errors import UsageError
-from ..core.evidence import citable_id
+from ..core.formats.evidence import citable_id
+from ..core.text.errors import UsageError
 from .case import Collected
 from .sources import read_source
 

@@ -44,11 +44,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
-from ..core.conversation import Turn
-from ..core.errors import UsageError
-from ..core.evidence import EvidenceProfile, Scalar, structured_text
-from ..core.secrets import MASK, is_secret_key, mask_text
-from ..core.strict_json import loads_strict
+from ..core.formats.conversation import Turn
+from ..core.formats.evidence import EvidenceProfile, Scalar, structured_text
+from ..core.text.errors import UsageError
+from ..core.text.secrets import MASK, is_secret_key, mask_text
+from ..core.text.strict_json import loads_strict
 from .case import HEAD_TAIL_GROUPS, Collected
 from .otel_messages import MESSAGE_KEYS, Message, as_turns, span_messages
 

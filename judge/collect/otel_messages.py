@@ -13,7 +13,7 @@
   ``arguments``, and ``gen_ai.completion.N…`` for the answer.
 
 Attributes arrive already bounded and masked (:mod:`judge.collect.otel`); turns are cut as a
-case's conversation is shown (:data:`judge.core.conversation.TURN_LIMIT`).
+case's conversation is shown (:data:`judge.core.formats.conversation.TURN_LIMIT`).
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.conversation import TURN_LIMIT, ToolCall, Turn
-from ..core.evidence import structured_text, truncate
-from ..core.strict_json import loads_strict
+from ..core.formats.conversation import TURN_LIMIT, ToolCall, Turn
+from ..core.formats.evidence import structured_text, truncate
+from ..core.text.strict_json import loads_strict
 
 __all__ = ["MESSAGE_KEYS", "Call", "Message", "as_turns", "span_messages"]
 

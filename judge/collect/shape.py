@@ -5,7 +5,7 @@
 ``null`` are "not there") and otherwise raises :class:`ShapeError` naming the path of the bad
 value (``reviews[2].author``) and what was expected, so ``reviews: 5`` is a clear exit 2, not a
 crash and not a silent skip. :func:`load_json` reads by the one strict grammar
-(:mod:`judge.core.strict_json`: a duplicate key, ``NaN``, an integer of 31 digits are refused
+(:mod:`judge.core.text.strict_json`: a duplicate key, ``NaN``, an integer of 31 digits are refused
 where they are, never kept or carried into the case) and bounds depth before anything is built.
 """
 
@@ -15,8 +15,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..core.limits import MAX_DEPTH, nesting_depth
-from ..core.strict_json import JsonProblem, loads_strict, refused_place
+from ..core.formats.limits import MAX_DEPTH, nesting_depth
+from ..core.text.strict_json import JsonProblem, loads_strict, refused_place
 
 __all__ = ["Fields", "ShapeError", "load_json"]
 

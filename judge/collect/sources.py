@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.errors import UsageError
-from ..core.limits import MAX_COLLECTED_BYTES
+from ..core.formats.limits import MAX_COLLECTED_BYTES
+from ..core.text.errors import UsageError
 from ..system.input_files import read_input
 
 __all__ = ["read_source"]

@@ -4,8 +4,8 @@ Known keys: ``id``, ``title``, ``description``, ``input`` (what the agent was as
 default: the title and description), ``output`` (its final report; default: the agent log's
 last assistant message), ``tags`` and ``complexity``. Any other key (priority, labels,
 assignee, url...) is kept as a reference of the ``taskMetadata`` item. Loaded with a safe
-YAML loader that leaves times as the strings written: :func:`judge.core.safeyaml.load_yaml`, the
-one loader for everything (alias bound, duplicate keys refused naming both lines, depth and
+YAML loader that leaves times as the strings written: :func:`judge.core.text.safeyaml.load_yaml`,
+the one loader for everything (alias bound, duplicate keys refused naming both lines, depth and
 size limits).
 """
 
@@ -16,11 +16,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..core.errors import UsageError
-from ..core.evidence import citable_id
-from ..core.limits import MAX_COLLECTED_BYTES
-from ..core.rubric import format_validation_error
-from ..core.safeyaml import load_yaml
+from ..core.formats.evidence import citable_id
+from ..core.formats.limits import MAX_COLLECTED_BYTES
+from ..core.formats.rubric import format_validation_error
+from ..core.text.errors import UsageError
+from ..core.text.safeyaml import load_yaml
 from .case import Collected
 from .sources import read_source
 

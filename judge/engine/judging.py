@@ -23,12 +23,14 @@ from typing import Any, Generic, Literal, Protocol, TypedDict, TypeVar
 
 from ..cache.disk import JudgmentCache
 from ..cache.entry import EntryMeta, key_request, seal_entry
-from ..core.check_signals import deterministic_signals
-from ..core.conversation import CONVERSATION_GROUP, ConversationView, TurnView, bound_conversation
-from ..core.errors import OutputError, ProviderError
-from ..core.evidence import EvidenceBundle, build_bundle
-from ..core.expected import SCALE, expected_verdict
-from ..core.models import (
+from ..core.formats.conversation import (
+    CONVERSATION_GROUP,
+    ConversationView,
+    TurnView,
+    bound_conversation,
+)
+from ..core.formats.evidence import EvidenceBundle, build_bundle
+from ..core.formats.models import (
     AdvisoryScore,
     CaseResult,
     CategoryScore,
@@ -37,12 +39,20 @@ from ..core.models import (
     JudgedBy,
     JudgeMeta,
 )
-from ..core.output_schema import expected_schema, output_schema, output_schema_json, stable_schema
-from ..core.replies import parse_verdict
-from ..core.rubric import Rubric
-from ..core.scoring import score_case
-from ..core.suite import Case
-from ..core.turns import CachedTurn, turn_totals
+from ..core.formats.output_schema import (
+    expected_schema,
+    output_schema,
+    output_schema_json,
+    stable_schema,
+)
+from ..core.formats.rubric import Rubric
+from ..core.formats.suite import Case
+from ..core.formats.turns import CachedTurn, turn_totals
+from ..core.scoring.check_signals import deterministic_signals
+from ..core.scoring.expected import SCALE, expected_verdict
+from ..core.scoring.replies import parse_verdict
+from ..core.scoring.scoring import score_case
+from ..core.text.errors import OutputError, ProviderError
 from ..llm.client import Completion, JudgeRequest
 from ..render.prompts import PromptRenderer, RenderedPrompt
 
@@ -112,10 +122,11 @@ class JudgeSettings:
     params: Mapping[str, Any] = field(default_factory=lambda: {"max_tokens": 1024})
     stable_schema: bool = False
     """Send the rubric's schema without the case's citation enum (a prefix the provider's
-    prompt cache can reuse; :func:`judge.core.output_schema.stable_schema`). Off: keys as before."""
+    prompt cache can reuse; :func:`judge.core.formats.output_schema.stable_schema`). Off: keys as
+    before."""
     score_mode: Literal["direct", "expected"] = "direct"
     """``direct``: the AI score is the answer the judge wrote. ``expected``: the
-    probability-weighted value over the allowed answers (:mod:`judge.core.expected`); the
+    probability-weighted value over the allowed answers (:mod:`judge.core.scoring.expected`); the
     request asks for log-probabilities (in ``params``, so in the key) and a closed answer set."""
 
     def seed_for(self, sample: int) -> int | None:

@@ -45,10 +45,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..cache.disk import JudgmentCache
 from ..cache.entry_bytes import sound_digest
-from ..core.canonical import canonical_json, sha256_hex
-from ..core.models import CaseResult
-from ..core.rubric import Rubric
-from ..core.suite import Case
+from ..core.formats.models import CaseResult
+from ..core.formats.rubric import Rubric
+from ..core.formats.suite import Case
+from ..core.text.canonical import canonical_json, sha256_hex
 from .judging import JudgeSettings, Prepared
 
 __all__ = ["INDEX_FORMAT", "ReplayIndex", "Replayed", "code_digest", "line_digest",

@@ -7,7 +7,7 @@ resolved at once. Every valid judgment is cached the moment it arrives, so a run
 Ctrl-C (or killed) resumes from the cache at no cost.
 
 Once every judgment of a case is in (each judge x each sample), its aggregates are computed
-(:mod:`judge.core.panel`: a judge's mean or median of its K samples, then the panel over the
+(:mod:`judge.core.scoring.panel`: a judge's mean or median of its K samples, then the panel over the
 judges)
 and stored beside the judgments. The run's headline summary counts one result per case:
 the panel with two or more judges, else the judge's sample aggregate with ``--samples K``
@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..cache.disk import JudgmentCache
-from ..core.check_signals import deterministic_signals
-from ..core.errors import PermanentProviderError, ProviderError
-from ..core.ledger import JudgeTally, build_ledger, tally
-from ..core.models import CaseResult, JudgeMeta, RunInfo, RunTotals
-from ..core.panel import case_aggregates, headline, member_sample
-from ..core.rubric import Rubric
-from ..core.suite import Case, SuiteLine
-from ..core.summary import Summary, SummaryBuilder
-from ..core.usage import ZERO, Usage
+from ..core.formats.models import CaseResult, JudgeMeta, RunInfo, RunTotals
+from ..core.formats.rubric import Rubric
+from ..core.formats.suite import Case, SuiteLine
+from ..core.outcomes.ledger import JudgeTally, build_ledger, tally
+from ..core.outcomes.summary import Summary, SummaryBuilder
+from ..core.outcomes.usage import ZERO, Usage
+from ..core.scoring.check_signals import deterministic_signals
+from ..core.scoring.panel import case_aggregates, headline, member_sample
+from ..core.text.errors import PermanentProviderError, ProviderError
 from ..llm.client import Completion, JudgeRequest
 from ..render.prompts import PromptRenderer
 from .judging import (

@@ -30,10 +30,10 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from ..core.canonical import canonical_json
-from ..core.errors import ProviderError, UsageError
-from ..core.secrets import mask_text
-from ..core.strict_json import loads_strict
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import ProviderError, UsageError
+from ..core.text.secrets import mask_text
+from ..core.text.strict_json import loads_strict
 from .client import (
     Completion,
     JudgeRequest,
@@ -270,7 +270,7 @@ def parse_result_lines(lines: Iterable[bytes | str], mode: OutputMode,
                        price: Any = None) -> Iterator[BatchItem]:
     """The items of batch output and error files.
 
-    A line that is not strict JSON (:mod:`judge.core.strict_json`: a duplicate key is
+    A line that is not strict JSON (:mod:`judge.core.text.strict_json`: a duplicate key is
     refused, not resolved) or has no ``custom_id`` is skipped: its judgment stays unanswered
     and is asked live or left unscored.
     """

@@ -26,11 +26,11 @@ from typing import Any, Final, Literal, TypedDict
 
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
-from ..core.canonical import sha256_hex
-from ..core.errors import PermanentProviderError, ProviderError
-from ..core.ledger import CallCounts, retry_reason
-from ..core.secrets import Redactor, secret_values
-from ..core.turns import CachedTurn, turn_json
+from ..core.formats.turns import CachedTurn, turn_json
+from ..core.outcomes.ledger import CallCounts, retry_reason
+from ..core.text.canonical import sha256_hex
+from ..core.text.errors import PermanentProviderError, ProviderError
+from ..core.text.secrets import Redactor, secret_values
 from ..system.tuning import LITELLM_IMPORT_ENV
 
 __all__ = [
@@ -164,7 +164,7 @@ class Completion:
     when the request asked for them (``score_mode = "expected"``) and the provider sent them."""
 
     def cached(self) -> CachedTurn:
-        """The turn as the cache stores it (:func:`judge.core.turns.turn_json`)."""
+        """The turn as the cache stores it (:func:`judge.core.formats.turns.turn_json`)."""
         return turn_json(
             text=self.text, finish_reason=self.finish_reason, model_reported=self.model_reported,
             prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens,
@@ -221,7 +221,7 @@ def _logprobs(raw: Any) -> tuple[dict[str, Any], ...] | None:
     """OpenAI's ``choice.logprobs.content`` (llama.cpp's server speaks it too), compacted.
 
     Log-probabilities are rounded to 6 decimals: the cache keeps them, and the expected
-    score (:mod:`judge.core.expected`) is computed from what the cache keeps.
+    score (:mod:`judge.core.scoring.expected`) is computed from what the cache keeps.
     """
     content = _field(raw, "content") if raw is not None else None
     if not isinstance(content, list) or not content:

@@ -32,9 +32,9 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core.canonical import stable_json
-from ..core.errors import UsageError
-from ..core.frozen import FrozenView
+from ..core.text.canonical import stable_json
+from ..core.text.errors import UsageError
+from ..core.text.frozen import FrozenView
 from ..system.atomic_files import write_atomic
 from ..system.child_guard import start_guarded
 from .local_weights import WeightsInfo, served_weights

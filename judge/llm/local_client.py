@@ -13,7 +13,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..core.ledger import CallCounts
+from ..core.outcomes.ledger import CallCounts
 from .client import Completion, JudgeRequest, LiteLLMClient
 from .local import LocalServer
 

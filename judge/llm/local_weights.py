@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 from typing import TypedDict
 
-from ..core.errors import UsageError
+from ..core.text.errors import UsageError
 from ..system.atomic_files import atomic_path
 
 __all__ = ["WEIGHTS", "WEIGHTS_ENV", "WeightsInfo", "derive_f16", "file_digest", "served_weights",

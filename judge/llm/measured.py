@@ -12,8 +12,8 @@ from pathlib import Path
 
 from pydantic import TypeAdapter
 
-from ..core.judge_quality import MeasuredAgreement
-from ..core.strict_json import loads_strict
+from ..core.stats.judge_quality import MeasuredAgreement
+from ..core.text.strict_json import loads_strict
 
 __all__ = ["SHIPPED_FILE", "shipped_quality"]
 

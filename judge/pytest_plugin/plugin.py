@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from ..app.settings import CacheModeName, ci_set
-from ..core.errors import JudgeError
-from ..core.models import CaseResult
-from ..core.rubric import Rubric
-from ..core.suite import Case
+from ..app.workspace.settings import CacheModeName, ci_set
+from ..core.formats.models import CaseResult
+from ..core.formats.rubric import Rubric
+from ..core.formats.suite import Case
+from ..core.text.errors import JudgeError
 from .places import quoted_command, session_folder
 from .report import (
     JudgeAssertionError,
@@ -36,7 +36,7 @@ from .report import (
 )
 
 if TYPE_CHECKING:
-    from ..app.gate import GateVerdict
+    from ..app.runs.gate import GateVerdict
     from .session import JudgeSession, SuiteOutcome
 
 __all__ = [

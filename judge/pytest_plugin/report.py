@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.models import CaseResult
-from ..core.rubric import DEFAULT_BANDS, Rubric
-from ..core.terminal_text import visible
+from ..core.formats.models import CaseResult
+from ..core.formats.rubric import DEFAULT_BANDS, Rubric
+from ..core.text.terminal_text import visible
 
 __all__ = [
     "JudgeAssertionError",

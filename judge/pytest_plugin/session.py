@@ -2,7 +2,7 @@
 
 A suite is judged once per pytest session, however many items and xdist workers ask for
 it: the first asker takes a file lock in the session's folder (``.judge/pytest/<token>/``),
-judges and stores the run through :func:`judge.app.running.run_suite` (its one gate
+judges and stores the run through :func:`judge.app.runs.running.run_suite` (its one gate
 included) and writes the run id and the gate's verdict there; every other asker, in this
 process or another, reads them and loads the results from the store. The cache and the
 store are safe to share between processes (both are SQLite in WAL mode).
@@ -24,18 +24,18 @@ from typing import Any, TypedDict, TypeVar
 
 import yaml
 
-from ..app.cache_ops import ImportReport, import_cache_file
-from ..app.evaluating import evaluate_case
-from ..app.gate import GateVerdict, headline_results
-from ..app.running import RunReport, RunRequest, run_suite
-from ..app.settings import CacheModeName
-from ..app.suites import load_checked
-from ..app.workspace import Workspace
-from ..core.canonical import canonical_json
-from ..core.models import CaseResult, RunTotals
-from ..core.rubric import Rubric
-from ..core.suite import Case
-from ..core.usage import ZERO, Usage
+from ..app.admin.cache_ops import ImportReport, import_cache_file
+from ..app.runs.evaluating import evaluate_case
+from ..app.runs.gate import GateVerdict, headline_results
+from ..app.runs.running import RunReport, RunRequest, run_suite
+from ..app.workspace.settings import CacheModeName
+from ..app.workspace.suites import load_checked
+from ..app.workspace.workspace import Workspace
+from ..core.formats.models import CaseResult, RunTotals
+from ..core.formats.rubric import Rubric
+from ..core.formats.suite import Case
+from ..core.outcomes.usage import ZERO, Usage
+from ..core.text.canonical import canonical_json
 from ..system.atomic_files import write_atomic
 from .places import quoted_command, session_folder
 
@@ -182,7 +182,7 @@ class JudgeSession:
         return rubric if isinstance(rubric, Rubric) else self.workspace().rubric(rubric)
 
     def evaluate(self, case: Case, rubric: Rubric, model: str | None) -> CaseResult:
-        """Judge one case through :func:`judge.app.evaluating.evaluate_case` and count it."""
+        """Judge one case through :func:`judge.app.runs.evaluating.evaluate_case` and count it."""
         start = time.perf_counter()
         result = _run(evaluate_case(self.workspace(), case, rubric=rubric, model=model))
         self.stats.add_result(result, time.perf_counter() - start)

@@ -18,7 +18,7 @@ is not.
   ``anchors``: a ``(level, text)`` pair for every level, in level order, text empty when
   the rubric gives none); trusted configuration.
 - ``task`` (the case input) and ``output`` (the judged output, as text); untrusted.
-- ``conversation``: the case's turns as bounded by :mod:`judge.core.conversation` (empty
+- ``conversation``: the case's turns as bounded by :mod:`judge.core.formats.conversation` (empty
   when it has none), each with ``id`` (``turn:N``, trusted), ``role``, ``label`` and
   ``text`` (untrusted) and ``gap_after`` (the cap's dropped turns follow this one);
   ``conversation_notice``: what the cap dropped, in words, or none.
@@ -27,7 +27,7 @@ is not.
   ``(key, value)`` pairs); every string of an item is untrusted.
 
 - ``examples``: cases the people labelled, shown as examples when the rubric opts in
-  (``examples:``; :mod:`judge.core.label_examples` picks them from the training folds
+  (``examples:``; :mod:`judge.core.formats.label_examples` picks them from the training folds
   only), empty otherwise; each with ``task`` and ``output`` (untrusted) and ``scores``:
   ``(category, score, band)`` triples, or ``(category, score, level)`` for a level rubric
   (trusted: rubric names and integers). The ``judge-examples`` template shows them through
@@ -93,15 +93,15 @@ from jinja2 import meta
 from jinja2.bccache import Bucket
 from jinja2.sandbox import ImmutableSandboxedEnvironment, safe_range
 
-from ..core.canonical import sha256_hex
-from ..core.check_signals import output_text
-from ..core.conversation import ConversationView, bound_conversation
-from ..core.errors import TemplateError
-from ..core.evidence import EvidenceBundle, structured_text
-from ..core.limits import MAX_PROMPT_CHARS
-from ..core.rubric import Rubric
-from ..core.scoring import band_for
-from ..core.suite import Case, HumanLabel
+from ..core.formats.conversation import ConversationView, bound_conversation
+from ..core.formats.evidence import EvidenceBundle, structured_text
+from ..core.formats.limits import MAX_PROMPT_CHARS
+from ..core.formats.rubric import Rubric
+from ..core.formats.suite import Case, HumanLabel
+from ..core.scoring.check_signals import output_text
+from ..core.scoring.scoring import band_for
+from ..core.text.canonical import sha256_hex
+from ..core.text.errors import TemplateError
 from ..system.resources import shipped_dir
 
 __all__ = [

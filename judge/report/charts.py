@@ -12,8 +12,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, TypedDict, cast
 
-from ..core.agreement import PairStats
-from ..core.rubric import Band
+from ..core.formats.rubric import Band
+from ..core.stats.agreement import PairStats
 from .data import AgreementView, CaseMove, PairPoints, ReportData
 
 __all__ = ["BAND_COLOURS", "MARK_COLOURS", "Figure", "Layout", "Shape", "band_colour", "figures",

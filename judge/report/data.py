@@ -1,12 +1,12 @@
 """What a report shows, as typed values, and the pure derivations behind them.
 
-Built by :mod:`judge.app.reporting`, drawn by :mod:`judge.report.html`, and (later) served by
+Built by :mod:`judge.app.runs.reporting`, drawn by :mod:`judge.report.html`, and (later) served by
 ``judge serve`` from the same values.
 
 The pure derivations live here too: the band distribution, the per-category score
 distributions, each case's move against a reference (a baseline, or another run made into
-one, so the regression marks are the gate's own rule, :func:`judge.core.baseline.compare`), and
-the points of an agreement scatter. Nothing here touches files, the clock or the network.
+one, so the regression marks are the gate's own rule, :func:`judge.core.outcomes.baseline.compare`),
+and the points of an agreement scatter. Nothing here touches files, the clock or the network.
 """
 
 from __future__ import annotations
@@ -16,15 +16,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..core.agreement import Comparison as Agreement
-from ..core.baseline import Baseline
-from ..core.baseline import BaselineComparison as GateComparison
-from ..core.frozen import Frozen
-from ..core.judge_quality import MeasuredAgreement
-from ..core.models import CaseResult, RunInfo
-from ..core.raters import PeopleCategory
-from ..core.rubric import Band
-from ..core.suite import HumanLabel
+from ..core.formats.models import CaseResult, RunInfo
+from ..core.formats.rubric import Band
+from ..core.formats.suite import HumanLabel
+from ..core.outcomes.baseline import Baseline
+from ..core.outcomes.baseline import BaselineComparison as GateComparison
+from ..core.stats.agreement import Comparison as Agreement
+from ..core.stats.judge_quality import MeasuredAgreement
+from ..core.stats.raters import PeopleCategory
+from ..core.text.frozen import Frozen
 from .samples import CaseSample
 from .transcripts import Transcript
 
@@ -160,7 +160,7 @@ class AgreementView(Frozen):
 class PeoplePoint(Frozen):
     """One judge of one stored run of the suite against the people's labels (overall scores).
 
-    Made by :func:`judge.app.agreement_history.agreement_op`; the report plots κ over them.
+    Made by :func:`judge.app.judges.agreement_history.agreement_op`; the report plots κ over them.
     """
 
     run_id: str = Field(alias="runId")
@@ -309,8 +309,8 @@ def case_moves(reference: Baseline, results: Sequence[CaseResult],
                comparison: GateComparison) -> tuple[CaseMove, ...]:
     """Every case of the reference or the run with its move, marked as the gate reads it.
 
-    ``comparison`` is :func:`judge.core.baseline.compare` of ``results`` (one per case) against
-    ``reference``.
+    ``comparison`` is :func:`judge.core.outcomes.baseline.compare` of ``results`` (one per case)
+    against ``reference``.
     """
     now = {r.id: r for r in results}
     moves = []

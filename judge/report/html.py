@@ -26,9 +26,9 @@ from typing import Any, TypedDict
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
-from ..core.judge_health import HealthBuilder
-from ..core.judge_quality import WEAK
-from ..core.models import CaseResult
+from ..core.formats.models import CaseResult
+from ..core.stats.judge_health import HealthBuilder
+from ..core.stats.judge_quality import WEAK
 from ..system.atomic_files import write_atomic_bytes
 from .charts import figures
 from .data import CaseMove, ReportData

@@ -4,7 +4,7 @@ Its input, its output and the prompt the judge was sent.
 
 The input and output come from the suite the run judged (secrets already masked when the
 suite was loaded), each bounded to :data:`SAMPLE_LIMIT` characters with the evidence
-bundle's truncation marker (:func:`judge.core.evidence.truncate`) and its full length said.
+bundle's truncation marker (:func:`judge.core.formats.evidence.truncate`) and its full length said.
 The prompt is shown whole, never cut: it is already bounded by the renderer
 (``MAX_PROMPT_CHARS``), and a cut prompt would not be the prompt that was sent. Where it comes
 from is part of what is shown (:data:`PromptSource`): read back from the run's own cache
@@ -20,8 +20,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..core.evidence import truncate
-from ..core.frozen import Frozen
+from ..core.formats.evidence import truncate
+from ..core.text.frozen import Frozen
 
 __all__ = ["SAMPLE_LIMIT", "CaseSample", "PromptMessage", "PromptSource", "case_sample"]
 

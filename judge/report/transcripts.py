@@ -5,7 +5,7 @@ conversation (each turn under its id) and the whole span tree of a case collecte
 OpenTelemetry trace (its spans in tree order, each a collapsible node holding its
 children), read from the suite the run judged, with the cited turns and spans highlighted
 and every span on the way to a cited one open. Turns are bounded
-as the judge saw them (:func:`judge.core.conversation.bound_conversation`); spans are the
+as the judge saw them (:func:`judge.core.formats.conversation.bound_conversation`); spans are the
 evidence items as stored in the suite, already capped and truncated. Every string is
 escaped by the page's template; nothing here is markup.
 """
@@ -17,10 +17,10 @@ from typing import Any
 
 from pydantic import Field
 
-from ..core.conversation import bound_conversation
-from ..core.frozen import Frozen
-from ..core.models import CaseResult
-from ..core.suite import Case
+from ..core.formats.conversation import bound_conversation
+from ..core.formats.models import CaseResult
+from ..core.formats.suite import Case
+from ..core.text.frozen import Frozen
 
 __all__ = ["INDENT_LIMIT", "SpanRow", "Transcript", "TurnRow", "transcripts"]
 

@@ -1,6 +1,6 @@
 """The FastAPI app of one workspace: its state, its routes, its error answers.
 
-Runs execute in the app's own event loop (:class:`judge.app.jobs.RunJobs`); when the app
+Runs execute in the app's own event loop (:class:`judge.app.runs.jobs.RunJobs`); when the app
 stops (its lifespan ends, or ``judge serve`` gets SIGTERM) the active runs are cancelled and
 stored ``interrupted`` before it exits.
 """
@@ -16,11 +16,11 @@ from typing import Any
 from fastapi import FastAPI
 
 from .. import __version__
-from ..app.bind import TOKEN_ENV
-from ..app.jobs import RunJobs
-from ..app.live_monitor import LiveMonitor
-from ..app.suites_index import SuiteIndex
-from ..app.workspace import LiteLLMJudges, Workspace
+from ..app.judges.monitor_live import LiveMonitor
+from ..app.runs.jobs import RunJobs
+from ..app.workspace.bind import TOKEN_ENV
+from ..app.workspace.suites_index import SuiteIndex
+from ..app.workspace.workspace import LiteLLMJudges, Workspace
 from . import routes_eval, routes_review, routes_runs, routes_service
 from .door import DoorLimits, DoorPolicy, allowed_hosts
 from .metrics import Metrics

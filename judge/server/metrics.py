@@ -13,8 +13,8 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from ..app.jobs import RunView
-from ..core.models import CaseResult, RunInfo
+from ..app.runs.jobs import RunView
+from ..core.formats.models import CaseResult, RunInfo
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -22,7 +22,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 
 class Metrics:
-    """The server's counters; a :class:`judge.app.jobs.RunListener`."""
+    """The server's counters; a :class:`judge.app.runs.jobs.RunListener`."""
 
     def __init__(self, active_runs: Callable[[], int]) -> None:
         self.registry = CollectorRegistry()

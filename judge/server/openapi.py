@@ -13,8 +13,8 @@ import json
 import sys
 from pathlib import Path
 
-from ..app.settings import Settings
-from ..app.workspace import Workspace
+from ..app.workspace.settings import Settings
+from ..app.workspace.workspace import Workspace
 from ..system.atomic_files import write_atomic
 from .app import create_app
 

@@ -6,7 +6,7 @@ run 404; a run of that suite already going 409 naming it; a judge that cannot wo
 server stopping 503. Paths inside the workspace are shown relative to it.
 
 Keys never appear in a response: every JSON body (and every server-sent event) is rendered
-through :func:`server_redactor` (a :class:`judge.core.secrets.Redactor`), which masks the
+through :func:`server_redactor` (a :class:`judge.core.text.secrets.Redactor`), which masks the
 values of the provider keys and of the server token found in the environment, wherever a
 provider's message might have echoed one.
 """
@@ -24,9 +24,9 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict
 from starlette.exceptions import HTTPException
 
-from ..app.bind import TOKEN_ENV
-from ..app.jobs import StoppingError
-from ..core.errors import (
+from ..app.runs.jobs import StoppingError
+from ..app.workspace.bind import TOKEN_ENV
+from ..core.text.errors import (
     AmbiguousRunError,
     ConfigError,
     JudgeError,
@@ -36,7 +36,7 @@ from ..core.errors import (
     UnknownRunError,
     UnknownSuiteError,
 )
-from ..core.secrets import Redactor, secret_values
+from ..core.text.secrets import Redactor, secret_values
 
 __all__ = [
     "PROBLEM_JSON",
@@ -86,7 +86,7 @@ def server_redactor(env: Mapping[str, str]) -> Redactor:
     """The masker of text about to leave the server: every credential of the environment.
 
     Provider keys, the server token, URL passwords. ``TOKEN_ENV`` ends in ``_TOKEN``, so
-    :func:`judge.core.secrets.secret_values` finds it; it is named again to be sure.
+    :func:`judge.core.text.secrets.secret_values` finds it; it is named again to be sure.
     """
     return Redactor(secret_values(env, extra=[env.get(TOKEN_ENV)]))
 

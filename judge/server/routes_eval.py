@@ -12,13 +12,13 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
-from ..app.baselines import list_suite_baselines, record_baseline, show_baseline
-from ..app.jobs import RunView
-from ..app.pages import MAX_PAGE, Page, history_page
-from ..app.running import RunRequest
-from ..app.suites_index import SUITE_ID_PATTERN
-from ..core.baseline import Baseline
-from ..core.models import RunInfo
+from ..app.runs.baselines import list_suite_baselines, record_baseline, show_baseline
+from ..app.runs.jobs import RunView
+from ..app.runs.pages import MAX_PAGE, Page, history_page
+from ..app.runs.running import RunRequest
+from ..app.workspace.suites_index import SUITE_ID_PATTERN
+from ..core.formats.models import RunInfo
+from ..core.outcomes.baseline import Baseline
 from .problems import ProblemError, problem_responses
 from .schemas import BaselineBody, BaselineItem, HarnessAccepted, HarnessBody, RecordedBaseline
 from .state import Served, require_token

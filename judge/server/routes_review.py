@@ -14,9 +14,9 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field, ValidationError
 
-from ..app.reviewing import export_labels, review_page_data, save_labels
-from ..core.errors import ConfigError
-from ..core.labels import GivenLabel
+from ..app.judges.reviewing import export_labels, review_page_data, save_labels
+from ..core.formats.labels import GivenLabel
+from ..core.text.errors import ConfigError
 from ..report.review_page import review_csp, review_html
 from .problems import ProblemError, problem_responses
 from .routes_runs import RunId

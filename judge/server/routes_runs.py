@@ -13,9 +13,9 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from ..app.jobs import ActiveRun, RunView, stored_view
-from ..app.pages import MAX_PAGE, Page, results_page
-from ..core.models import CaseResult
+from ..app.runs.jobs import ActiveRun, RunView, stored_view
+from ..app.runs.pages import MAX_PAGE, Page, results_page
+from ..core.formats.models import CaseResult
 from .problems import ProblemError, problem_responses
 from .state import Served, require_token
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Response
 
 from .. import __version__
-from ..app.evaluating import evaluate_case
-from ..app.live_monitor import IngestReport, MonitorView
-from ..core.models import CaseResult
+from ..app.judges.monitor_live import IngestReport, MonitorView
+from ..app.runs.evaluating import evaluate_case
+from ..core.formats.models import CaseResult
 from .metrics import CONTENT_TYPE
 from .problems import problem_responses
 from .routes_eval import SuiteId

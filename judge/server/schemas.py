@@ -1,11 +1,11 @@
 """Request bodies and the few response shapes that are the HTTP door's own.
 
-A body's settings become workspace overrides, validated by :class:`judge.app.settings.Settings`
-(the model behind the CLI's flags), and its filters a :class:`judge.app.running.RunRequest`.
-Names that could reach the file system are ids, never paths: a rubric is named by id (no
-``/``, no ``.yaml``), a suite by the id the workspace's index knows. ``api_base``, the
-template and the store are not in any body: a caller cannot point the server's keys at
-another host or make it read another file.
+A body's settings become workspace overrides, validated by
+:class:`judge.app.workspace.settings.Settings` (the model behind the CLI's flags), and its filters a
+:class:`judge.app.runs.running.RunRequest`. Names that could reach the file system are ids, never
+paths: a rubric is named by id (no ``/``, no ``.yaml``), a suite by the id the workspace's index
+knows. ``api_base``, the template and the store are not in any body: a caller cannot point the
+server's keys at another host or make it read another file.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import AfterValidator, BaseModel, Field, StrictBool
 
-from ..app.settings import CacheModeName
-from ..core.baseline import Baseline
-from ..core.frozen import Frozen
-from ..core.suite import Case
+from ..app.workspace.settings import CacheModeName
+from ..core.formats.suite import Case
+from ..core.outcomes.baseline import Baseline
+from ..core.text.frozen import Frozen
 
 __all__ = [
     "BaselineBody",

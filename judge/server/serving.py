@@ -1,6 +1,6 @@
 """``judge serve``'s process: listen first, open the workspace behind, lose nothing at the end.
 
-Start-up: uvicorn binds with a :class:`judge.server.gate.Gate` as its app (``/healthz``
+Start-up: uvicorn binds with a :class:`judge.server.readiness.Gate` as its app (``/healthz``
 answers within a few hundred milliseconds of exec); right after the socket listens, a thread
 imports FastAPI and the application layer, opens the workspace and its store and builds the
 app, then hands it to the gate, which lets the waiting requests through. The same thread
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
-from ..core.secrets import Redactor, secret_values
-from .gate import Gate
+from ..core.text.secrets import Redactor, secret_values
+from .readiness import Gate
 
 if TYPE_CHECKING:
     from fastapi import FastAPI

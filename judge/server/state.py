@@ -13,13 +13,13 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials
 
-from ..app.jobs import RunJobs
-from ..app.live_monitor import LiveMonitor
-from ..app.suites_index import SuiteIndex
-from ..app.workspace import Workspace
+from ..app.judges.monitor_live import LiveMonitor
+from ..app.runs.jobs import RunJobs
+from ..app.workspace.suites_index import SuiteIndex
+from ..app.workspace.workspace import Workspace
 from ..cache.disk import JudgmentCache
-from ..core.rubric import Rubric
-from ..core.secrets import Redactor
+from ..core.formats.rubric import Rubric
+from ..core.text.secrets import Redactor
 from ..llm.client import aclose_clients
 from ..system.resources import find_rubric
 from .metrics import Metrics
@@ -86,7 +86,7 @@ class ServerState:
         """Stop the runs (each stored), then close the model client's sessions, once.
 
         The sessions are the process's, shared by every request and run: closed here at
-        shutdown, never by one request (:class:`judge.app.workspace.LiteLLMJudges`).
+        shutdown, never by one request (:class:`judge.app.workspace.workspace.LiteLLMJudges`).
         """
         if self._closed:
             return

@@ -15,9 +15,9 @@ from pydantic import Field
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..core.canonical import canonical_json
-from ..core.errors import StoreError
-from ..core.frozen import Frozen
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import StoreError
+from ..core.text.frozen import Frozen
 from .runs import RunStore
 
 __all__ = ["BATCH_FORMAT", "BatchJob", "BatchLedger", "BatchStore", "ProviderJob"]
@@ -93,7 +93,7 @@ class BatchJob(Frozen):
     """Ours: ``submitting`` until every provider job exists, ``collected`` once the
     answers are in the cache, ``finished`` once the run is stored (``runId``)."""
     request: dict[str, Any]
-    """The :class:`judge.app.running.RunRequest` to finish with, as JSON."""
+    """The :class:`judge.app.runs.running.RunRequest` to finish with, as JSON."""
     settings: dict[str, Any]
     """The settings the cases were rendered with (never a key or a base URL)."""
     explicit: tuple[str, ...] = ()

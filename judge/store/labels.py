@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Final
 from sqlalchemy import Column, Integer, MetaData, String, Table, Text, delete, insert, select
 from sqlalchemy.exc import SQLAlchemyError
 
-from ..core.canonical import canonical_json
-from ..core.errors import StoreError
-from ..core.labels import Label
+from ..core.formats.labels import Label
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import StoreError
 from .seal import Damage
 
 if TYPE_CHECKING:  # runs.py defines this table on its metadata: no import at run time

@@ -53,11 +53,11 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
-from ..core.canonical import canonical_json
-from ..core.errors import AmbiguousRunError, StoreError, UnknownRunError
-from ..core.models import CaseResult, RunInfo, RunTotals
-from ..core.seals import Sealer
-from ..core.secrets import mask_url
+from ..core.formats.models import CaseResult, RunInfo, RunTotals
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import AmbiguousRunError, StoreError, UnknownRunError
+from ..core.text.seals import Sealer
+from ..core.text.secrets import mask_url
 from ..system.sql_urls import SqlUrl, resolve_sql_url
 from .labels import define_labels
 from .migrations import (
@@ -695,7 +695,7 @@ class RunStore:
         """``query`` over one run's results (what ``--failures`` keeps, if asked)."""
         c = _case_results.c
         query = query.where(c.run_id == run_id)
-        if failures_only:  # judge.app.runs.is_failure, in SQL
+        if failures_only:  # judge.app.runs.stored.is_failure, in SQL
             query = query.where((c.status != "scored") | (c.passed == False))  # noqa: E712
         return query
 

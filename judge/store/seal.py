@@ -2,7 +2,7 @@
 
 A flipped bit in ``.judge/judge.db`` used to change what ``export``, ``show`` and ``check``
 report (a case 63 → 62) with exit 0. Each row (runs, results, labels) carries a ``seal``
-(:class:`judge.core.seals.Sealer`: an HMAC-SHA256 under the team secret,
+(:class:`judge.core.text.seals.Sealer`: an HMAC-SHA256 under the team secret,
 ``JUDGE_CACHE_SECRET``, when one is set, else a plain SHA-256) over the canonical JSON of the
 row's key, its stored value and its format version. A read checks the seal of every row it
 returns and that the queryable copies (status, score, band, passed; a run's suite and status)
@@ -24,9 +24,9 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..core.errors import StoreError
-from ..core.models import RunInfo
-from ..core.panel import headline_of
+from ..core.formats.models import RunInfo
+from ..core.scoring.panel import headline_of
+from ..core.text.errors import StoreError
 
 __all__ = ["Damage", "DamagedRowError", "check_copies", "missing_rows", "run_copies_ok"]
 

@@ -1,17 +1,18 @@
 """Baseline files on disk: where they live, reading them, writing them atomically.
 
-The logic is in :mod:`judge.core.baseline` and works on strings; this module only moves text:
-a regular file within MAX_BASELINE_BYTES, sealed with the team secret's sealer when one is set.
+The logic is in :mod:`judge.core.outcomes.baseline` and works on strings; this module only moves
+text: a regular file within MAX_BASELINE_BYTES, sealed with the team secret's sealer when one is
+set.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.baseline import Baseline, baseline_text, parse_baseline
-from ..core.errors import ConfigError, UsageError
-from ..core.limits import MAX_BASELINE_BYTES
-from ..core.seals import Sealer
+from ..core.formats.limits import MAX_BASELINE_BYTES
+from ..core.outcomes.baseline import Baseline, baseline_text, parse_baseline
+from ..core.text.errors import ConfigError, UsageError
+from ..core.text.seals import Sealer
 from .atomic_files import write_atomic
 from .input_files import read_input
 

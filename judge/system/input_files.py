@@ -7,7 +7,7 @@ is opened without blocking and its type and size are read from the open descript
 path swapped between a check and the read is checked too. Over the limit: refused by its
 size, and never read past ``limit + 1`` bytes (a file growing while read is refused as well).
 Not UTF-8: the line and column of the first bad byte. Every refusal is the caller's
-:class:`~judge.core.errors.ConfigError` subclass (exit 2) naming the file and the fix.
+:class:`~judge.core.text.errors.ConfigError` subclass (exit 2) naming the file and the fix.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from ..core.errors import ConfigError
+from ..core.text.errors import ConfigError
 
 __all__ = ["input_lines", "not_utf8", "open_input", "read_input", "read_input_bytes"]
 

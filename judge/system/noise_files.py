@@ -2,10 +2,10 @@
 
 A model's file name is its key (judge model, rubric hash, template hash), so a change of any
 of the three looks for another file: an old model is never applied to a new judge, rubric or
-template. The logic is in :mod:`judge.core.noise`; this module only moves text.
+template. The logic is in :mod:`judge.core.stats.noise`; this module only moves text.
 
 A noise model decides the gate (a spread edited from 2 to 50 turned a real regression into
-"within noise"), so its file is sealed as a baseline is (:mod:`judge.core.seals`): read
+"within noise"), so its file is sealed as a baseline is (:mod:`judge.core.text.seals`): read
 strictly, bounded, and refused when its digest, or under the team secret its seal, does
 not verify.
 """
@@ -14,11 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.errors import ConfigError, UsageError
-from ..core.limits import MAX_NOISE_BYTES
-from ..core.noise import NoiseModel
-from ..core.seals import Sealer, checked_file, sealed_text
-from ..core.strict_json import strict_document
+from ..core.formats.limits import MAX_NOISE_BYTES
+from ..core.stats.noise import NoiseModel
+from ..core.text.errors import ConfigError, UsageError
+from ..core.text.seals import Sealer, checked_file, sealed_text
+from ..core.text.strict_json import strict_document
 from .atomic_files import write_atomic
 from .input_files import read_input
 

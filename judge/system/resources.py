@@ -19,19 +19,15 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..core.calibration import attach_calibration, parse_calibration
-from ..core.canonical import canonical_json
-from ..core.errors import RubricError, SuiteError
-from ..core.limits import (
+from ..core.formats.limits import (
     MAX_CALIBRATION_BYTES,
     MAX_JSONL_LINE_CHARS,
     MAX_JSONL_SUITE_BYTES,
     MAX_RUBRIC_CHARS,
     MAX_SUITE_CHARS,
 )
-from ..core.rubric import Rubric, parse_rubric
-from ..core.seals import NO_SECRET, Sealer
-from ..core.suite import (
+from ..core.formats.rubric import Rubric, parse_rubric
+from ..core.formats.suite import (
     Case,
     Suite,
     SuiteLine,
@@ -40,6 +36,10 @@ from ..core.suite import (
     iter_jsonl_checked,
     parse_suite,
 )
+from ..core.scoring.calibration import attach_calibration, parse_calibration
+from ..core.text.canonical import canonical_json
+from ..core.text.errors import RubricError, SuiteError
+from ..core.text.seals import NO_SECRET, Sealer
 from .atomic_files import write_atomic_bytes
 from .input_files import input_lines, not_utf8, open_input, read_input, read_input_bytes
 
@@ -187,8 +187,8 @@ class SuiteSource:
 
     A YAML suite cannot stream, and parsing 30 MB of it takes far longer than judging it
     from the cache. So :func:`open_suite` can keep a *compiled form* of it beside the
-    cache: its cases as the JSON lines :func:`judge.core.suite.compile_suite` makes (each read
-    back by :class:`SuiteLine`, so a replay finds its judgments by the line's digest as
+    cache: its cases as the JSON lines :func:`judge.core.formats.suite.compile_suite` makes (each
+    read back by :class:`SuiteLine`, so a replay finds its judgments by the line's digest as
     for a JSONL suite). A compiled form is named by a sha256 of the YAML file's bytes, the
     code that compiled it (any change to judgeflow's source makes another name) and the
     default suite id; its first line holds the sha256 of the rest, checked on every read

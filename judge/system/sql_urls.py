@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import URL, make_url
 
-from ..core.secrets import MASK, mask_url
+from ..core.text.secrets import MASK, mask_url
 
 __all__ = ["SqlUrl", "resolve_sql_url"]
 

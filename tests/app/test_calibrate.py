@@ -20,14 +20,14 @@ import pytest
 import yaml
 from conftest import ROOT, load_fake_server, run_judge
 
-from judge.app.calibrating import calibrate
-from judge.app.rescoring import rescore_run
-from judge.app.workspace import Workspace
-from judge.core.calibration import CalibrationError, calibration_text, parse_calibration
-from judge.core.errors import RubricError, UsageError
-from judge.core.labels import Label, dump_labels
-from judge.core.scoring import compute_final_score
-from judge.core.seals import NO_SECRET, Sealer
+from judge.app.judges.calibrating import calibrate
+from judge.app.runs.rescoring import rescore_run
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.labels import Label, dump_labels
+from judge.core.scoring.calibration import CalibrationError, calibration_text, parse_calibration
+from judge.core.scoring.scoring import compute_final_score
+from judge.core.text.errors import RubricError, UsageError
+from judge.core.text.seals import NO_SECRET, Sealer
 from judge.system.resources import load_rubric
 
 PEOPLE = "hosted_vllm/fake-judge"

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from conftest import load_fake_server, run_judge
 
-from judge.app.canary import CanaryRequest, run_canary
-from judge.app.fingerprints import fingerprint_notice
-from judge.app.running import RunRequest, run_suite
-from judge.app.suites import GenerateRequest, generate_suite
-from judge.app.workspace import Workspace
+from judge.app.judges.canary import CanaryRequest, run_canary
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.fingerprints import fingerprint_notice
+from judge.app.workspace.suites import GenerateRequest, generate_suite
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.core.drift import CanaryItem, Tolerance, summarize
+from judge.core.stats.drift import CanaryItem, Tolerance, summarize
 
 MODEL = "openai/gpt-4o-mini"
 ENV = {"JUDGE_API_KEY": "sk-fake-canary"}

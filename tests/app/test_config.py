@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
-from judge.app.configview import config_view
-from judge.app.settings import LOCAL_DEFAULT_SOURCE, LOCAL_DEFAULTS, Settings
-from judge.app.workspace import Workspace
-from judge.core.errors import UsageError
-from judge.core.secrets import mask_url
+from judge.app.workspace.configview import config_view
+from judge.app.workspace.settings import LOCAL_DEFAULT_SOURCE, LOCAL_DEFAULTS, Settings
+from judge.app.workspace.workspace import Workspace
+from judge.core.text.errors import UsageError
+from judge.core.text.secrets import mask_url
 
 TOML = """\
 model = "openai/gpt-4o-mini"

@@ -9,10 +9,10 @@ from typing import Any
 
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
-from judge.app.diffing import build_diff, diff_runs
-from judge.app.workspace import Workspace
-from judge.core.models import CaseResult, CategoryScore, RunInfo
-from judge.core.result_changes import case_change, case_changed
+from judge.app.runs.diffing import build_diff, diff_runs
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import CaseResult, CategoryScore, RunInfo
+from judge.core.scoring.result_changes import case_change, case_changed
 from judge.system.resources import shipped_dir
 
 MODEL = "hosted_vllm/fake-judge"

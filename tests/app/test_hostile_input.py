@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 from conftest import run_judge
 
-import judge.core.suite
-from judge.app.baselines import suite_id_of
-from judge.core.errors import ConfigError, RubricError, SuiteError
-from judge.core.limits import MAX_ALIAS_NODES, MAX_DEPTH, MAX_SUITE_ID
-from judge.core.rubric import parse_rubric
-from judge.core.safeyaml import load_yaml
-from judge.core.suite import parse_suite, validate_against_rubric
-from judge.core.terminal_text import visible
+import judge.core.formats.suite
+from judge.app.runs.baselines import suite_id_of
+from judge.core.formats.limits import MAX_ALIAS_NODES, MAX_DEPTH, MAX_SUITE_ID
+from judge.core.formats.rubric import parse_rubric
+from judge.core.formats.suite import parse_suite, validate_against_rubric
+from judge.core.text.errors import ConfigError, RubricError, SuiteError
+from judge.core.text.safeyaml import load_yaml
+from judge.core.text.terminal_text import visible
 from judge.system.resources import load_rubric, load_suite, open_suite, shipped_dir
 
 
@@ -187,11 +187,11 @@ def test_limits_leave_room_for_real_input(monkeypatch: pytest.MonkeyPatch,
     assert parse_suite(f"id: {'a' * MAX_SUITE_ID}\ncases:\n{CASE}", "s.yaml", "s").id \
         == "a" * MAX_SUITE_ID
     # Sizes: the limits are patched small here rather than writing 64 MB.
-    monkeypatch.setattr(judge.core.suite, "MAX_JSONL_LINE_CHARS", 100)
+    monkeypatch.setattr(judge.core.formats.suite, "MAX_JSONL_LINE_CHARS", 100)
     with pytest.raises(SuiteError, match="line too long") as info:
         parse_suite('{"id": "c1", "output": "' + "x" * 200 + '"}\n', "big.jsonl", "big")
     assert info.value.where == "line 1"
-    monkeypatch.setattr(judge.core.suite, "MAX_SUITE_CHARS", 100)
+    monkeypatch.setattr(judge.core.formats.suite, "MAX_SUITE_CHARS", 100)
     with pytest.raises(SuiteError, match="file too large"):
         parse_suite(f"id: t\ncases:\n{CASE}" + "#" * 200, "big.yaml", "big")
 

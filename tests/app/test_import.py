@@ -16,10 +16,10 @@ import pytest
 from conftest import run_judge
 from scipy import stats
 
-from judge.app.reviewing import review_page_data
-from judge.app.workspace import Workspace
-from judge.core.exact import round_half_up
-from judge.core.labels import Label, dump_labels
+from judge.app.judges.reviewing import review_page_data
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.labels import Label, dump_labels
+from judge.core.scoring.exact import round_half_up
 
 RUBRIC = """version: 1
 id: summary

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, ROOT
 
-from judge.core.rubric import LabelExamples
+from judge.core.formats.rubric import LabelExamples
 from judge.render.prompts import input_text
 from judge.system.resources import load_rubric
 

@@ -18,8 +18,8 @@ import pytest
 from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
 from fastapi.testclient import TestClient
 
-from judge.app.baselines import check_run
-from judge.app.workspace import Workspace
+from judge.app.runs.baselines import check_run
+from judge.app.workspace.workspace import Workspace
 from judge.server.app import create_app
 
 NOISY = "hosted_vllm/fake-judge~8"

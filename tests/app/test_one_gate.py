@@ -16,8 +16,8 @@ import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
 import judge
-from judge.app.baselines import check_run
-from judge.app.workspace import Workspace
+from judge.app.runs.baselines import check_run
+from judge.app.workspace.workspace import Workspace
 
 GOOD = "hosted_vllm/fake-judge+40"
 WORSE = "hosted_vllm/fake-judge"
@@ -194,8 +194,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _rewrite_baseline(ws: Path, **update: Any) -> None:
-    from judge.core.baseline import baseline_id
-    from judge.core.seals import NO_SECRET
+    from judge.core.outcomes.baseline import baseline_id
+    from judge.core.text.seals import NO_SECRET
     from judge.system.baseline_files import load_baseline, save_baseline
 
     path = ws / "baselines" / f"{SUITE_ID}.json"
@@ -214,7 +214,7 @@ def _mutate(ws: Path, path: str) -> dict[str, str]:
     elif path == "another-template":
         _rewrite_baseline(ws, template_hash="0" * 64)
     elif path == "nothing-in-common":
-        from judge.core.seals import NO_SECRET
+        from judge.core.text.seals import NO_SECRET
         from judge.system.baseline_files import load_baseline
 
         cases = load_baseline(ws / "baselines" / f"{SUITE_ID}.json", sealer=NO_SECRET).cases

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from conftest import ROOT, run_judge
 
-from judge.app.suites_index import SuiteIndex
-from judge.app.workspace import Workspace
+from judge.app.workspace.suites_index import SuiteIndex
+from judge.app.workspace.workspace import Workspace
 
 PAIRS = ROOT / "examples" / "pairwise" / "suite.yaml"
 

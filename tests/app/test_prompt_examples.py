@@ -17,12 +17,12 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server
 
-from judge.app.rendering import RenderRequest, render_case
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
-from judge.core.calibration import fold_of
-from judge.core.errors import UsageError
-from judge.core.label_examples import example_ids
+from judge.app.runs.rendering import RenderRequest, render_case
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.label_examples import example_ids
+from judge.core.scoring.calibration import fold_of
+from judge.core.text.errors import UsageError
 from judge.render.prompts import input_text
 from judge.system.resources import load_rubric, open_suite
 

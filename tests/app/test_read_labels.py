@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from judge.app.reviewing import read_labels
-from judge.core.errors import UsageError
-from judge.core.labels import Label, LabelsError, dump_labels, parse_labels
-from judge.core.seals import NO_SECRET
+from judge.app.judges.reviewing import read_labels
+from judge.core.formats.labels import Label, LabelsError, dump_labels, parse_labels
+from judge.core.text.errors import UsageError
+from judge.core.text.seals import NO_SECRET
 
 
 def _label(case: str) -> Label:

@@ -16,14 +16,19 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
 
-from judge.app.diffing import diff_runs
-from judge.app.rescoring import rescore_run
-from judge.app.runs import show_run
-from judge.app.workspace import Workspace
-from judge.core.models import AdvisoryScore, CaseResult, JudgeMeta
-from judge.core.rescore import RescoreError, rescore_result
-from judge.core.rubric import Blend, Rubric, parse_rubric
-from judge.core.scoring import band_for, compute_final_score, compute_overall_score, score_case
+from judge.app.runs.diffing import diff_runs
+from judge.app.runs.rescoring import rescore_run
+from judge.app.runs.stored import show_run
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import AdvisoryScore, CaseResult, JudgeMeta
+from judge.core.formats.rubric import Blend, Rubric, parse_rubric
+from judge.core.scoring.rescore import RescoreError, rescore_result
+from judge.core.scoring.scoring import (
+    band_for,
+    compute_final_score,
+    compute_overall_score,
+    score_case,
+)
 from judge.system.resources import load_rubric
 
 MODEL = "hosted_vllm/fake-judge"

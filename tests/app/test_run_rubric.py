@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from judge.app.workspace import Workspace
-from judge.core.errors import RubricError
-from judge.core.models import RunInfo
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import RunInfo
+from judge.core.text.errors import RubricError
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,7 +13,7 @@ from conftest import ROOT, run_judge
 from jsonschema import Draft202012Validator
 from test_rubric import BROKEN
 
-from judge.app.schemas import SchemaKind, reference_page, schema_text
+from judge.app.workspace.schemas import SchemaKind, reference_page, schema_text
 
 DOCS = ROOT / "docs"
 SUITES = [ROOT / "examples" / "task-evaluation" / "suite.yaml",

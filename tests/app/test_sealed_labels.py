@@ -19,9 +19,9 @@ import pytest
 from conftest import judge_env, run_judge
 from fastapi.testclient import TestClient
 
-from judge.app.reviewing import export_labels, save_labels
-from judge.app.workspace import Workspace
-from judge.core.labels import GivenLabel
+from judge.app.judges.reviewing import export_labels, save_labels
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.labels import GivenLabel
 from judge.server.app import create_app
 
 TOKEN = "labels-test-token-0123456789"

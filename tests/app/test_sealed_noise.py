@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, load_fake_server, run_judge
 
-from judge.core.errors import ConfigError
-from judge.core.noise import NoiseModel
-from judge.core.seals import NO_SECRET, Sealer
+from judge.core.stats.noise import NoiseModel
+from judge.core.text.errors import ConfigError
+from judge.core.text.seals import NO_SECRET, Sealer
 from judge.system.noise_files import load_noise, noise_path, save_noise
 
 NOISY = "hosted_vllm/fake-judge~8"

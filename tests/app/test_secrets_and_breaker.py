@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, judge_env, run_judge
 
-from judge.core.errors import ProviderError
-from judge.core.secrets import MASK, Redactor, secret_values
+from judge.core.text.errors import ProviderError
+from judge.core.text.secrets import MASK, Redactor, secret_values
 from judge.engine.runner import Breaker
 from judge.llm.client import classify
 

@@ -12,10 +12,10 @@ from typing import Any
 import yaml
 from conftest import run_judge
 
-from judge.app.rescoring import rescore_run
-from judge.app.runs import show_run
-from judge.app.workspace import Workspace
-from judge.core.generate import generate_cases, suite_to_yaml
+from judge.app.runs.rescoring import rescore_run
+from judge.app.runs.stored import show_run
+from judge.app.workspace.fixtures import generate_cases, suite_to_yaml
+from judge.app.workspace.workspace import Workspace
 from judge.system.resources import load_rubric, shipped_dir
 
 MODEL = "hosted_vllm/fake-judge"

@@ -19,7 +19,7 @@ import diskcache
 import pytest
 from conftest import judge_env, run_judge
 
-from judge.app.cache_ops import (
+from judge.app.admin.cache_ops import (
     ExportReport,
     PruneRequest,
     cache_stats,
@@ -30,7 +30,7 @@ from judge.app.cache_ops import (
     prune_cache,
     verify_cache,
 )
-from judge.app.workspace import Workspace
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import (
     CACHE_FORMAT,
@@ -45,11 +45,11 @@ from judge.cache.entry import (
 from judge.cache.interchange import CacheInterchange, ImportReport
 from judge.cache.maintenance import CacheMaintenance, VerifyReport
 from judge.cache.replay_store import ReplayStore
-from judge.core.canonical import canonical_json
-from judge.core.errors import UsageError
-from judge.core.output_schema import output_schema_json
-from judge.core.rubric import Rubric
-from judge.core.turns import CachedTurn
+from judge.core.formats.output_schema import output_schema_json
+from judge.core.formats.rubric import Rubric
+from judge.core.formats.turns import CachedTurn
+from judge.core.text.canonical import canonical_json
+from judge.core.text.errors import UsageError
 from judge.system.resources import load_rubric
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -453,7 +453,7 @@ import sys, time
 from pathlib import Path
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import CacheEntry, build_entry
-from judge.core.turns import CachedTurn
+from judge.core.formats.turns import CachedTurn
 directory, start, stop, go = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), Path(sys.argv[4])
 while not go.exists():
     time.sleep(0.002)

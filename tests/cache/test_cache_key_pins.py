@@ -24,16 +24,16 @@ from typing import Any
 import pytest
 from conftest import FakeClient
 
-from judge.app.pairwise_run import judge_pairs, load_pair_suite
+from judge.app.runs.pairwise_run import judge_pairs, load_pair_suite
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import build_entry, cache_key, key_request, seal_entry
 from judge.cache.maintenance import CacheMaintenance
-from judge.core.canonical import canonical_json
-from judge.core.models import CaseResult, RunInfo
-from judge.core.output_schema import output_schema, output_schema_json
-from judge.core.rubric import Rubric, rubric_hash
-from judge.core.suite import Case, SuiteLine, iter_cases
-from judge.core.turns import CachedTurn
+from judge.core.formats.models import CaseResult, RunInfo
+from judge.core.formats.output_schema import output_schema, output_schema_json
+from judge.core.formats.rubric import Rubric, rubric_hash
+from judge.core.formats.suite import Case, SuiteLine, iter_cases
+from judge.core.formats.turns import CachedTurn
+from judge.core.text.canonical import canonical_json
 from judge.engine import replay
 from judge.engine.judging import JudgeSettings
 from judge.engine.replay import ReplayIndex, line_digest

@@ -9,17 +9,17 @@ from pathlib import Path
 from conftest import judge_env, run_judge
 from sqlalchemy import create_engine, text
 
-from judge.app.cache_ops import cache_stats, pull_cache, push_cache
-from judge.app.configview import config_view
-from judge.app.workspace import Workspace
+from judge.app.admin.cache_ops import cache_stats, pull_cache, push_cache
+from judge.app.workspace.configview import config_view
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import CacheEntry, build_entry
 from judge.cache.interchange import CacheInterchange
 from judge.cache.maintenance import CacheMaintenance
 from judge.cache.shared import SharedCache
 from judge.cache.tiers import TieredCache
-from judge.core.canonical import canonical_json
-from judge.core.turns import CachedTurn
+from judge.core.formats.turns import CachedTurn
+from judge.core.text.canonical import canonical_json
 
 
 def entry(n: int) -> CacheEntry:

@@ -15,12 +15,12 @@ from pathlib import Path
 import pytest
 from conftest import judge_env, run_judge
 
-from judge.app.cache_ops import export_cache, export_cache_file, import_cache
-from judge.app.workspace import Workspace
+from judge.app.admin.cache_ops import export_cache, export_cache_file, import_cache
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import CacheEntry, build_entry, entry_problems, with_digest
-from judge.core.errors import UsageError
-from judge.core.turns import CachedTurn
+from judge.core.formats.turns import CachedTurn
+from judge.core.text.errors import UsageError
 
 SECRET = "team-secret-3b9f0c2d7e61a485"
 ROOT = Path(__file__).resolve().parents[2]

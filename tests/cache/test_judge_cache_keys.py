@@ -27,10 +27,10 @@ from conftest import FakeClient
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import cache_key
 from judge.cache.maintenance import CacheMaintenance
-from judge.core.models import CaseResult
-from judge.core.output_schema import output_schema
-from judge.core.rubric import Rubric, rubric_hash
-from judge.core.suite import Case
+from judge.core.formats.models import CaseResult
+from judge.core.formats.output_schema import output_schema
+from judge.core.formats.rubric import Rubric, rubric_hash
+from judge.core.formats.suite import Case
 from judge.engine.judging import JudgeSettings, Prepared, judge_prepared, prepare
 from judge.llm.client import Completion, JudgeRequest, LiteLLMClient, ModelSpec, load_litellm
 from judge.render.prompts import PromptRenderer

@@ -12,10 +12,10 @@ from sqlalchemy import create_engine, text
 
 from judge.cache.entry import build_entry, entry_digest
 from judge.cache.shared import SharedCache, sealed_digest
-from judge.core.canonical import canonical_json
-from judge.core.errors import StoreError
-from judge.core.secrets import MASK
-from judge.core.turns import CachedTurn
+from judge.core.formats.turns import CachedTurn
+from judge.core.text.canonical import canonical_json
+from judge.core.text.errors import StoreError
+from judge.core.text.secrets import MASK
 
 
 def sealed(n: int) -> tuple[str, bytes]:

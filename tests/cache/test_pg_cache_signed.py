@@ -19,15 +19,15 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 from test_cache_tiers import entry
 
-from judge.app.cache_ops import verify_cache
-from judge.app.workspace import Workspace
+from judge.app.admin.cache_ops import verify_cache
+from judge.app.workspace.workspace import Workspace
 from judge.cache.entry import with_digest
 from judge.cache.shared import SharedCache
 from judge.cache.signing import sign
 from judge.cache.tiers import TieredCache
-from judge.core.canonical import canonical_json
-from judge.core.errors import UsageError
-from judge.core.turns import CachedTurn
+from judge.core.formats.turns import CachedTurn
+from judge.core.text.canonical import canonical_json
+from judge.core.text.errors import UsageError
 
 SECRET = b"team-secret-for-tests"
 

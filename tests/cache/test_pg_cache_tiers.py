@@ -17,15 +17,15 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import NullPool
 from test_cache_tiers import entry
 
-from judge.app.cache_ops import cache_stats, pull_cache, push_cache
-from judge.app.running import NullObserver, RunReport, RunRequest, run_suite
-from judge.app.workspace import JudgePool, Workspace
+from judge.app.admin.cache_ops import cache_stats, pull_cache, push_cache
+from judge.app.runs.running import NullObserver, RunReport, RunRequest, run_suite
+from judge.app.workspace.workspace import JudgePool, Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import with_digest
 from judge.cache.tiers import TieredCache
-from judge.core.canonical import canonical_json
-from judge.core.models import CaseResult
-from judge.core.secrets import MASK
+from judge.core.formats.models import CaseResult
+from judge.core.text.canonical import canonical_json
+from judge.core.text.secrets import MASK
 
 pytestmark = pytest.mark.postgres
 MODEL = "hosted_vllm/fake-judge"

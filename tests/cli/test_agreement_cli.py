@@ -20,16 +20,16 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion
 
-from judge.app.agreement_history import agreement_op
-from judge.app.reporting import ReportRequest, build_report
-from judge.app.workspace import Workspace
+from judge.app.judges.agreement_history import agreement_op
+from judge.app.runs.reporting import ReportRequest, build_report
+from judge.app.workspace.workspace import Workspace
 from judge.cli.compare_cmd import FLIPS_SHOWN
-from judge.core.agreement import band_index
-from judge.core.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
-from judge.core.labels import Label, dump_labels, human_labels, parse_labels
-from judge.core.rubric import DEFAULT_BANDS
-from judge.core.scoring import band_for
-from judge.core.seeded import SplitMix64
+from judge.core.formats.labels import Label, dump_labels, human_labels, parse_labels
+from judge.core.formats.rubric import DEFAULT_BANDS
+from judge.core.scoring.scoring import band_for
+from judge.core.stats.agreement import band_index
+from judge.core.stats.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
+from judge.core.stats.seeded import SplitMix64
 from judge.report.charts import figures
 from judge.report.html import render_report
 from judge.report.review_page import review_link

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from conftest import run_judge
 
-from judge.app.workspace import Workspace
-from judge.core.models import RunInfo, RunTotals
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import RunInfo, RunTotals
 
 RUN = "20261202T070000-batch1"
 

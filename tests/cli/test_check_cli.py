@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import run_judge
 
-from judge.core.baseline import baseline_text, parse_baseline
-from judge.core.models import CaseResult, JudgeMeta, RunInfo
+from judge.core.formats.models import CaseResult, JudgeMeta, RunInfo
+from judge.core.outcomes.baseline import baseline_text, parse_baseline
 from judge.store.runs import RunStore
 
 MODEL = "openai/gpt-4o-mini"

@@ -11,7 +11,7 @@ import pytest
 from conftest import run_judge
 
 from judge.cli.output import emit_json_streaming
-from judge.core.canonical import stable_json
+from judge.core.text.canonical import stable_json
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "score.json"

@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, load_fake_server, run_judge
 
-from judge.app.comparing import compare_runs_op, judge_names
-from judge.app.runs import show_run
-from judge.app.workspace import Workspace as JudgeWorkspace
-from judge.core.models import RunInfo
+from judge.app.judges.comparing import compare_runs_op, judge_names
+from judge.app.runs.stored import show_run
+from judge.app.workspace.workspace import Workspace as JudgeWorkspace
+from judge.core.formats.models import RunInfo
 from judge.report.review_page import review_link
 
 PLAIN = "hosted_vllm/fake-judge"

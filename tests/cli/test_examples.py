@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from judge.core.check_signals import deterministic_signals
-from judge.core.evidence import TRUNCATION_MARKER, build_bundle
-from judge.core.models import AdvisoryScore
-from judge.core.rubric import Rubric
-from judge.core.scoring import band_for, score_case
-from judge.core.suite import Case, Suite, validate_against_rubric
+from judge.core.formats.evidence import TRUNCATION_MARKER, build_bundle
+from judge.core.formats.models import AdvisoryScore
+from judge.core.formats.rubric import Rubric
+from judge.core.formats.suite import Case, Suite, validate_against_rubric
+from judge.core.scoring.check_signals import deterministic_signals
+from judge.core.scoring.scoring import band_for, score_case
 from judge.system.resources import load_rubric, load_suite
 
 ROOT = Path(__file__).resolve().parents[2]

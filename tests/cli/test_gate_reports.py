@@ -7,11 +7,11 @@ import re
 from pathlib import Path
 from xml.etree import ElementTree
 
-from judge.app.gate import BaselineRef, GateVerdict
+from judge.app.runs.gate import BaselineRef, GateVerdict
 from judge.cli.gate_reports import junit_xml, markdown_summary
-from judge.core.baseline import build_baseline
-from judge.core.models import CaseResult, JudgeMeta
-from judge.core.significance import statistical_compare
+from judge.core.formats.models import CaseResult, JudgeMeta
+from judge.core.outcomes.baseline import build_baseline
+from judge.core.stats.significance import statistical_compare
 
 HOSTILE = "c-\x07<script>]]>[x](https://e.example)![i](https://e.example/p.png)|*_~`"
 

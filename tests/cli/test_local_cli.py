@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLE_SUITE
 from conftest import run_judge_subprocess as run_judge  # servers outlive a call: own processes
 
-from judge.core.errors import UsageError
+from judge.core.text.errors import UsageError
 from judge.llm.local import default_model_notice, local_available, model_file, start_server
 
 pytestmark = [

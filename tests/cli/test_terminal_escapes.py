@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from judge.cli import main
-from judge.core.models import CaseResult
+from judge.core.formats.models import CaseResult
 from judge.pytest_plugin.report import describe
 
 HOSTILE = "\x1b[31mred\x1b[0m\x1b[2J\u202eevil\u200b\x07"

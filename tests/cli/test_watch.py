@@ -21,9 +21,9 @@ from conftest import judge_env, run_judge
 from forked import spawn_judge
 from test_tuning import _copy_templates
 
-from judge.app.watching import BURST_LIMIT_S, Watcher, watched_files
-from judge.app.workspace import Workspace
-from judge.core.generate import generate_cases, suite_to_yaml
+from judge.app.runs.watching import BURST_LIMIT_S, Watcher, watched_files
+from judge.app.workspace.fixtures import generate_cases, suite_to_yaml
+from judge.app.workspace.workspace import Workspace
 from judge.system.resources import load_rubric
 
 MODEL = "hosted_vllm/fake-judge"

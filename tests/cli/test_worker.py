@@ -35,9 +35,9 @@ import pytest
 from conftest import EXAMPLE_SUITE, judge_env, load_fake_server, run_judge
 from forked import ForkedJudge, spawn_judge
 
-from judge.app.settings import Settings, load_settings
-from judge.app.workspace import Workspace
-from judge.core.errors import UsageError
+from judge.app.workspace.settings import Settings, load_settings
+from judge.app.workspace.workspace import Workspace
+from judge.core.text.errors import UsageError
 from judge.worker import client
 
 ROOT = Path(__file__).resolve().parents[2]

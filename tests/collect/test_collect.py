@@ -15,12 +15,12 @@ from judge.collect.gh import parse_gh_pr, parse_gh_run
 from judge.collect.git import collect_git
 from judge.collect.junit import collect_junit
 from judge.collect.task import parse_task
-from judge.core.errors import RubricError, UsageError
-from judge.core.evidence import TRUNCATION_MARKER, build_bundle
-from judge.core.rubric import parse_rubric, rubric_hash
-from judge.core.secrets import MASK as REDACTED
-from judge.core.secrets import mask_text
-from judge.core.signal_rules import SignalRule, evaluate_signals
+from judge.core.formats.evidence import TRUNCATION_MARKER, build_bundle
+from judge.core.formats.rubric import parse_rubric, rubric_hash
+from judge.core.scoring.signal_rules import SignalRule, evaluate_signals
+from judge.core.text.errors import RubricError, UsageError
+from judge.core.text.secrets import MASK as REDACTED
+from judge.core.text.secrets import mask_text
 from judge.system.resources import load_rubric
 
 RUBRIC = load_rubric("task-evaluation")

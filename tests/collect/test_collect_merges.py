@@ -15,11 +15,11 @@ import pytest
 from collect_fixtures import git
 from conftest import run_judge
 
-from judge.app.collecting import CollectRequest, collect_case
-from judge.app.workspace import Workspace
+from judge.app.admin.collecting import CollectRequest, collect_case
+from judge.app.workspace.workspace import Workspace
 from judge.collect.case import build_case
 from judge.collect.git import DIFF_CHARS, collect_git, diff_endpoints, parse_numstat_z
-from judge.core.evidence import TRUNCATION_MARKER
+from judge.core.formats.evidence import TRUNCATION_MARKER
 from judge.system.resources import load_rubric
 
 RUBRIC = load_rubric("task-evaluation")

@@ -13,12 +13,12 @@ from collect_fixtures import make_repo, run_pytest_junit
 from conftest import ROOT, run_judge
 from test_collect import PR, RUN
 
-from judge.app.collecting import CollectRequest, collect_case
-from judge.app.running import RunRequest, run_suite
-from judge.app.runs import iter_results
-from judge.app.workspace import Workspace
-from judge.core.errors import ConfigError, UsageError
-from judge.core.suite import validate_against_rubric
+from judge.app.admin.collecting import CollectRequest, collect_case
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.runs.stored import iter_results
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.suite import validate_against_rubric
+from judge.core.text.errors import ConfigError, UsageError
 from judge.system.resources import load_rubric, load_suite
 
 MODEL = "hosted_vllm/fake-judge"

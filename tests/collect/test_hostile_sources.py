@@ -15,7 +15,7 @@ import pytest
 from collect_fixtures import git, make_repo
 
 from judge.collect.git import collect_git
-from judge.core.errors import UsageError
+from judge.core.text.errors import UsageError
 
 # --- git: messages that imitate the log format --------------------------------------------
 

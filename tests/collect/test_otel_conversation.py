@@ -17,8 +17,8 @@ import yaml
 from conftest import run_judge
 from test_otel import SESSION_ATTR, _produce
 
-from judge.core.conversation import TURN_LIMIT
-from judge.core.evidence import TRUNCATION_MARKER
+from judge.core.formats.conversation import TURN_LIMIT
+from judge.core.formats.evidence import TRUNCATION_MARKER
 
 T = "0af7651916cd43dd8448eb211c80319c"
 

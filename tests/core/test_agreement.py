@@ -15,7 +15,12 @@ from typing import Any
 
 import pytest
 
-from judge.core.agreement import (
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.formats.rubric import DEFAULT_BANDS, Band
+from judge.core.formats.suite import HumanLabel
+from judge.core.scoring.exact import round_half_up
+from judge.core.scoring.scoring import band_for
+from judge.core.stats.agreement import (
     Comparison,
     PairStats,
     band_index,
@@ -23,11 +28,6 @@ from judge.core.agreement import (
     krippendorff_alpha,
     pairwise_agreement,
 )
-from judge.core.exact import round_half_up
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta
-from judge.core.rubric import DEFAULT_BANDS, Band
-from judge.core.scoring import band_for
-from judge.core.suite import HumanLabel
 
 N_CASES = 60
 WEIGHTS = {"quality": Fraction(3, 5), "process": Fraction(2, 5)}

@@ -17,13 +17,17 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score
 from sklearn.metrics import confusion_matrix as sk_confusion
 
-from judge.core.agreement import (
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.formats.rubric import DEFAULT_BANDS
+from judge.core.formats.suite import HumanLabel
+from judge.core.scoring.scoring import band_for
+from judge.core.stats.agreement import (
     compare_runs,
     confusion_matrix,
     krippendorff_alpha,
     pairwise_agreement,
 )
-from judge.core.correlation import (
+from judge.core.stats.correlation import (
     kappa_rows,
     kendall_rows,
     kendall_tau_b,
@@ -31,13 +35,9 @@ from judge.core.correlation import (
     spearman_rho,
     spearman_rows,
 )
-from judge.core.frozen import wire_value
-from judge.core.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta
-from judge.core.rubric import DEFAULT_BANDS
-from judge.core.scoring import band_for
-from judge.core.seeded import SplitMix64
-from judge.core.suite import HumanLabel
+from judge.core.stats.intervals import AGREEMENT_RESAMPLES, DEFAULT_SEED
+from judge.core.stats.seeded import SplitMix64
+from judge.core.text.frozen import wire_value
 
 N = None
 KRIPPENDORFF_2011 = [  # "Computing Krippendorff's Alpha-Reliability" (2011), 4 observers
@@ -208,7 +208,7 @@ def test_panel_alpha_interval() -> None:
 
 
 def test_the_paired_verdict_names_no_winner_from_one_case() -> None:
-    from judge.core.agreement import human_pair_comparison
+    from judge.core.stats.agreement import human_pair_comparison
     labels = {"c1": HumanLabel(overall=80), "c2": HumanLabel(overall=20),
               "c3": HumanLabel(overall=55)}
     near = {"c1": _result("c1", 78, "near"), "c2": _result("c2", 23, "near"),
@@ -350,7 +350,7 @@ def test_intervals_are_the_resampling_loops_to_the_bit(seed: int) -> None:
 
 
 def test_the_paired_comparison_is_the_resampling_loop_to_the_bit() -> None:
-    from judge.core.agreement import human_pair_comparison
+    from judge.core.stats.agreement import human_pair_comparison
     rng = random.Random(8)
     people = {f"c{i:02d}": rng.randint(0, 100) for i in range(15)}
     labels = {c: HumanLabel(overall=s) for c, s in people.items()}
@@ -375,8 +375,8 @@ def test_the_paired_comparison_is_the_resampling_loop_to_the_bit() -> None:
 
 def test_tau_blocks_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     """The sign matrix in blocks of columns and the rows in blocks: the same counts."""
-    import judge.core.correlation as correlation
-    from judge.core.intervals import resample_rows
+    import judge.core.stats.correlation as correlation
+    from judge.core.stats.intervals import resample_rows
 
     rng = random.Random(4)
     a = [rng.randrange(30) for _ in range(40)]

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judge.core.baseline import (
+from judge.core.formats.models import CaseResult, JudgeMeta
+from judge.core.outcomes.baseline import (
     Baseline,
     baseline_text,
     build_baseline,
@@ -17,8 +18,7 @@ from judge.core.baseline import (
     parse_baseline,
     pick_primary,
 )
-from judge.core.errors import ConfigError, RegressionBlocked
-from judge.core.models import CaseResult, JudgeMeta
+from judge.core.text.errors import ConfigError, RegressionBlocked
 
 MODEL = "openai/gpt-4o-mini"
 RUBRIC_HASH = "ab" * 32

@@ -11,7 +11,9 @@ from fractions import Fraction
 import pytest
 from sklearn.isotonic import IsotonicRegression
 
-from judge.core.calibration import (
+from judge.core.formats.models import AdvisoryScore
+from judge.core.formats.rubric import rubric_hash
+from judge.core.scoring.calibration import (
     Calibration,
     CalibrationError,
     CategoryMap,
@@ -24,9 +26,7 @@ from judge.core.calibration import (
     rubric_scale,
     table_from_points,
 )
-from judge.core.models import AdvisoryScore
-from judge.core.rubric import rubric_hash
-from judge.core.scoring import compute_final_score, score_case
+from judge.core.scoring.scoring import compute_final_score, score_case
 from judge.system.resources import load_rubric
 
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from judge.core.conversation import (
+from judge.core.formats.conversation import (
     TURN_LIMIT,
     ToolCall,
     Turn,
     bound_conversation,
 )
-from judge.core.errors import SuiteError
-from judge.core.suite import Case, lacks_output, parse_suite
+from judge.core.formats.suite import Case, lacks_output, parse_suite
+from judge.core.text.errors import SuiteError
 
 
 def _turns(n: int) -> list[Turn]:
@@ -40,7 +40,7 @@ def test_a_long_turn_is_cut_with_the_marker_and_tool_calls_are_written() -> None
     assert view.truncated
     short = Turn(role="assistant", content="ok",
                  tool_calls=(ToolCall(name="search", arguments={"q": "paris"}),))
-    # structured_text's form (judge.core.evidence), as every other structured value in a
+    # structured_text's form (judge.core.formats.evidence), as every other structured value in a
     # prompt: written compact here before, so such a case's cache key moved once.
     assert bound_conversation([short]).turns[0].text == 'ok\n→ search({"q": "paris"})'
     answer = Turn(role="tool", content="18C", tool_call_id="c1", name="search")

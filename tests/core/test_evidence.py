@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.core.evidence import (
+from judge.core.formats.evidence import (
     DEFAULT_PROFILE,
     TRUNCATION_MARKER,
     EvidenceInputError,

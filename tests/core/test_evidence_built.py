@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import random
 
-from judge.core.evidence import EvidenceBundle, EvidenceItem, build_bundle
-from judge.core.rubric import Rubric
-from judge.core.suite import Case
+from judge.core.formats.evidence import EvidenceBundle, EvidenceItem, build_bundle
+from judge.core.formats.rubric import Rubric
+from judge.core.formats.suite import Case
 from judge.system.resources import load_rubric
 
 ALPHABET = ["a", "Z", "7", " ", "  ", "\n", "\r\n", "\t", "`", "```", "#", "[", "]", "=", ";",

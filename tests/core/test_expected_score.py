@@ -8,10 +8,10 @@ import math
 
 import pytest
 
-from judge.core.errors import OutputError
-from judge.core.expected import SCALE, answer_values, expected_verdict
-from judge.core.output_schema import expected_schema, output_schema
-from judge.core.replies import parse_verdict
+from judge.core.formats.output_schema import expected_schema, output_schema
+from judge.core.scoring.expected import SCALE, answer_values, expected_verdict
+from judge.core.scoring.replies import parse_verdict
+from judge.core.text.errors import OutputError
 from judge.system.resources import load_rubric
 
 TASK = load_rubric("task-evaluation")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judge.core.intervals import (
+from judge.core.stats.intervals import (
     benjamini_hochberg,
     bootstrap,
     mean_test,
@@ -19,7 +19,7 @@ from judge.core.intervals import (
     t_ppf,
     t_sf,
 )
-from judge.core.seeded import SplitMix64
+from judge.core.stats.seeded import SplitMix64
 
 
 @pytest.mark.parametrize("df", [1, 2, 3, 5, 9, 24, 59, 199, 1000])

@@ -3,8 +3,8 @@ citation-only rationales are named; a judge that says something is left alone.""
 
 from __future__ import annotations
 
-from judge.core.judge_health import HealthBuilder
-from judge.core.models import CaseResult, CategoryScore
+from judge.core.formats.models import CaseResult, CategoryScore
+from judge.core.stats.judge_health import HealthBuilder
 
 HEALTHY = ("The fix is covered by six unit tests and the review approved it.",
            "Two of the checks failed and the agent did not rerun them.",

@@ -7,10 +7,10 @@ from fractions import Fraction
 
 import pytest
 
-from judge.core.calibration import fold_of
-from judge.core.label_examples import example_ids, people_score
-from judge.core.rubric import LabelExamples
-from judge.core.suite import HumanLabel
+from judge.core.formats.label_examples import example_ids, people_score
+from judge.core.formats.rubric import LabelExamples
+from judge.core.formats.suite import HumanLabel
+from judge.core.scoring.calibration import fold_of
 
 
 def _labels(n: int) -> dict[str, HumanLabel]:

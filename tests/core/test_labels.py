@@ -11,7 +11,7 @@ import krippendorff
 import numpy as np
 import pytest
 
-from judge.core.labels import (
+from judge.core.formats.labels import (
     Label,
     LabelsError,
     check_label,
@@ -21,8 +21,8 @@ from judge.core.labels import (
     pick_next,
     reviewer_alpha,
 )
-from judge.core.models import CaseResult
-from judge.core.scoring import compute_overall_score
+from judge.core.formats.models import CaseResult
+from judge.core.scoring.scoring import compute_overall_score
 from judge.system.resources import load_rubric
 
 
@@ -97,7 +97,7 @@ def test_next_deals_across_bands_and_puts_judge_disagreement_first() -> None:
     rubric = load_rubric("task-evaluation")
 
     def res(cid: str, score: int) -> CaseResult:
-        from judge.core.scoring import band_for
+        from judge.core.scoring.scoring import band_for
         return CaseResult(id=cid, status="scored", overall_score=score,
                           band=band_for(score, rubric.bands))
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, ROOT, run_judge
 
-from judge.core.errors import ProviderError
-from judge.core.ledger import retry_reason
+from judge.core.outcomes.ledger import retry_reason
+from judge.core.text.errors import ProviderError
 from judge.llm.client import JudgeRequest, LiteLLMClient, ModelSpec, aclose_clients
 
 MODEL = "hosted_vllm/fake-judge"

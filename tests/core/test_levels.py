@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judge.core.agreement import compare_runs
-from judge.core.correlation import pearson_r, pearson_rows
-from judge.core.errors import UsageError
-from judge.core.intervals import AGREEMENT_RESAMPLES, resample_rows
-from judge.core.levels import case_keys, group_level, parse_field, system_level
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta
-from judge.core.suite import Case, HumanLabel
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.formats.suite import Case, HumanLabel
+from judge.core.stats.agreement import compare_runs
+from judge.core.stats.correlation import pearson_r, pearson_rows
+from judge.core.stats.intervals import AGREEMENT_RESAMPLES, resample_rows
+from judge.core.stats.levels import case_keys, group_level, parse_field, system_level
+from judge.core.text.errors import UsageError
 
 TOLERANCE = 1e-12
 """Pearson's r is centred in floats (scipy normalises first): equal to this, not the bit."""

@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from judge.app.monitoring import monitor_file
-from judge.app.workspace import Workspace
-from judge.core.errors import ConfigError
-from judge.core.monitor import MonitorConfig, evaluate, is_sampled, outcome, sample
+from judge.app.judges.monitor_file import monitor_file
+from judge.app.workspace.workspace import Workspace
+from judge.core.outcomes.monitor import MonitorConfig, evaluate, is_sampled, outcome, sample
+from judge.core.text.errors import ConfigError
 
 
 def records(n: int, *, failing: int = 0, start: int = 0) -> list[dict[str, Any]]:

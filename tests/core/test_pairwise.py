@@ -13,11 +13,10 @@ from typing import Any
 import pytest
 from conftest import ROOT, FakeClient, judge_env, run_judge
 
-from judge.app.pairwise_run import PairwiseRequest, judge_pairs, load_pair_suite, run_pairwise
-from judge.app.workspace import Workspace
+from judge.app.runs.pairwise_run import PairwiseRequest, judge_pairs, load_pair_suite, run_pairwise
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.core.errors import OutputError, ProviderError, SuiteError
-from judge.core.pairwise import (
+from judge.core.stats.pairwise import (
     OrderVerdict,
     Pair,
     PairResult,
@@ -30,6 +29,7 @@ from judge.core.pairwise import (
     summarize,
     verdict_schema,
 )
+from judge.core.text.errors import OutputError, ProviderError, SuiteError
 from judge.engine.judging import JudgeSettings
 from judge.llm.client import Completion, JudgeRequest
 from judge.render.prompts import PromptRenderer
@@ -341,7 +341,7 @@ def test_hostile_response_renders_literally_inside_its_fence() -> None:
 
 
 def test_pairwise_template_refuses_bare_untrusted_text(tmp_path: Path) -> None:
-    from judge.core.errors import TemplateError
+    from judge.core.text.errors import TemplateError
 
     (tmp_path / "prompts").mkdir()
     (tmp_path / "prompts" / "leaky.md.j2").write_text(

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE, run_judge
 
-from judge.core.exact import round_half_up
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta
-from judge.core.panel import case_aggregates, combine, exact_median, headline, stability
-from judge.core.scoring import compute_final_score
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.scoring.exact import round_half_up
+from judge.core.scoring.panel import case_aggregates, combine, exact_median, headline, stability
+from judge.core.scoring.scoring import compute_final_score
 from judge.system.resources import load_rubric
 
 BASE = "hosted_vllm/fake-judge"

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judge.core.labels import Label
-from judge.core.levels import case_keys, parse_field
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta
-from judge.core.raters import people_agreement
-from judge.core.rubric import parse_rubric
-from judge.core.suite import Case
+from judge.core.formats.labels import Label
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.formats.rubric import parse_rubric
+from judge.core.formats.suite import Case
+from judge.core.stats.levels import case_keys, parse_field
+from judge.core.stats.raters import people_agreement
 
 RUBRIC = parse_rubric("""version: 1
 id: one

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from judge.core.errors import OutputError
-from judge.core.replies import extract_json
+from judge.core.scoring.replies import extract_json
+from judge.core.text.errors import OutputError
 
 
 @pytest.mark.parametrize("text", [

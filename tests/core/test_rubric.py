@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from conftest import run_judge
 
-from judge.core.errors import ConfigError, RubricError
-from judge.core.evidence import DEFAULT_PROFILE
-from judge.core.exact import exact
-from judge.core.rubric import DEFAULT_BANDS, parse_rubric, rubric_hash
+from judge.core.formats.evidence import DEFAULT_PROFILE
+from judge.core.formats.rubric import DEFAULT_BANDS, parse_rubric, rubric_hash
+from judge.core.scoring.exact import exact
+from judge.core.text.errors import ConfigError, RubricError
 from judge.system.resources import list_rubrics, load_rubric
 
 ROOT = Path(__file__).resolve().parents[2]

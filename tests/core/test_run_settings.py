@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from judge.app.sharding import group_settings
-from judge.core.canonical import canonical_json
-from judge.core.models import RunCalibration, RunSettings
-from judge.core.shards import Shard
+from judge.app.runs.sharding import group_settings
+from judge.core.formats.models import RunCalibration, RunSettings
+from judge.core.formats.shards import Shard
+from judge.core.text.canonical import canonical_json
 
 STORED = {  # as `judge run --shard 2/3 --group ci-7` wrote it, plus a name from elsewhere
     "cacheMode": "read-write", "concurrency": 16, "outputMode": "auto", "maxRepairs": 1,

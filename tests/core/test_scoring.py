@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from judge.core.models import AdvisoryScore, CategoryScore
-from judge.core.rubric import Blend, Rubric, parse_rubric
-from judge.core.scoring import (
+from judge.core.formats.models import AdvisoryScore, CategoryScore
+from judge.core.formats.rubric import Blend, Rubric, parse_rubric
+from judge.core.scoring.scoring import (
     band_for,
     clamp,
     compute_final_score,

@@ -9,15 +9,15 @@ import json
 import pytest
 from test_baseline import results
 
-from judge.core.baseline import (
+from judge.core.outcomes.baseline import (
     Baseline,
     baseline_text,
     build_baseline,
     content_digest,
     parse_baseline,
 )
-from judge.core.errors import ConfigError
-from judge.core.seals import NO_SECRET, Sealer
+from judge.core.text.errors import ConfigError
+from judge.core.text.seals import NO_SECRET, Sealer
 
 TEAM = Sealer("s3cr3t-team-key")
 

@@ -1,4 +1,4 @@
-"""The one seal rule (judge/core/seals.py): store rows and files that decide a verdict.
+"""The one seal rule (judge/core/text/seals.py): store rows and files that decide a verdict.
 
 Rows: under the team secret an unsealed row is refused like an edited one. Files: ``digest``
 always, ``seal`` under the secret; a reader with the secret needs the seal, one without it
@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from judge.core.errors import ConfigError
-from judge.core.noise import NoiseEstimate
-from judge.core.seals import (
+from judge.core.stats.noise import NoiseEstimate
+from judge.core.text.errors import ConfigError
+from judge.core.text.seals import (
     DIGEST_FIELD,
     NO_SECRET,
     SEAL_FIELD,
@@ -22,7 +22,7 @@ from judge.core.seals import (
     file_seals,
     sealed_text,
 )
-from judge.core.strict_json import strict_document
+from judge.core.text.strict_json import strict_document
 
 TEAM = Sealer("team-secret")
 VALUE = {"sd": 2.5, "df": 20}

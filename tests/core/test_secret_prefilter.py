@@ -1,4 +1,4 @@
-"""The masker's pre-filter (``_loosened`` in judge/core/secrets.py) changes no byte of its output.
+"""The masker's pre-filter (``_loosened`` in core/text/secrets.py) changes no byte of its output.
 
 Masking with the pre-filter and with it forced to "maybe" everywhere (every shape run, as
 before it existed) must give the same text and the same count: on the secret corpus in every
@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from secret_corpus import CORPUS, URLS
 from test_secret_shapes import PLACES
 
-from judge.core import secrets, suite
-from judge.core.generate import generate_cases
-from judge.core.secrets import MASK, SHAPES, Redactor, formats_may_mask, mask_text, mask_value
-from judge.core.suite import masked_case
+from judge.app.workspace.fixtures import generate_cases
+from judge.core.formats import suite
+from judge.core.formats.suite import masked_case
+from judge.core.text import secrets
+from judge.core.text.secrets import MASK, SHAPES, Redactor, formats_may_mask, mask_text, mask_value
 from judge.system.resources import load_rubric
 
 ALWAYS = re.compile("")

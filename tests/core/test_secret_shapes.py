@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from secret_corpus import CORPUS, URLS
 from secret_corpus import secret_core as _core
 
-from judge.core.secrets import MASK, SHAPES, mask_text, mask_value
+from judge.core.text.secrets import MASK, SHAPES, mask_text, mask_value
 
 PLACES = [
     "{}",

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from judge.core.secrets import MASK, Redactor, secret_paths, secret_values
+from judge.core.text.secrets import MASK, Redactor, secret_paths, secret_values
 
 ENV = {
     "OPENAI_API_KEY": "sk-live-0123456789abcdefXYZ",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from judge.app.noise_ops import probe_cases
-from judge.core.seeded import SplitMix64, seed_of
+from judge.app.judges.noise import probe_cases
+from judge.core.stats.seeded import SplitMix64, seed_of
 
 ROOT = Path(__file__).resolve().parents[2]
-HOME = ROOT / "judge" / "core" / "seeded.py"
+HOME = ROOT / "judge" / "core" / "stats" / "seeded.py"
 
 SECOND_SOURCE = re.compile(
     r"^\s*(import random|from random import)"          # the standard library's generator

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from judge.core.baseline import baseline_text, build_baseline, compare, parse_baseline
-from judge.core.models import CaseResult, CategoryScore, JudgeMeta
-from judge.core.noise import SideNoise, _chi2_ppf, measure_noise, noise_key
-from judge.core.significance import classify_movements, statistical_compare
+from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
+from judge.core.outcomes.baseline import baseline_text, build_baseline, compare, parse_baseline
+from judge.core.stats.noise import SideNoise, _chi2_ppf, measure_noise, noise_key
+from judge.core.stats.significance import classify_movements, statistical_compare
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
 from fake_server import noisy_integer
@@ -148,7 +148,7 @@ def test_old_baseline_files_read_and_write_back_byte_for_byte() -> None:
                                              "status": "scored"}},
            "models": ["m"], "passRate": 1.0, "recordedFrom": "r1", "rubric": "default",
            "rubricHash": "h", "score": 80.0, "suite": "s", "threshold": 0.05, "version": 1}
-    from judge.core.baseline import BaselineCase, baseline_id
+    from judge.core.outcomes.baseline import BaselineCase, baseline_id
     old["baselineId"] = baseline_id("s", {"a": BaselineCase.model_validate(old["cases"]["a"])})
     text = json.dumps(old, sort_keys=True, indent=2) + "\n"
     parsed = parse_baseline(text, "old.json")

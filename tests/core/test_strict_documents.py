@@ -1,4 +1,4 @@
-"""A JSON file a person edits or a tool hands over (judge/core/strict_json.py): every refusal is
+"""A JSON file a person edits or a tool hands over (core/text/strict_json.py): every refusal is
 a ConfigError (exit 2) naming the file, the line and column, and a fix; never a value kept
 silently (the last of two keys), never exit 70 (5,000 digits, 100,000 levels)."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from judge.core.errors import ConfigError
-from judge.core.noise import NoiseEstimate
-from judge.core.strict_json import loads_strict, strict_document, strict_model
+from judge.core.stats.noise import NoiseEstimate
+from judge.core.text.errors import ConfigError
+from judge.core.text.strict_json import loads_strict, strict_document, strict_model
 
 REFUSED = [
     ('{"sd": 2,\n "df": 3, "df": 4}', "line 2, column 11", "duplicate key 'df'"),

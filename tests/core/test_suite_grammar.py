@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from judge.core.errors import SuiteError
-from judge.core.limits import MAX_INT_DIGITS
-from judge.core.safeyaml import load_yaml
-from judge.core.strict_json import JsonProblem, loads_strict
-from judge.core.suite import parse_suite
+from judge.core.formats.limits import MAX_INT_DIGITS
+from judge.core.formats.suite import parse_suite
+from judge.core.text.errors import SuiteError
+from judge.core.text.safeyaml import load_yaml
+from judge.core.text.strict_json import JsonProblem, loads_strict
 
 # (YAML scalar, value by YAML 1.2; what PyYAML's 1.1 rules made of it, in the comment)
 YAML_12: tuple[tuple[str, Any], ...] = (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from judge.core.canonical import canonical_json
-from judge.core.turns import CachedTurn, TurnTotals, turn_json, turn_totals
+from judge.core.formats.turns import CachedTurn, TurnTotals, turn_json, turn_totals
+from judge.core.text.canonical import canonical_json
 
 
 def _turn(**fields: Any) -> CachedTurn:

@@ -26,8 +26,8 @@ FAULT_ENV = {"JUDGE_TIMEOUT": str(TIMEOUT_S), "JUDGE_MAX_ATTEMPTS": "3"}
 
 def write_generated_suite(path: Path, count: int, suite_id: str = "faults") -> list[Any]:
     """A JSONL suite of ``count`` seeded task-evaluation cases; returns the cases."""
-    from judge.core.canonical import canonical_json
-    from judge.core.generate import generate_cases
+    from judge.app.workspace.fixtures import generate_cases
+    from judge.core.text.canonical import canonical_json
     from judge.system.resources import load_rubric
 
     suite = generate_cases(suite_id, count, rubric=load_rubric("task-evaluation"))
@@ -44,8 +44,8 @@ def assert_cache_holds_only_valid_verdicts(cache_dir: Path, cases: list[Any],
     ``keys`` maps a cache key to the id of the case the run said it belongs to.
     """
     from judge.cache.disk import JudgmentCache
-    from judge.core.evidence import build_bundle
-    from judge.core.replies import parse_verdict
+    from judge.core.formats.evidence import build_bundle
+    from judge.core.scoring.replies import parse_verdict
     from judge.system.resources import load_rubric
 
     rubric = load_rubric("task-evaluation")
@@ -137,7 +137,7 @@ async def test_a_reply_without_choices_is_a_failed_attempt_not_a_crash() -> None
     """
     from aiohttp import web
 
-    from judge.core.errors import ProviderError
+    from judge.core.text.errors import ProviderError
     from judge.llm.client import JudgeRequest, LiteLLMClient, ModelSpec
 
     seen = 0

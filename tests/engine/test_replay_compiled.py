@@ -20,9 +20,9 @@ from test_replay_index import _cold, recorded_workspace  # noqa: F401
 
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import with_digest
-from judge.core import safeyaml
-from judge.core.errors import SuiteError
-from judge.core.suite import iter_cases, iter_jsonl, iter_jsonl_cases, parse_suite
+from judge.core.formats.suite import iter_cases, iter_jsonl, iter_jsonl_cases, parse_suite
+from judge.core.text import safeyaml
+from judge.core.text.errors import SuiteError
 from judge.system.resources import open_suite
 
 MODELS = ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+3")

@@ -18,8 +18,8 @@ from typing import Any
 from conftest import EXAMPLE_SUITE, judge_env
 from sqlalchemy import create_engine, inspect
 
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
 from judge.store import migrations
 from judge.store.runs import RunStore
 from judge.system.resources import load_suite

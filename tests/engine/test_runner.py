@@ -11,9 +11,9 @@ import pytest
 from conftest import EXAMPLE_SUITE, FakeClient
 
 from judge.cache.disk import JudgmentCache
-from judge.core.models import CaseResult, RunInfo
-from judge.core.rubric import Rubric, rubric_hash
-from judge.core.suite import Case
+from judge.core.formats.models import CaseResult, RunInfo
+from judge.core.formats.rubric import Rubric, rubric_hash
+from judge.core.formats.suite import Case
 from judge.engine import runner
 from judge.engine.judging import JudgeSettings
 from judge.engine.runner import RunOutcome, RunPlan, execute

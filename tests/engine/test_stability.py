@@ -13,15 +13,15 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, run_judge
 
-from judge.app.comparing import judge_results
-from judge.app.diffing import run_stability
-from judge.app.gate import headline_results
-from judge.app.workspace import Workspace
-from judge.core.agreement import judged_cases
-from judge.core.errors import UsageError
-from judge.core.exact import round_half_up
-from judge.core.models import AdvisoryScore
-from judge.core.scoring import score_case
+from judge.app.judges.comparing import judge_results
+from judge.app.runs.diffing import run_stability
+from judge.app.runs.gate import headline_results
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import AdvisoryScore
+from judge.core.scoring.exact import round_half_up
+from judge.core.scoring.scoring import score_case
+from judge.core.stats.agreement import judged_cases
+from judge.core.text.errors import UsageError
 from judge.system.resources import load_rubric
 
 RANDOM = "hosted_vllm/fake-random"

@@ -11,19 +11,19 @@ import httpx
 import pytest
 from conftest import load_fake_server
 
-from judge.app.batching import (
+from judge.app.runs.batching import (
     EXIT_PENDING,
     batch_status,
     cancel_batch,
     collect_batch,
     submit_batch,
 )
-from judge.app.running import RunRequest, run_suite
-from judge.app.suites import GenerateRequest, generate_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.suites import GenerateRequest, generate_suite
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.core.errors import UsageError
-from judge.core.models import CaseResult
+from judge.core.formats.models import CaseResult
+from judge.core.text.errors import UsageError
 
 MODEL = "openai/gpt-4o-mini"  # priced by litellm's map, batch rate included
 ENV = {"JUDGE_API_KEY": "sk-fake-batch"}

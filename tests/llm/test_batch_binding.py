@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from test_batch import entries, make_suite, open_ws, results, server, until_done
 
-from judge.app.batching import collect_batch, submit_batch
-from judge.app.running import RunRequest
+from judge.app.runs.batching import collect_batch, submit_batch
+from judge.app.runs.running import RunRequest
 from judge.llm.batch import BatchClient, BatchItem, bind_answers, request_digest
 from judge.llm.client import Completion
 
@@ -89,7 +89,7 @@ def test_hostile_output_is_refused_reported_and_never_cached(
     ws, job_id, keys = _submitted(tmp_path, server)
     bodies: dict[str, dict[str, Any]] = {}
     if attack == "rotated-echo":
-        from judge.app.batching import _lines_for
+        from judge.app.runs.batching import _lines_for
         from judge.store.batch_jobs import BatchStore
         with ws.open_store() as store:
             job = BatchStore(store).get(job_id)

@@ -11,9 +11,9 @@ import httpx
 from conftest import judge_env, load_fake_server
 from forked import spawn_judge
 
-from judge.app.batching import batch_status, collect_batch
-from judge.app.suites import GenerateRequest, generate_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.batching import batch_status, collect_batch
+from judge.app.workspace.suites import GenerateRequest, generate_suite
+from judge.app.workspace.workspace import Workspace
 
 MODEL = "openai/gpt-4o-mini"
 

@@ -21,10 +21,10 @@ import pytest
 import respx
 
 from judge.cache.disk import JudgmentCache
-from judge.core.errors import PermanentProviderError, ProviderError
-from judge.core.models import CaseResult
-from judge.core.replies import parse_verdict
-from judge.core.rubric import Rubric, rubric_hash
+from judge.core.formats.models import CaseResult
+from judge.core.formats.rubric import Rubric, rubric_hash
+from judge.core.scoring.replies import parse_verdict
+from judge.core.text.errors import PermanentProviderError, ProviderError
 from judge.engine.judging import JudgeSettings, Prepared, build_request, judge_prepared, prepare
 from judge.llm.client import LiteLLMClient, ModelSpec
 from judge.render.prompts import PromptRenderer

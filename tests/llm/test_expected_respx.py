@@ -15,7 +15,7 @@ import pytest
 import respx
 
 from judge.cache.disk import JudgmentCache
-from judge.core.rubric import rubric_hash
+from judge.core.formats.rubric import rubric_hash
 from judge.engine.judging import JudgeSettings, Prepared, build_request, judge_prepared, prepare
 from judge.llm.client import LiteLLMClient, ModelSpec
 from judge.render.prompts import PromptRenderer

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from conftest import EXAMPLE_SUITE
 
-from judge.core.errors import ProviderError
+from judge.core.text.errors import ProviderError
 from judge.engine.judging import JudgeSettings, build_request, prepare
 from judge.llm import local
 from judge.llm.client import LiteLLMClient, ModelSpec

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.core.errors import UsageError
+from judge.core.text.errors import UsageError
 from judge.llm.local import local_available, model_file, served_engine
 from judge.llm.local_weights import (
     WEIGHTS_ENV,

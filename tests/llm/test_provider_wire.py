@@ -27,14 +27,14 @@ import httpx
 import pytest
 import respx
 
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.cache.entry import cache_key
-from judge.core.errors import ProviderError
-from judge.core.ledger import JudgeTally, build_ledger, tally
-from judge.core.models import CaseResult
-from judge.core.rubric import Rubric, rubric_hash
+from judge.core.formats.models import CaseResult
+from judge.core.formats.rubric import Rubric, rubric_hash
+from judge.core.outcomes.ledger import JudgeTally, build_ledger, tally
+from judge.core.text.errors import ProviderError
 from judge.engine.judging import JudgeSettings, Prepared, build_request, judge_prepared, prepare
 from judge.llm.client import LiteLLMClient, ModelSpec
 from judge.render.prompts import PromptRenderer

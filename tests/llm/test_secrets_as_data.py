@@ -1,6 +1,6 @@
 """Secrets that arrive as data (issue 34, item 8): a key pasted into a case's text is masked
 at load, before the prompt and the cache key; a key a judge repeats in its rationale is masked
-before the reply is cached, parsed or stored. One masker: judge.core.secrets."""
+before the reply is cached, parsed or stored. One masker: judge.core.text.secrets."""
 
 from __future__ import annotations
 
@@ -11,12 +11,12 @@ import pytest
 import respx
 from test_client_respx import NOW, URL, VLLM, completion, spec, verdict
 
-from judge.app.running import RunRequest, RunSetup, setup_run
-from judge.app.workspace import Workspace
+from judge.app.runs.running import RunRequest, RunSetup, setup_run
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.core.rubric import rubric_hash
-from judge.core.secrets import MASK
-from judge.core.suite import Case, SuiteLine, parse_suite
+from judge.core.formats.rubric import rubric_hash
+from judge.core.formats.suite import Case, SuiteLine, parse_suite
+from judge.core.text.secrets import MASK
 from judge.engine.judging import JudgeSettings, judge_prepared, prepare
 from judge.llm.client import LiteLLMClient
 from judge.render.prompts import PromptRenderer

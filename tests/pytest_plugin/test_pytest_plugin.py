@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from judge.app.rendering import RenderRequest, render_case
-from judge.app.workspace import Workspace
+from judge.app.runs.rendering import RenderRequest, render_case
+from judge.app.workspace.workspace import Workspace
 from judge.pytest_plugin import resolve_mode
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -334,9 +334,10 @@ LIGHT = """
 import sys
 
 def test_nothing_judged_loads_no_application_layer():
-    heavy = [m for m in ("judge.app.running", "judge.app.workspace", "judge.app.gate",
-                         "judge.pytest_plugin.session", "judge.store.runs", "sqlalchemy",
-                         "litellm", "diskcache") if m in sys.modules]
+    heavy = [m for m in ("judge.app.runs.running", "judge.app.workspace.workspace",
+                         "judge.app.runs.gate", "judge.pytest_plugin.session",
+                         "judge.store.runs", "sqlalchemy", "litellm", "diskcache")
+             if m in sys.modules]
     assert "judge.pytest_plugin" in sys.modules
     assert heavy == []
 """

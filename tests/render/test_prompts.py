@@ -14,12 +14,12 @@ from conftest import judge_env, run_judge
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from judge.app.rendering import RenderRequest, render_case
-from judge.app.workspace import Workspace
-from judge.core.errors import TemplateError, UsageError
-from judge.core.evidence import REF_KEY_LIMIT, build_bundle, truncate
-from judge.core.rubric import Rubric
-from judge.core.suite import Case
+from judge.app.runs.rendering import RenderRequest, render_case
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.evidence import REF_KEY_LIMIT, build_bundle, truncate
+from judge.core.formats.rubric import Rubric
+from judge.core.formats.suite import Case
+from judge.core.text.errors import TemplateError, UsageError
 from judge.render.prompts import PromptRenderer, RenderedPrompt, fence, oneline
 from judge.system.resources import load_rubric, shipped_dir
 

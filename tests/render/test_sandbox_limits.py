@@ -12,10 +12,10 @@ import pytest
 from conftest import run_judge
 
 import judge.render.prompts
-from judge.core.errors import TemplateError
-from judge.core.evidence import build_bundle
-from judge.core.limits import MAX_PROMPT_CHARS
-from judge.core.suite import Case
+from judge.core.formats.evidence import build_bundle
+from judge.core.formats.limits import MAX_PROMPT_CHARS
+from judge.core.formats.suite import Case
+from judge.core.text.errors import TemplateError
 from judge.render.prompts import PromptRenderer
 from judge.system.resources import load_rubric
 

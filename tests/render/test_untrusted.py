@@ -13,10 +13,10 @@ from typing import Any
 import jinja2
 import pytest
 
-from judge.core.errors import TemplateError
-from judge.core.evidence import build_bundle
-from judge.core.rubric import Rubric
-from judge.core.suite import Case
+from judge.core.formats.evidence import build_bundle
+from judge.core.formats.rubric import Rubric
+from judge.core.formats.suite import Case
+from judge.core.text.errors import TemplateError
 from judge.render.prompts import (
     PromptRenderer,
     Untrusted,

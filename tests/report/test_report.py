@@ -32,13 +32,13 @@ from report_runs import (
     large_runs,
 )
 
-from judge.app.reporting import ReportRequest, build_report
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.reporting import ReportRequest, build_report
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.core.check_signals import output_text
-from judge.core.errors import StoreError, UsageError
-from judge.core.evidence import TRUNCATION_MARKER, truncate
+from judge.core.formats.evidence import TRUNCATION_MARKER, truncate
+from judge.core.scoring.check_signals import output_text
+from judge.core.text.errors import StoreError, UsageError
 from judge.render.prompts import input_text
 from judge.report.data import ReportData, case_moves
 from judge.report.html import ASSETS, PLOTLY_FILE, render_report, script_json, shown

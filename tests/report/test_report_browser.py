@@ -12,8 +12,8 @@ import pytest
 import yaml
 from report_runs import BIDI, END, EVIL_CATEGORY, SCRIPT, STYLE, example_runs, hostile_runs
 
-from judge.app.reporting import ReportRequest, build_report
-from judge.app.workspace import Workspace
+from judge.app.runs.reporting import ReportRequest, build_report
+from judge.app.workspace.workspace import Workspace
 from judge.report.html import render_report, write_report
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")

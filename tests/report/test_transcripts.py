@@ -5,8 +5,8 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Any
 
-from judge.core.models import CaseResult
-from judge.core.suite import Case
+from judge.core.formats.models import CaseResult
+from judge.core.formats.suite import Case
 from judge.report.transcripts import INDENT_LIMIT, transcripts
 
 

@@ -20,9 +20,9 @@ from test_review_browser import READY as REVIEW_READY
 from test_review_browser import TOKEN, Served
 from test_review_transcripts import _api
 
-from judge.app.reporting import ReportRequest, build_report
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.reporting import ReportRequest, build_report
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
 from judge.report.html import render_report, write_report
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")

@@ -13,8 +13,8 @@ import yaml
 from conftest import EXAMPLE_SUITE, judge_env
 
 import judge
-from judge.core.models import CaseResult
-from judge.core.rubric import rubric_hash
+from judge.core.formats.models import CaseResult
+from judge.core.formats.rubric import rubric_hash
 from judge.system.resources import load_rubric
 
 MODEL = "hosted_vllm/fake-judge"

@@ -21,8 +21,8 @@ import pytest
 from conftest import EXAMPLE_SUITE, ROOT, run_judge
 from fastapi.testclient import TestClient
 
-from judge.app.workspace import Workspace
-from judge.core.models import RunInfo
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import RunInfo
 from judge.server.app import create_app
 from judge.server.problems import PROBLEM_JSON
 

@@ -24,9 +24,9 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE, load_fake_server
 
-from judge.app.jobs import RunJobs
-from judge.app.running import RunRequest
-from judge.app.workspace import LiteLLMJudges, Workspace
+from judge.app.runs.jobs import RunJobs
+from judge.app.runs.running import RunRequest
+from judge.app.workspace.workspace import LiteLLMJudges, Workspace
 from judge.server.app import create_app
 from judge.server.problems import PROBLEM_JSON
 

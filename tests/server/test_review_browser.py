@@ -25,10 +25,10 @@ from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server
 from forked import spawn_judge
 from report_runs import SCRIPT, hostile_runs
 
-from judge.app.reviewing import export_labels, import_labels, labels_path, review_page_data
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
-from judge.core.labels import parse_labels
+from judge.app.judges.reviewing import export_labels, import_labels, labels_path, review_page_data
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.labels import parse_labels
 from judge.report.review_page import review_link
 from judge.server.app import create_app
 from judge.store.labels import LabelStore

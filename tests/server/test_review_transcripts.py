@@ -20,8 +20,8 @@ from conftest import ROOT, load_fake_server
 from report_runs import END, IMG, SCRIPT
 from test_review_browser import READY, TOKEN, Served
 
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
 from chromium_cdp import CHROMIUM, Browser

@@ -31,7 +31,7 @@ import pytest
 import uvicorn
 from conftest import EXAMPLE_SUITE
 
-from judge.app.workspace import Workspace
+from judge.app.workspace.workspace import Workspace
 from judge.server.app import create_app
 
 pytestmark = pytest.mark.schemathesis

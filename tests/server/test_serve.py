@@ -26,9 +26,9 @@ import pytest
 from conftest import EXAMPLE_SUITE, ROOT, judge_env, load_fake_server, run_judge
 from forked import spawn_judge
 
-from judge.app.running import RunRequest, run_suite
-from judge.app.workspace import Workspace
-from judge.core.monitor import MonitorConfig, evaluate
+from judge.app.runs.running import RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
+from judge.core.outcomes.monitor import MonitorConfig, evaluate
 
 TOKEN = "test-token-0123456789"
 SECRET = "sk-test-secret-key-that-must-never-leak"

@@ -15,11 +15,11 @@ import pytest
 from conftest import EXAMPLE_SUITE, ROOT, run_judge
 from fastapi.testclient import TestClient
 
-from judge.app.workspace import Workspace
-from judge.core.secrets import MASK
+from judge.app.workspace.workspace import Workspace
+from judge.core.text.secrets import MASK
 from judge.server.app import create_app, open_app
-from judge.server.gate import Gate
 from judge.server.openapi import openapi_text
+from judge.server.readiness import Gate
 
 SECRET = "sk-in-process-secret-0123456789"
 
@@ -76,7 +76,8 @@ def test_what_listens_first_imports_nothing_heavy() -> None:
     # The start-up to /healthz: the command and the serving module, without FastAPI, the
     # workspace (SQLAlchemy, Jinja) or litellm; those come after the socket listens.
     probe = ("import sys, judge.cli.serve_cmd, judge.server.serving\n"
-             "heavy = ('fastapi', 'sqlalchemy', 'jinja2', 'litellm', 'judge.app.workspace')\n"
+             "heavy = ('fastapi', 'sqlalchemy', 'jinja2', 'litellm',\n"
+             "         'judge.app.workspace.workspace')\n"
              "print(sorted(m for m in heavy if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60, check=True)

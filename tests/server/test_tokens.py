@@ -21,7 +21,7 @@ from fastapi.testclient import TestClient
 from forked import spawn_judge
 from report_runs import example_runs
 
-from judge.app.workspace import Workspace
+from judge.app.workspace.workspace import Workspace
 from judge.server.app import create_app
 from judge.server.security import PUBLIC_PATHS, WRITES, ReviewGrant
 

@@ -14,8 +14,8 @@ from conftest import EXAMPLE_SUITE, PostgresServer, judge_env
 from forked import spawn_judge
 from test_store import make_result, make_run
 
-from judge.app.running import RunReport, RunRequest, run_suite
-from judge.app.workspace import Workspace
+from judge.app.runs.running import RunReport, RunRequest, run_suite
+from judge.app.workspace.workspace import Workspace
 from judge.store.runs import RunStore
 
 pytestmark = pytest.mark.postgres

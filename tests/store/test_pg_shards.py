@@ -12,12 +12,12 @@ import pytest
 import yaml
 from conftest import EXAMPLE_SUITE
 
-from judge.app.baselines import check_run
-from judge.app.running import RunReport, RunRequest, run_suite
-from judge.app.sharding import check_group
-from judge.app.workspace import Workspace
-from judge.core.errors import UsageError
-from judge.core.shards import Shard, shard_of
+from judge.app.runs.baselines import check_run
+from judge.app.runs.running import RunReport, RunRequest, run_suite
+from judge.app.runs.sharding import check_group
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.shards import Shard, shard_of
+from judge.core.text.errors import UsageError
 
 MODEL = "hosted_vllm/fake-judge"
 CASE_IDS = [c["id"] for c in yaml.safe_load(EXAMPLE_SUITE.read_text())["cases"]]

@@ -13,10 +13,10 @@ from sqlalchemy import create_engine, inspect, text
 from sqlalchemy.engine import make_url
 from test_store import canonical, make_result, make_run
 
-from judge.app.store_admin import upgrade_store
-from judge.app.workspace import Workspace
-from judge.core.errors import StoreError
-from judge.core.secrets import MASK
+from judge.app.admin.store import upgrade_store
+from judge.app.workspace.workspace import Workspace
+from judge.core.text.errors import StoreError
+from judge.core.text.secrets import MASK
 from judge.store.migrations import HEAD, LEGACY, REVISIONS
 from judge.store.runs import RunStore
 
@@ -217,7 +217,7 @@ def test_password_never_shown(pg_url: str, tmp_path: Path) -> None:
 
 
 def test_mask_url() -> None:
-    from judge.core.secrets import mask_url
+    from judge.core.text.secrets import mask_url
 
     assert mask_url("postgresql+psycopg://u:p%40ss@h:5432/db") == \
         "postgresql+psycopg://u:[REDACTED]@h:5432/db"

@@ -16,12 +16,10 @@ from pathlib import Path
 import pytest
 from conftest import judge_env, run_judge
 
-from judge.app.exporting import ExportFormat
-from judge.app.runs import export_run, is_failure, run_history, show_run
-from judge.app.workspace import Workspace
-from judge.core.canonical import canonical_json
-from judge.core.errors import StoreError, UsageError
-from judge.core.models import (
+from judge.app.runs.exporting import ExportFormat
+from judge.app.runs.stored import export_run, is_failure, run_history, show_run
+from judge.app.workspace.workspace import Workspace
+from judge.core.formats.models import (
     CaseResult,
     CategoryScore,
     CheckResult,
@@ -30,6 +28,8 @@ from judge.core.models import (
     RunInfo,
     RunTotals,
 )
+from judge.core.text.canonical import canonical_json
+from judge.core.text.errors import StoreError, UsageError
 from judge.store.runs import DEFAULT_STORE_URL, RunStore
 
 CATEGORIES = (("agentPerformance", 0.30), ("taskOutcomeQuality", 0.45),
@@ -271,7 +271,7 @@ def test_relative_url_resolves_against_workspace(tmp_path: Path) -> None:
 WRITER = textwrap.dedent("""
     import sys, time
     from pathlib import Path
-    from judge.core.models import CaseResult, RunInfo, RunTotals
+    from judge.core.formats.models import CaseResult, RunInfo, RunTotals
     from judge.store.runs import RunStore
 
     url, folder, name, other = sys.argv[1:5]

@@ -15,10 +15,10 @@ import pytest
 from conftest import judge_env
 from test_store import canonical, make_result, make_run
 
-from judge.app.runs import show_run
-from judge.app.store_access import StoreLocation, reading
-from judge.core.errors import StoreError, UnknownRunError
-from judge.core.models import CaseResult, RunOwner
+from judge.app.runs.stored import show_run
+from judge.app.workspace.store_access import StoreLocation, reading
+from judge.core.formats.models import CaseResult, RunOwner
+from judge.core.text.errors import StoreError, UnknownRunError
 from judge.store.runs import RunStore
 
 # Run in a child process: each `judge ARGS --store URL` call of argv[1] (JSON), then the heavy
@@ -69,7 +69,7 @@ def filled(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def _failing(results: list[CaseResult]) -> list[CaseResult]:
-    """What ``--failures`` keeps, by judge.app.runs.is_failure's rule, in Python."""
+    """What ``--failures`` keeps, by judge.app.runs.stored.is_failure's rule, in Python."""
     return [r for r in results if r.status != "scored" or r.passed is False]
 
 

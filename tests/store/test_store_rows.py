@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from test_store import make_result, make_run
 
-from judge.core.labels import Label
-from judge.core.models import CaseResult, RunInfo, RunTotals
+from judge.core.formats.labels import Label
+from judge.core.formats.models import CaseResult, RunInfo, RunTotals
 from judge.store.labels import DamagedLabelError, LabelStore
 from judge.store.runs import RunStore
 from judge.store.seal import DamagedRowError

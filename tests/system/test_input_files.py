@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from judge.core.errors import SuiteError
+from judge.core.text.errors import SuiteError
 from judge.system.input_files import input_lines, read_input
 
 

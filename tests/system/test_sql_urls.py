@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from judge.cache.shared import SharedCache
-from judge.core.secrets import MASK
+from judge.core.text.secrets import MASK
 from judge.store.runs import RunStore
 from judge.system.sql_urls import resolve_sql_url
 
