@@ -193,7 +193,7 @@ def test_the_private_name_checker_sees_each_form(source: str) -> None:
 # document), and its docstring says so. Everything else returns a model, a TypedDict or a view.
 JSON_DOORS = frozenset({
     ("app/runs/gate.py", "_wire"), ("app/judges/reviewing.py", "review_page_data"),
-    ("cli/batch_cmds.py", "_job_json"), ("core/formats/output_schema.py", "output_schema"),
+    ("cli/runs_batch.py", "_job_json"), ("core/formats/output_schema.py", "output_schema"),
     ("core/formats/output_schema.py", "stable_schema"),
     ("core/formats/output_schema.py", "expected_schema"),
     ("core/stats/pairwise.py", "verdict_schema"), ("core/scoring/signal_rules.py", "record"),

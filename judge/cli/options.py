@@ -11,6 +11,8 @@ __all__ = [
     "AcrossJudgesFlag",
     "AllowUnsignedShared",
     "ApiBaseOption",
+    "BaselinesDirAlias",
+    "BaselinesDirOption",
     "CacheDirOption",
     "CacheModeOption",
     "ConcurrencyOption",
@@ -23,6 +25,7 @@ __all__ = [
     "SeedOption",
     "StoreOption",
     "SystemByOption",
+    "ThresholdOption",
 ]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
@@ -33,6 +36,15 @@ StoreOption = Annotated[str | None, typer.Option(
 CacheDirOption = Annotated[str | None, typer.Option(
     "--cache-dir", metavar="PATH",
     help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+BaselinesDirOption = Annotated[str | None, typer.Option(
+    "--baselines-dir", metavar="DIR",
+    help="Baselines folder (default: setting baselines_dir, env JUDGE_BASELINES_DIR, else "
+         "'baselines' in the current folder).")]
+BaselinesDirAlias = Annotated[str | None, typer.Option("--dir", hidden=True,
+                                                       help="Old name of --baselines-dir.")]
+ThresholdOption = Annotated[float | None, typer.Option(
+    "--threshold", min=0.0, max=1.0, metavar="T",
+    help="Largest allowed drop as a fraction of 0..100 (0.05 = 5 points).")]
 RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
 ApiBaseOption = Annotated[str | None, typer.Option(
     metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "

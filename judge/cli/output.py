@@ -48,6 +48,7 @@ __all__ = [
     "plain_output",
     "plural",
     "share_text",
+    "short_text",
     "styled",
     "table",
 ]
@@ -147,6 +148,18 @@ def plural(count: int, noun: str, many: str | None = None) -> str:
 def number_text(value: float | None, places: int = 2) -> str:
     """A statistic with ``places`` decimals, ``—`` when unknown."""
     return "—" if value is None else f"{value:.{places}f}"
+
+
+def short_text(value: Any) -> str:
+    """A value in a cell: a sha256 as its first 12 digits, a list joined, ``—`` for none."""
+    if value is None:
+        return "—"
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef"
+                                                           for c in value):
+        return value[:12]
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "—"
+    return str(value)
 
 
 def share_text(value: float | None) -> str:

@@ -31,8 +31,7 @@ from ..engine.runner import Progress
 from ..system.resources import open_suite
 from ..system.tuning import settle_heap, tuned
 from . import print_error
-from .batch_cmds import submit as submit_batch
-from .diff_cmds import print_diff
+from .diff_cmd import print_diff
 from .gate_reports import print_quality, print_verdict, write_gate_reports
 from .options import (
     AcrossJudgesFlag,
@@ -60,6 +59,7 @@ from .output import (
     styled,
     table,
 )
+from .runs_batch import submit as submit_batch
 
 __all__ = ["GroupJson", "cache_line", "group_json", "print_group", "register"]
 

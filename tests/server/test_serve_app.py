@@ -75,7 +75,7 @@ async def test_the_gate_answers_health_at_once_and_holds_the_rest_until_ready(
 def test_what_listens_first_imports_nothing_heavy() -> None:
     # The start-up to /healthz: the command and the serving module, without FastAPI, the
     # workspace (SQLAlchemy, Jinja) or litellm; those come after the socket listens.
-    probe = ("import sys, judge.cli.serve_cmd, judge.server.serving\n"
+    probe = ("import sys, judge.cli.workspace_serve, judge.server.serving\n"
              "heavy = ('fastapi', 'sqlalchemy', 'jinja2', 'litellm',\n"
              "         'judge.app.workspace.workspace')\n"
              "print(sorted(m for m in heavy if m in sys.modules))")

@@ -1,4 +1,4 @@
-"""``judge agreement``: agreement with people's labels, tracked run by run.
+"""``judge judges agreement``: a judge's agreement with people's labels, run by run.
 
 The work is :func:`judge.app.judges.agreement_history.agreement_op`; the statistics and their
 intervals are :mod:`judge.core.stats.agreement`'s, the tables reuse ``judge compare``'s renderers.

@@ -1,4 +1,4 @@
-"""``judge diff RUN_A RUN_B`` (what moved between two runs) and ``judge stability RUN``.
+"""``judge diff RUN_A RUN_B``: what moved between two runs, case by case.
 
 The work is :mod:`judge.app.runs.diffing`; this module parses the flags and renders the result.
 """
@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 from rich.text import Text
 
-from ..app.runs.diffing import CaseDiff, RunDiff, RunStability, diff_runs, run_stability
+from ..app.runs.diffing import CaseDiff, RunDiff, diff_runs
 from ..app.workspace.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import (
@@ -23,6 +23,7 @@ from .output import (
     emit_json,
     plain_output,
     plural,
+    short_text,
     styled,
     table,
 )
@@ -35,9 +36,8 @@ RATIONALE_WIDTH = 60
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``diff`` and ``stability`` to ``app``."""
+    """Add ``diff`` to ``app``."""
     app.command("diff")(diff)
-    app.command("stability")(stability)
 
 
 def diff(
@@ -62,41 +62,10 @@ def diff(
     print_diff(report)
 
 
-def stability(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id or unique prefix.")],
-    show_all: Annotated[bool, typer.Option(
-        "--all", help="Also list the stable cases (in JSON: 'judged').")] = False,
-    store: StoreOption = None,
-    json_out: JsonFlag = False,
-) -> None:
-    """List the cases whose band is not the same in every sample of a --samples K run.
-
-    For each: every sample's band and overall score, and per category the spread (max - min)
-    of the AI and final scores. Ends with how many cases are stable and the median spread.
-    """
-    measured = run_stability(Workspace.open(overrides={"store_url": store}), run_id,
-                             keep_all=show_all)
-    if json_out:
-        emit_json(measured.public())
-        return
-    _print_stability(measured, show_all)
-
-
 # -- rendering ------------------------------------------------------------------------------
 
-def _short(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef"
-                                                           for c in value):
-        return value[:12]
-    if isinstance(value, list | tuple):
-        return ", ".join(str(v) for v in value) or "—"
-    return str(value)
-
-
 def _arrow(pair: Sequence[Any]) -> Cell:
-    a, b = (_short(v) for v in pair)
+    a, b = (short_text(v) for v in pair)
     return a if a == b else Text.assemble(f"{a} → ", (b, "bold"))
 
 
@@ -135,7 +104,7 @@ def print_diff(report: RunDiff) -> None:
               f"(suite {escape(a.suite)})")
     if report.differs:
         for name, pair in report.differs.items():
-            out.print(f"  {name}: {_short(pair[0])} → {_short(pair[1])}", markup=False)
+            out.print(f"  {name}: {short_text(pair[0])} → {short_text(pair[1])}", markup=False)
     else:
         out.print("  same suite, rubric, template, judges and seed")
     if report.cases:
@@ -202,36 +171,3 @@ def _print_rationale_cases(report: RunDiff) -> None:
         listed = ", ".join(f"{case} ({', '.join(cats)})"
                            for case, cats in report.rationale_cases.items())
         console().print(f"changed rationale: {listed}", markup=False)
-
-
-def _print_stability(measured: RunStability, show_all: bool) -> None:
-    out = console()
-    run, report = measured.run, measured.report
-    out.print(f"[bold]run {escape(run.id)}[/]  suite {escape(run.suite)}  "
-              f"{run.samples} samples per case  judges {escape(', '.join(run.models))}")
-    rows = report.judged if show_all else report.unstable
-    if rows:
-        categories = list(dict.fromkeys(c for r in rows for c in r.categories))
-        cells_rows: list[list[Cell]] = []
-        for r in rows:
-            parts: list[Text | str] = []
-            for n, band in enumerate(r.bands):
-                parts += [" / "] if n else []
-                parts.append(styled(band, band_style(band)))
-            bands = Text.assemble(*parts)
-            cells = []
-            for c in categories:
-                cat = r.categories.get(c)
-                cells.append("—" if cat is None else
-                             "/".join(_short(v) for v in cat.ai)
-                             + f" (spread {_short(cat.spread)}, final "
-                             + f"{_short(cat.final_spread)})")
-            cells_rows.append([r.id, r.judge, bands, "/".join(_short(v) for v in r.overall),
-                               _short(r.spread), *cells])
-        table(["case", "judge", "bands", "overall", "spread",
-               *[f"{c} ai per sample" for c in categories]], cells_rows,
-              title="per sample; spread = max − min" if show_all
-              else "cases whose band is not stable")
-    median = "—" if report.median_spread is None else f"{report.median_spread:g}"
-    out.print(f"{report.stable} of {plural(report.cases, 'case')} stable; median spread "
-              f"{median} points", markup=False)

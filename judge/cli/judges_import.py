@@ -1,4 +1,4 @@
-"""``judge import``: judgments recorded elsewhere, stored as runs of their judges.
+"""``judge judges import``: judgments recorded elsewhere, stored as runs of their judges.
 
 The work is :func:`judge.app.judges.importing.import_judgments` (the file's format:
 :mod:`judge.core.formats.recorded`); this module parses the flags and prints the runs made.

@@ -1,4 +1,4 @@
-"""``judge serve``: the harness over HTTP (FastAPI on uvicorn) for the current workspace.
+"""``judge workspace serve``: the harness over HTTP (FastAPI on uvicorn) for this workspace.
 
 Nothing heavy is imported here: the server listens first and opens the workspace behind
 its socket (:mod:`judge.server.serving`), so ``/healthz`` answers well within a second.

@@ -1,4 +1,4 @@
-"""``judge batch status|wait|collect|cancel [JOB]`` and what ``judge run --batch`` prints.
+"""``judge runs batch status|wait|collect|cancel [JOB]`` and what ``judge run --batch`` prints.
 
 Exit codes: ``collect``/``wait`` exit as the finished run does (0, 1 regression, 4 no
 judgment, 5 not compared...), 75 while the provider has not finished; 2 bad input; 1 a
@@ -103,7 +103,7 @@ def submit(workspace: Workspace, request: RunRequest, *, json_out: bool) -> int:
     done: BatchSubmission = submit_batch(workspace, request)
     for notice in done.notices:
         err_console().print(notice, markup=False)
-    nxt = f"judge batch wait {done.job.id}" if done.job else f"judge run {request.suite}"
+    nxt = f"judge runs batch wait {done.job.id}" if done.job else f"judge run {request.suite}"
     if json_out:
         emit_json({"job": _job_json(done.job) if done.job else None,
                    "judgments": done.judgments, "cached": done.cached,
@@ -114,8 +114,8 @@ def submit(workspace: Workspace, request: RunRequest, *, json_out: bool) -> int:
     console().print(f"submitted batch job [bold]{done.job.id}[/]: {done.submitted} of "
                     f"{done.judgments} judgment(s) sent ({done.cached} already cached)")
     _print_job(done.job)
-    console().print(f"next: {nxt}   (or `judge batch status {done.job.id}`; "
-                    f"`judge batch collect {done.job.id}` once it is done)", markup=False)
+    console().print(f"next: {nxt}   (or `judge runs batch status {done.job.id}`; "
+                    f"`judge runs batch collect {done.job.id}` once it is done)", markup=False)
     return 0
 
 
@@ -132,7 +132,7 @@ def _finish(done: BatchCollected, json_out: bool) -> None:
         for notice in done.notices:
             console().print(notice, markup=False)
         if report is None and done.job.status != "finished":
-            err_console().print(f"not finished yet: `judge batch wait {done.job.id}`",
+            err_console().print(f"not finished yet: `judge runs batch wait {done.job.id}`",
                                 markup=False)
         elif report is not None:
             t, s = report.run.totals, report.summary
@@ -183,6 +183,6 @@ def collect(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = N
 
 def cancel(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = None,
            json_out: JsonFlag = False) -> None:
-    """Cancel a batch job at the provider; `judge batch collect` then keeps what it answered."""
+    """Cancel a batch job at the provider; `judge runs batch collect` keeps what it answered."""
     found = cancel_batch(_workspace(api_base, store), job)
     _show_job(found, json_out)
