@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
             if only not in (None, name):
                 continue
             write(folder / file, size)
-            got = _measure(folder, ["collect", "otel", file, "-o", f"out-{name}.jsonl"])
+            got = _measure(folder, ["suite", "collect", "otel", file, "-o", f"out-{name}.jsonl"])
             print(f"{name}: {(folder / file).stat().st_size / 1e6:.1f} MB", got)
             (folder / file).unlink()
     print(f"load after: {os.getloadavg()[0]:.2f}")

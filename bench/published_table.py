@@ -169,11 +169,11 @@ def through_import(root: Path, data: Path, attribute: str) -> dict[str, dict[str
              for prompt in PROMPTS for i in load(data, attribute, prompt)]
     (root / "judged.jsonl").write_text("\n".join(lines) + "\n")
     judge = [sys.executable, "-m", "judge"]
-    done = subprocess.run([*judge, "import", "judged.jsonl", "--suite", "suite.jsonl",
+    done = subprocess.run([*judge, "judges", "import", "judged.jsonl", "--suite", "suite.jsonl",
                            "--scale", "0:3"], cwd=root, capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"judge import: {done.stderr}")
-    out = subprocess.run([*judge, "agreement", "--group-by", "metadata.context",
+        raise SystemExit(f"judge judges import: {done.stderr}")
+    out = subprocess.run([*judge, "judges", "agreement", "--group-by", "metadata.context",
                           "--system-by", "metadata.system", "--json"], cwd=root, check=True,
                          capture_output=True, text=True).stdout
     found = {}

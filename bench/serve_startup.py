@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_MD = ROOT / "bench" / "RESULTS.md"
 TARGET_S = 1.0
-# The server as `python -m judge serve` runs it, plus an audit hook that tells the wall
+# The server as `python -m judge workspace serve` runs it, plus an audit hook that tells the wall
 # time at which litellm's import began (compared with when /healthz answered).
 SERVE = (
     "import sys, time\n"
@@ -41,7 +41,7 @@ SERVE = (
     "        print(f'LITELLM_AT={time.time()}', file=sys.stderr, flush=True)\n"
     "sys.addaudithook(_hook)\n"
     "from judge.cli import main\n"
-    "sys.argv = ['judge', 'serve', '--port', '0']\n"
+    "sys.argv = ['judge', 'workspace', 'serve', '--port', '0']\n"
     "main()\n"
 )
 
@@ -85,7 +85,7 @@ def once(workspace: Path) -> dict[str, Any]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     try:
-        line = proc.stderr.readline()  # "judge serve: http://127.0.0.1:PORT (...)"
+        line = proc.stderr.readline()  # "judge workspace serve: http://127.0.0.1:PORT (...)"
         listening = time.perf_counter() - start
         found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         if found is None:

@@ -66,7 +66,7 @@ class Served:
         self.log = root / "serve.log"
         self.start = time.perf_counter()
         with self.log.open("w", encoding="utf-8") as err:
-            self.proc = subprocess.Popen(judge_cmd("serve", "--port", "0"), cwd=root,
+            self.proc = subprocess.Popen(judge_cmd("workspace", "serve", "--port", "0"), cwd=root,
                                          env=clean_env(), stdout=subprocess.DEVNULL,
                                          stderr=err)
         self.port = self._port()

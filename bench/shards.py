@@ -258,10 +258,10 @@ def fill(url: str, total: int, per_run: int) -> str:
 
 
 def reading(url: str, run_id: str, tmp: Path, repeats: int) -> dict[str, float]:
-    """``judge history`` and ``judge show RUN`` as whole processes: median wall and CPU."""
+    """``judge runs list`` and ``judge runs show RUN`` as whole processes: median wall and CPU."""
     out: dict[str, float] = {}
-    for name, args in (("history", ["history", "--store", url]),
-                       ("show", ["show", run_id, "--store", url])):
+    for name, args in (("history", ["runs", "list", "--store", url]),
+                       ("show", ["runs", "show", run_id, "--store", url])):
         walls, cpus = [], []
         for _ in range(repeats):
             proc = subprocess.run(["/usr/bin/time", "-f", "GNUTIME %e %U %S",

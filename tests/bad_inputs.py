@@ -94,10 +94,10 @@ ROWS: tuple[BadInput, ...] = (
              _run("s.jsonl"), ("more characters]",)),
     BadInput("cache import with every line refused", {"x.jsonl": "not json\n[1]\n"},
              ("cache", "import", "x.jsonl"), ("line 1", "line 2")),
-    BadInput("judge score with 100,000-deep JSON", {"scores.json": DEEP_JSON},
-             ("score", "scores.json"), ("scores.json",)),
-    BadInput("judge monitor with 100,000-deep JSON", {"live.jsonl": DEEP_JSON + "\n"},
-             ("monitor", "live.jsonl"), ("live.jsonl",)),
+    BadInput("judge rubric score with 100,000-deep JSON", {"scores.json": DEEP_JSON},
+             ("rubric", "score", "scores.json"), ("scores.json",)),
+    BadInput("judge judges monitor with 100,000-deep JSON", {"live.jsonl": DEEP_JSON + "\n"},
+             ("judges", "monitor", "live.jsonl"), ("live.jsonl",)),
 )
 
 

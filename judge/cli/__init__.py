@@ -6,7 +6,7 @@ closed pipe (``judge run … | head``): stop quietly with 128 + SIGPIPE = 141, a
 killed by SIGPIPE would, instead of a traceback or click's silent 1.
 
 Layer: door. May import: the application and everything below it, and the server
-(``judge serve``); only ``judge.__main__`` imports the CLI.
+(``judge workspace serve``); only ``judge.__main__`` imports the CLI.
 """
 
 from __future__ import annotations

@@ -72,7 +72,7 @@ def compare(
     run (`judge run --model A --model B`), judge by judge: κ, r, ρ, τ, mean absolute and
     signed differences per category and overall, the cases whose band flipped,
     Krippendorff's α for three or more judges, and each judge against the suite's human
-    labels. One labelled run: its judge against the people (as `judge agreement RUN`).
+    labels. One labelled run: its judge against the people (as `judge judges agreement RUN`).
     """
     comparison = compare_runs_op(Workspace.open(overrides={"store_url": store}), runs, suite,
                                  group_by=group_by, system_by=system_by)
@@ -161,7 +161,7 @@ def print_human_agreement(h: HumanAgreement, title: str, judge: str,
                           run_id: str | None = None) -> None:
     """One judge against the people: statistics, band confusion matrices, disagreements.
 
-    ``judge compare`` and ``judge agreement`` print it alike. With ``run_id``, each
+    ``judge compare`` and ``judge judges agreement`` print it alike. With ``run_id``, each
     disagreement carries the address of its case on the run's review page.
     """
     out = console()

@@ -159,7 +159,7 @@ def _noise_summary(report: RunDiff) -> str:
         parts.append(f"{report.exact_moves} exact (same judgment both sides)")
     if report.unknown_noise:
         parts.append(f"{report.unknown_noise} re-asked with no noise estimate (measure one: "
-                     f"`judge noise probe SUITE`)")
+                     f"`judge judges noise --probe SUITE`)")
     sources = {s for s in report.noise_sources if s}
     tail = f" (BH at 5 %; noise: {'; '.join(sorted(sources))})" if sources else ""
     return "overall scores: " + ", ".join(parts) + tail

@@ -1,6 +1,6 @@
 """The gate's verdict for people and for CI: terminal lines, a JUnit XML report, a Markdown summary.
 
-Every door that prints a verdict (``judge run``, ``judge check``, ``judge batch collect``)
+Every door that prints a verdict (``judge run``, ``judge check``, ``judge runs batch collect``)
 prints it here, so a verdict reads the same wherever it comes from. The JUnit report has a
 test case per suite case (a regressed or newly unscored case is a failure) and one for the
 suite's verdict, ``@baseline``: a regression of the mean is its failure, *not compared* its

@@ -31,7 +31,7 @@ def calibrate_cmd(
     run_ids: Annotated[list[str], typer.Argument(metavar="RUN", help="Stored runs of one judge.")],
     labels: Annotated[Path | None, typer.Option(
         help="A labels file (`judge review --export`; default: the suite's labels, its "
-             "human: fields and <suite>.labels.jsonl, as judge agreement reads them).")]
+             "human: fields and <suite>.labels.jsonl, as judge judges agreement reads them).")]
     = None,
     suite: Annotated[Path | None, typer.Option(
         "--suite", metavar="FILE",

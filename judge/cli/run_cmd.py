@@ -137,7 +137,7 @@ def run(
     batch: Annotated[bool, typer.Option(
         "--batch", help="Send the cache misses as a provider batch job (about half the "
                         "price, results within 24 h) and return at once with its id; "
-                        "`judge batch wait JOB` finishes the run.")] = False,
+                        "`judge runs batch wait JOB` finishes the run.")] = False,
     watch: Annotated[bool, typer.Option(
         "--watch", help="After the run, wait for a save of the suite, the rubric, a "
                         "template (prompts/) or judge.toml, re-run (only changed prompts "
@@ -168,7 +168,7 @@ def run(
         "sample_aggregate": aggregate,
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
-        "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
+        "stable_schema": stable_schema, "timeout": timeout,
         "cache_allow_unsigned": allow_unsigned_shared or None,
         "across_judges": True if across_judges else None,
         "require_baseline": True if require_baseline else None,
@@ -179,7 +179,8 @@ def run(
     except ValueError as exc:
         raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
-                         ids=tuple(case or ()), check=not no_check, shard=part, group=group)
+                         ids=tuple(case or ()), check=not no_check, llm=not no_llm, shard=part,
+                         group=group)
     if watch:
         if json_out or batch:
             raise UsageError("--watch prints for people after every save",
@@ -245,7 +246,7 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
 
 
 CASE_TABLE_LIMIT = 40
-"""Runs with more cases print their failures only (`judge show RUN` lists every case)."""
+"""Runs with more cases print their failures only (`judge runs show RUN` lists every case)."""
 FAILURES_SHOWN = 20
 
 
@@ -391,7 +392,7 @@ def _failure_table(rubric: Rubric, summary: Summary) -> None:
     more = summary.failures_total - len(rows)
     table(["case", "status", Column("overall", "right"), "band", "reason"], rows,
           title=f"failures ({summary.failures_total})",
-          caption=f"… and {more} more: judge show RUN --failures" if more > 0 else None)
+          caption=f"… and {more} more: judge runs show RUN --failures" if more > 0 else None)
 
 
 class _Watch:

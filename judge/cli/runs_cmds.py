@@ -44,7 +44,7 @@ __all__ = ["register", "register_old"]
 
 
 SHOW_LIMIT = 50
-"""Cases ``judge show`` prints unless told otherwise (``--limit``, ``--all``)."""
+"""Cases ``judge runs show`` prints unless told otherwise (``--limit``, ``--all``)."""
 
 
 def register(app: typer.Typer) -> None:
@@ -114,7 +114,7 @@ def _print_runs(runs: Sequence[RunInfo], store_url: str, suite: str | None,
                      ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cache_misses})",
                      cost_text(t.cost_usd, t.calls + t.batch_calls), _status(r.status),
                      *(_agreement_cells(people.get(r.id)) if people is not None else [])])
-    # The id is shown whole: it is what `judge show` takes, and its time prefix is shared by
+    # The id is shown whole: it is what `judge runs show` takes, and its time prefix is shared by
     # runs started in the same minute. The creation time is cut to the minute.
     table(["run", "created (UTC)", "suite", "rubric", "judges",
            "cases (scored/unscored/missing)", "cost", "status",
@@ -154,7 +154,7 @@ def show(
         "--offset", min=0, help="Skip this many cases first (the next page: --offset 50).")
     ] = 0,
     every: Annotated[bool, typer.Option(
-        "--all", help="Every case (`judge export` streams them as JSON lines or CSV).")
+        "--all", help="Every case (`judge runs export` streams them as JSON lines or CSV).")
     ] = False,
     store: StoreOption = None,
     json_out: JsonFlag = False,
@@ -244,7 +244,7 @@ def _print_more(view: RunPage) -> None:
     what = "failing cases" if view.failures_only else "cases"
     first, last = view.offset + 1, view.offset + len(view.cases)
     size = "" if view.limit in (None, SHOW_LIMIT) else f" --limit {view.limit}"
-    again = f"judge show {view.run.id}{' --failures' if view.failures_only else ''}{size}"
+    again = f"judge runs show {view.run.id}{' --failures' if view.failures_only else ''}{size}"
     console().print(f"{what} {first}-{last} of {view.total}; {view.more} more: "
                     f"`{again} --offset {last}` for the next page, `--all` for every one",
                     markup=False)

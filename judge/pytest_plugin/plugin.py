@@ -209,7 +209,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     for line in st.runs:
         tr.write_line(line)
     if st.runs:
-        tr.write_line("stored runs are listed by `judge history`")
+        tr.write_line("stored runs are listed by `judge runs list`")
 
 
 def _fail_on_judge_error(call: Callable[[], Any]) -> Any:
@@ -288,7 +288,7 @@ class SuiteCase:
         result = self.result
         if result is None:
             raise JudgeAssertionError(f"{self.case_id}: no result in run "
-                                      f"{self.outcome.run_id} (judge show "
+                                      f"{self.outcome.run_id} (judge runs show "
                                       f"{self.outcome.run_id})")
         if result.status == "cache_miss":
             raise JudgeAssertionError(describe(result, "no cached judgment (offline mode)",
@@ -320,7 +320,7 @@ def _regression(outcome: SuiteOutcome) -> str | None:
         lines.append(f"  newly unscored: {', '.join(c.newly_unscored)}")
     lines += [f"  - {reason}" for reason in c.blocked_reasons]
     lines += [f"  note: {note}" for note in v.notices]
-    lines.append(f"  run {v.run} is stored (judge show {v.run}); if the new scores are "
+    lines.append(f"  run {v.run} is stored (judge runs show {v.run}); if the new scores are "
                  f"right: judge baseline record {outcome.path} --from {v.run}")
     return "\n".join(lines)
 

@@ -127,7 +127,7 @@ def test_diff_of_different_judges_names_the_models(fake_server: Any, workspace: 
 
 def test_unknown_run_exits_2(workspace: Path) -> None:
     done = run_judge(["diff", "nope", "nada", "--json"], workspace)
-    assert done.returncode == 2 and done.stdout == "" and "judge history" in done.stderr
+    assert done.returncode == 2 and done.stdout == "" and "judge runs list" in done.stderr
 
 
 # -- one notion of "changed", on handcrafted results ---------------------------------------

@@ -214,17 +214,17 @@ def test_unknown_run_different_suites_and_an_unlabelled_lone_judge_exit_2(
     assert proc.returncode == 0, proc.stderr
     lone_run = json.loads(proc.stdout)["run"]["id"]
     code, _out, err = ws.judge("compare", lone_run)
-    assert code == 2 and "one judge" in err and f"judge agreement {lone_run}" in err
+    assert code == 2 and "one judge" in err and f"judge judges agreement {lone_run}" in err
 
 
 def test_one_labelled_run_is_its_judge_against_the_people(
         ws: Workspace, two_runs: tuple[str, str]) -> None:
-    """`judge compare RUN` answers what `judge agreement RUN` does, with the same numbers."""
+    """`judge compare RUN` answers what `judge judges agreement RUN` does, with the same numbers."""
     code, out, err = ws.judge("compare", two_runs[0], "--json")
     assert code == 0, err
     compared = json.loads(out)
     assert compared["pairs"] == [] and len(compared["human"]) == 1
-    code, out, err = ws.judge("agreement", two_runs[0], "--json")
+    code, out, err = ws.judge("judges", "agreement", two_runs[0], "--json")
     assert code == 0, err
     (row,) = json.loads(out)["rows"]
     assert compared["human"][0] == {**row["agreement"], "judge": compared["human"][0]["judge"]}
