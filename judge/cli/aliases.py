@@ -1,4 +1,4 @@
-"""The old spellings of commands: each still runs, for one release, after one line on stderr.
+"""Old spellings of commands and flags: each still works, for one release, after one line on stderr.
 
 Most old names are the new command under another spelling: the command line is rewritten
 before it is parsed (``judge history -n 5`` runs ``judge runs list -n 5``), so stdout and the
@@ -14,7 +14,8 @@ import sys
 from collections.abc import Sequence
 from typing import Final
 
-__all__ = ["RENAMED", "ROOT_FLAGS", "deprecation", "new_spelling", "say_deprecated"]
+__all__ = ["RENAMED", "ROOT_FLAGS", "deprecation", "new_spelling", "say_deprecated",
+           "say_setting"]
 
 RENAMED: Final[dict[tuple[str, ...], tuple[str, ...]]] = {
     # old words: new words. The longest old spelling that starts the command line wins.
@@ -60,6 +61,14 @@ def say_deprecated(old: Sequence[str], new: Sequence[str]) -> None:
     if not _said[0]:
         _said[0] = True
         print(deprecation(old, new), file=sys.stderr, flush=True)
+
+
+def say_setting(command: str, flag: str, setting: str, variable: str) -> None:
+    """Print, once, that a command's flag is now a setting (and how to set it)."""
+    if not _said[0]:
+        _said[0] = True
+        print(f"`{command} {flag}` is now the setting {setting} ({variable}=... or judge.toml); "
+              "the flag goes in the next release", file=sys.stderr, flush=True)
 
 
 def new_spelling(args: Sequence[str]) -> list[str]:

@@ -109,8 +109,7 @@ def _conventional_metavars(command: Command) -> Command:
 _plain = [False]
 """``--plain`` seen in this invocation (reset by the root command each time)."""
 
-_PLAIN_HELP = ("Plain lines even on a terminal: one line per row, every value whole, no "
-               "colour (the default when stdout is not a terminal).")
+_PLAIN_HELP = "Plain lines, every value whole, no colour (the default off a terminal)."
 
 
 def set_plain(flag: bool) -> None:
@@ -166,19 +165,22 @@ def _list_commands(group: TyperGroup, ctx: Context, formatter: HelpFormatter) ->
             formatter.write_dl(rows)
 
 
-def _panel_sections(command: Command) -> Command:
-    """Options under their ``rich_help_panel`` headings, in the order first declared.
+def _panel_sections(command: Command, panels: dict[str, str]) -> Command:
+    """Options under their panel's heading (``panels``: parameter name to heading).
 
-    typer draws panels only with rich markup, which the CLI leaves off (plain help is
-    faster and reads the same in a log); click's formatter writes one section per panel.
-    A group lists its commands' first sentences whole.
+    typer draws ``rich_help_panel`` only with rich markup, which the CLI leaves off (plain
+    help is faster and reads the same in a log); click's formatter writes one section per
+    panel, in the order first declared. A group lists its commands' first sentences whole.
     """
     if isinstance(command, TyperGroup):
         setattr(command, "format_commands",  # noqa: B010 - per instance
                 lambda ctx, formatter: _list_commands(command, ctx, formatter))
         for sub in command.commands.values():
-            _panel_sections(sub)
+            _panel_sections(sub, panels)
         return command
+    for param in command.params:
+        if param.name in panels:
+            setattr(param, "rich_help_panel", panels[param.name])  # noqa: B010
     if not any(getattr(p, "rich_help_panel", None) for p in command.params):
         return command
 
@@ -189,7 +191,8 @@ def _panel_sections(command: Command) -> Command:
             if record is None:
                 continue
             name = "Arguments" if param.param_type_name == "argument" else (
-                getattr(param, "rich_help_panel", None) or "Options")
+                getattr(param, "rich_help_panel", None) or panels.get(param.name or "")
+                or "Options")
             sections.setdefault(name, []).append(record)
         for name, rows in sections.items():
             with formatter.section(name):
@@ -199,8 +202,11 @@ def _panel_sections(command: Command) -> Command:
     return command
 
 
-def _leaf(path: str) -> Command:
-    """The command at ``path`` (``run``, ``judges agreement``), its module imported."""
+def _leaf(path: str) -> tuple[Command, dict[str, str]]:
+    """The command at ``path`` (``run``, ``judges agreement``), its module imported.
+
+    With it, the help panel of each option its module names (the module's ``PANELS``).
+    """
     *group, name = path.split()
     module_name = (LEAVES[group[0]][name] if group else
                    COMMANDS[name][0] if name in COMMANDS else OLD_COMMANDS[name])
@@ -211,12 +217,13 @@ def _leaf(path: str) -> Command:
     else:
         module.register_old(sub)
     built = typer.main.get_command(sub)
+    panels: dict[str, str] = getattr(module, "PANELS", {}).get(name, {})
     if isinstance(built, TyperGroup):
         found = built.commands.get(name)
         if found is None:  # pragma: no cover - a table entry its module does not register
             raise LookupError(f"module {module_name} does not define command {name!r}")
-        return found
-    return built
+        return found, panels
+    return built, panels
 
 
 @functools.cache
@@ -233,7 +240,8 @@ def load_command(path: str) -> Command:
         name = words[0]
         return _LazyGroup(name=name, help=COMMANDS[name][1], no_args_is_help=True,
                           leaves=LEAVES[name], rich_markup_mode=None)
-    return _with_plain(_panel_sections(_conventional_metavars(_leaf(path))))
+    command, panels = _leaf(path)
+    return _panel_sections(_with_plain(_conventional_metavars(command)), panels)
 
 
 def walk(path: str = "") -> list[tuple[str, Command]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Final, TypedDict
 
 import typer
 from rich.markup import escape
@@ -36,14 +36,10 @@ from .gate_reports import print_quality, print_verdict, write_gate_reports
 from .options import (
     AcrossJudgesFlag,
     AllowUnsignedShared,
-    ApiBaseOption,
-    CacheDirOption,
-    CacheModeOption,
-    ConcurrencyOption,
     JunitOption,
     MarkdownOption,
     RequireBaselineFlag,
-    SeedOption,
+    SettingFlag,
     StoreOption,
 )
 from .output import (
@@ -61,7 +57,7 @@ from .output import (
 )
 from .runs_batch import submit as submit_batch
 
-__all__ = ["GroupJson", "cache_line", "group_json", "print_group", "register"]
+__all__ = ["PANELS", "GroupJson", "cache_line", "group_json", "print_group", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -69,98 +65,89 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
 
+PANELS: Final = {"run": {
+    **dict.fromkeys(("model", "api_base", "rubric", "template", "samples", "seed"), "Judge"),
+    **dict.fromkeys(("tag", "case", "complexity", "no_llm", "shard", "group"), "Cases"),
+    **dict.fromkeys(("offline", "batch", "store", "allow_unsigned_shared"), "Cache and store"),
+    **dict.fromkeys(("no_check", "across_judges", "require_baseline", "junit", "markdown"),
+                    "Gate"),
+    **dict.fromkeys(("json_out", "watch", "plain", "help"), "Output")}}
+"""The sections of ``judge run --help``, by parameter."""
+
+
 def run(
     suite: Annotated[Path, typer.Argument(help="Suite file (.yaml or .jsonl).")],
-    rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
     model: Annotated[list[str] | None, typer.Option(
-        "--model", "-m", help="Judge model (LiteLLM name); repeat for a panel.")] = None,
-    api_base: ApiBaseOption = None,
-    concurrency: ConcurrencyOption = None,
-    seed: SeedOption = None,
-    samples: Annotated[int | None, typer.Option(
-        metavar="K", help="Judge each case K times (seed, seed+1...): their --aggregate "
-                          "is the case's score and the spread is stored.")]
-    = None,
-    aggregate: Annotated[str | None, typer.Option(
-        "--aggregate", metavar="mean|median",
-        help="With --samples K: combine each judge's K samples by their mean (default, as "
-             "published meta-evaluations do) or median.")] = None,
-    panel: Annotated[str | None, typer.Option(
-        help="With several --model: combine their AI scores by median (default) or mean.")]
-    = None,
-    offline: Annotated[bool, typer.Option(
-        "--offline", help="Replay from the cache only; never call a model (the shared "
-                     "cache tier, if cache_url is set, is read).")] = False,
-    cache_mode: CacheModeOption = None,
-    cache_dir: CacheDirOption = None,
-    store: StoreOption = None,
+        "--model", "-m",
+        help="Judge model (LiteLLM name); repeat for a panel.")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL",
+        help="An OpenAI-compatible server's base URL, with its /v1.")] = None,
+    rubric: Annotated[str | None, typer.Option(
+        help="Rubric id or path (default: the suite's).")] = None,
     template: Annotated[str | None, typer.Option(
-        help="Prompt template id: prompts/ID.md.j2 in the workspace, else the shipped one "
-             "(default: setting template, 'judge').")] = None,
-    output_mode: Annotated[str | None, typer.Option(
-        help="How the judge is held to the reply schema: auto (default: by model), "
-             "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
-    stable_schema: Annotated[bool | None, typer.Option(
-        "--stable-schema/--no-stable-schema",
-        help="Send one reply schema per rubric and check citations on the reply, so "
-             "providers' prompt caches reuse schema + system message across cases "
-             "(default: setting stable_schema, off).")] = None,
+        help="Prompt template id (prompts/ID.md.j2; default: judge).")] = None,
+    samples: Annotated[int | None, typer.Option(
+        metavar="K", help="Judge each case K times; their mean is its score.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        metavar="N", help="Judge seed (default 42).")] = None,
     tag: Annotated[list[str] | None, typer.Option(
-        metavar="TAG", help="Only cases with this tag (repeat for any of several).")] = None,
-    complexity: Annotated[list[str] | None, typer.Option(
-        metavar="LEVEL", help="Only cases of this complexity: simple, medium or complex.")] = None,
+        metavar="TAG", help="Only cases with this tag (repeatable).")]
+    = None,
     case: Annotated[list[str] | None, typer.Option(
-        "--case", metavar="ID", help="Only the case with this id (repeat for several).")] = None,
+        "--case", metavar="ID",
+        help="Only the case with this id (repeatable).")] = None,
+    complexity: Annotated[list[str] | None, typer.Option(
+        metavar="LEVEL",
+        help="Only cases of this complexity (simple, medium, complex).")] = None,
     no_llm: Annotated[bool, typer.Option(
-        "--no-llm", help="Run only the deterministic cases.")] = False,
-    timeout: Annotated[float | None, typer.Option(
-        metavar="SECONDS", help="Seconds per model request before it is retried (a local "
-                             "judge: per judgment queued ahead, 900 by default, never "
-                             "re-sent).")] = None,
+        "--no-llm", help="Only the deterministic cases.")] = False,
+    shard: Annotated[str | None, typer.Option(
+        "--shard", metavar="I/N", help="Only shard I of N of the cases; with --group.")] =
+        None,
+    group: Annotated[str | None, typer.Option(
+        "--group", metavar="NAME", help="The shards' group; its last shard gates it.")] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Replay the cache only, never call a model (a miss: exit 3).")] =
+        False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the misses as a provider batch job (half price, 24 h).")] =
+        False,
+    store: StoreOption = None,
+    allow_unsigned_shared: AllowUnsignedShared = False,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
     across_judges: AcrossJudgesFlag = False,
     require_baseline: RequireBaselineFlag = False,
     junit: JunitOption = None,
     markdown: MarkdownOption = None,
-    shard: Annotated[str | None, typer.Option(
-        "--shard", metavar="I/N",
-        help="Judge only shard I of N (by a stable hash of the case id); needs --group.")]
-    = None,
-    group: Annotated[str | None, typer.Option(
-        "--group", metavar="NAME",
-        help="The group the shards make one run of (e.g. the CI run id); the last shard in "
-             "gates the whole group.")] = None,
     json_out: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON object on stdout, nothing else (progress and notices "
-                       "go to stderr).")] = False,
-    batch: Annotated[bool, typer.Option(
-        "--batch", help="Send the cache misses as a provider batch job (about half the "
-                        "price, results within 24 h) and return at once with its id; "
-                        "`judge runs batch wait JOB` finishes the run.")] = False,
+        "--json",
+        help="One JSON object on stdout, nothing else (progress on stderr).")] = False,
     watch: Annotated[bool, typer.Option(
-        "--watch", help="After the run, wait for a save of the suite, the rubric, a "
-                        "template (prompts/) or judge.toml, re-run (only changed prompts "
-                        "are re-judged), show what moved as `judge diff` does, and wait "
-                        "again. Ctrl-C ends it (exit 0; 130 if it interrupts a run).")]
+        "--watch", help="Re-run on each save (suite, rubric, template); show what moved.")]
     = False,
     watch_runs: Annotated[int, typer.Option(
         "--watch-runs", hidden=True, min=0, help="With --watch: stop after N reruns.")]
     = MAX_RERUNS,
-    allow_unsigned_shared: AllowUnsignedShared = False,
+    concurrency: Annotated[int | None, SettingFlag("concurrency")] = None,
+    aggregate: Annotated[str | None, SettingFlag("sample_aggregate", "--aggregate")] = None,
+    panel: Annotated[str | None, SettingFlag("panel")] = None,
+    cache_mode: Annotated[str | None, SettingFlag("cache_mode")] = None,
+    cache_dir: Annotated[str | None, SettingFlag("cache_dir")] = None,
+    output_mode: Annotated[str | None, SettingFlag("output_mode")] = None,
+    stable_schema: Annotated[bool | None, SettingFlag(
+        "stable_schema", "--stable-schema/--no-stable-schema")] = None,
+    timeout: Annotated[float | None, SettingFlag("timeout")] = None,
 ) -> None:
-    """Judge SUITE, store the run, print the summary and the baseline comparison.
+    """Judge SUITE, store the run, summarise it, gate it against the baseline.
 
-    With no baseline yet, a first run records one (exit 0: first baseline recorded, nothing
-    compared); where a baseline is required (CI set, or --require-baseline) a missing one
-    fails instead (exit 5), naming the file to commit.
+    --offline replays the cache: no network, no key. A first run records the baseline;
+    under CI a missing one fails (exit 5). Concurrency, timeouts, output mode and the rest
+    are settings (`judge workspace config`).
 
-    Exit 0: done, no regression (or a first baseline recorded). 1: a regression while
-    blocking. 2: bad input (named). 3: offline and judgments missing from the cache
-    (listed, with what changed). 4: no judgment succeeded (the first reason is printed).
-    5: not compared although a comparison was due: the baseline is another judge's,
-    rubric's or template's, no case in common, or a required baseline is missing (the
-    reason and the fix are printed). 130: interrupted (what was judged is stored).
+    Exit 0 done; 1 a regression; 2 bad input; 3 offline misses (listed); 4 no judgment
+    succeeded; 5 not compared (why, and the fix); 130 interrupted (what was judged is kept).
     """
     overrides: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
