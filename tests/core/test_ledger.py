@@ -94,8 +94,11 @@ def test_swap_two_judges_with_no_key(workspace: Path) -> None:
             runs.append(json.loads(done.stdout)["run"]["id"])
         compared = run_judge(["compare", *runs], workspace)
         assert compared.returncode == 0, compared.stderr
-        assert f"{MODEL} → {MODEL}+25" in compared.stdout
-        assert "band flips (overall):" in compared.stdout
+        lines = compared.stdout.splitlines()
+        # The verdict first, a screen in all: 14 cases read in 25 lines (the detail: --detail).
+        assert lines[0].startswith(f"{MODEL}+25 scores ") and "points higher" in lines[0]
+        assert len(lines) <= 25, compared.stdout
+        assert "band flips A → B: " in compared.stdout
     finally:
         server.terminate()
         assert server.wait(timeout=10) == 0
