@@ -103,6 +103,25 @@ def test_the_url_checker_sees_a_second_resolver() -> None:
     assert _sql_url_calls(ast.parse(source)) == {"make_url", "render_as_string"}
 
 
+# --- a cost for people ------------------------------------------------------------------------
+DOLLARS = re.compile(r"\$\{[^}]*:\.\d+f\}")
+"""A dollar figure formatted in place (``f"${cost:.4f}"``): zero and unknown need words."""
+
+
+def _dollar_lines(source: str) -> list[int]:
+    return [n for n, line in enumerate(source.splitlines(), 1) if DOLLARS.search(line)]
+
+
+def test_costs_are_said_in_one_place() -> None:
+    found = [f"{_rel(p)}:{n}" for p in _modules("cli", "pytest_plugin", "server")
+             for n in _dollar_lines(p.read_text())]
+    assert not found, f"{found} format a cost: use judge.core.outcomes.usage.cost_text"
+
+
+def test_the_cost_checker_sees_a_second_formatter() -> None:
+    assert _dollar_lines('x = 1\ncost = f"${t.cost_usd:.4f}"\n') == [2]
+
+
 # --- other libraries' private names --------------------------------------------------------------
 # Each one still used: (module, name) -> the test that fails when the library moves it (the
 # one-line reason is beside the use). os._exit is the standard library's documented call.

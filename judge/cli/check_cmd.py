@@ -22,7 +22,12 @@ from ..app.runs.stored import get_run
 from ..app.workspace.workspace import Workspace
 from ..core.formats.models import CaseResult
 from ..core.text.errors import UsageError
-from .gate_reports import print_verdict, write_gate_reports
+from .gate_reports import (
+    GATE_DETAIL,
+    print_verdict_body,
+    print_verdict_head,
+    write_gate_reports,
+)
 from .options import (
     AcrossJudgesFlag,
     BaselinesDirAlias,
@@ -34,7 +39,7 @@ from .options import (
     StoreOption,
     ThresholdOption,
 )
-from .output import emit_json, err_console
+from .output import emit_json, err_console, print_detail_hint
 from .run_cmd import group_json, print_group
 
 __all__ = ["register"]
@@ -72,6 +77,8 @@ def check(
         "--group", metavar="NAME",
         help="Gate a sharded group (judge run --shard I/N --group NAME) as one run.")] = None,
     dir_alias: BaselinesDirAlias = None,
+    detail: Annotated[bool, typer.Option(
+        "--detail", help=f"Add {GATE_DETAIL}.")] = False,
     json_out: JsonFlag = False,
     across_judges: AcrossJudgesFlag = False,
     require_baseline: RequireBaselineFlag = False,
@@ -103,7 +110,7 @@ def check(
     workspace = _workspace(store, directory or dir_alias, threshold, block,
                            across=across_judges, require=require_baseline)
     verdict, results, found = _gated(workspace, group, run_id, suite, baseline_file)
-    _show_verdict(verdict, found, json_out=json_out)
+    _show_verdict(verdict, found, json_out=json_out, detail=detail)
     quality = (run_quality(workspace, get_run(workspace, verdict.run))
                if markdown is not None and found is None else None)
     write_gate_reports(verdict, results, junit=junit, markdown=markdown,
@@ -125,15 +132,20 @@ def _gated(workspace: Workspace, group: str | None, run_id: str | None, suite: s
     return found.verdict, found.results, found
 
 
-def _show_verdict(verdict: GateVerdict, found: GroupCheck | None, *, json_out: bool) -> None:
-    """The verdict as JSON (notices on stderr), or for a person (a group's state first)."""
+def _show_verdict(verdict: GateVerdict, found: GroupCheck | None, *, json_out: bool,
+                  detail: bool) -> None:
+    """The verdict as JSON (notices on stderr), or for a person: the verdict's line first."""
     if json_out:
         for notice in verdict.notices:
             err_console().print(notice, markup=False)
         emit_json({**verdict.model_dump(mode="json"),
                    **({"group": group_json(found)} if found is not None else {})})
         return
+    if found is not None and not found.status.complete:
+        print_group(found)  # an incomplete group is the verdict: nothing was gated
+        return
+    print_verdict_head(verdict)
     if found is not None:
         print_group(found)
-    if found is None or found.status.complete:
-        print_verdict(verdict)
+    if print_verdict_body(verdict, detail=detail):
+        print_detail_hint(GATE_DETAIL)

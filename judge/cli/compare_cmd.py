@@ -38,6 +38,7 @@ from .output import (
     interval_text,
     number_text,
     plural,
+    print_detail_hint,
     share_text,
     styled,
     table,
@@ -294,8 +295,8 @@ def _print(comparison: Comparison, detail: bool) -> None:
     for note in comparison.notes:
         out.print(f"[yellow]note:[/] {escape(note)}")
     if letters is not None:
-        out.print("--detail: each category, the band flips, the confusion matrices and the "
-                  "largest disagreements with people", markup=False)
+        print_detail_hint("each category, the band flips, the confusion matrices and the "
+                          "largest disagreements with people")
 
 
 def _print_detail(comparison: Comparison) -> None:

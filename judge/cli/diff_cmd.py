@@ -23,16 +23,21 @@ from .output import (
     emit_json,
     plain_output,
     plural,
+    print_detail_hint,
     short_text,
     styled,
     table,
 )
 
-__all__ = ["RATIONALE_WIDTH", "print_diff", "register"]
+__all__ = ["CASES_SHOWN", "DIFF_DETAIL", "RATIONALE_WIDTH", "print_diff", "register"]
 
 
 RATIONALE_WIDTH = 60
 """Characters of a rationale shown in the table (``--json`` has them whole)."""
+CASES_SHOWN = 20
+"""Changed cases listed without ``--detail``; the rest are counted."""
+DIFF_DETAIL = "each changed case's category scores and rationales"
+"""What ``judge diff --detail`` adds."""
 
 
 def register(app: typer.Typer) -> None:
@@ -46,6 +51,7 @@ def diff(
     show_all: Annotated[bool, typer.Option(
         "--all", help="List every case both runs scored, not only the changed ones.")] = False,
     store: StoreOption = None,
+    detail: Annotated[bool, typer.Option("--detail", help=f"Add {DIFF_DETAIL}.")] = False,
     json_out: JsonFlag = False,
 ) -> None:
     """Show per case what moved from RUN_A to RUN_B: overall, band, pass, AI and final scores.
@@ -59,7 +65,7 @@ def diff(
     if json_out:
         emit_json(report.model_dump(mode="json"))
         return
-    print_diff(report)
+    print_diff(report, detail)
 
 
 # -- rendering ------------------------------------------------------------------------------
@@ -96,33 +102,25 @@ def _outcome(case: CaseDiff) -> tuple[Cell, Cell]:
     return band, verdict
 
 
-def print_diff(report: RunDiff) -> None:
-    """``judge diff``'s view: the header, the changed cases, the counts and the noise."""
-    out = console()
-    a, b = report.a, report.b
-    out.print(f"[bold]A[/] {escape(a.id)}  vs  [bold]B[/] {escape(b.id)}  "
-              f"(suite {escape(a.suite)})")
-    if report.differs:
-        for name, pair in report.differs.items():
-            out.print(f"  {name}: {short_text(pair[0])} → {short_text(pair[1])}", markup=False)
-    else:
-        out.print("  same suite, rubric, template, judges and seed")
+def print_diff(report: RunDiff, detail: bool = False) -> None:
+    """``judge diff``'s view: the counts and the noise first, the runs, then the changed cases.
+
+    By default a line per changed case (overall, band, pass; at most :data:`CASES_SHOWN`);
+    with ``detail`` every category's AI and final scores and rationales, and the cases whose
+    rationale changed.
+    """
+    _print_counts(report)
+    console().print(_noise_summary(report), markup=False)
+    _print_runs(report)
     if report.cases:
-        rows: list[list[Cell] | None] = []
-        for case in report.cases:
-            band, verdict = _outcome(case)
-            head: list[Cell] = [case.id, _moved(case), band, verdict]
-            for cat in case.categories or [None]:
-                cells: list[Cell] = ["", "", "", "", ""] if cat is None else [
-                    cat.category, _arrow(cat.ai), _arrow(cat.final),
-                    _cut(cat.rationale[0]), _cut(cat.rationale[1])]
-                rows.append([*head, *cells])
-                # Plain lines repeat the id (a grep finds every line of a case); the table
-                # leaves it to the first line of the case's section.
-                head = [case.id, "", "", ""] if plain_output() else ["", "", "", ""]
-            rows.append(SECTION)
-        table(["case", "overall", "band", "pass", "category", "ai", "final", "rationale A",
-               "rationale B"], rows[:-1])
+        (_detail_table if detail else _case_table)(report)
+    if detail:
+        _print_rationale_cases(report)
+    elif report.cases or report.rationale_cases:
+        print_detail_hint(DIFF_DETAIL)
+
+
+def _print_counts(report: RunDiff) -> None:
     extra = []
     if report.category_only and len(report.cases) < report.compared:
         extra.append(f"{report.category_only} more moved only a category score (--all lists "
@@ -131,11 +129,49 @@ def print_diff(report: RunDiff) -> None:
         extra.append(f"only in A: {', '.join(report.only_a)}")
     if report.only_b:
         extra.append(f"only in B: {', '.join(report.only_b)}")
-    out.print(f"{report.changed} of {plural(report.compared, 'case')} changed "
-              f"({report.band_changed} changed band, {report.rationale_changed} changed "
-              f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
-    out.print(_noise_summary(report), markup=False)
-    _print_rationale_cases(report)
+    console().print(f"{report.changed} of {plural(report.compared, 'case')} changed "
+                    f"({report.band_changed} changed band, {report.rationale_changed} changed "
+                    f"rationale)" + ("; " + "; ".join(extra) if extra else ""), markup=False)
+
+
+def _print_runs(report: RunDiff) -> None:
+    """The two runs, and what differs between them (rubric, template, judges, seed...)."""
+    out, a, b = console(), report.a, report.b
+    out.print(f"[bold]A[/] {escape(a.id)}  vs  [bold]B[/] {escape(b.id)}  "
+              f"(suite {escape(a.suite)})")
+    if report.differs:
+        for name, pair in report.differs.items():
+            out.print(f"  {name}: {short_text(pair[0])} → {short_text(pair[1])}", markup=False)
+    else:
+        out.print("  same suite, rubric, template, judges and seed")
+
+
+def _case_table(report: RunDiff) -> None:
+    """A line per changed case, the first :data:`CASES_SHOWN`."""
+    rows: list[list[Cell]] = [[case.id, _moved(case), *_outcome(case)]
+                              for case in report.cases[:CASES_SHOWN]]
+    more = len(report.cases) - len(rows)
+    table(["case", "overall", "band", "pass"], rows,
+          caption=f"… and {more} more (--json, or --detail)" if more > 0 else None)
+
+
+def _detail_table(report: RunDiff) -> None:
+    """Every listed case with its categories' AI and final scores and rationales."""
+    rows: list[list[Cell] | None] = []
+    for case in report.cases:
+        band, verdict = _outcome(case)
+        head: list[Cell] = [case.id, _moved(case), band, verdict]
+        for cat in case.categories or [None]:
+            cells: list[Cell] = ["", "", "", "", ""] if cat is None else [
+                cat.category, _arrow(cat.ai), _arrow(cat.final),
+                _cut(cat.rationale[0]), _cut(cat.rationale[1])]
+            rows.append([*head, *cells])
+            # Plain lines repeat the id (a grep finds every line of a case); the table
+            # leaves it to the first line of the case's section.
+            head = [case.id, "", "", ""] if plain_output() else ["", "", "", ""]
+        rows.append(SECTION)
+    table(["case", "overall", "band", "pass", "category", "ai", "final", "rationale A",
+           "rationale B"], rows[:-1])
 
 
 def _moved(case: CaseDiff) -> Cell:

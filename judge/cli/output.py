@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.formats.models import JudgeLedger
+from ..core.outcomes.usage import cost_text
 from ..core.stats.intervals import Interval
 from ..core.text.canonical import stable_json
 from .app import forced_plain
@@ -37,7 +38,6 @@ __all__ = [
     "band_style",
     "calls_text",
     "console",
-    "cost_text",
     "emit_json",
     "emit_json_streaming",
     "err_console",
@@ -47,6 +47,7 @@ __all__ = [
     "number_text",
     "plain_output",
     "plural",
+    "print_detail_hint",
     "share_text",
     "short_text",
     "styled",
@@ -174,14 +175,9 @@ def interval_text(value: str, interval: Interval | None, places: int = 2) -> str
     return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
 
 
-def cost_text(cost: float | None, calls: int) -> str:
-    """A run's cost: ``no paid calls``, ``$0.0123``, or ``cost unknown`` (a price was unknown).
-
-    ``$0.0000`` only when every paid call's price was known and they add up to zero.
-    """
-    if calls == 0:
-        return "no paid calls"
-    return "cost unknown" if cost is None else f"${cost:.4f}"
+def print_detail_hint(what: str) -> None:
+    """The last line of a short view: what ``--detail`` adds to it."""
+    console().print(f"--detail: {what}", markup=False, highlight=False)
 
 
 def calls_text(entry: JudgeLedger) -> str:

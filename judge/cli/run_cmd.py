@@ -25,6 +25,7 @@ from ..core.formats.rubric import Rubric
 from ..core.formats.shards import Shard
 from ..core.outcomes.miss_reasons import summarise_misses
 from ..core.outcomes.summary import Summary
+from ..core.outcomes.usage import cost_text
 from ..core.scoring.panel import headline_of
 from ..core.text.errors import JudgeError, UsageError
 from ..engine.runner import Progress
@@ -32,7 +33,12 @@ from ..system.resources import open_suite
 from ..system.tuning import settle_heap, tuned
 from . import print_error
 from .diff_cmd import print_diff
-from .gate_reports import print_quality, print_verdict, write_gate_reports
+from .gate_reports import (
+    print_quality,
+    print_verdict_body,
+    print_verdict_head,
+    write_gate_reports,
+)
 from .options import (
     AcrossJudgesFlag,
     AllowUnsignedShared,
@@ -47,11 +53,11 @@ from .output import (
     Column,
     band_style,
     console,
-    cost_text,
     emit_json_streaming,
     err_console,
     ledger_lines,
     plural,
+    print_detail_hint,
     styled,
     table,
 )
@@ -71,7 +77,7 @@ PANELS: Final = {"run": {
     **dict.fromkeys(("offline", "batch", "store", "allow_unsigned_shared"), "Cache and store"),
     **dict.fromkeys(("no_check", "across_judges", "require_baseline", "junit", "markdown"),
                     "Gate"),
-    **dict.fromkeys(("json_out", "watch", "plain", "help"), "Output")}}
+    **dict.fromkeys(("detail", "json_out", "watch", "plain", "help"), "Output")}}
 """The sections of ``judge run --help``, by parameter."""
 
 
@@ -121,6 +127,8 @@ def run(
     require_baseline: RequireBaselineFlag = False,
     junit: JunitOption = None,
     markdown: MarkdownOption = None,
+    detail: Annotated[bool, typer.Option(
+        "--detail", help=f"Add {RUN_DETAIL}.")] = False,
     json_out: Annotated[bool, typer.Option(
         "--json",
         help="One JSON object on stdout, nothing else (progress on stderr).")] = False,
@@ -173,11 +181,11 @@ def run(
             raise UsageError("--watch prints for people after every save",
                              where="--json" if json_out else "--batch",
                              fix="leave out --watch, or that flag")
-        raise typer.Exit(_Watch(overrides, request, watch_runs).loop())
+        raise typer.Exit(_Watch(overrides, request, watch_runs, detail).loop())
     if batch:
         raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
-    _report(workspace, report, json_out=json_out)
+    _report(workspace, report, json_out=json_out, detail=detail)
     if report.verdict is not None and (junit or markdown):
         results = (report.group.results if report.group is not None
                    else run_headline(workspace, report.run.id))
@@ -186,7 +194,7 @@ def run(
     raise typer.Exit(report.exit_code)
 
 
-def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
+def _report(workspace: Workspace, report: RunReport, *, json_out: bool, detail: bool) -> None:
     verdict = report.verdict
     if json_out:
         emit_json_streaming({
@@ -203,14 +211,7 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
                if report.shared_tier is not None else {}),
         }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
-        rubric = workspace.rubric(report.run.rubric)
-        _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
-        if report.quality is not None:
-            print_quality(report.quality)
-        if report.group is not None:
-            print_group(report.group)
-        if verdict is not None:
-            print_verdict(verdict)
+        _print_run(workspace, report, detail)
     err = err_console()
     if report.interrupted:
         err.print(Text.assemble(styled("interrupted", "yellow"), f": kept "
@@ -233,14 +234,66 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
 
 
 CASE_TABLE_LIMIT = 40
-"""Runs with more cases print their failures only (`judge runs show RUN` lists every case)."""
+"""With ``--detail``, runs with more cases print their failures only (`judge runs show RUN`)."""
 FAILURES_SHOWN = 20
+RUN_DETAIL = ("every case's scores by category, each judge's calls, and the gate's every "
+              "reason, noise and case lists")
+"""What ``judge run --detail`` adds."""
 
 
-def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: Summary,
-                   summaries: dict[str, Summary]) -> None:
+def _print_run(workspace: Workspace, report: RunReport, detail: bool) -> None:
+    """The verdict and the scores first; then the run, its failures, its calls, the gate."""
+    rubric, run, summary, verdict = (workspace.rubric(report.run.rubric), report.run,
+                                     report.summary, report.verdict)
+    if verdict is not None:
+        print_verdict_head(verdict)
+    _print_scores(rubric, summary)
+    if report.group is not None:
+        print_group(report.group)
+    _print_warnings(summary)
+    if report.quality is not None:
+        print_quality(report.quality)
+    console().print()
+    _print_about(run, summary, report.summaries)
+    if detail and summary.cases <= CASE_TABLE_LIMIT:
+        _case_table(workspace, rubric, run)
+    elif summary.failures:
+        _failure_table(rubric, summary)
+    _print_calls(run, detail)
+    if verdict is not None:
+        print_verdict_body(verdict, detail=detail)
+    if not detail:
+        print_detail_hint(RUN_DETAIL)
+
+
+def _print_scores(rubric: Rubric, summary: Summary) -> None:
+    """``16 cases: scored 16, unscored 0 · pass rate 50% (…) · mean overall 58.2``."""
+    rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
+    mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
+    unjudged = summary.cases - summary.scored
+    console().print(
+        f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored {summary.unscored}"
+        + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
+        + f"  ·  pass rate [bold]{rate}[/] ({summary.passed} of {summary.cases} passed"
+        + (f", {unjudged} not judged" if unjudged else "")
+        + f"; pass ≥ {rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+
+
+def _print_warnings(summary: Summary) -> None:
+    """A degenerate judge, said where a reader of the scores is still looking."""
+    health = summary.judge_health
+    if health is None or not health.degenerate:
+        return
     out = console()
-    t = run.totals
+    out.print(styled("⚠ the judge looks degenerate: its AI scores carry little or no "
+                     "information", "yellow"))
+    for problem in health.problems:
+        out.print(styled(f"  - {problem}", "yellow"))
+
+
+def _print_about(run: RunInfo, summary: Summary, summaries: dict[str, Summary]) -> None:
+    """The run's id, suite, rubric, judges and seed; each judge of a panel; the averages."""
+    out = console()
     head, sample = headline_of(run)
     scored_by = f"  ·  scores from [bold]{escape(str(head))}[/]" if len(run.models) > 1 else ""
     if len(run.models) == 1 and sample < 0:
@@ -249,43 +302,27 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
     out.print(f"[bold]run {escape(run.id)}[/]  suite [bold]{escape(run.suite)}[/]  rubric "
               f"{escape(run.rubric)}  judge {escape(', '.join(run.models))}  seed {run.seed}"
               f"{scored_by}")
-    if summary.cases <= CASE_TABLE_LIMIT:
-        _case_table(workspace, rubric, run)
-    elif summary.failures:
-        _failure_table(rubric, summary)
-    rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
-    mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
-    unjudged = summary.cases - summary.scored
-    out.print(f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored "
-              f"{summary.unscored}"
-              + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
-              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed} of {summary.cases} passed"
-              + (f", {unjudged} not judged" if unjudged else "")
-              + f"; pass ≥ {rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+    for name, s in summaries.items() if len(summaries) > 1 else ():
+        rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+        out.print(f"  judge {name}: mean overall {s.mean_overall}, pass rate {rate}",
+                  markup=False)
     if summary.category_averages:
         out.print("category averages: " + ", ".join(
             f"{c} {v:.1f}" for c, v in summary.category_averages.items()), markup=False)
     if summary.bands:
         out.print(Text.assemble("bands: ", *_band_counts(summary.bands)))
-    health = summary.judge_health
-    if health is not None and health.degenerate:
-        # Said before the totals, where a reader of the bands is still looking.
-        out.print(styled("⚠ the judge looks degenerate: its AI scores carry little or no "
-                         "information", "yellow"))
-        for problem in health.problems:
-            out.print(styled(f"  - {problem}", "yellow"))
+
+
+def _print_calls(run: RunInfo, detail: bool) -> None:
+    """The calls, tokens, cost and time; with ``detail`` each judge's ledger; the cache."""
+    out, t = console(), run.totals
     out.print(f"model calls {t.calls}, cache hits {t.cache_hits}, tokens "
               f"{t.prompt_tokens}+{t.completion_tokens}, {cost_text(t.cost_usd, t.calls)}, "
               f"{t.wall_seconds:.1f}s", markup=False)
-    for line in ledger_lines(t.ledger):
+    for line in ledger_lines(t.ledger) if detail else ():
         out.print(f"  {line}", markup=False)
     if t.judgments:
         out.print(cache_line(t), markup=False)
-    if len(summaries) > 1:
-        for name, s in summaries.items():
-            rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
-            out.print(f"  judge {name}: mean overall {s.mean_overall}, pass rate {rate}",
-                      markup=False)
 
 
 def _band_counts(bands: dict[str, int]) -> list[Text | str]:
@@ -392,8 +429,10 @@ class _Watch:
     Bounded: ``watching.MAX_RERUNS`` reruns, ``watching.MAX_WAIT_S`` without a save.
     """
 
-    def __init__(self, overrides: dict[str, Any], request: RunRequest, max_runs: int) -> None:
+    def __init__(self, overrides: dict[str, Any], request: RunRequest, max_runs: int,
+                 detail: bool) -> None:
         self.overrides, self.request, self.max_runs = overrides, request, max_runs
+        self.detail = detail
         self.root = Path.cwd()
         self.rubrics: list[str | None] = [overrides.get("rubric")]
         self.previous: RunInfo | None = None
@@ -437,10 +476,10 @@ class _Watch:
         except JudgeError as exc:
             print_error(exc)
             return False
-        _report(workspace, report, json_out=False)
+        _report(workspace, report, json_out=False, detail=self.detail)
         if self.previous is not None and not report.interrupted:
             console().print(f"what moved since run {self.previous.id}:", markup=False)
-            print_diff(diff_runs(workspace, self.previous.id, report.run.id))
+            print_diff(diff_runs(workspace, self.previous.id, report.run.id), self.detail)
         if not report.interrupted:
             self.previous = report.run
         return report.interrupted

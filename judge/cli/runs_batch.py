@@ -22,6 +22,7 @@ from ..app.runs.batching import (
 )
 from ..app.runs.running import RunRequest
 from ..app.workspace.workspace import Workspace
+from ..core.outcomes.usage import cost_text
 from ..core.text.terminal_text import visible
 from ..store.batch_jobs import BatchJob
 from .gate_reports import print_verdict
@@ -90,7 +91,7 @@ def _print_job(job: BatchJob) -> None:
             out.print(f"    error: {error}", markup=False)
     if job.ledger is not None:
         led = job.ledger
-        cost = "unknown" if led.cost_usd is None else f"${led.cost_usd:.4f}"
+        cost = cost_text(led.cost_usd, led.answered)
         out.print(f"  collected: {led.answered} answered at the batch rate ({cost}), "
                   f"{len(led.failed)} unanswered, {len(led.invalid)} invalid after repair, "
                   f"{led.repair_calls} live repair call(s), {len(led.refused)} answer(s) refused")
@@ -136,14 +137,14 @@ def _finish(done: BatchCollected, json_out: bool) -> None:
                                 markup=False)
         elif report is not None:
             t, s = report.run.totals, report.summary
-            cost = "unknown" if t.cost_usd is None else f"${t.cost_usd:.4f}"
-            batch_cost = "unknown" if t.batch_cost_usd is None else f"${t.batch_cost_usd:.4f}"
+            cost = cost_text(t.cost_usd, t.calls + t.batch_calls)
+            batch_cost = cost_text(t.batch_cost_usd, t.batch_calls)
             rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
             console().print(
                 f"run {report.run.id}: cases {s.cases}, scored {s.scored}, unscored "
                 f"{s.unscored}, pass rate {rate}, mean overall {s.mean_overall}; "
                 f"{t.batch_calls} judgment(s) at the batch rate ({batch_cost}), "
-                f"{t.calls} live call(s), total cost {cost}", markup=False)
+                f"{t.calls} live call(s), in all {cost}", markup=False)
             if report.verdict is not None:
                 print_verdict(report.verdict)
     raise typer.Exit(done.exit_code)

@@ -20,6 +20,7 @@ from ..app.runs.exporting import ExportFormat
 from ..app.runs.stored import RunPage, export_run, run_history, show_run
 from ..app.workspace.store_access import StoreLocation
 from ..core.formats.models import RunInfo, RunTotals
+from ..core.outcomes.usage import cost_text
 from ..core.text.canonical import canonical_json
 from .aliases import say_deprecated
 from .options import JsonFlag, RunArg, StoreOption
@@ -28,7 +29,6 @@ from .output import (
     Column,
     band_style,
     console,
-    cost_text,
     emit_json,
     interval_text,
     ledger_lines,
@@ -208,7 +208,7 @@ def _batch_text(t: RunTotals) -> str:
     """`` + 14 batch calls ($0.0018)``: the judgments a provider batch answered, if any."""
     if not t.batch_calls:
         return ""
-    cost = "cost unknown" if t.batch_cost_usd is None else f"${t.batch_cost_usd:.4f}"
+    cost = cost_text(t.batch_cost_usd, t.batch_calls)
     return f" + {t.batch_calls} batch calls ({cost})"
 
 

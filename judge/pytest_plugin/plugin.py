@@ -24,6 +24,7 @@ from ..app.workspace.settings import CacheModeName, ci_set
 from ..core.formats.models import CaseResult
 from ..core.formats.rubric import Rubric
 from ..core.formats.suite import Case
+from ..core.outcomes.usage import cost_text
 from ..core.text.errors import JudgeError
 from .places import quoted_command, session_folder
 from .report import (
@@ -200,11 +201,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for err in rep.errors[:5]:
             tr.write_line(f"  {err}")
     spent = st.spent
-    cost = "unknown" if spent.cost is None else f"${spent.cost_usd():.4f}"
+    cost = cost_text(spent.cost_usd(), st.model_calls)
     tr.write_line(f"judgments {st.judgments} · cache hits {st.cache_hits} · cache misses "
                   f"{st.cache_misses} · model calls {st.model_calls} · tokens "
                   f"{spent.tokens} (prompt {spent.prompt_tokens}, "
-                  f"completion {spent.completion_tokens}) · cost {cost} · time "
+                  f"completion {spent.completion_tokens}) · {cost} · time "
                   f"{st.seconds:.2f} s")
     for line in st.runs:
         tr.write_line(line)

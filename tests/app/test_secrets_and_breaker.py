@@ -90,7 +90,8 @@ def test_echoed_key_reaches_no_store_export_json_or_stderr(
             outputs[str(path)] = path.read_bytes().decode("utf-8", "replace")
     leaked = [where for where, text in outputs.items() if KEY in text]
     assert not leaked
-    assert "Incorrect API key" in outputs[f"runs show {run_id} --json"]  # the reason is kept, masked
+    # The reason is kept, masked.
+    assert "Incorrect API key" in outputs[f"runs show {run_id} --json"]
 
 
 def _closed_port() -> int:

@@ -96,6 +96,17 @@ def test_two_runs_two_rows_keyed_by_template_digest(ws: tuple[Path, str, str]) -
     proc = run_judge(["judges", "agreement", first, second], root)
     assert proc.returncode == 0, proc.stderr
     assert a["templateHash"][:8] in proc.stdout and b["templateHash"][:8] in proc.stdout
+    # The newest run's verdict first, whether agreement moved second; the tables: --detail.
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"newest run {second}: {b['agreement']['verdict']}"
+    beyond = any(m["beyondInterval"] for m in data["movements"]
+                 if m["statistic"] in ("weightedKappa", "meanAbsDiff"))
+    assert ("beyond the earlier run's interval" if beyond else "stayed within") in lines[1]
+    assert len(lines) <= 10 and "--detail" in lines[-1]
+    assert "largest disagreements (" not in proc.stdout
+    detail = run_judge(["judges", "agreement", first, second, "--detail"], root)
+    assert detail.stdout.splitlines()[0] == lines[0]
+    assert "largest disagreements (" in detail.stdout and "taskOutcomeQuality" in detail.stdout
 
 
 def test_values_match_sklearn_and_scipy(ws: tuple[Path, str, str]) -> None:
@@ -174,7 +185,7 @@ def test_disagreements_link_to_their_case_on_the_review_page(
     assert row.review_page == f"http://127.0.0.1:8765/review/{second}"
     found = row.agreement.disagreements
     assert found, "the fake judge parts from the people somewhere"
-    proc = run_judge(["judges", "agreement", second], root)  # one run: the detail is shown
+    proc = run_judge(["judges", "agreement", second, "--detail"], root)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("largest disagreements"))

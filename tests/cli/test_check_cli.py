@@ -219,7 +219,11 @@ def test_check_blocks_a_seeded_regression(ws: Workspace) -> None:
     assert "case-07: 82 → 71 (-11 points, threshold 5)" in proc.stdout
     assert "case-09: scored 64 → unscored (provider error: 503 Service Unavailable)" \
         in proc.stdout
-    assert "improved: case-08" in proc.stdout
+    assert "improved: case-08" not in proc.stdout and "--detail" in proc.stdout.splitlines()[-1]
+    assert len(proc.stdout.splitlines()) <= 8, proc.stdout
+    assert proc.stdout.splitlines()[0].startswith("⚠ regression")
+    detail = ws.judge("check", "--detail")
+    assert detail.returncode == 1 and "improved: case-08" in detail.stdout
     out = _json(ws.judge("check", "r2", "--json"))
     assert out["hasRegression"] is True and out["blocked"] is True
     assert out["regressedCases"] == ["case-07"] and out["newlyUnscored"] == ["case-09"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
-__all__ = ["ZERO", "Metered", "Usage", "cost_fraction"]
+__all__ = ["SMALLEST_COST", "ZERO", "Metered", "Usage", "cost_fraction", "cost_text"]
 
 
 class Metered(Protocol):
@@ -79,6 +79,24 @@ class Usage:
         if self.cost is None:
             return None
         return float(self.cost) if digits is None else round(float(self.cost), digits)
+
+
+SMALLEST_COST = 0.00005
+"""Below this a cost rounds to ``$0.0000`` at four decimals."""
+
+
+def cost_text(cost_usd: float | None, calls: int) -> str:
+    """A cost for people, in words where a figure would mislead.
+
+    ``no paid calls`` when no call was made or every call's price is known to be zero;
+    ``cost unknown`` when a call's price is unknown (a local or self-hosted model); else
+    dollars, ``under $0.0001`` rather than a ``$0.0000`` that reads as free.
+    """
+    if calls == 0 or cost_usd == 0:
+        return "no paid calls"
+    if cost_usd is None:
+        return "cost unknown"
+    return "under $0.0001" if cost_usd < SMALLEST_COST else f"${cost_usd:.4f}"
 
 
 def cost_fraction(cost_usd: float) -> Fraction:
