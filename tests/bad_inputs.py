@@ -127,6 +127,8 @@ def snapshot(root: Path) -> dict[str, str]:
                 out[rel] = "-> " + os.readlink(path)
             elif path.is_dir():
                 out[rel] = "dir"
+            elif not path.is_file():  # a FIFO: never read (it would wait for a writer)
+                out[rel] = f"special {path.stat().st_mode:o}"
             else:
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out

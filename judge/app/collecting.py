@@ -26,7 +26,7 @@ from ..collect.git import collect_git
 from ..collect.junit import collect_junit
 from ..collect.task import collect_task
 from ..core.canonical import canonical_json
-from ..core.errors import ConfigError, SuiteError, UsageError
+from ..core.errors import ConfigError, UsageError
 from ..core.frozen import Frozen
 from ..core.rubric import Rubric
 from ..core.signal_rules import SignalOutcome
@@ -40,7 +40,7 @@ from ..core.suite import (
     validate_cases,
 )
 from ..system.atomic_files import write_atomic
-from ..system.resources import load_suite
+from ..system.resources import load_suite, read_suite_text
 from .workspace import Workspace
 
 __all__ = ["NO_OUTPUT_FIX", "CollectRequest", "CollectResult", "collect_case",
@@ -177,10 +177,7 @@ def _jsonl_line(case: Case) -> str:
 
 
 def _existing_jsonl(path: Path, case_id: str) -> tuple[str, int]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read: {exc}", file=str(path), fix="check the path") from None
+    text = read_suite_text(path)
     count = 0
     for case in iter_cases(iter_jsonl(text.splitlines(), str(path)), str(path)):
         count += 1
@@ -268,8 +265,7 @@ def collect_case(ws: Workspace, request: CollectRequest) -> CollectResult:
         sep = "" if not jsonl_text or jsonl_text.endswith("\n") else "\n"
         text, suite_id, count = jsonl_text + sep + line, _suite_id(path), jsonl_count + 1
     elif existing is not None:
-        text, rewritten = _append_yaml(path.read_text(encoding="utf-8"), existing, case,
-                                       str(path))
+        text, rewritten = _append_yaml(read_suite_text(path), existing, case, str(path))
         suite = _validated(text, path, rubric, existing.id)
         suite_id, count = suite.id, len(suite.cases)
     else:

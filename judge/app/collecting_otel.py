@@ -23,7 +23,7 @@ from ..core.errors import UsageError
 from ..core.frozen import Frozen
 from ..core.rubric import Rubric
 from ..core.suite import Case, Suite, iter_cases, iter_jsonl, validate_cases
-from ..system.resources import load_suite
+from ..system.resources import load_suite, read_suite_text
 from .collecting import (
     CollectRequest,
     _append_yaml,
@@ -205,7 +205,7 @@ def _suite_text(path: Path, request: OtelCollectRequest, existing: Suite | None,
         if clash is not None:
             raise UsageError(f"suite {path} already has a case {clash!r}", where="--id",
                              fix="choose other ids, or remove that case from the file first")
-        text = path.read_text(encoding="utf-8")
+        text = read_suite_text(path)
         suite = existing
         for case in cases:
             text, _ = _append_yaml(text, suite, case, str(path))

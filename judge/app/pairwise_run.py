@@ -22,6 +22,7 @@ from ..cache.disk import JudgmentCache
 from ..core.errors import SuiteError, UsageError
 from ..core.evidence import EvidenceBundle
 from ..core.frozen import Frozen
+from ..core.limits import MAX_SUITE_CHARS
 from ..core.pairwise import (
     ORDERS,
     Order,
@@ -46,6 +47,7 @@ from ..engine.runner import LimitedCompleter
 from ..llm.client import JudgeRequest
 from ..render.prompts import PromptRenderer, RenderedPrompt
 from ..system.clock import utc_now
+from ..system.input_files import read_input
 from .workspace import JudgePool, Workspace
 
 __all__ = [
@@ -128,10 +130,7 @@ def load_pair_suite(path: Path, shown_as: str | None = None) -> PairSuite:
     Errors name the file as ``shown_as`` (what the user typed), else ``path``.
     """
     name = shown_as or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read: {exc}", file=name, fix="check the path") from None
+    text = read_input(path, SuiteError, 4 * MAX_SUITE_CHARS)
     stem = path.stem if path.stem not in {"suite", "cases"} else path.parent.name or path.stem
     return parse_pair_suite(text, name, default_id=stem)
 

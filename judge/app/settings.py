@@ -19,7 +19,9 @@ from pydantic import Field, ValidationError, field_validator
 
 from ..core.errors import UsageError
 from ..core.frozen import Frozen
+from ..core.limits import MAX_SETTINGS_BYTES
 from ..core.validation_text import format_validation_error
+from ..system.input_files import read_input
 
 __all__ = [
     "DEFAULT_SUITE_GLOBS",
@@ -215,20 +217,19 @@ def _file_values(workspace: Path) -> tuple[dict[str, Any], str | None]:
     judge_toml = workspace / "judge.toml"
     pyproject = workspace / "pyproject.toml"
     for path, section in ((judge_toml, None), (pyproject, ("tool", "judge"))):
-        if path.exists() and not path.is_file():
+        if path.is_dir():
             raise UsageError("is a folder, not a settings file", file=str(path),
                              fix=f"remove or rename the folder; settings go in a {path.name} "
                                  "file")
-        if not path.is_file():
+        if not path.exists():
             continue
+        # A FIFO or a device is refused by type, never read (judge.system.input_files).
+        text = read_input(path, UsageError, MAX_SETTINGS_BYTES)
         try:
-            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, OSError) as exc:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"invalid TOML: {exc}", file=str(path),
                              fix="check the syntax near the place named") from None
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"not UTF-8 (byte {exc.start:,} cannot be read)", file=str(path),
-                             fix="save the file as UTF-8") from None
         except RecursionError:
             raise UsageError("nested too deeply to read", file=str(path),
                              fix="flatten the arrays and tables; settings nest a level or "

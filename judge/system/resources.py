@@ -52,6 +52,7 @@ __all__ = [
     "load_rubric",
     "load_suite",
     "open_suite",
+    "read_suite_text",
     "shipped_dir",
     "utf8_lines",
 ]
@@ -146,9 +147,13 @@ def _calibrated(rubric: Rubric, path: Path) -> Rubric:
 def load_suite(path: str | Path) -> Suite:
     """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem."""
     file = Path(path)
+    return parse_suite(read_suite_text(file), str(file), default_id=_default_id(file))
+
+
+def read_suite_text(file: Path) -> str:
+    """The text of a suite file, bounded by its kind's limit (:func:`read_input`)."""
     limit = MAX_JSONL_SUITE_BYTES if file.suffix == ".jsonl" else 4 * MAX_SUITE_CHARS
-    return parse_suite(read_input(file, SuiteError, limit), str(file),
-                       default_id=_default_id(file))
+    return read_input(file, SuiteError, limit)
 
 
 def utf8_lines(file: Path) -> Iterator[str]:
