@@ -33,6 +33,7 @@ from ..core.suite import (
     validate_cases,
 )
 from ..core.summary import Summary
+from ..engine.judging import prepare
 from ..engine.replay import ReplayIndex, code_digest
 from ..engine.runner import Breaker, Progress, RunOutcome, RunPlan, execute
 from ..render.prompts import PromptRenderer
@@ -318,6 +319,24 @@ class _Run:
             self.notices = (*self.notices, *((none,) if none else ()))
         self.rubric_hash = rubric_hash(self.rubric)
         self.plan = self._plan()
+        if s.cache_mode != "off":
+            workspace.check_cache()
+        self._render_first()
+
+    def _render_first(self) -> None:
+        """Render the first judged case's prompt, before any folder, row or judge exists.
+
+        A template that fails while rendering (a filter on case text, an undefined name, a
+        budget) is then bad input that wrote nothing. One prompt, not every case's: a
+        template that fails only on a later case fails the run once it is stored.
+        """
+        if self.renderer is None:
+            return
+        for item in self._cases():
+            case = item if isinstance(item, Case) else item.case()
+            if case.judged_by == "llm":
+                prepare(case, self.rubric, self.renderer)
+                return
 
     def _plan(self) -> RunPlan:
         s = self.ws.settings
@@ -349,20 +368,22 @@ class _Run:
         for text in self.notices:
             self.observer.notice(text)
         s, plan = self.ws.settings, self.plan
-        cache = self.ws.open_cache(notice=self.observer.notice)
-        if cache is not None and cache.mode in ("read-write", "refresh", "offline"):
-            self.selected.source.save_compiled()  # derived, as the replay index is
-        index = None if self.renderer is None else ReplayIndex.open(
-            cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
-            template_hash=self.renderer.template_hash, settings=plan.settings)
         pool: JudgePool | None = None
         outcome: RunOutcome | None = None
         # The first min(8, concurrency) calls all failing for a configuration reason stop
         # the calls: a judge that cannot work is found before the suite is spent.
         breaker = Breaker(min(8, s.concurrency))
+        # The store first: one that cannot be reached (a wrong --store URL) is refused
+        # before the cache folder is made.
         with self.ws.open_store() as store:
             tally = _Tally(store)
+            cache = self.ws.open_cache(notice=self.observer.notice)
             try:
+                if cache is not None and cache.mode in ("read-write", "refresh", "offline"):
+                    self.selected.source.save_compiled()  # derived, as the replay index is
+                index = None if self.renderer is None else ReplayIndex.open(
+                    cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
+                    template_hash=self.renderer.template_hash, settings=plan.settings)
                 if not self.offline and self.needs_judge:
                     pool = self.ws.judges.open(self.ws, self.models)
                 store.create_run(plan.run)

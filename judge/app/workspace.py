@@ -261,18 +261,32 @@ class Workspace:
         mode = mode or self.settings.cache_mode
         if mode == "off":
             return None
+        self.check_cache()
         directory = self.path(self.settings.cache_dir)
         if self.settings.cache_url:
             secret = self.env.get(SECRET_ENV)
-            if self.settings.cache_require_signed and not secret:
-                raise UsageError(f"cache_require_signed needs the team secret in {SECRET_ENV}",
-                                 where="cache_require_signed",
-                                 fix=f"set {SECRET_ENV}, or turn cache_require_signed off")
             return TieredCache(directory, mode, shared_url=self.settings.cache_url,
                                workspace=self.root, notice=notice,
                                secret=secret.encode("utf-8") if secret else None,
                                require_signed=self.settings.cache_require_signed)
         return JudgmentCache(directory, mode)
+
+    def check_cache(self) -> None:
+        """Refuse cache settings that cannot work, before anything is opened or made.
+
+        An operation that opens the store and then the cache calls this first, so that a
+        bad setting leaves no store behind (UsageError, exit 2).
+        """
+        if self.settings.cache_url and self.settings.cache_require_signed \
+                and not self.env.get(SECRET_ENV):
+            raise UsageError(f"cache_require_signed needs the team secret in {SECRET_ENV}",
+                             where="cache_require_signed",
+                             fix=f"set {SECRET_ENV}, or turn cache_require_signed off")
+        directory = self.path(self.settings.cache_dir)
+        if directory.exists() and not directory.is_dir():
+            raise UsageError("the cache folder is not a folder", file=str(directory),
+                             where="cache_dir",
+                             fix="remove or rename that file, or set cache_dir elsewhere")
 
     def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:
         """A rubric by id or path: ``name``, else the ``rubric`` setting, else ``default``."""

@@ -789,10 +789,10 @@ class PromptRenderer:
         an error rather than a fall back to the shipped template of that name.
         """
         try:
-            pieces = split_template_path(name)  # no '..': a name never leaves its folder
+            pieces: list[str] = split_template_path(name)  # no '..': never out of its folder
         except jinja2.TemplateNotFound:
-            pieces = None
-        for folder in self._dirs if pieces is not None else ():
+            pieces = []
+        for folder in self._dirs if pieces else ():
             candidate = Path(os.path.normpath(posixpath.join(folder, *pieces)))
             if not candidate.exists():
                 continue
