@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ROWS", "WROTE_BEFORE", "BadInput", "snapshot", "write_workspace"]
+__all__ = ["NOT_TEXT", "ROWS", "WROTE_BEFORE", "BadInput", "snapshot", "write_workspace"]
 
 MODEL = "hosted_vllm/fake-judge"
 OK_CASE = '{"id": "c1", "output": "done"}\n'
@@ -147,6 +147,21 @@ WROTE_BEFORE: tuple[BadInput, ...] = (
 """Rows that exited 2 but left files behind (.judge/judge.db, cache/) before the store and
 the cache were opened only after every input was validated and the first prompt rendered."""
 ROWS += WROTE_BEFORE
+
+NOT_TEXT: tuple[BadInput, ...] = (
+    # A byte that is not UTF-8 in an argument reads as a lone surrogate (exit 70 before).
+    BadInput("--model with a byte that is not UTF-8", {"s.jsonl": OK_CASE},
+             _run("s.jsonl", "--model", "hosted_vllm/\udcff"),
+             ("argument 7 (the value of --model)", "not text")),
+    BadInput("--group with a byte that is not UTF-8", {"s.jsonl": OK_CASE},
+             _run("s.jsonl", "--shard", "1/2", "--group", "g\udcff"),
+             ("argument 9 (the value of --group)", "not text")),
+    BadInput("judge show RUN with a byte that is not UTF-8", {},
+             ("show", "\udcff"), ("argument 2", "not text")),
+    BadInput("judge compare with bytes that are not UTF-8", {},
+             ("compare", "\udcff", "\udcfe"), ("argument 2", "not text")),
+)
+ROWS += NOT_TEXT
 
 
 def write_workspace(root: Path, row: BadInput) -> None:

@@ -20,6 +20,7 @@ from pydantic import Field, ValidationError, field_validator
 from ..core.errors import UsageError
 from ..core.frozen import Frozen
 from ..core.limits import MAX_SETTINGS_BYTES
+from ..core.strict_json import string_problem
 from ..core.validation_text import format_validation_error
 from ..system.input_files import read_input
 
@@ -152,6 +153,17 @@ class Settings(Frozen):
     application."""
     worker_idle: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds the warm worker stays up with no command before it ends."""
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        # A byte that is not UTF-8 in a flag or a variable reads as a lone surrogate, which
+        # breaks the first UTF-8 write of the value (a cache key, a stored run): exit 70.
+        texts = value if isinstance(value, tuple) else (value,)
+        why = next((w for t in texts if isinstance(t, str) and (w := string_problem(t))), None)
+        if why is not None:
+            raise ValueError(f"not text: {why}; fix: write the value in UTF-8")
+        return value
 
     @field_validator("model", "suites", "server_hosts", mode="before")
     @classmethod
