@@ -256,7 +256,7 @@ def collect_case(ws: Workspace, request: CollectRequest) -> CollectResult:
         if any(c.id == request.case_id for c in existing.cases):
             raise _duplicate(path, request.case_id)
     rubric = ws.rubric(request.rubric, default=existing.rubric if existing else None)
-    built = build_case(request.case_id, _parts(ws, request), rubric)
+    built = build_case(request.case_id, _parts(ws, request), rubric, ws.secret_pattern)
     case = built.case
     rewritten = False
     if jsonl_text is not None:

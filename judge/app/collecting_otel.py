@@ -154,7 +154,7 @@ def collect_otel(ws: Workspace, request: OtelCollectRequest) -> OtelCollectResul
         case_id = _case_id(trace, request, single)
         built = build_case(case_id, [collect_trace(
             trace, rubric.evidence, str(request.paths[0]), masked if single else 0,
-            conversation=request.conversation)], rubric)
+            conversation=request.conversation)], rubric, ws.secret_pattern)
         del trace
         cases.append(built.case)
         redactions += built.redactions

@@ -193,7 +193,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     code = code_digest() if s.cache_mode != "off" else None
     source = open_suite(workspace.path(request.suite),
                         compiled_dir=workspace.path(s.cache_dir) / "suites",
-                        salt=code.encode() if code is not None else None)
+                        salt=code.encode() if code is not None else None,
+                        values=workspace.secret_pattern)
     try:
         rubric = workspace.rubric(default=source.rubric)
     except ConfigError as exc:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,7 +23,7 @@ from ..core.errors import ConfigError, RubricError, UsageError
 from ..core.expected import TOP_LOGPROBS
 from ..core.models import RunInfo
 from ..core.rubric import Rubric
-from ..core.secrets import Redactor, secret_values
+from ..core.secrets import Redactor, secret_values, values_pattern
 from ..engine.judging import Completer, JudgeSettings
 from ..llm.client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
 from ..llm.local import (
@@ -219,6 +220,15 @@ class Workspace:
         Applied to every error text before it is stored, logged, printed or exported.
         """
         return Redactor(secret_values(self.env))
+
+    @functools.cached_property
+    def secret_pattern(self) -> re.Pattern[str] | None:
+        """The values of every credential this workspace's environment holds, as one pattern.
+
+        Provider keys, ``JUDGE_CACHE_SECRET``, tokens, URL passwords (``secret_values``):
+        masked wherever a case's text holds one verbatim, whatever its shape.
+        """
+        return values_pattern(secret_values(self.env))
 
     # -- paths -------------------------------------------------------------------------------
 

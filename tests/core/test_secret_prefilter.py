@@ -133,7 +133,7 @@ def _as_case(text: str) -> dict[str, object]:
 def _walked(raw: dict[str, object]) -> object:
     """``masked_case`` with the case-level check forced to "maybe": every string walked."""
     saved = suite.formats_may_mask
-    suite.formats_may_mask = lambda value: True  # type: ignore[assignment]
+    suite.formats_may_mask = lambda *_: True  # type: ignore[assignment]
     try:
         return masked_case(raw)
     finally:
@@ -156,7 +156,10 @@ def test_generated_cases_mask_the_same(text: str) -> None:
 def test_credential_named_keys_and_escapes_are_walked() -> None:
     assert formats_may_mask({"note": {"api_key": "abc123456"}})
     assert formats_may_mask(["plain \x1b[32mtext"])
-    assert not formats_may_mask({"api_key": "1024", "message": "plain prose"})
+    # A credential's name is a literal of the prose-safe shapes: walked, and a number kept.
+    assert formats_may_mask({"api_key": "1024", "message": "plain prose"})
+    assert mask_value({"api_key": "1024"}, formats_only=True) == ({"api_key": "1024"}, 0)
+    assert not formats_may_mask({"count": "1024", "message": "plain prose"})
     assert masked_case({"id": "c", "metadata": {"API-Key": "hunter22"}})["metadata"] == {
         "API-Key": MASK}
 
