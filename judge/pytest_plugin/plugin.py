@@ -24,7 +24,7 @@ from ..app.settings import CacheModeName
 from ..core.errors import JudgeError
 from ..core.models import CaseResult
 from ..core.rubric import Rubric
-from ..core.suite import Case
+from ..core.suite import Case, as_masked_case
 from .places import quoted_command, session_folder
 from .report import (
     JudgeAssertionError,
@@ -242,7 +242,8 @@ class JudgeEval:
         """Judge ``case`` (a Case or a suite-style dict); an offline miss fails the test."""
         __tracebackhide__ = True
         s = self.session
-        value = case if isinstance(case, Case) else Case.model_validate(case)
+        values = _fail_on_judge_error(lambda: s.workspace().secret_pattern)
+        value = as_masked_case(case, values)
         rub = _fail_on_judge_error(lambda: s.rubric(rubric))
         result: CaseResult = _fail_on_judge_error(lambda: s.evaluate(value, rub, model))
         context = JudgedContext(rubric=rub, render=lambda: s.render_command(value, rub),
