@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
 from ..core.errors import UsageError
 from ..core.frozen import Frozen
@@ -55,6 +55,9 @@ for small models and the probability-weighted score (docs/embedded-judge.md). Wi
 its scores vary with the case (bench/RESULTS.md, "Embedded judge against labels")."""
 LOCAL_DEFAULT_SOURCE: Final = "default for local/ judges"
 """The source ``judge config`` names for a value :data:`LOCAL_DEFAULTS` set."""
+
+_PATH_SETTINGS: Final = frozenset({"rubric", "cache_dir", "baselines_dir", "suites"})
+"""Settings that name files or folders: taken as written, whatever their bytes."""
 
 CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
 
@@ -156,9 +159,12 @@ class Settings(Frozen):
 
     @field_validator("*", mode="after")
     @classmethod
-    def _text(cls, value: Any) -> Any:
+    def _text(cls, value: Any, info: ValidationInfo) -> Any:
         # A byte that is not UTF-8 in a flag or a variable reads as a lone surrogate, which
         # breaks the first UTF-8 write of the value (a cache key, a stored run): exit 70.
+        # A setting that names files may hold any bytes, as a file name may.
+        if info.field_name in _PATH_SETTINGS:
+            return value
         texts = value if isinstance(value, tuple) else (value,)
         why = next((w for t in texts if isinstance(t, str) and (w := string_problem(t))), None)
         if why is not None:

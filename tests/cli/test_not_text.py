@@ -17,8 +17,8 @@ from bad_inputs import MODEL, OK_CASE, snapshot
 from conftest import ROOT, judge_env, run_judge
 
 
-@pytest.mark.parametrize("variable", ["JUDGE_MODEL", "JUDGE_RUBRIC", "JUDGE_TEMPLATE",
-                                      "JUDGE_CACHE_DIR"])
+@pytest.mark.parametrize("variable", ["JUDGE_MODEL", "JUDGE_TEMPLATE", "JUDGE_API_BASE",
+                                      "JUDGE_SERVER_HOSTS"])
 def test_a_setting_from_the_environment_that_is_not_text(tmp_path: Path, variable: str) -> None:
     (tmp_path / "s.jsonl").write_text(OK_CASE, encoding="utf-8")
     before = snapshot(tmp_path)
@@ -29,6 +29,13 @@ def test_a_setting_from_the_environment_that_is_not_text(tmp_path: Path, variabl
     assert proc.returncode == 2, proc.stderr
     assert f"(from env {variable})" in proc.stderr and "not text" in proc.stderr
     assert "fix:" in proc.stderr and snapshot(tmp_path) == before
+
+
+def test_a_folder_setting_may_name_any_bytes(tmp_path: Path) -> None:
+    (tmp_path / "s.jsonl").write_text(OK_CASE, encoding="utf-8")
+    env = judge_env(JUDGE_CACHE_DIR=os.fsdecode(b"cache-\xff"), JUDGE_MODEL=MODEL)
+    proc = run_judge(["run", "s.jsonl", "--offline"], tmp_path, env=env)
+    assert proc.returncode == 3, proc.stderr  # a miss, as with any empty cache folder
 
 
 def test_a_file_whose_name_is_not_utf8_is_still_read(tmp_path: Path) -> None:
