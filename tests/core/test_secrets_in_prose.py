@@ -17,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from secret_corpus import CONFIGURED, PROSE, PROSE_KEPT
 
+from judge.core import secrets
 from judge.core.secrets import MASK, Redactor, mask_text, mask_value, values_pattern
 from judge.core.suite import Case, as_masked_case, masked_case, masking_context
 
@@ -82,3 +83,29 @@ def test_a_json_text_of_prose_secrets_stays_json(value: Any, ascii_only: bool,
     for _, prose, core in PROSE:
         if prose in json.dumps(value, ensure_ascii=False):
             assert _clean(dumped, core), (prose, dumped)
+
+
+FORMAT_LITERALS = ["-----BEGIN", "k-", "k_", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_",
+                   "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-",
+                   "gloas-", "f_", "m_", "SG.", "_v1_", "dapi", "AKIA", "ASIA", "AIza", "xox",
+                   "xapp", ".slack.com/", "ya29.", "GOCSPX-", "eyJ", "=", "://"]
+WORDS = ["authorization", "Bearer", "API_KEY", "api-key", "ApiKey", "TOKEN", "Secret",
+         "Password", "passwd", "credential", "private_key", "PRIVATE-KEY", "privatekey",
+         "a\u200bb", "a\\u200Db", "\ufeff", "to\u212aen"]
+
+
+@pytest.mark.parametrize("literal", FORMAT_LITERALS)
+def test_the_filter_finds_every_format_literal_as_written(literal: str) -> None:
+    assert secrets._holds_literal(f"in {literal} here", secrets._FORMAT_WORDS)
+    assert secrets._holds_literal(literal, secrets._FORMAT_WORDS)
+
+
+@pytest.mark.parametrize("word", WORDS)
+def test_the_filter_finds_every_word_in_any_case(word: str) -> None:
+    assert secrets._holds_literal(f"in {word} here", secrets._FORMAT_WORDS)
+
+
+def test_the_filter_lets_ordinary_text_through() -> None:
+    """Not vacuous: upper-case ticket ids (TASK-1234: no "k-") and plain prose are not hits."""
+    for text in ("TASK-1234 SHOP-77 DESK_9", "the build passed; see the report", "a: b; c"):
+        assert not secrets._holds_literal(text, secrets._FORMAT_WORDS), text
