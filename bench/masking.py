@@ -1,6 +1,6 @@
 """Masking a suite's cases at load, in process: CPU microseconds a case of ``masked_case``.
 
-What the first pass of a run pays per case for secrets (issue 41 item 6): the case-level
+What the first pass of a run pays per case for secrets: the case-level
 pre-filter, and the walk when it says "maybe". Generated task-evaluation cases (the replay
 bench's), CPU time (``process_time``), the best of ``--repeats`` passes; with ``--value``,
 also with that value as a configured secret (a provider key held in the environment).

