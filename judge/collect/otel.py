@@ -46,9 +46,11 @@ from typing import IO, Any
 
 from ..core.formats.conversation import Turn
 from ..core.formats.evidence import EvidenceProfile, Scalar, structured_text
+from ..core.formats.limits import MAX_JSONL_SUITE_BYTES
 from ..core.text.errors import UsageError
 from ..core.text.secrets import MASK, is_secret_key, mask_text
 from ..core.text.strict_json import loads_strict
+from ..system.input_files import open_input
 from .case import HEAD_TAIL_GROUPS, Collected
 from .otel_messages import MESSAGE_KEYS, Message, as_turns, span_messages
 
@@ -364,11 +366,9 @@ def _lines(handle: IO[bytes], source: str) -> Iterator[tuple[int, str]]:
 
 
 def _read_file(path: Path, shown: str, counter: list[int]) -> Iterator[Span]:
-    try:
-        handle = path.open("rb")
-    except OSError as exc:
-        raise UsageError(f"cannot read the trace file: {exc.strerror or exc}", file=shown,
-                         where="judge collect otel", fix="check the path") from None
+    # A regular file, or refused by type before a byte is read (a FIFO would block, a
+    # device never end); what is read from it is bounded by the limits above.
+    handle = open_input(path, UsageError, MAX_JSONL_SUITE_BYTES)
     with handle:
         first = True
         for lineno, line in _lines(handle, shown):

@@ -790,6 +790,10 @@ class RunStore:
                 f"aside (mv {database} {database}.damaged): the next command creates a new "
                 f"store; `sqlite3 {database}.damaged .recover | sqlite3 {database}` may "
                 "salvage its runs; baselines are files and are not affected")
+        if self._server and isinstance(exc, DBAPIError) and _is_disconnect(exc):
+            return StoreError(f"run store {self.url}: {message}\n  fix: check that the "
+                              "database server is up and that the store URL (--store or the "
+                              "store_url setting) names it")
         return StoreError(f"run store {self.url}: {message}")
 
     def _scrub(self, exc: BaseException) -> str:

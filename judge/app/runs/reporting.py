@@ -167,7 +167,7 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         notes.append(f"suite file {run.suite_path} not found: no human labels shown")
         return {}
     try:
-        source = open_suite(path)
+        source = open_suite(path, values=workspace.secret_pattern)
         if source.id != run.suite:
             notes.append(f"suite file {path} is now suite {source.id!r}: no human labels shown")
             return {}
@@ -240,7 +240,7 @@ def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:
     if path is None or not path.is_file():
         return None
     try:
-        source = open_suite(path)
+        source = open_suite(path, values=workspace.secret_pattern)
         if source.id != run.suite:
             return None
         return list(source.cases())
