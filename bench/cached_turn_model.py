@@ -105,7 +105,7 @@ def main() -> None:
 
 
 def _dict_totals(turns: list[dict[str, Any]]) -> dict[str, Any]:
-    """What judge.core.formats.models.turn_totals and cache_totals did over plain dicts (before)."""
+    """What judge.core.formats.turns.turn_totals and cache_totals did over plain dicts (before)."""
     def total(name: str, digits: int | None = None) -> Any:
         values = [t.get(name) for t in turns]
         if not values or any(v is None for v in values):

@@ -45,7 +45,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from judge.app.workspace.workspace.workspace.fixtures import _plain, generate_cases  # noqa: E402
+from judge.app.workspace.fixtures import _plain, generate_cases  # noqa: E402
 from run import (  # noqa: E402
     MODEL,
     RESULTS_MD,

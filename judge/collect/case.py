@@ -5,7 +5,7 @@ evidence items by group (each with a citable id from its source), facts for the 
 rules, and perhaps the case's input, output, tags and complexity. :func:`build_case` is the
 one place they meet, so every rule holds for every source:
 
-- every string is scrubbed of credentials (:mod:`judge.core.scrub`) before anything else;
+- every string is scrubbed of credentials (:mod:`judge.core.text.secrets`) before anything else;
 - each group is capped at the profile's cap and each excerpt and title truncated to its
   limits with :func:`judge.core.formats.evidence.truncate` (an excerpt's trailing spaces dropped);
   what a cap drops is counted in the case's ``metadata.collected.capped``, never silent.

@@ -21,7 +21,7 @@ import pytest
 from bad_inputs import MODEL, OK_CASE, snapshot
 from conftest import EXAMPLE_SUITE, run_judge
 from fastapi.testclient import TestClient
-from judge.app.workspace.workspace.workspace import Workspace
+from judge.app.workspace.workspace import Workspace
 
 from judge.server.app import create_app
 

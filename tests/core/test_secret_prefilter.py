@@ -15,7 +15,7 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from judge.app.workspace.workspace.workspace.fixtures import generate_cases
+from judge.app.workspace.fixtures import generate_cases
 from secret_corpus import CORPUS, URLS
 from test_secret_shapes import PLACES
 
