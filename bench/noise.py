@@ -4,7 +4,7 @@ Independent trials, each its own suite of N cases (latent overall scores 20..95)
 baseline (one ask of every case) and its own noise probe (10 seeded cases asked with 2
 extra seeds: 20 extra calls, the default of ``judge noise probe``). The current run asks
 every case again with another seed; in the drop scenarios the judge is the shifted twin of
-``bench/fake_server.py`` (the same latent verdicts lower by the drop). Every score is drawn
+``tests/fakes/fake_server.py`` (the same latent verdicts lower by the drop). Every score is drawn
 by :func:`fake_server.noisy_integer`, the function the loopback server answers with, and
 the gate's statistics run in-process (:func:`judge.core.stats.significance.statistical_compare`,
 what :func:`judge.app.runs.gate.gate` calls), so a few thousand trials take minutes.
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 sys.path.insert(0, str(ROOT))
 
 from fake_server import noisy_integer  # noqa: E402

@@ -71,6 +71,7 @@ BENCH = ROOT / "bench"
 OUT = BENCH / "out"
 RESULTS_MD = BENCH / "RESULTS.md"
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 
 from fake_server import FakeServerHandle, generate_instance, start_in_thread  # noqa: E402
 from startup import _time as time_command  # noqa: E402

@@ -4,7 +4,7 @@
     against 1 process judging the whole suite, fake judge at 0 ms latency (target >= 1.6x
     on 2 cores). Same cases, same judge, a fresh store and cold caches (each process its
     own folder) every time; medians of ``--repeats``. The fake judge is its own process
-    (``bench/fake_server.py``, an OpenAI-compatible server on 127.0.0.1), started once.
+    (``tests/fakes/fake_server.py``, an OpenAI-compatible server on 127.0.0.1), started once.
     Besides the walls it measures CPU-seconds, which a loaded machine skews far less: of
     the judge processes (GNU time), of the fake judge and of the PostgreSQL server
     (``/proc``), per case; and one process's start-up (a run of ``--startup-cases``), the
@@ -120,8 +120,8 @@ def server_cpu(pid: int | None) -> float:
 
 
 def fake_judge() -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_server.py"), "--port",
-                             "0", "--latency-ms", "0", "--seed", "7"],
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakes" / "fake_server.py"),
+                             "--port", "0", "--latency-ms", "0", "--seed", "7"],
                             stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     line = proc.stdout.readline()

@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 sys.path.insert(0, str(ROOT))
 
 from fake_server import FakeServerHandle, start_in_thread  # noqa: E402
