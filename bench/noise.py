@@ -17,7 +17,7 @@ the stricter alternative "the whole 95 % interval beyond the threshold". A pure-
 confirms the exact rule is unchanged when both sides are the same cached judgments.
 
 Run:   .venv/bin/python bench/noise.py [--trials 300] [--sizes 20,60,200] [--spread 8]
-       [--no-markdown]    (~3 min on 2 shared cores at the defaults)
+       [--no-markdown]    (9-20 min on 2 shared cores at the defaults)
 """
 
 from __future__ import annotations

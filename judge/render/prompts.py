@@ -132,8 +132,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 _RUBRIC_CACHE_SIZE = 32
 
 RENDER_SECONDS = 10.0
-"""Wall time a template may take to render one case (a render takes milliseconds:
-bench/render.py)."""
+"""Wall time a template may take to render one case (a render measured about a millisecond)."""
 
 
 class _UntrustedUse(jinja2.TemplateRuntimeError):
