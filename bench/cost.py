@@ -1,4 +1,4 @@
-"""Issue 19 (5): prompt tokens billed at the full rate per judgment, without and with prefix reuse.
+"""Prompt tokens billed at the full rate per judgment, without and with prefix reuse.
 
 A cold run of a generated task-evaluation suite (``--cases``, 60 by default) through the real
 runner (``run_suite`` in-process, the real LiteLLM client) against the loopback fake judge,
@@ -157,7 +157,7 @@ def main() -> None:
         rows = [measure(root, suite, scenario) for scenario in SCENARIOS]
     block = table(rows, args.cases, time.perf_counter() - started)
     print(block)
-    out = ROOT / "bench" / "out"  # read by bench/run.py's issue-19 table
+    out = ROOT / "bench" / "out"  # read by bench/run.py's targets table
     out.mkdir(exist_ok=True)
     (out / "cost.json").write_text(json.dumps({
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cases": args.cases,

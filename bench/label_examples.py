@@ -1,4 +1,4 @@
-"""Labelled examples in the prompt, measured on held-out labels (issue 29 item 5).
+"""Labelled examples in the prompt, measured on held-out labels.
 
 The labelled cases of a shipped example suite (its LLM-judged cases' ``human:`` labels,
 and its ``<suite>.labels.jsonl`` when there is one) are split into F folds by the product's

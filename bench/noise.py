@@ -1,4 +1,4 @@
-"""Issue 28's targets: does the statistical gate tell a noisy judge from a real drop?
+"""Does the statistical gate tell a noisy judge from a real drop?
 
 Independent trials, each its own suite of N cases (latent overall scores 20..95), its own
 baseline (one ask of every case) and its own noise probe (10 seeded cases asked with 2

@@ -1,4 +1,4 @@
-"""Issue 32 item 3's throughput row alone: 2,000 cases at concurrency 64, judge against floor.
+"""The throughput row alone: 2,000 cases at concurrency 64, judge against floor.
 
 The same measurement as ``bench/run.py``'s section (c), without the rest of that bench:
 ``judge run`` of the generated suite (``write_suite``) against the loopback fake judge at

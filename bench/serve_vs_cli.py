@@ -1,5 +1,5 @@
 """What `judge serve` saves: one 200-case cold run through the API against the same run through
-`judge run` (issue 19, item 1).
+`judge run`.
 
 Run: .venv/bin/python bench/serve_vs_cli.py [--repeats 3] [--cases 200]
      (about 30 s on a quiet 2-core machine; minutes under load)

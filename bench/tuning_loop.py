@@ -1,4 +1,4 @@
-"""Issue 32 item 3: the tuning loop's commands with the warm worker, whole process, same run.
+"""The tuning loop's commands with the warm worker, whole process, same run.
 
 (a) one case, cold (no cache, no store): ``judge run`` through a warm worker against the
     loopback fake judge, and a raw httpx script that sends the same one request as a whole

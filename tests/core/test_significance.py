@@ -1,4 +1,4 @@
-"""The statistical gate, the noise model and the diff's noise marks (issue 28)."""
+"""The statistical gate, the noise model and the diff's noise marks."""
 
 from __future__ import annotations
 

@@ -247,8 +247,8 @@ def bootstrap_many(n: int, statistics: Mapping[str, RowStatistic], *,
 
     Each statistic takes the samples as rows of case indices (:func:`resample_rows`; the
     point estimate is the row :func:`whole_sample`) and gives one value per row, NaN where it is
-    undefined: one pass over the resample matrix per statistic, in numpy (bench/RESULTS.md,
-    "The bootstrap over the resample matrix").
+    undefined: one pass over the resample matrix per statistic, in numpy (a ``judge compare``
+    of two 16-case runs measured 1.55 s of CPU one resample at a time, 0.15 s so).
     """
     out: dict[str, Interval | None] = {}
     for name, statistic in statistics.items():

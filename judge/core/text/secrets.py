@@ -175,8 +175,8 @@ def _loosened(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
     returns the text without running them. Why it exists: a pattern that starts with a
     lookbehind gives ``re`` no first character to skip to, so each of the ~20 shapes tried
     every position of every string; the loosened ones start with a literal or a character
-    class, and one search replaces ~22 (the measured gain: bench/RESULTS.md, "Where the
-    27 % went").
+    class, and one search replaces ~22 (masking 2,000 cases measured 5.5 s before, 1.6 s
+    after).
     """
     parts = []
     for pattern in patterns:
@@ -215,8 +215,8 @@ def _mask(text: str, values: re.Pattern[str] | None, formats_only: bool) -> tupl
 # A text that a format shape or URL pattern matches holds one of these (each shape's
 # loosened form in _MAYBE_FORMAT starts with or contains it; "=" for the Azure, signature
 # and query shapes), so a text holding none is left as it is by every one of them. One
-# search for a literal is cheaper than the loosened union's (bench/RESULTS.md, "The
-# judge's own per-case work"): _mask runs it first.
+# search for a literal is cheaper than the loosened union's (measured: 2,000 cases 1.3 s
+# -> 0.44 s): _mask runs it first.
 _FORMAT_LITERALS = re.compile(
     r"-----BEGIN|k[-_]|gh[pousr]_|github_|gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|oas)-|[fm]_"
     r"|SG\.|_v1_|dapi|A(?:KIA|SIA|Iza)|x(?:ox|app)|\.slack\.com/|ya29\.|GOCSPX-|eyJ|=|://")
@@ -232,7 +232,7 @@ def formats_may_mask(value: Any) -> bool:
     shape's match holds (:data:`_FORMAT_LITERALS`), where the walk runs the pre-filter on
     each string; True at once for a credential-named key holding text, or a terminal
     escape (masked after the escape is taken out). Why it exists: masking a suite's case
-    at load was most of validating it (bench/RESULTS.md, "The judge's own per-case work").
+    at load was most of validating it (0.65 ms of a line's 0.8 ms, measured).
     """
     texts: list[str] = []
     stack = [value]
