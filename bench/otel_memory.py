@@ -1,4 +1,4 @@
-"""Peak memory of `judge collect otel` over ~100 MB trace files (issue 31, item 5).
+"""Peak memory of `judge collect otel` over ~100 MB trace files.
 
 Writes each input into a temporary folder, runs ``python -m judge collect otel FILE -o
 out.jsonl`` there under ``/usr/bin/time -v`` (one process each, as a user runs it) and

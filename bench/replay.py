@@ -1,9 +1,9 @@
-"""Offline replay at scale (issues 12, 19): whole-process `judge run --offline`, digests checked.
+"""Offline replay at scale: whole-process `judge run --offline`, every digest checked.
 
-Rows: 200 cached cases (whole-process wall; issue 12: <= 0.6 s), 10,000 and 100,000 cases of a
-JSONL suite (cases/s and peak RSS; issue 19: >= 10,000 cases/s at <= 300 MB, issue 12:
->= 5,000), and the same 10,000 generated cases as a YAML suite (seconds and peak RSS; issue
-19: <= 10 s at <= 300 MB, every judgment an index hit).
+Rows: 200 cached cases (whole-process wall; target <= 0.6 s), 10,000 and 100,000 cases of a
+JSONL suite (cases/s and peak RSS; targets >= 10,000 cases/s at <= 300 MB, the first one
+>= 5,000), and the same 10,000 generated cases as a YAML suite (seconds and peak RSS; target
+<= 10 s at <= 300 MB, every judgment an index hit).
 
 Warming goes in-process through the judge's own prepare/judge/cache/disk/index code with a fake
 completer (no HTTP; the same entries and index records `judge run` writes, see

@@ -1,10 +1,10 @@
 """What `judge serve` saves: one 200-case cold run through the API against the same run through
-`judge run` (issue 19, item 1).
+`judge run`.
 
 Run: .venv/bin/python bench/serve_vs_cli.py [--repeats 3] [--cases 200]
      (about 30 s on a quiet 2-core machine; minutes under load)
 Both doors judge the same generated JSONL suite against the loopback fake judge at 0 ms
-latency (bench/fake_server.py, in a thread of this process), concurrency 32, no baseline
+latency (tests/fakes/fake_server.py, in a thread of this process), concurrency 32, no baseline
 check, each in its own workspace. Every repeat uses a seed not used before, so each of the
 200 judgments is a cache miss (the fake judge's request count proves it) — a cold cache.
 
@@ -39,6 +39,7 @@ from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(BENCH.parent / "tests" / "fakes"))  # the loopback fake judge
 
 from fake_server import FakeServerHandle, start_in_thread  # noqa: E402
 from run import MODEL, clean_env, judge_cmd, measure, write_suite  # noqa: E402

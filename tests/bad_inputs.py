@@ -1,4 +1,4 @@
-"""The bad-input table of issue 34: each row is a workspace and a command that must exit 2
+"""The bad-input table: each row is a workspace and a command that must exit 2
 naming the file (or flag), the place and a fix, and leave the workspace byte-identical.
 
 Shared by ``tests/app/test_bad_input_table.py`` (in-process) and

@@ -139,8 +139,8 @@ def load_command(name: str) -> Command:
 
     Built once per process: a command holds no state of an invocation (that is the
     context's), so the warm worker's parent builds every one before it forks
-    (:func:`judge.cli.warm`) and no child reads the signatures again (bench/RESULTS.md,
-    "The warm worker's fixed costs").
+    (:func:`judge.cli.warm`) and no child reads the signatures again (37-90 ms a command,
+    measured).
     """
     module_name, _ = COMMANDS[name]
     module = import_module(f".{module_name}", __package__)

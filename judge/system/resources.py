@@ -134,7 +134,7 @@ def _parsed_rubric(text: str, source: str) -> Rubric:
     The file is read every time, so an edit is never missed; a rubric is a frozen value
     whose derived parts (the scoring plan, the schema) stay with it. A run reads its rubric
     twice (the cases, the report), and the warm worker's parent parses the ones its children
-    will read (bench/RESULTS.md, "The warm worker's fixed costs").
+    will read.
     """
     return parse_rubric(text, source)
 

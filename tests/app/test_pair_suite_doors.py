@@ -1,4 +1,4 @@
-"""Issue 33: a pair suite given to `judge run` names `judge pairwise`; the suite index lists it."""
+"""A pair suite given to `judge run` names `judge pairwise`; the suite index lists it."""
 
 from __future__ import annotations
 

@@ -215,7 +215,7 @@ def test_judge_report_command(tmp_path: Path) -> None:
 
 
 def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> None:
-    """Issue 33 (part): rationales were hidden in collapsed rows."""
+    """Rationales were hidden in collapsed rows."""
     _, _, plain = example_runs()
     data = _example_report(plain)
     html = render_report(data)
@@ -230,7 +230,7 @@ def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> Non
 
 
 def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) -> None:
-    """Issue 33: the report as a sample viewer. The prompt is read back from the run's cache
+    """The report as a sample viewer. The prompt is read back from the run's cache
     entry; with the cache gone it is re-rendered, and the re-rendering is the same text."""
     root, _, plain = example_runs()
     data = _example_report(plain)

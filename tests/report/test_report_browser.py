@@ -154,7 +154,7 @@ def test_hostile_text_stays_text(browser: Browser, tmp_path: Path) -> None:
 
 
 def test_sample_viewer_at_1280_px(browser: Browser, tmp_path: Path) -> None:
-    """Issue 33: each case's input, output and (on demand) prompt are on the page, the page
+    """Each case's input, output and (on demand) prompt are on the page, the page
     fits a 1,280 x 900 window without a horizontal scroll, and a screenshot is kept."""
     root, high, plain = example_runs()
     url = _write(root, tmp_path / "report.html",

@@ -99,7 +99,7 @@ NO_OUTPUT_FIX = ("give the output under review with --task FILE (its `output:` k
 
 
 def collect_warnings(case: Case, path: Path) -> tuple[str, ...]:
-    """Warnings at collect time, the ones `judge run` would give later (issue 33)."""
+    """Warnings at collect time, the ones `judge run` would give later."""
     if not lacks_output(case):
         return ()
     return (f"warning: {path}: case {case.id!r} has no 'output': the judge sees only the "

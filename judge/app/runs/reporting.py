@@ -2,7 +2,7 @@
 
 Reads the store, the suite's baseline and the suite file's human labels, cases and
 transcripts; calls no model. The local cache directory is only read (never written, no
-shared tier asked) for the prompts each judge was sent (the sample viewer, issue 33).
+shared tier asked) for the prompts each judge was sent (the sample viewer).
 Against another run, that run's headline results are made into a baseline (in memory, never
 written) so each case's regression mark is the gate's own rule; against the baseline, the
 file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge swap
@@ -309,7 +309,7 @@ class _Rerender:
 
 def _samples(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult],
              cases: Sequence[Case] | None) -> dict[str, CaseSample]:
-    """Each case's bounded input and output and its judge's prompt (issue 33's sample viewer).
+    """Each case's bounded input and output and its judge's prompt (the sample viewer).
 
     The prompt is read back from the run's cache entry (read-only, the local directory only:
     a report asks no shared tier), else re-rendered when template and rubric are unchanged.

@@ -470,7 +470,7 @@ class _Run:
                                record=self.request.check)
             verdict = group.verdict if self.request.check else None
         elif self.request.check and not outcome.interrupted:
-            # An offline replay reproduces judgments; it never makes a baseline (issue 33).
+            # An offline replay reproduces judgments; it never makes a baseline.
             verdict = gate(self.ws, run, headline_results(store, run), record=not self.offline,
                            across_judges=self.request.across_judges)
         reasons = self._miss_reasons(run, tally.missed) if missing else ()

@@ -57,7 +57,7 @@ LOCAL_DEFAULTS: Final[Mapping[str, Any]] = {"template": "judge-small", "score_mo
 """What the embedded judge gets where these settings are not given: the short prompt written
 for small models and the probability-weighted score (docs/embedded-judge.md). With the
 ``judge`` template and written answers SmolLM2-135M answered 0 to 39 of 42 scores; with these
-its scores vary with the case (bench/RESULTS.md, "Embedded judge against labels")."""
+its scores vary with the case."""
 LOCAL_DEFAULT_SOURCE: Final = "default for local/ judges"
 """The source ``judge config`` names for a value :data:`LOCAL_DEFAULTS` set."""
 

@@ -146,7 +146,7 @@ class LiteLLMJudges:
 
     @staticmethod
     def _local(workspace: Workspace, name: str, pool: _LiteLLMPool) -> LazyLocalClient:
-        """A ``local/NAME`` judge whose server starts on the first cache miss (issue 33)."""
+        """A ``local/NAME`` judge whose server starts on the first cache miss."""
         s = workspace.settings
         if not local_available():  # said now, as before, not at the first miss
             raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's "

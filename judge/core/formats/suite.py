@@ -289,8 +289,7 @@ class SuiteLine:
     clean: bool = False
     """Masking this very text changes nothing (the first pass found so): :meth:`case` then
     validates it without walking it for secrets again (masking is a function of the text;
-    the walk was most of a second validation: bench/RESULTS.md, "The judge's own per-case
-    work")."""
+    the walk was most of a second validation: 2,000 lines measured 1.39 s, 0.17 s without)."""
     values: re.Pattern[str] | None = None
     """Secret values masked besides the shapes (:func:`masked_case`)."""
 
@@ -393,7 +392,7 @@ def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str)
 
 
 class PairSuiteGiven(SuiteError):
-    """A pair suite (``judge pairwise``) given where a rubric suite is read (issue 33)."""
+    """A pair suite (``judge pairwise``) given where a rubric suite is read."""
 
     def __init__(self, source: str) -> None:
         super().__init__("this is a pair suite (criteria, output_a/output_b): it is judged "
