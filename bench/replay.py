@@ -45,7 +45,6 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from judge.app.workspace.fixtures import _plain, generate_cases  # noqa: E402
 from run import (  # noqa: E402
     MODEL,
     RESULTS_MD,
@@ -57,6 +56,7 @@ from run import (  # noqa: E402
     write_suite,
 )
 
+from judge.app.workspace.fixtures import _plain, generate_cases  # noqa: E402
 from judge.engine.replay import code_digest  # noqa: E402
 from judge.system.resources import load_rubric, open_suite  # noqa: E402
 

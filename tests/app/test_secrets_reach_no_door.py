@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 import yaml
 from conftest import judge_env, run_judge
-from judge.app.workspace.workspace import Workspace
 from secret_corpus import CONFIGURED, PROSE
 
 from judge.app.judges.reviewing import review_page_data
+from judge.app.workspace.workspace import Workspace
 from judge.core.text.secrets import MASK
 
 MODEL = "hosted_vllm/fake-judge"

@@ -21,8 +21,8 @@ import pytest
 from bad_inputs import MODEL, OK_CASE, snapshot
 from conftest import EXAMPLE_SUITE, run_judge
 from fastapi.testclient import TestClient
-from judge.app.workspace.workspace import Workspace
 
+from judge.app.workspace.workspace import Workspace
 from judge.server.app import create_app
 
 KINDS = ("zero", "urandom", "fifo")

