@@ -357,6 +357,8 @@ _DEFAULTS = """(() => {
 })()"""
 DEFAULT_LOOK = ("backgroundColor", "borderTopColor", "borderTopLeftRadius")
 """What a styled control changes from the browser's default look: fill, edge and corners."""
+FIELD_LOOK = ("borderTopColor", "borderTopLeftRadius")
+"""What a styled field changes: its edge and corners (its white fill is the default's too)."""
 
 
 def mid_word_wraps(page: Page, selector: str) -> list[str]:

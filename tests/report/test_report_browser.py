@@ -30,9 +30,11 @@ from judge.report.html import render_report, write_report
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
 from chromium_cdp import (
+    FIELD_LOOK,
     NEEDS_CHROMIUM,
     Browser,
     Page,
+    browser_defaults,
     browser_session,
     keep_screenshot,
     mid_word_wraps,
@@ -304,6 +306,8 @@ def test_the_report_at_1280_px_reads_as_a_person_checks_it(browser: Browser, swa
                          ".every(th => getComputedStyle(th).textAlign === 'right')")
     # The fake judge has no price: its paid calls cost an unknown amount, as `judge show` says.
     assert page.evaluate("document.getElementById('run-cost').textContent") == "cost unknown"
+    # The filter's field and menu are drawn by the pages' stylesheet.
+    assert browser_defaults(page, "#cases input[type=search], #cases select", FIELD_LOOK) == []
     text = page.evaluate("document.body.innerText")
     assert "$0.0000" not in text and text.count("cost unknown") == 1 + 14  # run + each call
     assert sideways_scrolls(page) == []

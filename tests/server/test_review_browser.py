@@ -37,6 +37,7 @@ from judge.store.labels import LabelStore
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
 from chromium_cdp import (
+    FIELD_LOOK,
     NEEDS_CHROMIUM,
     Browser,
     Page,
@@ -51,7 +52,6 @@ pytestmark = NEEDS_CHROMIUM
 
 TOKEN = "review-test-token-0123456789"
 READY = "document.documentElement.getAttribute('data-ready') === '1'"
-FIELD_LOOK = ("borderTopColor", "borderTopLeftRadius")
 
 
 class Served:
@@ -262,7 +262,6 @@ def test_the_page_at_1280_px_looks_like_a_tool(workspace: tuple[Path, str, str],
                            ".length})")
     assert counts == {"buttons": 3 * (5 + 2), "fields": 2 + 3 * 2}, counts
     assert browser_defaults(page, "button") == []
-    # A field's own background is white already: its edge and corners are what change.
     assert browser_defaults(page, "input, select, textarea", FIELD_LOOK) == []
     # A chosen band is filled: the button the page marks chosen differs from its neighbours.
     fills = page.evaluate(
