@@ -25,6 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.formats.models import JudgeLedger
+from ..core.outcomes.usage import cost_text
 from ..core.stats.intervals import Interval
 from ..core.text.canonical import stable_json
 from .app import forced_plain
@@ -159,16 +160,6 @@ def interval_text(value: str, interval: Interval | None, places: int = 2) -> str
     if interval is None or interval.low is None or interval.high is None:
         return value
     return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
-
-
-def cost_text(cost: float | None, calls: int) -> str:
-    """A run's cost: ``no paid calls``, ``$0.0123``, or ``cost unknown`` (a price was unknown).
-
-    ``$0.0000`` only when every paid call's price was known and they add up to zero.
-    """
-    if calls == 0:
-        return "no paid calls"
-    return "cost unknown" if cost is None else f"${cost:.4f}"
 
 
 def calls_text(entry: JudgeLedger) -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
-__all__ = ["ZERO", "Metered", "Usage", "cost_fraction"]
+__all__ = ["ZERO", "Metered", "Usage", "cost_fraction", "cost_text"]
 
 
 class Metered(Protocol):
@@ -84,6 +84,17 @@ class Usage:
 def cost_fraction(cost_usd: float) -> Fraction:
     """A reported cost as the decimal it was written as (0.0018 is 18/10000, not a binary float)."""
     return Fraction(repr(cost_usd))
+
+
+def cost_text(cost: float | None, calls: int) -> str:
+    """A cost as people read it: ``no paid calls``, ``$0.0123``, or ``cost unknown``.
+
+    Every door words a cost this way (the CLI's lines, the report). ``$0.0000`` only when
+    every paid call's price was known and they add up to zero; ``calls`` are the paid calls.
+    """
+    if calls == 0:
+        return "no paid calls"
+    return "cost unknown" if cost is None else f"${cost:.4f}"
 
 
 ZERO = Usage()
