@@ -749,8 +749,10 @@ class RunStore:
         return conn.execute(select(_runs.c.id).where(_runs.c.id == run_id)).first() is not None
 
     def _resolve_id(self, conn: Connection, run_id: str) -> str:
-        """The exact id if stored, the newest runs' ``last``/``last~N``, else the one id
-        starting with ``run_id`` (ids start with their date, so ``last`` is never a prefix)."""
+        """The exact id if stored, a ``last``/``last~N`` run, else the one id starting so.
+
+        Generated ids start with their date, so ``last`` is never one's prefix.
+        """
         if run_id and self._exists(conn, run_id):
             return run_id
         relative = _RELATIVE.fullmatch(run_id)
