@@ -1,9 +1,9 @@
-"""Issue 19 (5): prompt tokens billed at the full rate per judgment, without and with prefix reuse.
+"""Prompt tokens billed at the full rate per judgment, without and with prefix reuse.
 
 A cold run of a generated task-evaluation suite (``--cases``, 60 by default) through the real
 runner (``run_suite`` in-process, the real LiteLLM client) against the loopback fake judge,
 once per row below. The fake server reports ``usage.prompt_tokens_details.cached_tokens``
-the way OpenAI does (``bench/fake_server.py``, "Prompt cache"): the longest prefix of the
+the way OpenAI does (``tests/fakes/fake_server.py``, "Prompt cache"): the longest prefix of the
 prompt an earlier request already sent, in whole blocks, nothing below a minimum; in
 ``json_schema`` mode the schema is part of that prefix, as OpenAI documents. A run's ledger
 gives prompt tokens and cached tokens; full rate = prompt - cached, compared with the same
@@ -32,9 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fakes")]
 
-from conftest import load_fake_server  # noqa: E402
+from fake_server import start_in_thread  # noqa: E402
 
 from judge.app.runs.running import RunRequest, run_suite  # noqa: E402
 from judge.app.workspace.fixtures import generate_cases, suite_to_yaml  # noqa: E402
@@ -89,7 +89,7 @@ def measure(root: Path, suite: Path, scenario: Scenario) -> Row:
     """One cold run of ``suite`` under ``scenario``: a fresh workspace and a fresh server."""
     work = root / f"run-{SCENARIOS.index(scenario)}"
     work.mkdir()
-    server = load_fake_server().start_in_thread(latency_ms=0, seed=7,
+    server = start_in_thread(latency_ms=0, seed=7,
                                                 prompt_cache_block=scenario.block,
                                                 prompt_cache_min=scenario.minimum)
     try:
@@ -157,7 +157,7 @@ def main() -> None:
         rows = [measure(root, suite, scenario) for scenario in SCENARIOS]
     block = table(rows, args.cases, time.perf_counter() - started)
     print(block)
-    out = ROOT / "bench" / "out"  # read by bench/run.py's issue-19 table
+    out = ROOT / "bench" / "out"  # read by bench/run.py's targets table
     out.mkdir(exist_ok=True)
     (out / "cost.json").write_text(json.dumps({
         "measured": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "cases": args.cases,

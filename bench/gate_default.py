@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 sys.path.insert(0, str(ROOT))
 
 from fake_server import start_in_thread  # noqa: E402

@@ -1,4 +1,4 @@
-"""The embedded judge against the example suites' labels (issue 33): rho, band agreement, MAD.
+"""The embedded judge against the example suites' labels: rho, band agreement, MAD.
 
 Reads ``judge run --json`` outputs and the suite they judged, and prints, over the
 LLM-judged cases that carry a ``human:`` label:

@@ -1,4 +1,4 @@
-"""Labelled examples in the prompt, measured on held-out labels (issue 29 item 5).
+"""Labelled examples in the prompt, measured on held-out labels.
 
 The labelled cases of a shipped example suite (its LLM-judged cases' ``human:`` labels,
 and its ``<suite>.labels.jsonl`` when there is one) are split into F folds by the product's
@@ -19,7 +19,7 @@ people than before" (MAD of the overall scores, after minus before).
 
 Judges:
 
-- ``--judge fake``: bench/fake_server.py on loopback, behind a front that records every
+- ``--judge fake``: tests/fakes/fake_server.py on loopback, behind a front that records every
   request as sent. Its answer is a hash of the request: examples change the prompt and so
   redraw the answer, but no mode of the fake reads them, so no gain is possible and none is
   claimed. What it shows: the pipeline runs end to end, and (checked on every recorded
@@ -39,7 +39,7 @@ Run (writes the rows to bench/out/label_examples-<judge>.json and prints a table
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import importlib
 import io
 import json
 import os
@@ -78,14 +78,9 @@ HEAD = "## Examples scored by people"
 
 
 def _fake() -> ModuleType:
-    if "fake_server" in sys.modules:
-        return sys.modules["fake_server"]
-    spec = importlib.util.spec_from_file_location("fake_server", ROOT / "bench" / "fake_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fake_server"] = module
-    spec.loader.exec_module(module)
-    return module
+    if str(ROOT / "tests" / "fakes") not in sys.path:
+        sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
+    return importlib.import_module("fake_server")
 
 
 # -- the recording front of the fake judge ---------------------------------------------------

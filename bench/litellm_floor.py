@@ -8,7 +8,8 @@ given concurrency, exactly as the judge's client does: same model string, messag
 an explicit timeout, the same ``api_base``. No rendering, no cache, no parsing, no store.
 
 The same LiteLLM set-up as ``judge.llm.client`` (no price-map fetch, no ``.env``, no banners),
-so the floor pays what any careful caller pays. That is the bare loop of issue 7.
+so the floor pays what any careful caller pays: the bare loop the run's targets are judged
+against.
 ``--tuned`` adds the process-level tricks ``judge run`` plays, so that what remains between
 the two is our own per-case work: the garbage collector is off during ``import litellm``
 and the imported objects are frozen (``gc.freeze()``) afterwards, and LiteLLM's exit-time

@@ -3,10 +3,10 @@
 Each run is the quickstart's own command in a fresh workspace with the cache off (so every
 judgment reaches the model and the server starts cold): ``judge run suite.yaml --model
 local/smollm2 --cache-mode off --json --no-check``. "before" is the judge package of a git
-ref (default: the commit before issue 19 item 4), exported with ``git archive``; "after" is
-this checkout. Runs alternate before/after so a shared machine's load falls on both.
-Wall and CPU are whole-process (CPU includes the llama.cpp server, a reaped grandchild);
-the load average at each start is recorded beside them.
+ref (default: the commit before its server settings and F16 weights), exported with
+``git archive``; "after" is this checkout. Runs alternate before/after so a shared machine's
+load falls on both. Wall and CPU are whole-process (CPU includes the llama.cpp server, a
+reaped grandchild); the load average at each start is recorded beside them.
 
 Run (one server at a time; about 14 judgments x 2 versions x rounds):
 
@@ -39,8 +39,9 @@ SUITE = ROOT / "examples" / "task-evaluation" / "suite.yaml"
 RESULTS = ROOT / "bench" / "RESULTS.md"
 BEGIN, END = "<!-- local_judge: start -->", "<!-- local_judge: end -->"
 BEFORE_REF = "0272ae1"
-"""main before issue 19 item 4: 16 calls allowed at once above a one-at-a-time limit, 60 s
-timeout retried 4 times, 2 threads whatever the load, logits kept for every prompt token."""
+"""main before the server settings and F16 weights: 16 calls allowed at once above a
+one-at-a-time limit, 60 s timeout retried 4 times, 2 threads whatever the load, logits kept
+for every prompt token."""
 
 
 def _export(ref: str, into: Path) -> Path:

@@ -1,10 +1,10 @@
-"""Issue 28's targets: does the statistical gate tell a noisy judge from a real drop?
+"""Does the statistical gate tell a noisy judge from a real drop?
 
 Independent trials, each its own suite of N cases (latent overall scores 20..95), its own
 baseline (one ask of every case) and its own noise probe (10 seeded cases asked with 2
-extra seeds: 20 extra calls, the default of ``judge noise probe``). The current run asks
+extra seeds: 20 extra calls, the default of ``judge judges noise --probe``). The current run asks
 every case again with another seed; in the drop scenarios the judge is the shifted twin of
-``bench/fake_server.py`` (the same latent verdicts lower by the drop). Every score is drawn
+``tests/fakes/fake_server.py`` (the same latent verdicts lower by the drop). Every score is drawn
 by :func:`fake_server.noisy_integer`, the function the loopback server answers with, and
 the gate's statistics run in-process (:func:`judge.core.stats.significance.statistical_compare`,
 what :func:`judge.app.runs.gate.gate` calls), so a few thousand trials take minutes.
@@ -17,7 +17,7 @@ the stricter alternative "the whole 95 % interval beyond the threshold". A pure-
 confirms the exact rule is unchanged when both sides are the same cached judgments.
 
 Run:   .venv/bin/python bench/noise.py [--trials 300] [--sizes 20,60,200] [--spread 8]
-       [--no-markdown]    (~3 min on 2 shared cores at the defaults)
+       [--no-markdown]    (9-20 min on 2 shared cores at the defaults)
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 sys.path.insert(0, str(ROOT))
 
 from fake_server import noisy_integer  # noqa: E402

@@ -1,6 +1,6 @@
-"""Peak memory of `judge collect otel` over ~100 MB trace files (issue 31, item 5).
+"""Peak memory of `judge suite collect otel` over ~100 MB trace files.
 
-Writes each input into a temporary folder, runs ``python -m judge collect otel FILE -o
+Writes each input into a temporary folder, runs ``python -m judge suite collect otel FILE -o
 out.jsonl`` there under ``/usr/bin/time -v`` (one process each, as a user runs it) and
 prints the exit code, the maximum resident set size, wall and CPU seconds, and the first
 line of what it said on stderr. The inputs:

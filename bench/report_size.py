@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "fakes")]
 
-from conftest import load_fake_server  # noqa: E402
+from fake_server import start_in_thread  # noqa: E402
 
 from judge.app.runs.reporting import ReportRequest, build_report  # noqa: E402
 from judge.app.runs.running import RunRequest, run_suite  # noqa: E402
@@ -38,7 +38,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "suite.yaml").write_text(suite_to_yaml(suite), encoding="utf-8")
-        server = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+        server = start_in_thread(latency_ms=0, seed=7)
         ids = []
         try:
             for model in ("hosted_vllm/fake-judge", "hosted_vllm/fake-judge+15"):

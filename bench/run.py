@@ -1,4 +1,4 @@
-"""Issue 7's benchmarks in one command: `judge run` against the bare-LiteLLM floor, same run.
+"""The run's benchmarks in one command: `judge run` against the bare-LiteLLM floor, same run.
 
 (a) cold: 200 cases at concurrency 32 against the loopback fake judge at 200 ms and 0 ms of
     latency: whole-process wall, CPU (user+sys) and peak RSS (GNU time), requests seen by
@@ -13,8 +13,8 @@
     ``--warm-with-judge-run`` warms through ``judge run`` and the fake judge at 0 ms instead.
 (d) `judge --help` start-up, against a bare interpreter (bench/startup.py's timer).
 
-Medians of --repeats runs (3; 1 with --quick). The floor is the bare LiteLLM loop of issue 7
-(targets are judged against it); without --quick it is also measured "tuned", with the
+Medians of --repeats runs (3; 1 with --quick). The floor is the bare LiteLLM loop
+(the targets are judged against it); without --quick it is also measured "tuned", with the
 process-level tricks `judge run` plays (GC off during ``import litellm`` then frozen, no
 exit-time logging flush), which leaves our own per-case work as the difference. Each request
 the floor sends is the one our runner sends: messages from our real renders, checked by
@@ -23,7 +23,7 @@ cache key.
 Run:   .venv/bin/python bench/run.py [--quick] [--repeats N] [--replay-size N]
        [--warm-with-judge-run]
        .venv/bin/python bench/run.py --from-json bench/out/results.json  (tables again)
-Issue-19 targets measured by other benches (the YAML replay, the local judge, cached
+The targets other benches measure (the YAML replay, the local judge, cached
 prompt tokens) are quoted from their last run here (bench/out/replay.json, local_judge.json,
 cost.json), with where and when.
 Writes bench/out/results.json and the generated part of bench/RESULTS.md.
@@ -71,6 +71,7 @@ BENCH = ROOT / "bench"
 OUT = BENCH / "out"
 RESULTS_MD = BENCH / "RESULTS.md"
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 
 from fake_server import FakeServerHandle, generate_instance, start_in_thread  # noqa: E402
 from startup import _time as time_command  # noqa: E402
@@ -377,7 +378,7 @@ class Bench:
             "floor_ms_per_case": round(floor_marginal * 1000, 3),
             "ratio": round(judge_marginal / floor_marginal, 3) if floor_marginal > 0 else None,
         }
-        # Issue 19's start-up row: one case cold, whole process, against a one-call script.
+        # The start-up row: one case cold, whole process, against a one-call script.
         cold["one_case"] = {
             "judge_wall_s": single["judge"]["wall_s"], "floor_wall_s": single["floor"]["wall_s"],
             "judge_cpu_s": single["judge"]["cpu_s"], "floor_cpu_s": single["floor"]["cpu_s"],
@@ -500,7 +501,7 @@ class Bench:
 
 
 def verdicts(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each issue-7 target: the measured value, met or missed, and by how much."""
+    """Each target against the floor: the measured value, met or missed, and by how much."""
     rows: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, target: float, *, at_most: bool,
@@ -543,9 +544,9 @@ def verdicts(r: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-# Issue 19's figures, quoted from the issue (a harness outside this repository measured the
-# peers on the same 200 judgments: concurrency 32, loopback fake model, medians of 3, this
-# 2-core machine). Never re-measured here.
+# The peers' figures, as reported when the targets were set (a harness outside this
+# repository measured the peers on the same 200 judgments: concurrency 32, loopback fake
+# model, medians of 3, this 2-core machine). Never re-measured here.
 ISSUE19 = {
     "replay_200_s": 0.50, "replay_200_peer_s": 2.61, "cpu_ms": 5.3, "cpu_peers_ms": "12-19",
     "one_s": 3.06, "one_peers_s": "1.39-1.61", "cold_200_s": 4.12, "cold_200_peer_s": 3.66,
@@ -558,7 +559,7 @@ TARGETS_19 = {"one_case_ratio": 1.0, "one_case_s": 1.39, "ours_ms": 0.93, "cold_
 
 
 def verdicts_19(r: dict[str, Any]) -> list[dict[str, Any]]:
-    """Each issue-19 target this bench measures: value, limit, the issue's figures, verdict."""
+    """Each target against the peers this bench measures: value, limit, their figures, verdict."""
     rows: list[dict[str, Any]] = []
     cold = r["cold"]
     steady = cold.get("marginal_steadier")
@@ -578,7 +579,7 @@ def verdicts_19(r: dict[str, Any]) -> list[dict[str, Any]]:
     add("the same, judge run's wall", one["judge_wall_s"] if one else None,
         TARGETS_19["one_case_s"], "s",
         f"issue {ISSUE19['one_s']} s; peers {ISSUE19['one_peers_s']} s (LiteLLM's import "
-        "alone is ~2.8 s: only `judge serve` pays it once)")
+        "alone is ~2.8 s: only `judge workspace serve` pays it once)")
     add(f"judgeflow's own CPU per judgment (marginal judge - floor, {over} cases, 0 ms)",
         marginal.get("ours_ms_per_case"), TARGETS_19["ours_ms"], "ms",
         f"{ISSUE19['ours_ms_before']} ms before (3.91 - 2.52); target a third off")
@@ -624,7 +625,7 @@ def _out(name: str) -> Any:
 
 
 def measured_elsewhere() -> list[dict[str, Any]]:
-    """Issue-19 targets another bench measures (too long to repeat here), from its last run.
+    """Targets another bench measures (too long to repeat here), from its last run.
 
     Quoted with where and when they were measured; "not measured" when that bench has not
     run on this machine (bench/out/ is not in git).

@@ -1,4 +1,4 @@
-"""Issue 32 item 3's throughput row alone: 2,000 cases at concurrency 64, judge against floor.
+"""The throughput row alone: 2,000 cases at concurrency 64, judge against floor.
 
 The same measurement as ``bench/run.py``'s section (c), without the rest of that bench:
 ``judge run`` of the generated suite (``write_suite``) against the loopback fake judge at
@@ -32,6 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 sys.path.insert(0, str(ROOT))
 
 from fake_server import start_in_thread  # noqa: E402

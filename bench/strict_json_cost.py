@@ -16,7 +16,7 @@ Run: ``PYTHONPATH=$PWD .venv/bin/python bench/strict_json_cost.py`` (about a min
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import io
 import json
 import os
@@ -65,11 +65,8 @@ def _judge(args: list[str], cwd: Path) -> None:
 
 def _workspace() -> Path:
     """A workspace after one run of the example suite against the loopback fake judge."""
-    spec = importlib.util.spec_from_file_location("fake_server", ROOT / "bench" / "fake_server.py")
-    assert spec is not None and spec.loader is not None
-    fake = importlib.util.module_from_spec(spec)
-    sys.modules["fake_server"] = fake
-    spec.loader.exec_module(fake)
+    sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
+    fake = importlib.import_module("fake_server")
     ws = Path(tempfile.mkdtemp(prefix="strict-json-"))
     shutil.copy(ROOT / "examples" / "task-evaluation" / "suite.yaml", ws / "suite.yaml")
     server = fake.start_in_thread(latency_ms=0, seed=7)

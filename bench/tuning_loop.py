@@ -1,4 +1,4 @@
-"""Issue 32 item 3: the tuning loop's commands with the warm worker, whole process, same run.
+"""The tuning loop's commands with the warm worker, whole process, same run.
 
 (a) one case, cold (no cache, no store): ``judge run`` through a warm worker against the
     loopback fake judge, and a raw httpx script that sends the same one request as a whole
@@ -42,6 +42,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
 sys.path.insert(0, str(BENCH))
+sys.path.insert(0, str(ROOT / "tests" / "fakes"))  # the loopback fake judge
 sys.path.insert(0, str(ROOT))
 
 from fake_server import FakeServerHandle, start_in_thread  # noqa: E402

@@ -10,7 +10,7 @@ from importlib import import_module
 
 TYPE_CHECKING = False
 """``typing.TYPE_CHECKING`` without importing typing: ``python -m judge`` through the warm
-worker imports nothing it does not use (bench/RESULTS.md, "The warm worker's fixed costs")."""
+worker imports nothing it does not use."""
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,4 @@
-"""The bad-input table of issue 34: each row is a workspace and a command that must exit 2
+"""The bad-input table: each row is a workspace and a command that must exit 2
 naming the file (or flag), the place and a fix, and leave the workspace byte-identical.
 
 Shared by ``tests/app/test_bad_input_table.py`` (in-process) and
@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["ROWS", "BadInput", "snapshot", "write_workspace"]
+__all__ = ["NOT_TEXT", "ROWS", "WROTE_BEFORE", "BadInput", "snapshot", "write_workspace"]
 
 MODEL = "hosted_vllm/fake-judge"
 OK_CASE = '{"id": "c1", "output": "done"}\n'
@@ -101,6 +101,69 @@ ROWS: tuple[BadInput, ...] = (
 )
 
 
+def _template(body: str) -> str:
+    return "{% set system %}S{% endset %}{% set user %}" + body + "{% endset %}"
+
+
+RENDER_ERRORS = (
+    # A template that parses but fails while rendering the first case's prompt: found
+    # before the store, the cache or a judge is opened.
+    ("|trim on case text", "{{ task|trim }}", "untrusted case text"),
+    ("case text printed bare", "{{ output }}", "untrusted case text"),
+    ("an undefined name", "{{ nope }}", "undefined"),
+    ("a dunder through the sandbox", "{{ rubric.__class__.__mro__ }}", "sandbox"),
+    ("a filter after |fence", "{{ task|fence|replace('a', 'b') }}", "quoted case text"),
+    ("a loop over case text", "{% for c in output %}{{ c }}{% endfor %}", "sequence"),
+    ("division by zero", "{{ 1 / 0 }}", "ZeroDivisionError"),
+    ("a 400 MB string", "{{ 'x' * 400000000 }}", "the limit is"),
+    ("|int on case text", "{{ task|int }}", "as a number"),
+    ("|format of case text", "{{ '%s'|format(task) }}", "untrusted case text"),
+    ("|join of case text", "{{ [task]|join(',') }}", "untrusted case text"),
+    ("~ on case text", "{{ task ~ '' }}", "untrusted case text"),
+    ("a computed include that is missing", "{% include 'nope-' ~ rubric.id %}",
+     "TemplateNotFound"),
+    ("a comparison of case text", "{% if output == 'x' %}x{% endif %}", "comparison"),
+)
+WROTE_BEFORE: tuple[BadInput, ...] = (
+    *(BadInput(f"template error while rendering: {name}",
+               {"prompts/judge.md.j2": _template(body), "s.jsonl": OK_CASE},
+               ("run", "s.jsonl", "--model", MODEL), ("judge.md.j2", "line 1", word))
+      for name, body, word in RENDER_ERRORS),
+    BadInput("--store naming a server that is not there", {"s.jsonl": OK_CASE},
+             ("run", "s.jsonl", "--model", MODEL, "--store", "postgresql://127.0.0.1:1/x"),
+             ("run store", "connection")),
+    BadInput("judge check --baseline nope.json", {},
+             ("check", "--baseline", "nope.json"), ("nope.json", "no such baseline file")),
+    BadInput("judge check --baseline that is not a baseline", {"b.json": "{}"},
+             ("check", "--baseline", "b.json"), ("b.json",)),
+    BadInput("cache_dir naming a file", {"s.jsonl": OK_CASE, "judge.toml": 'cache_dir = "c"\n',
+                                         "c": "a file"},
+             ("run", "s.jsonl", "--model", MODEL), ("cache_dir", "not a folder")),
+    BadInput("cache_require_signed without the secret",
+             {"s.jsonl": OK_CASE, "judge.toml": 'cache_url = "postgresql://127.0.0.1:1/x"\n'
+                                                "cache_require_signed = true\n"},
+             ("run", "s.jsonl", "--model", MODEL), ("cache_require_signed",)),
+)
+"""Rows that exited 2 but left files behind (.judge/judge.db, cache/) before the store and
+the cache were opened only after every input was validated and the first prompt rendered."""
+ROWS += WROTE_BEFORE
+
+NOT_TEXT: tuple[BadInput, ...] = (
+    # A byte that is not UTF-8 in an argument reads as a lone surrogate (exit 70 before).
+    BadInput("--model with a byte that is not UTF-8", {"s.jsonl": OK_CASE},
+             _run("s.jsonl", "--model", "hosted_vllm/\udcff"),
+             ("argument 7 (the value of --model)", "not text")),
+    BadInput("--group with a byte that is not UTF-8", {"s.jsonl": OK_CASE},
+             _run("s.jsonl", "--shard", "1/2", "--group", "g\udcff"),
+             ("argument 9 (the value of --group)", "not text")),
+    BadInput("judge runs show RUN with a byte that is not UTF-8", {},
+             ("runs", "show", "\udcff"), ("argument 3", "not text")),
+    BadInput("judge compare with bytes that are not UTF-8", {},
+             ("compare", "\udcff", "\udcfe"), ("argument 2", "not text")),
+)
+ROWS += NOT_TEXT
+
+
 def write_workspace(root: Path, row: BadInput) -> None:
     """Create the row's files (and symlinks) under ``root``."""
     for name, content in row.files.items():
@@ -127,6 +190,8 @@ def snapshot(root: Path) -> dict[str, str]:
                 out[rel] = "-> " + os.readlink(path)
             elif path.is_dir():
                 out[rel] = "dir"
+            elif not path.is_file():  # a FIFO: never read (it would wait for a writer)
+                out[rel] = f"special {path.stat().st_mode:o}"
             else:
                 out[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return out

@@ -4,12 +4,17 @@ Starts Debian's ``/usr/bin/chromium`` with a fresh profile and the debugging por
 127.0.0.1, attaches to its page over a websocket (websocket-client), and records what a
 page does: console errors, uncaught exceptions, log errors (CSP violations, failed loads),
 every network request and every JavaScript dialog (answered, so nothing blocks).
+
+It also measures what a person checks by eye (:func:`mid_word_wraps`, :func:`spilling`,
+:func:`sideways_scrolls`, :func:`browser_defaults`) and keeps screenshots
+(:func:`keep_screenshot`: in the test's folder, and in ``$JUDGE_KEEP_SCREENSHOTS`` when set).
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import shutil
 import struct
 import subprocess
@@ -38,6 +43,8 @@ FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-ne
          "--remote-debugging-port=0")
 STEP_TIMEOUT = 30.0
 """Seconds any one wait (start, load, a command) may take before the test fails."""
+KEEP_SCREENSHOTS = "JUDGE_KEEP_SCREENSHOTS"
+"""The environment variable naming a folder every screenshot a test takes is copied to."""
 
 
 class Page:
@@ -276,3 +283,112 @@ def browser_session() -> Iterator[Browser]:
         yield b
     finally:
         b.close()
+
+
+def keep_screenshot(png: bytes, folder: Path, name: str) -> Path:
+    """Write ``png`` to ``folder/name``, and copy it into ``$JUDGE_KEEP_SCREENSHOTS`` when set."""
+    assert png.startswith(b"\x89PNG\r\n\x1a\n"), "not a PNG"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / name
+    path.write_bytes(png)
+    keep = os.environ.get(KEEP_SCREENSHOTS)
+    if keep:
+        Path(keep).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, Path(keep) / name)
+    return path
+
+
+def region(page: Page, selector: str, width: int = 1280) -> bytes:
+    """A PNG of the page's full width across the first element ``selector`` matches."""
+    top, height = page.evaluate(
+        f"(() => {{ const r = document.querySelector({json.dumps(selector)})"
+        f".getBoundingClientRect(); return [r.top + window.scrollY, r.height]; }})()")
+    data = page.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                     clip={"x": 0, "y": top, "width": width, "height": height, "scale": 1})
+    return base64.b64decode(data["data"])
+
+
+# Each measure runs in the page and answers a list of what is wrong, described: [] is clean.
+_MID_WORD = """[...document.querySelectorAll(%s)].flatMap(el => {
+  const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT), found = [];
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const text = node.textContent, range = document.createRange();
+    let top = null;
+    for (let i = 0; i < text.length; i++) {
+      range.setStart(node, i); range.setEnd(node, i + 1);
+      const box = range.getClientRects()[0];
+      if (!box || /\\s/.test(text[i])) { top = null; continue; }
+      if (top !== null && box.top > top + 2)
+        found.push(el.textContent.trim() + ": " + text.slice(0, i) + "|" + text.slice(i));
+      top = box.top;
+    }
+  }
+  return found;
+})"""
+_SPILLING = """[...document.querySelectorAll(%s)].filter(el => el.scrollWidth > el.clientWidth + 1)
+  .map(el => el.textContent.trim() + ": " + el.scrollWidth + " > " + el.clientWidth)"""
+_SIDEWAYS = """(() => {
+  const out = [], doc = document.documentElement;
+  if (doc.scrollWidth > window.innerWidth) out.push("page: " + doc.scrollWidth + " px wide");
+  for (const el of document.querySelectorAll("body *")) {
+    const x = getComputedStyle(el).overflowX;
+    if ((x === "auto" || x === "scroll") && el.scrollWidth > el.clientWidth + 1 &&
+        el.clientHeight > 0)
+      out.push(el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") + "." + el.className +
+               ": " + el.scrollWidth + " > " + el.clientWidth);
+  }
+  return out;
+})()"""
+_DEFAULTS = """(() => {
+  const props = %s, host = document.createElement("div");
+  document.body.append(host);
+  const shadow = host.attachShadow({mode: "open"}), out = [];
+  for (const el of document.querySelectorAll(%s)) {
+    const bare = document.createElement(el.tagName);
+    if (el.tagName === "INPUT") bare.type = el.type;
+    shadow.replaceChildren(bare);
+    const mine = getComputedStyle(el), ua = getComputedStyle(bare);
+    const same = props.filter(p => mine[p] === ua[p]);
+    if (same.length) out.push(el.tagName.toLowerCase() + " " + JSON.stringify(
+      el.textContent.trim() || el.getAttribute("placeholder") || el.id) + ": " + same.join(", "));
+  }
+  host.remove();
+  return out;
+})()"""
+DEFAULT_LOOK = ("backgroundColor", "borderTopColor", "borderTopLeftRadius")
+"""What a styled control changes from the browser's default look: fill, edge and corners."""
+FIELD_LOOK = ("borderTopColor", "borderTopLeftRadius")
+"""What a styled field changes: its edge and corners (its white fill is the default's too)."""
+
+
+def mid_word_wraps(page: Page, selector: str) -> list[str]:
+    """Each line break inside a word of an element ``selector`` matches, as ``text: befo|re``.
+
+    Measured from the boxes of its characters (a DOM range per character): two letters of
+    one text node on two lines. A ``<wbr>`` splits a text node, so a break there is not one.
+    """
+    found: list[str] = page.evaluate(_MID_WORD % json.dumps(selector))
+    return found
+
+
+def spilling(page: Page, selector: str) -> list[str]:
+    """Elements ``selector`` matches whose content is wider than their box."""
+    found: list[str] = page.evaluate(_SPILLING % json.dumps(selector))
+    return found
+
+
+def sideways_scrolls(page: Page) -> list[str]:
+    """A page wider than the window, and every shown element that scrolls sideways."""
+    found: list[str] = page.evaluate(_SIDEWAYS)
+    return found
+
+
+def browser_defaults(page: Page, selector: str, props: tuple[str, ...] = DEFAULT_LOOK
+                     ) -> list[str]:
+    """Elements ``selector`` matches that still have the browser's own look in ``props``.
+
+    The default is read from a bare element of the same tag in a shadow root, where the
+    page's stylesheet does not reach.
+    """
+    found: list[str] = page.evaluate(_DEFAULTS % (json.dumps(list(props)), json.dumps(selector)))
+    return found

@@ -1,4 +1,4 @@
-"""A small agent traced by real instrumentation, exported to an OTLP/JSON file (issue 31).
+"""A small agent traced by real instrumentation, exported to an OTLP/JSON file.
 
 Run as a script, one process per trace file (an instrumentor patches the OpenAI client for
 the whole process): ``python tests/otel_producer.py VOCAB BASE_URL OUT [SESSION...]``.

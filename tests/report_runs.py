@@ -45,6 +45,7 @@ HOSTILE = (SCRIPT, IMG, END, JS_URL, ATTR, STYLE, BIDI)
 EVIL_MODEL = f"evil/{END}"
 EVIL_MODEL_B = f"evil-b/{SCRIPT}"
 EVIL_CATEGORY = f"cat{END}"
+LONG_ID = "case-" + "with-a-name-longer-than-its-column-" * 3
 
 
 def _workspace(root: Path, **overrides: object) -> Workspace:
@@ -146,6 +147,17 @@ def hostile_runs(root: Path, suite_path: str | None = None) -> tuple[str, str]:
     _store_run(root, b, EVIL_MODEL, [_case(i, EVIL_MODEL, 0, hostile=True) for i in range(8)],
                suite_path=suite_path)
     return a, b
+
+
+def long_id_run(root: Path) -> str:
+    """A run of four cases whose ids, tags and judge name are longer than any column (each
+    case has a tag of one 120-character word)."""
+    run_id, model = "20260103T000000-cccccc", "hosted_vllm/" + "a-judge-with-a-long-name-" * 3
+    results = [_case(i, model, 0, hostile=False, excerpt_chars=80, rationale_chars=80)
+               .model_copy(update={"id": f"{LONG_ID}{i}", "tags": ("x" * 120, "backend")})
+               for i in range(4)]
+    _store_run(root, run_id, model, results, suite="long")
+    return run_id
 
 
 def large_runs(root: Path, cases: int = 200) -> tuple[str, str]:

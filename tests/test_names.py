@@ -1,4 +1,4 @@
-"""Python names in Python, the wire's names on the wire (issue 27 item 6).
+"""Python names in Python, the wire's names on the wire.
 
 Model attributes are snake_case; the camelCase of the JSON, the HTTP API, exports and stored
 payloads lives only in the fields' aliases. This scans every module of the package and the

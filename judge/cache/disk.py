@@ -551,8 +551,8 @@ class JudgmentCache:
         Returns once the entry is committed, as :meth:`put` does: the caller reports the
         judgment only then. The check runs here, in the caller's thread; the write (SQLite
         holds no GIL while it writes its pages) runs beside the event loop's other work.
-        Writes keep their order (one thread). Measured in bench/RESULTS.md, "The judge's own
-        work on the miss path".
+        Writes keep their order (one thread). Measured over 2,000 judgments at concurrency 64:
+        the event loop's thread spent 5.4 s of CPU with the write in it, 4.6 s without.
         """
         if not self.writable:
             return False

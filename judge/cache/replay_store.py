@@ -1,9 +1,9 @@
 """The replay index's own store: a plain SQLite table of (fingerprint, record) in the cache folder.
 
 The index (:mod:`judge.engine.replay`) is derived data, kept apart from diskcache: a lookup is one
-indexed SELECT, about three times cheaper than diskcache's get (bench/RESULTS.md, "Offline
-replay at scale"), and it is on the path of every replayed judgment. A folder that cannot
-hold it (read-only, say) just goes without; the judgments are never at stake.
+indexed SELECT, measured about three times cheaper than diskcache's get, and it is on the path
+of every replayed judgment. A folder that cannot hold it (read-only, say) just goes without;
+the judgments are never at stake.
 
 Decisions:
 

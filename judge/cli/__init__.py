@@ -16,8 +16,9 @@ import os
 import sys
 from pathlib import Path
 
-from ..core.text.errors import ConfigError, JudgeError, StoreError
+from ..core.text.errors import ConfigError, JudgeError, StoreError, UsageError
 from ..core.text.secrets import Redactor, secret_values
+from ..core.text.strict_json import string_problem
 from ..system.tuning import tune_process
 from .aliases import new_spelling
 from .app import PipeClosed, build_app, rehearse, walk
@@ -54,6 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     args = new_spelling(sys.argv[1:] if argv is None else argv)
     app = build_app()
     try:
+        _check_arguments(sys.argv[1:] if argv is None else argv)
         app.main(args=args, prog_name="judge", standalone_mode=True)
         sys.stdout.flush()  # a pipe closed after the last write shows up here
     except (PipeClosed, BrokenPipeError):
@@ -65,6 +67,23 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _error(f"internal error: {type(exc).__name__}: {exc}\n  this is a bug in judgeflow; "
                "run again with JUDGE_DEBUG=1 for the traceback", 70)
+
+
+def _check_arguments(args: list[str]) -> None:
+    """Refuse an argument that is not text: a byte that is not UTF-8 reads as a lone surrogate.
+
+    Such a value breaks its first UTF-8 write (a run id looked up, a group stored, a cache
+    key): exit 70 before. A path to a file that exists is taken as it is (a file name may
+    hold any bytes); anything else is refused here, exit 2, before a command runs.
+    """
+    for number, arg in enumerate(args, start=1):
+        why = string_problem(arg)
+        if why is not None and not os.path.lexists(arg):
+            flag = args[number - 2] if number > 1 and args[number - 2].startswith("-") else None
+            raise UsageError(f"not text: {why}", where=f"argument {number}" + (
+                f" (the value of {flag})" if flag else ""),
+                             fix="pass it in UTF-8; a file name that is not UTF-8 is taken "
+                                 "only for a file that exists")
 
 
 def warm() -> None:

@@ -54,7 +54,7 @@ def rescore(
 
 
 def _print_moves(report: RescoreReport) -> None:
-    """The cases that moved, one row each (issue 33: only a count was printed)."""
+    """The cases that moved, one row each, not only their count."""
     if not report.moves:
         return
 

@@ -5,7 +5,7 @@ evidence items by group (each with a citable id from its source), facts for the 
 rules, and perhaps the case's input, output, tags and complexity. :func:`build_case` is the
 one place they meet, so every rule holds for every source:
 
-- every string is scrubbed of credentials (:mod:`judge.core.scrub`) before anything else;
+- every string is scrubbed of credentials (:mod:`judge.core.text.secrets`) before anything else;
 - each group is capped at the profile's cap and each excerpt and title truncated to its
   limits with :func:`judge.core.formats.evidence.truncate` (an excerpt's trailing spaces dropped);
   what a cap drops is counted in the case's ``metadata.collected.capped``, never silent.
@@ -20,6 +20,7 @@ one place they meet, so every rule holds for every source:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,8 +131,13 @@ def _merge_facts(parts: Sequence[Collected]) -> dict[str, Fact]:
     return dict(sorted(facts.items()))
 
 
-def build_case(case_id: str, parts: Sequence[Collected], rubric: Rubric) -> CollectedCase:
-    """One case from the sources' collections (in priority order: the first input wins)."""
+def build_case(case_id: str, parts: Sequence[Collected], rubric: Rubric,
+               values: re.Pattern[str] | None = None) -> CollectedCase:
+    """One case from the sources' collections (in priority order: the first input wins).
+
+    Every string is scrubbed of secret shapes, and of ``values`` (the credentials the
+    caller holds) wherever they appear verbatim.
+    """
     profile = rubric.evidence
     grouped: dict[str, list[Mapping[str, object]]] = {}
     for part in parts:
@@ -153,7 +159,7 @@ def build_case(case_id: str, parts: Sequence[Collected], rubric: Rubric) -> Coll
                                 for p in parts]),
         "facts": _merge_facts(parts),
         "sources": [p.source for p in parts],
-    })
+    }, values=values)
     evidence: dict[str, list[dict[str, Any]]] = {}
     capped: dict[str, dict[str, int]] = {}
     for spec in profile.groups:

@@ -6,7 +6,7 @@ becomes a ``commits`` item (sha, subject, author name, author time, lines and fi
 the message body as its excerpt), newest first, cited by its sha. Author e-mail addresses are
 left out: judging needs no personal data. At most :data:`MAX_COMMITS` are read.
 
-What the range changed, beside its commit list (issue 33; each in a function of its own):
+What the range changed, beside its commit list (each in a function of its own):
 
 - a merge commit's numbers are its **first-parent diff** (:func:`merge_stats`): ``git log
   --numstat`` prints nothing for a merge, and the first parent is the branch it landed on,
@@ -225,7 +225,7 @@ def collect_git(spec: str, base: Path) -> Collected:
                      facts=dict(facts))
 
 
-# --- what the range changed (issue 33) -------------------------------------------------------
+# --- what the range changed ------------------------------------------------------------------
 
 def parse_numstat_z(text: str) -> list[tuple[str, int, int]]:
     """``(path, added, deleted)`` from ``git diff --numstat -z --no-renames`` (binary: 0, 0).

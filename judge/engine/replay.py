@@ -2,7 +2,7 @@
 
 A cache key is the hash of the rendered request, so finding a judgment the plain way means
 reading and validating the case, building its evidence bundle and rendering its prompt:
-most of a replay's cost (bench/RESULTS.md, "Offline replay at scale"). Yet all of that is
+most of a replay's cost. Yet all of that is
 a pure function of inputs that are cheap to hash: the case (for a JSONL suite, its line as
 written), the rubric, the templates, the judge model and its call settings, the sample, and
 the code that builds bundles, prompts and results. The index maps a *fingerprint* of those

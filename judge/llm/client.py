@@ -331,7 +331,7 @@ def warm_first_call(models: Sequence[str] = ()) -> None:
 def quiet_exit() -> None:
     """Skip litellm's exit-time flush of its logging queue when no callback would read it.
 
-    It costs seconds of wall time at the end of a run (bench/RESULTS.md) and does nothing
+    It measured seconds of wall time at the end of a run and does nothing
     useful for us.
     """
     if _litellm_module is None or _litellm_module.logging_callback_manager.get_all_callbacks():
@@ -452,7 +452,7 @@ _ADDRESS = re.compile(r"host (\[?[\w.:-]+\]?:\d+)|\('([\w.:-]+)', (\d+)\)")
 
 
 def unreachable_message(exc: BaseException) -> str:
-    """One line for a judge whose server cannot be reached, with its fix (issue 33).
+    """One line for a judge whose server cannot be reached, with its fix.
 
     LiteLLM's own text is a chain of wrappers with an ``ssl.SSLContext`` repr in it: the
     address and what happened are what a reader needs.

@@ -105,7 +105,7 @@ SLOTS = 1
 time unless the user sets ``concurrency`` explicitly (:func:`call_limits`)."""
 LOCAL_TIMEOUT = 900.0
 """Seconds one judgment may take on the local server when no ``timeout`` is set: a 135M
-model took 30-430 s a judgment on this shared 2-core machine under load (bench/RESULTS.md),
+model took 30-430 s a judgment on a shared 2-core machine under load,
 so the hosted default (60 s) gave up on calls the server went on computing."""
 N_BATCH = 512
 """Prompt tokens per ``llama_decode`` (llama.cpp's default; the prompts here are
@@ -197,7 +197,7 @@ def threads_for(cores: int, load: float) -> int:
 
     llama.cpp's threads meet at a barrier after every operation and spin there: a thread
     with no free core stalls all the others. On this 2-core machine at load 10, two threads
-    generated 0.5 tokens/s and one thread 12 (bench/RESULTS.md), so the server takes the
+    generated 0.5 tokens/s and one thread 12, so the server takes the
     cores that are free when it starts, at least one.
     """
     return max(1, min(cores, cores - int(load)))

@@ -1,7 +1,7 @@
 """A local judge whose llama.cpp server starts on the first call that needs it.
 
 A run opens its judges before it knows which cases the cache answers. Starting the server
-then cost 4.5-5 s (16 s cold) for a run the cache answered whole (issue 33: 0 calls). This
+then cost 4.5-5 s (16 s cold) for a run the cache answered whole (0 calls). This
 completer holds the recipe instead: the server is started (or a ``judge judges local start`` one
 reused) when the first cache miss asks for a completion, and released with the pool. A
 fully cached run starts no process.

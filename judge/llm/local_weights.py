@@ -5,7 +5,7 @@ The packaged SmolLM2 file is Q4_1. llama.cpp's CPU build has no fast matrix path
 machines it evaluated judge prompts at ~140 tokens/s; the same weights converted to F16
 evaluate them at ~240-300 tokens/s. A judgment is 1,000-2,000 prompt tokens to evaluate and
 ~140 to generate, and generation gets a little slower (more bytes read a token), so the
-example suite took 0.87-0.94x the time (bench/RESULTS.md, "Session 5"). The conversion
+example suite took 0.87-0.94x the time. The conversion
 dequantizes each Q4_1 block (``d * q + m``) and stores it as F16: the same model up to F16
 rounding (a probe verdict came back byte-identical), 271 MB instead of 98 MB, derived in
 about a second.

@@ -23,7 +23,7 @@ import pytest
 from ..app.workspace.settings import CacheModeName, ci_set
 from ..core.formats.models import CaseResult
 from ..core.formats.rubric import Rubric
-from ..core.formats.suite import Case
+from ..core.formats.suite import Case, as_masked_case
 from ..core.outcomes.usage import cost_text
 from ..core.text.errors import JudgeError
 from .places import quoted_command, session_folder
@@ -239,7 +239,8 @@ class JudgeEval:
         """Judge ``case`` (a Case or a suite-style dict); an offline miss fails the test."""
         __tracebackhide__ = True
         s = self.session
-        value = case if isinstance(case, Case) else Case.model_validate(case)
+        values = _fail_on_judge_error(lambda: s.workspace().secret_pattern)
+        value = as_masked_case(case, values)
         rub = _fail_on_judge_error(lambda: s.rubric(rubric))
         result: CaseResult = _fail_on_judge_error(lambda: s.evaluate(value, rub, model))
         context = JudgedContext(rubric=rub, render=lambda: s.render_command(value, rub),

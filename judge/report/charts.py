@@ -261,7 +261,7 @@ def _agreement_figures(view: AgreementView, bands: Sequence[Band]) -> list[Figur
 def _people_figure(data: ReportData) -> Figure:
     """κ with the people over the suite's runs, oldest first, with its 95 % interval."""
     points = data.people
-    x = [text(f"{p.run_id[:15]} {p.model}") for p in points]
+    x = [f"{text(p.run_id[:15])}<br>{text(p.model)}" for p in points]  # two short lines
     y = [p.kappa for p in points]
     plus = [None if p.kappa is None or p.kappa_high is None else p.kappa_high - p.kappa
             for p in points]
@@ -277,7 +277,7 @@ def _people_figure(data: ReportData) -> Figure:
     return {"id": "chart-people", "data": [trace],
             "layout": _layout("Weighted κ with the people, run by run (95 % interval)",
                               yaxis={"title": {"text": "κ"}, "range": [-0.2, 1.05]},
-                              xaxis={"type": "category"})}
+                              xaxis={"type": "category", "automargin": True})}
 
 
 def figures(data: ReportData) -> list[Figure]:

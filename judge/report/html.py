@@ -1,9 +1,10 @@
 """Render a :class:`~judge.report.data.ReportData` as one self-contained HTML page.
 
-The Jinja template, the style, the page's script and plotly.js (vendored, MIT) ship as
-package data in ``judge/report_assets`` and are inlined, so the page asks nothing of the
-network when opened. Autoescape is on for every value; :func:`shown` also makes bidi and
-control characters visible (a U+202E in a rationale cannot reorder what a reader sees).
+The Jinja template, the stylesheet (shared with the review page), the page's script and
+plotly.js (vendored, MIT) ship as package data in ``judge/report/assets`` and are inlined, so
+the page asks nothing of the network when opened. Autoescape is on for every value;
+:func:`shown` also makes bidi and control characters visible (a U+202E in a rationale
+cannot reorder what a reader sees).
 Chart data travels as JSON in a ``<script type="application/json">`` block with ``<``, ``>``
 and ``&`` escaped, read by the page's static script with ``JSON.parse``. A Content Security
 Policy allows only the page's own two scripts, by hash: even markup that slipped past the
@@ -12,26 +13,25 @@ escaping could not run.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import re
 import statistics
 from collections.abc import Iterable, Mapping
-from functools import cache, lru_cache
-from importlib import resources
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypedDict
 
 from jinja2 import Environment, StrictUndefined
 from markupsafe import Markup, escape
 
-from ..core.formats.models import CaseResult
+from ..core.formats.models import CaseResult, JudgeMeta, RunTotals
+from ..core.outcomes.usage import cost_text
 from ..core.stats.judge_health import HealthBuilder
 from ..core.stats.judge_quality import WEAK
 from ..system.atomic_files import write_atomic_bytes
 from .charts import figures
 from .data import CaseMove, ReportData
+from .page_assets import ASSETS, STYLESHEET, asset_text, csp_hash
 from .samples import SAMPLE_LIMIT, CaseSample
 from .transcripts import Transcript
 
@@ -46,8 +46,6 @@ __all__ = [
     "write_report",
 ]
 
-ASSETS = "assets"
-"""The package folder of the template, style, script and plotly.js."""
 PLOTLY_FILE = "plotly-cartesian.min.js"
 """plotly.js cartesian bundle (npm ``plotly.js-cartesian-dist-min``), see VENDORED.md."""
 CONTROL_CHARS = re.compile("[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f"
@@ -61,6 +59,7 @@ PROMPT_SOURCES = {"cache": "as sent, from the run's cache entry",
 (:data:`judge.report.samples.PromptSource`)."""
 
 _SCRIPT_END = re.compile(r"</script|<!--", re.IGNORECASE)
+_WORD_EDGE = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=_)(?=[^_])")
 
 
 def shown(value: object) -> Markup:
@@ -78,26 +77,17 @@ def script_json(value: Any) -> Markup:
     return Markup(text)
 
 
-@cache
-def _asset(name: str) -> str:
-    return resources.files("judge.report").joinpath(ASSETS, name).read_text(encoding="utf-8")
-
-
 def _script(name: str) -> Markup:
     """A package script to inline; refused if it could end its script element early."""
-    text = _asset(name)
+    text = asset_text(name)
     if _SCRIPT_END.search(text):
         raise RuntimeError(f"{ASSETS}/{name} holds '</script' or '<!--': it cannot be "
                            f"inlined safely")
     return Markup(text)  # our own package file, not a value of the run
 
 
-def _sha256(text: str) -> str:
-    return base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
-
-
 def _csp(scripts: Iterable[str]) -> str:
-    hashes = " ".join(f"'sha256-{_sha256(s)}'" for s in scripts)
+    hashes = " ".join(csp_hash(s) for s in scripts)
     return ("default-src 'none'; " f"script-src {hashes}; " "style-src 'unsafe-inline'; "
             "img-src data:; font-src data:; connect-src 'none'; form-action 'none'; "
             "base-uri 'none'; frame-src 'none'; object-src 'none'")
@@ -120,8 +110,29 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
-def _usd(value: float | None) -> str:
-    return "unknown" if value is None else f"${value:.4f}"
+def _run_cost(totals: RunTotals) -> str:
+    """What the run paid, in the CLI's words (``no paid calls``, ``$0.0123``, ``cost unknown``)."""
+    return cost_text(totals.cost_usd, totals.calls + totals.batch_calls)
+
+
+def _judged(judge: JudgeMeta) -> str:
+    """A case's judgment: its tokens, cost and time (for a cache hit, those of its first call)."""
+    facts = [] if judge.prompt_tokens is None else [
+        f"{judge.prompt_tokens}+{judge.completion_tokens} tokens"]
+    facts.append(cost_text(judge.cost_usd, 1 + judge.repair_turns))
+    if judge.latency_ms is not None:
+        facts.append(f"{judge.latency_ms / 1000:.1f} s")
+    if judge.cached:
+        return "from the cache: no paid calls · as first judged: " + ", ".join(facts)
+    return " · ".join(facts)
+
+
+def _breakable(value: object) -> Markup:
+    """``value`` shown with a ``<wbr>`` at each camelCase hump and after each underscore.
+
+    A long category id in a narrow header then wraps between its words, never inside one.
+    """
+    return Markup("<wbr>").join(shown(part) for part in _WORD_EDGE.split(str(value)))
 
 
 def _short(value: str | None) -> str:
@@ -141,8 +152,9 @@ def _value(value: Any) -> str:
 def _environment() -> Environment:
     env = Environment(autoescape=True, undefined=StrictUndefined, trim_blocks=True,
                       lstrip_blocks=True, keep_trailing_newline=True)
-    env.filters.update(shown=shown, num=_num, signed=_signed, pct=_pct, usd=_usd,
-                       short=_short, value=_value, bare=_bare)
+    env.filters.update(shown=shown, num=_num, signed=_signed, pct=_pct, run_cost=_run_cost,
+                       judged=_judged, breakable=_breakable, short=_short, value=_value,
+                       bare=_bare)
     return env
 
 
@@ -222,9 +234,9 @@ def render_report(data: ReportData) -> str:
     health, q = HealthBuilder(), data.judge_quality
     for result in data.cases:
         health.add(result)
-    template = _environment().from_string(_asset("report.html.j2"))
+    template = _environment().from_string(asset_text("report.html.j2"))
     return template.render(
-        d=data, csp=_csp([str(plotly_js), str(app_js)]), css=Markup(_asset("report.css")),
+        d=data, csp=_csp([str(plotly_js), str(app_js)]), css=Markup(asset_text(STYLESHEET)),
         plotly_js=plotly_js, app_js=app_js, figures_json=script_json(figures(data)),
         band_index={b.name: i for i, b in enumerate(data.rubric.bands)},
         category_rows=_category_rows(data), cases=cases, table_categories=table_categories,

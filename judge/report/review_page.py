@@ -2,8 +2,9 @@
 
 The shell holds no value of the run: the script fetches the run's cases from
 ``/api/review/RUN`` (``connect-src 'self'``) and puts every value in with ``textContent``, so
-hostile case text, evidence or rationales stay text. The script runs by its hash, never as
-an inline handler, and nothing may be loaded from elsewhere.
+hostile case text, evidence or rationales stay text. The script runs and the stylesheet
+(the report's, :data:`~judge.report.page_assets.STYLESHEET`) applies by their hashes: no
+inline handler, no other style, and nothing loaded from elsewhere.
 
 A case's place on the page is ``/review/RUN#case=ID&category=CAT`` (:func:`review_link`): the
 page opens at that case (and category) on load and when the fragment changes. A tab opened
@@ -14,13 +15,11 @@ it (a ``BroadcastChannel``), so a link from the report or the terminal opens a c
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
-from functools import cache
-from pathlib import Path
 from typing import Final
 from urllib.parse import quote
+
+from .page_assets import STYLESHEET, asset_text, csp_hash
 
 __all__ = ["REVIEW_HOST", "REVIEW_PORT", "review_csp", "review_html", "review_link"]
 
@@ -28,21 +27,15 @@ REVIEW_HOST: Final = "127.0.0.1"
 REVIEW_PORT: Final = 8765
 """``judge review RUN``'s default port: the one links to the page name."""
 
-_ASSETS = Path(__file__).resolve().parent / "assets"
-
-
-@cache
-def _asset(name: str) -> str:
-    return (_ASSETS / name).read_text(encoding="utf-8")
+_SCRIPT = "review.js"
 
 
 def review_csp(*, header: bool = True) -> str:
     """The page's Content-Security-Policy (a header; the meta tag's lacks frame-ancestors)."""
-    digest = base64.b64encode(hashlib.sha256(_asset("review.js").encode()).digest()).decode()
-    return ("default-src 'none'; " f"script-src 'sha256-{digest}'; " "style-src 'unsafe-inline'; "
-            "connect-src 'self'; img-src data:; form-action 'none'; base-uri 'none'; "
-            "frame-src 'none'; object-src 'none'" + ("; frame-ancestors 'none'" if header
-                                                      else ""))
+    return (f"default-src 'none'; script-src {csp_hash(asset_text(_SCRIPT))}; "
+            f"style-src {csp_hash(asset_text(STYLESHEET))}; connect-src 'self'; img-src data:; "
+            "form-action 'none'; base-uri 'none'; frame-src 'none'; object-src 'none'"
+            + ("; frame-ancestors 'none'" if header else ""))
 
 
 def review_link(run_id: str, case_id: str | None = None, category: str | None = None, *,
@@ -65,17 +58,23 @@ def review_html(run_id: str) -> str:
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{review_csp(header=False)}">
-<title>judge review {run}</title><style>{_asset("review.css")}</style></head>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>judge review {run}</title><style>{asset_text(STYLESHEET)}</style></head>
 <body><div id="review" data-run="{run}">
-<header><h1 id="title">Review</h1>
-<label>reviewer <input id="reviewer" autocomplete="off"></label>
+<header class="top"><h1 id="title">Review {run}</h1>
+<div class="sub"><span id="about"></span><span id="alpha"></span></div></header>
+<div class="toolbar">
+<label>reviewer <input id="reviewer" autocomplete="off" placeholder="your name"></label>
 <label>show <select id="filter"><option value="all">all cases</option>
 <option value="disagree">my disagreements</option>
 <option value="borderline">borderline (near a band edge)</option>
 <option value="judges">judges differ most</option></select></label>
-<span id="progress"></span><span id="alpha"></span><span id="status"></span></header>
-<p class="keys">keys: j/→ next · k/← previous · ↑/↓ category · 1-9 band or level ·
-a agree · d disagree · n note · Esc leave a field</p>
+<span id="progress"></span><span id="status" role="status"></span>
+<p class="keys">keys: <kbd>j</kbd>/<kbd>→</kbd> next · <kbd>k</kbd>/<kbd>←</kbd> previous ·
+<kbd>↑</kbd>/<kbd>↓</kbd> category · <kbd>1</kbd>–<kbd>9</kbd> band or level ·
+<kbd>a</kbd> agree · <kbd>d</kbd> disagree · <kbd>n</kbd> note · <kbd>Esc</kbd> leave a field</p>
+</div>
 <main id="case"></main></div>
-<script>{_asset("review.js")}</script></body></html>
+<script>{asset_text(_SCRIPT)}</script></body></html>
 """

@@ -1,4 +1,4 @@
-"""What the report shows of each case as a sample viewer (issue 33).
+"""What the report shows of each case as a sample viewer.
 
 Its input, its output and the prompt the judge was sent.
 

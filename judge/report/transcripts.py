@@ -1,4 +1,4 @@
-"""What the report shows of a case's conversation and trace, beside its scores (issue 31).
+"""What the report shows of a case's conversation and trace, beside its scores.
 
 A stored result keeps only the items the judge cited; the page shows the whole
 conversation (each turn under its id) and the whole span tree of a case collected from an

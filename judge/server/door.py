@@ -1,4 +1,4 @@
-"""The HTTP door's limits, checked before the app reads a byte of the body.
+r"""The HTTP door's limits, checked before the app reads a byte of the body.
 
 In order, for every request: the ``Host`` header names this server (the bind address, a
 loopback name when bound to loopback, or a name of the ``server_hosts`` setting), else 421 —
@@ -8,7 +8,9 @@ method is one the path has (``OPTIONS`` answers 204 with ``Allow``; another meth
 the token check (:meth:`judge.server.security.Access.refusal`: 401 without the token, 403
 for a review token off its run, and without a token no write from a web page); the body at most
 ``server_max_body`` bytes: a larger ``Content-Length`` gets 413 unread, a body without one
-is read up to the limit and refused as it crosses it. Only then does the app parse anything.
+is read up to the limit and refused as it crosses it; a JSON body holding a lone surrogate
+(``"\ud800"``, or its bytes) gets 422 naming the field — it is not text, and the first write
+of it as UTF-8 (a cache entry, a row) would fail. Only then does the app parse anything.
 Every refusal is a problem+json answer, and docs/openapi.json lists them
 (:func:`judge.server.problems.document_problems`).
 
@@ -28,11 +30,13 @@ from typing import Any
 
 from starlette.routing import compile_path
 
+from ..core.text.strict_json import text_problem_at
 from .security import WRITES, Access
 
 __all__ = ["DoorLimits", "DoorPolicy", "allowed_hosts"]
 
 _PROBLEM = "urn:judgeflow:problem:"
+_MAYBE_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]|\xed[\xa0-\xbf]")
 _WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -191,6 +195,12 @@ class DoorLimits:
                 return
             if not message.get("more_body", False):
                 break
+        found = _surrogate(scope, b"".join(m.get("body", b"") for m in messages))
+        if found is not None:
+            where, why = found
+            await _answer(send, scope, 422, "invalid-request", "Invalid request",
+                          f"{where}: {why}", {}, where=where)
+            return
         queued = iter(messages)
 
         async def replay() -> Message:
@@ -205,6 +215,26 @@ def _too_large(limit: int) -> tuple[int, str, str, str | None, dict[str, str]]:
             {"Connection": "close"})
 
 
+def _surrogate(scope: Scope, body: bytes) -> tuple[str, str] | None:
+    r"""Where (``body.case.output``) and why a JSON body holds a lone surrogate, or None.
+
+    Parsed only when it may hold one: an escape ``\uD800``-``\uDFFF`` or such a code point's
+    bytes in UTF-8 (a pair is fine: the walk finds no lone half), or another encoding. A body
+    that is not JSON is left to the app, which answers for it.
+    """
+    kind = (_headers(scope).get("content-type") or "application/json").split(";")[0].strip()
+    if not body or not (kind.lower() == "application/json" or kind.lower().endswith("+json")):
+        return None
+    if json.detect_encoding(body) == "utf-8" and _MAYBE_SURROGATE.search(body) is None:
+        return None
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    found = text_problem_at(value)
+    return None if found is None else ("body." + found[0] if found[0] else "body", found[1])
+
+
 def _headers(scope: Scope) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, value in scope.get("headers", []):
@@ -215,14 +245,14 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 async def _answer(send: Send, scope: Scope, status: int, slug: str, title: str,
-                  detail: str | None, headers: dict[str, str]) -> None:
+                  detail: str | None, headers: dict[str, str], **members: str) -> None:
     raw = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
     if status == 204:
         await send({"type": "http.response.start", "status": 204, "headers": raw})
         await send({"type": "http.response.body", "body": b""})
         return
     body = {"type": _PROBLEM + slug, "title": title, "status": status, "detail": detail,
-            "instance": scope.get("path", "")}
+            "instance": scope.get("path", ""), **members}
     data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     raw += [(b"content-type", b"application/problem+json"),
             (b"content-length", str(len(data)).encode())]

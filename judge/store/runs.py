@@ -21,6 +21,7 @@ nowhere: messages show ``user:[REDACTED]@``.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -79,6 +80,8 @@ MigratePolicy = Literal["auto", "all", "none"]
 DEFAULT_STORE_URL: Final = "sqlite:///.judge/judge.db"
 """Relative SQLite paths are resolved against the workspace, not the process's cwd."""
 
+_RELATIVE: Final = re.compile(r"last(?:~(\d{1,6}))?")
+"""A run named by its place: ``last`` the newest stored, ``last~N`` N runs before it."""
 _BUSY_TIMEOUT_MS: Final = 30_000
 """How long a SQLite writer waits for another process's transaction before failing."""
 
@@ -746,9 +749,15 @@ class RunStore:
         return conn.execute(select(_runs.c.id).where(_runs.c.id == run_id)).first() is not None
 
     def _resolve_id(self, conn: Connection, run_id: str) -> str:
-        """Return the exact id if stored, else the single id starting with ``run_id``."""
+        """The exact id if stored, a ``last``/``last~N`` run, else the one id starting so.
+
+        Generated ids start with their date, so ``last`` is never one's prefix.
+        """
         if run_id and self._exists(conn, run_id):
             return run_id
+        relative = _RELATIVE.fullmatch(run_id)
+        if relative:
+            return self._nth_newest(conn, run_id, int(relative.group(1) or 0))
         if not run_id:
             raise self._unknown(run_id)
         query = (select(_runs.c.id).where(_runs.c.id.startswith(run_id, autoescape=True))
@@ -759,6 +768,18 @@ class RunStore:
         if len(found) > 1:
             raise self._ambiguous(run_id, found)
         return found[0]
+
+    def _nth_newest(self, conn: Connection, ref: str, back: int) -> str:
+        """The id of the run ``back`` runs before the newest one stored (any suite)."""
+        query = self._runs_query(None, None).offset(back).limit(1)
+        row = conn.execute(query).first()
+        if row is None:
+            count = conn.execute(select(func.count()).select_from(_runs)).scalar_one()
+            exc = UnknownRunError(f"no run {ref!r} in {self.url}: it holds {count} run(s), "
+                                  "`last` being the newest and `last~1` the one before")
+            exc.store = self.url
+            raise exc
+        return str(row[0])
 
     def _load_run(self, conn: Connection, run_id: str) -> RunInfo:
         query = select(*_RUN_READ).where(_runs.c.id == run_id)
@@ -790,6 +811,10 @@ class RunStore:
                 f"aside (mv {database} {database}.damaged): the next command creates a new "
                 f"store; `sqlite3 {database}.damaged .recover | sqlite3 {database}` may "
                 "salvage its runs; baselines are files and are not affected")
+        if self._server and isinstance(exc, DBAPIError) and _is_disconnect(exc):
+            return StoreError(f"run store {self.url}: {message}\n  fix: check that the "
+                              "database server is up and that the store URL (--store or the "
+                              "store_url setting) names it")
         return StoreError(f"run store {self.url}: {message}")
 
     def _scrub(self, exc: BaseException) -> str:

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import re
 import zlib
 from array import array
 from collections.abc import Generator, Iterator
@@ -53,6 +54,7 @@ __all__ = [
     "load_rubric",
     "load_suite",
     "open_suite",
+    "read_suite_text",
     "shipped_dir",
     "suite_file_id",
     "utf8_lines",
@@ -132,7 +134,7 @@ def _parsed_rubric(text: str, source: str) -> Rubric:
     The file is read every time, so an edit is never missed; a rubric is a frozen value
     whose derived parts (the scoring plan, the schema) stay with it. A run reads its rubric
     twice (the cases, the report), and the warm worker's parent parses the ones its children
-    will read (bench/RESULTS.md, "The warm worker's fixed costs").
+    will read.
     """
     return parse_rubric(text, source)
 
@@ -150,12 +152,20 @@ def _calibrated(rubric: Rubric, path: Path, sealer: Sealer) -> Rubric:
     return attach_calibration(rubric, parse_calibration(text, str(file), sealer), str(file))
 
 
-def load_suite(path: str | Path) -> Suite:
-    """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem."""
+def load_suite(path: str | Path, values: re.Pattern[str] | None = None) -> Suite:
+    """Load and validate a suite file (``.yaml``/``.yml``/``.jsonl``); id defaults to the stem.
+
+    ``values``: secret values masked in its cases besides the shapes (the caller's credentials).
+    """
     file = Path(path)
+    return parse_suite(read_suite_text(file), str(file), default_id=suite_file_id(file),
+                       values=values)
+
+
+def read_suite_text(file: Path) -> str:
+    """The text of a suite file, bounded by its kind's limit (:func:`read_input`)."""
     limit = MAX_JSONL_SUITE_BYTES if file.suffix == ".jsonl" else 4 * MAX_SUITE_CHARS
-    return parse_suite(read_input(file, SuiteError, limit), str(file),
-                       default_id=suite_file_id(file))
+    return read_input(file, SuiteError, limit)
 
 
 def utf8_lines(file: Path) -> Iterator[str]:
@@ -209,6 +219,8 @@ class SuiteSource:
     """A YAML suite's cases as validated JSON lines (its compiled form)."""
     unsaved: tuple[Path, bytes] | None = None
     """A compiled form made by this read, to write with :meth:`save_compiled`."""
+    values: re.Pattern[str] | None = None
+    """Secret values masked in the cases besides the shapes (the caller's credentials)."""
 
     def items(self, kept: bytes | bytearray,
               crcs: array[int] | None = None) -> Iterator[Case | SuiteLine]:
@@ -234,8 +246,18 @@ class SuiteSource:
                 if mark:
                     clean = mark == KEPT_CLEAN and crcs is not None \
                         and crcs[position] == line_crc(text)
-                    yield SuiteLine(text, source, clean=clean)
+                    yield self._item(SuiteLine(text, source, clean=clean, values=self.values))
                 position += 1
+
+    def _item(self, line: SuiteLine) -> Case | SuiteLine:
+        """``line``, or its case when one of :attr:`values` is in it.
+
+        A replay finds a line's judgments by the digest of its text; the text of a case
+        masked by a value depends on the values held, so it is found by its masked case.
+        """
+        if self.values is None or line.clean or self.values.search(line.text) is None:
+            return line
+        return line.case()
 
     def cases(self) -> Iterator[Case]:
         """The validated cases, in file order."""
@@ -247,7 +269,7 @@ class SuiteSource:
             yield from ((case, None) for case in self.loaded.cases)
             return
         with contextlib.closing(self._lines()) as lines:
-            yield from iter_jsonl_checked(lines, str(self.path))
+            yield from iter_jsonl_checked(lines, str(self.path), self.values)
 
     def _lines(self) -> Generator[str]:
         if self.lines is not None:
@@ -315,26 +337,33 @@ def _read_compiled(target: Path) -> tuple[Suite, tuple[str, ...]] | None:
 
 
 def open_suite(path: str | Path, *, compiled_dir: Path | None = None,
-               salt: bytes | None = None) -> SuiteSource:
+               salt: bytes | None = None, values: re.Pattern[str] | None = None) -> SuiteSource:
     """A suite ready to iterate; YAML is loaded and validated here, JSONL when iterated.
 
     With ``compiled_dir`` and ``salt`` (a digest of the code) a YAML suite is read from its
     compiled form there when it has a sound one, and otherwise parsed and compiled
     (:meth:`SuiteSource.save_compiled` writes it, once a run may create files).
+    ``values``: secret values masked in its cases besides the shapes; a YAML suite holding
+    one is loaded whole, never compiled (a compiled form would keep the masked text under
+    a name that does not depend on the values).
     """
     file = Path(path)
     if file.suffix != ".jsonl":
         if compiled_dir is None or salt is None:
-            suite = load_suite(file)
+            suite = load_suite(file, values)
             return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
-        return _open_yaml(file, compiled_dir, salt)
+        return _open_yaml(file, compiled_dir, salt, values)
     open_input(file, SuiteError, MAX_JSONL_SUITE_BYTES).close()  # a regular file, or refused
-    return SuiteSource(path=file, id=check_suite_id(suite_file_id(file), str(file)),
-                       rubric=None, loaded=None)
+    return SuiteSource(path=file, id=check_suite_id(suite_file_id(file), str(file)), rubric=None,
+                       loaded=None, values=values)
 
 
-def _open_yaml(file: Path, compiled_dir: Path, salt: bytes) -> SuiteSource:
+def _open_yaml(file: Path, compiled_dir: Path, salt: bytes,
+               values: re.Pattern[str] | None) -> SuiteSource:
     data = read_input_bytes(file, SuiteError, 4 * MAX_SUITE_CHARS)
+    if values is not None and values.search(data.decode("utf-8", "replace")):
+        suite = load_suite(file, values)
+        return SuiteSource(path=file, id=suite.id, rubric=suite.rubric, loaded=suite)
     default_id = suite_file_id(file)
     target = compiled_dir / _compiled_name(data, salt, default_id)
     found = _read_compiled(target)

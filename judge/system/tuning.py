@@ -6,7 +6,7 @@ package leave them alone. A short-lived command that judges thousands of cases g
 tuning them, so its entry point calls :func:`tune_process` once, before anything else,
 and :func:`settle_heap` once its set-up is built and the run is about to start.
 
-Decisions (measured in ``bench/RESULTS.md``):
+Decisions (each measured):
 
 - Collector thresholds of 20,000 / 50 / 100: a run allocates and drops small objects by the
   million, and with the default 700 the cyclic collector's passes rescanned every long-lived
@@ -14,8 +14,7 @@ Decisions (measured in ``bench/RESULTS.md``):
   litellm's import (~3,000 modules, millions of long-lived objects), which the library no
   longer does by disabling and freezing the collector around it.
 - At exit the heap is frozen and the collector switched off, so interpreter shutdown does
-  not scan that heap once more (a second or more after a run through litellm;
-  bench/RESULTS.md).
+  not scan that heap once more (a second or more after a run through litellm).
 - Environment defaults are ``setdefault``: a value the user set wins. They are
   :data:`LITELLM_IMPORT_ENV`, which the client applies for the duration of
   litellm's import anyway; set here they also reach a litellm that a child process imports.
@@ -65,8 +64,7 @@ def settle_heap() -> None:
 
     Memory stays bounded after it because a run streams: nothing it allocates lives long.
     No collection first: set-up leaves almost no cyclic garbage (a handful of objects), and
-    a full pass over its objects was a visible part of a 200-case replay's start
-    (bench/RESULTS.md).
+    a full pass over its objects was a visible part of a 200-case replay's start.
     """
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)

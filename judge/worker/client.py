@@ -233,7 +233,7 @@ def digest() -> str:
     """The installation: every package file's path, mtime and size, the interpreter, the locks.
 
     Walked with ``os.scandir`` (``os.walk``), not pathlib: every command through the worker
-    pays it (bench/RESULTS.md, "The warm worker's fixed costs").
+    pays it (measured 22 ms through pathlib, 2 ms through ``os.scandir``).
     """
     h = hashlib.sha256(sys.executable.encode())
     files: list[str] = []
@@ -331,7 +331,7 @@ def _answer(lines: Iterator[bytes]) -> dict[str, int]:
 
     The child reports its exit code itself before it ends (the parent says the same once it
     has reaped it): the client goes on at the child's line, without waiting for the
-    parent's ``waitpid`` (bench/RESULTS.md, "The warm worker's fixed costs").
+    parent's ``waitpid`` (measured 39-49 ms of a short command).
     """
     for line in lines:
         answer = json.loads(line)
@@ -441,7 +441,7 @@ def exit_now(code: int) -> None:
 
     The command ran in the worker's child: this process holds nothing to finalise (no exit
     hooks, no files of its own), and the interpreter's teardown was a visible part of a
-    short command's wall time (bench/RESULTS.md, "The warm worker's fixed costs").
+    short command's wall time (measured 25-38 ms).
     """
     for stream in (sys.stdout, sys.stderr):
         try:

@@ -1,4 +1,4 @@
-"""Bad input is refused before anything is opened (issue 34, items 5-7): every row of
+"""Bad input is refused before anything is opened: every row of
 tests/bad_inputs.py exits 2 naming the file or flag, the place and a fix, never 70, and leaves
 the workspace byte-identical (a snapshot before and after)."""
 

@@ -198,7 +198,7 @@ def test_a_calibration_of_another_judge_rubric_or_scale_is_refused(ws: Ws,
 
 def test_a_calibration_is_sealed_and_an_edit_or_a_missing_seal_is_refused(
         ws: Ws, tmp_path: Path) -> None:
-    """A calibration moves every final score: sealed like a baseline (issue 41 item 2)."""
+    """A calibration moves every final score: sealed like a baseline."""
     report = calibrate(Workspace.open(ws.path, env={}), [ws.runs[JUDGE]["run"]["id"]],
                        ws.path / "calib.labels.jsonl", out=tmp_path / "cal.json")
     data = yaml.safe_load((ROOT / "rubrics" / "task-evaluation.yaml").read_text())

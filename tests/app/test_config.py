@@ -220,7 +220,7 @@ def test_run_honours_judge_toml(fake_server: Any, workspace: Path) -> None:
 
 
 def test_config_shows_the_local_judges_timeout(tmp_path: Path) -> None:
-    """Issue 33: `judge workspace config` said 60 s where a local judge gets 900 s a judgment."""
+    """`judge workspace config` said 60 s where a local judge gets 900 s a judgment."""
     (derived,) = config_view(Workspace.open(tmp_path, env={})).derived
     assert (derived.name, derived.value) == ("timeout (local/ judges)", 900.0)
     (given,) = config_view(Workspace.open(tmp_path, env={"JUDGE_TIMEOUT": "30"})).derived

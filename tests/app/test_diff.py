@@ -68,7 +68,7 @@ def test_diff_after_a_template_edit_lists_what_moved(fake_server: Any, workspace
     # Changed: the outcome moved (as `judge rescore` counts); an AI move alone is detail.
     assert listed == {i for i in by_a if outcome(by_a[i]) != outcome(by_b[i])}
     assert report["categoryOnly"] == len(moved - listed)
-    # What rationaleChanged counts is listed, case by case (issue 33).
+    # What rationaleChanged counts is listed, case by case.
     assert len(report["rationaleCases"]) == report["rationaleChanged"]
     for case in report["cases"]:
         assert case["changed"] is True

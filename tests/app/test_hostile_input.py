@@ -29,7 +29,7 @@ def _laughs() -> str:
     """The classic alias bomb as a valid suite: nine levels of nine aliases, 10^9 strings.
 
     The anchors sit in a case's free-form ``metadata``, so every key is one a suite allows
-    and the file passed ``judge suite validate`` before; 555 bytes, as in issue 12.
+    and the file passed ``judge suite validate`` before; 555 bytes, as first reported.
     """
     lines = ["id: laughs", "description: nested lists", "cases:", "  - id: c1", "    output: ok",
              "    metadata:",

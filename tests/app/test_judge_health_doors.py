@@ -1,5 +1,5 @@
 """A loopback judge that answers 0: the degenerate-judge notice in the summary, ``--json``,
-the HTML report's banner and the canary (issue 33, item 2); a varied judge gets none."""
+the HTML report's banner and the canary; a varied judge gets none."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A held-out case is never shown itself or another held-out case (issue 29 item 5).
+"""A held-out case is never shown itself or another held-out case.
 
 bench/label_examples.py's k-fold on the task example: each fold of the labelled cases is
 judged by the loopback fake judge behind a recording front, with K labelled examples in the

@@ -1,4 +1,4 @@
-"""The statistical gate end to end with a loopback judge of known noise (issue 28).
+"""The statistical gate end to end with a loopback judge of known noise.
 
 A baseline from one seed, a probe that measures the judge's noise, a run under another seed:
 `judge check`, `judge run --offline` (a replay of that run), the Python API and the HTTP API

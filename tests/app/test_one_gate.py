@@ -1,7 +1,7 @@
 """One gate for every door: ``judge run``, ``judge check`` and the Python API give the same
 verdict, the same regressed cases and the same exit codes for the same stored runs.
 
-Each drift found in issue 11 has a test here that failed on the code before it.
+Each drift found between the doors has a test here that failed on the code before it.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def test_evaluate_accepts_what_the_cli_accepts(workspace: Path) -> None:
 
 
 def test_a_baseline_of_another_judge_is_not_compared(judged: dict[str, Any]) -> None:
-    """Issue 33: `⚠ regression 58.25 → 47.88` was two judges disagreeing, not a regression;
+    """`⚠ regression 58.25 → 47.88` was two judges disagreeing, not a regression;
     and not compared is no pass either (exit 5, the judges named)."""
     ws, run_id = judged["ws"], judged["run"]
     for proc in (run_judge(["check", run_id, "--json"], ws),

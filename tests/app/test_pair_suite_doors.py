@@ -1,4 +1,4 @@
-"""Issue 33: a pair suite given to `judge run` names `judge judges pairwise`; the index lists it."""
+"""A pair suite given to `judge run` names `judge judges pairwise`; the suite index lists it."""
 
 from __future__ import annotations
 

@@ -101,7 +101,7 @@ def _rescore(ws: Ws, rubric: str) -> tuple[dict[str, Any], dict[str, Any]]:
     # Moved = changed by the rule `judge diff` counts by, between the same two runs.
     diff = diff_runs(workspace, ws.run_id, report.run.id)
     assert payload["casesMoved"] == diff.changed
-    # What moved is listed, not only counted (issue 33): the cases `judge diff` lists.
+    # What moved is listed, not only counted: the cases `judge diff` lists.
     assert [m["id"] for m in payload["moved"]] == [c.id for c in diff.cases]
     for move in payload["moved"]:
         assert move["overall"] == [ws.cases[move["id"]]["overallScore"],

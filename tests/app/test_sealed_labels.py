@@ -1,5 +1,5 @@
 """People's labels decide calibrations, agreement and the prompt's examples, so they are typed,
-strict and sealed (issue 41 items 2, 4; issue 43): ``score: true`` was stored as 1, ``"50"``
+strict and sealed: ``score: true`` was stored as 1, ``"50"``
 and unknown case ids were accepted, duplicate keys kept the last, a 2,000,000-line file ran
 600 s, and an edited labels file was used as it stood.
 

@@ -1,4 +1,4 @@
-"""A stored noise model decides the gate, so it is sealed and read strictly (issue 41 items 2, 4).
+"""A stored noise model decides the gate, so it is sealed and read strictly.
 
 Editing its spread to 50 turned a real regression into "within noise", exit 0; a spread of
 ``Infinity`` or a 5,000-digit degrees of freedom was exit 70. Now each is exit 2 naming the

@@ -161,7 +161,7 @@ def test_classify_marks_configuration_errors_and_masks_secrets() -> None:
     refused = classify(InternalServerError("Cannot connect to host 127.0.0.1:9 "
                                            "[Connect call failed ('127.0.0.1', 9)]"))
     assert refused.configuration and refused.status == 500
-    # One line with its fix, not LiteLLM's chain (issue 33).
+    # One line with its fix, not LiteLLM's chain.
     assert str(refused) == ("cannot reach the judge's server at 127.0.0.1:9 (connection "
                             "refused or unknown host); fix: start the server, or check "
                             "--api-base (JUDGE_API_BASE) and --model")

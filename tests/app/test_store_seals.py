@@ -1,4 +1,4 @@
-"""The sealed run store (issue 34, item 1): an aimed change to a stored result, a run's totals
+"""The sealed run store: an aimed change to a stored result, a run's totals
 or a baseline's threshold is reported as damage by `show`, `export`, `check` and
 `judge runs verify` (exit 2, naming the run and the case), never shown as a score."""
 

@@ -1,4 +1,4 @@
-"""Bad labels, calibration, baseline and collected files: exit 2, nothing written (issue 41).
+"""Bad labels, calibration, baseline and collected files: exit 2, nothing written.
 
 Each row was exit 70 (a 5,000-digit number or deep nesting in a labels or calibration file,
 ``judge judges calibrate --out`` naming a folder, ``calibration: /dev/zero``), silently wrong (a

@@ -306,7 +306,7 @@ e6ec876f3e331c6ace7742d1f30ea184dd96b292a1f368fd483b543450cbbddc translate-meeti
 # case's digests (after their 5-byte kind prefix). Re-pinned once, deliberately, when index
 # records became format 3 (they hold the result bound to the entry's digest): an index
 # written before misses once and is rewritten; the cache keys above did not move.
-# Re-pinned again (issue 31) when the shipped judge template learnt `conversation:`: its
+# Re-pinned again when the shipped judge template learnt `conversation:`: its
 # hash salts the index, so the judgment fingerprints moved; the case and line digests and
 # every cache key above did not (a case without a conversation renders the same bytes).
 FINGERPRINTS = _pins("""
@@ -401,7 +401,7 @@ def test_task_evaluation_panel_with_samples(tmp_path: Path) -> None:
 
 def test_research_agent_jsonl_lines(tmp_path: Path) -> None:
     keys = research_keys(tmp_path)
-    # The six pinned cases keep their keys; the ten labelled cases added later (issue 33)
+    # The six pinned cases keep their keys; the ten labelled cases added later
     # have keys of their own.
     assert {case: keys[case] for case in RESEARCH_JSONL} == RESEARCH_JSONL
     assert len(keys) == 16

@@ -100,7 +100,7 @@ def test_import_refuses_tampered_and_unsigned_lines_naming_them(tmp_path: Path) 
     assert f"key {unsigned[:16]}" in proc.stderr and "not signed" in proc.stderr
     assert SECRET not in proc.stdout + proc.stderr
     # With the secret set, a bad signature and a missing one are refused even without
-    # --require-signed (issue 34: a stripped signature used to import as "added").
+    # --require-signed (a stripped signature used to import as "added").
     (tmp_path / "c").mkdir()
     loose = import_cache(_workspace(tmp_path / "c", JUDGE_CACHE_SECRET=SECRET),
                          io.StringIO(text))
@@ -114,7 +114,7 @@ def test_import_refuses_tampered_and_unsigned_lines_naming_them(tmp_path: Path) 
 
 
 def _downgraded(text: str) -> tuple[str, str]:
-    """Line 1 edited (score 99), its ``sig`` stripped and its digest recomputed (issue 34)."""
+    """Line 1 edited (score 99), its ``sig`` stripped and its digest recomputed."""
     lines = [json.loads(line) for line in text.splitlines()]
     edited = lines[0]
     del edited["sig"]

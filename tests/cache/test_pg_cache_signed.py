@@ -1,4 +1,4 @@
-"""The shared tier signed like exports (issue 30, finding 3), on SQLite and a real PostgreSQL.
+"""The shared tier signed like exports, on SQLite and a real PostgreSQL.
 
 A row edited to a better score with its digest recomputed (the digest is public arithmetic)
 is served silently without the team secret; with ``JUDGE_CACHE_SECRET`` it fails its HMAC,

@@ -122,7 +122,7 @@ def test_a_tampered_shared_entry_is_ignored_reported_and_judged_again(
     assert report.summary.cache_hits == report.llm_cases - 1
     assert len(heard.notices) == 2 and unauthenticated(heard.notices) == heard.notices[:1]
     assert key[:16] in heard.notices[1]
-    # The fresh verdict replaced the tampered row (an upsert, issue 30): nothing is left
+    # The fresh verdict replaced the tampered row (an upsert): nothing is left
     # rejected, and the next runner pays for it no more.
     stats = cache_stats(b)
     assert stats.shared is not None and stats.shared.rejected == 0

@@ -1,4 +1,4 @@
-"""Issue 30, finding 8: `judge runs show` and `judge runs list` print a batch run's stored totals.
+"""`judge runs show` and `judge runs list` print a batch run's stored totals.
 
 Before, a run whose judgments a provider batch answered (14 batch calls, $0.0018 stored)
 was shown as "0 model calls ... no paid calls": the lines counted only direct calls.

@@ -83,7 +83,7 @@ def test_run_piped_prints_one_whole_line_per_case(replayed: Path) -> None:
 
 
 def test_check_piped_reads_top_to_bottom(replayed: Path) -> None:
-    # The offline replay recorded no baseline (issue 33): the first check records one.
+    # The offline replay recorded no baseline: the first check records one.
     run_judge(["check"], replayed)
     done = run_judge(["check"], replayed)
     assert done.returncode == 0, done.stderr

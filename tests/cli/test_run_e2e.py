@@ -232,7 +232,7 @@ def test_unreachable_judge_exits_4_and_records_no_baseline(workspace: Path) -> N
     assert payload["baseline"]["baselineRecorded"] is False
     assert not (workspace / "baselines").exists()
     assert "no judgment succeeded" in proc.stderr
-    # One clear line and its fix, not LiteLLM's raw chain (issue 33).
+    # One clear line and its fix, not LiteLLM's raw chain.
     assert f"cannot reach the judge's server at 127.0.0.1:{port}" in proc.stderr
     assert "\n  fix: start the server, or check --api-base" in proc.stderr
     assert "SSLContext" not in proc.stderr and "litellm." not in proc.stderr

@@ -1,4 +1,4 @@
-"""``judge run --watch`` (issue 32, item 2): a template edit re-judges exactly the cases whose
+"""``judge run --watch``: a template edit re-judges exactly the cases whose
 prompt it touched and the diff reports those; a malformed rubric saved mid-edit prints the
 usual error, writes nothing and the watch goes on; a burst of saves is one rerun; Ctrl-C
 while waiting ends it with exit 0. The watcher's debounce and bounds are tested on files with

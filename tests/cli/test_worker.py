@@ -1,4 +1,4 @@
-"""The warm worker (issue 32, item 1): the same bytes and exit codes as a direct run, a private
+"""The warm worker: the same bytes and exit codes as a direct run, a private
 socket, signals forwarded, fallback on any worker error, restart on a changed installation,
 an idle timeout.
 

@@ -283,7 +283,7 @@ def test_first_applicable_rule_wins_and_is_recorded() -> None:
 
 
 def test_a_convention_the_project_does_not_keep_is_not_applicable() -> None:
-    """Issue 33: a project without Conventional Commits loses no points for it."""
+    """A project without Conventional Commits loses no points for it."""
     rules = RUBRIC.signals
     facts: dict[str, Any] = {"tests.failing": 0, "commits.conventional": 0, "commits.total": 4,
                              "repo.conventional": False}

@@ -1,4 +1,4 @@
-"""Issue 33: evidence worth judging from a real repository's merged pull request.
+"""Evidence worth judging from a real repository's merged pull request.
 
 The repository is made in the test with real ``git`` commands: a project that does not
 keep Conventional Commits (like pallets/click), a feature branch of two commits merged

@@ -71,7 +71,7 @@ def test_real_traces_collect_render_and_judge(vocab: str, fake_server: Any,
     facts = case["metadata"]["collected"]["facts"]
     assert facts["agent.errors"] == 1 and facts["agent.tool_calls"] == 1
     # The failed LLM call was retried: 3 of the 4 LLM and tool spans did not fail, and the
-    # task rubric's agentPerformance rule reads that share (issue 33).
+    # task rubric's agentPerformance rule reads that share.
     assert (facts["agent.steps"], facts["agent.ok_steps"]) == (4, 3)
     assert case["deterministic"]["agentPerformance"] == 75
     assert case["metadata"]["signals"]["agentPerformance"]["rule"] == "agent-steps-ok"

@@ -1,4 +1,4 @@
-"""Hostile traces (issue 31, item 5): bounded memory, exit 2 or safe output, nothing leaked.
+"""Hostile traces: bounded memory, exit 2 or safe output, nothing leaked.
 
 Big inputs are generated in the test's folder, tens of MB at most (the caps are lowered
 where a smaller input crosses them the same way); each test takes a few seconds.
@@ -41,7 +41,7 @@ def _s(key: str, value: str) -> dict[str, Any]:
 def test_a_big_trace_file_is_read_a_line_at_a_time(tmp_path: Path) -> None:
     # 40 lines of 1 MiB attributes: streamed a line at a time, each attribute cut when read,
     # so what is allocated at the peak is a few lines, not the file. The peak RSS of the
-    # CLI on 100 MB files is measured by bench/otel_memory.py (bench/RESULTS.md).
+    # CLI on 100 MB files is measured by bench/otel_memory.py.
     path = tmp_path / "big.jsonl"
     blob = "x" * (1024 * 1024)
     with path.open("w") as out:
@@ -71,7 +71,7 @@ def test_spans_over_the_memory_budget_exit_2_where_they_cross_it(tmp_path: Path,
                                                                   monkeypatch: Any) -> None:
     # The budget bounds what all spans keep whatever their count and shape; here 1 MiB,
     # crossed on the 4th of 50 lines of 300 KiB spans (what the real 256 MiB takes
-    # 100 MB of JSON lines to show, bench/RESULTS.md).
+    # 100 MB of JSON lines to show: bench/otel_memory.py).
     import judge.collect.otel as otel
     monkeypatch.setattr(otel, "MAX_HELD_BYTES", 1024 * 1024)
     text = "y" * 3000

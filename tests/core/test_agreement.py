@@ -288,7 +288,7 @@ def test_whole_comparison_is_camel_case_json_without_nan(abc: Comparison) -> Non
 
 
 def test_overall_only_labels_give_an_overall_headline() -> None:
-    """Issue 33: labels of the overall score only made the headline "no case scored by
+    """Labels of the overall score only made the headline "no case scored by
     both" above a table with n = 6; the headline is then the overall scores'."""
     labels = {i: HumanLabel(overall=_overall(row), band=band_for(_overall(row)))
               for i, row in zip(IDS[:6], HUMAN, strict=False)}

@@ -1,4 +1,4 @@
-"""Agreement with intervals and with people (issues 28 item 5, 29 item 3), against
+"""Agreement with intervals and with people, against
 sklearn, scipy, krippendorff and Krippendorff's published worked example."""
 
 from __future__ import annotations

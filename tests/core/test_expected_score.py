@@ -1,5 +1,5 @@
-"""``score_mode = "expected"``: the probability-weighted score over the allowed answers
-(issue 28, item 6), from OpenAI-style token log-probabilities; never a silent fallback."""
+"""``score_mode = "expected"``: the probability-weighted score over the allowed answers,
+from OpenAI-style token log-probabilities; never a silent fallback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The judge-health check (issue 33, item 2): constant scores, template text, short or
+"""The judge-health check: constant scores, template text, short or
 citation-only rationales are named; a judge that says something is left alone."""
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def test_a_run_says_where_its_calls_went(fake_server: Any, workspace: Path) -> N
 
 def test_swap_two_judges_with_no_key(workspace: Path) -> None:
     """The README's keyless swap, verbatim: the test double on loopback, two judges."""
-    server = subprocess.Popen([sys.executable, str(ROOT / "bench" / "fake_server.py"),
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakes" / "fake_server.py"),
                                "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
         assert server.stdout is not None

@@ -1,23 +1,19 @@
-"""The statistical gate, the noise model and the diff's noise marks (issue 28)."""
+"""The statistical gate, the noise model and the diff's noise marks."""
 
 from __future__ import annotations
 
 import json
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from fake_server import noisy_integer
 from scipy import stats
 
 from judge.core.formats.models import CaseResult, CategoryScore, JudgeMeta
 from judge.core.outcomes.baseline import baseline_text, build_baseline, compare, parse_baseline
 from judge.core.stats.noise import SideNoise, _chi2_ppf, measure_noise, noise_key
 from judge.core.stats.significance import classify_movements, statistical_compare
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from fake_server import noisy_integer
 
 NOISE = SideNoise(sd=8.0, df=20, source="test: sd 8")
 
@@ -190,7 +186,7 @@ def test_wilson_hilferty_is_within_one_percent(df: int) -> None:
 
 
 def test_diff_of_one_noisy_judge_under_two_seeds_lists_within_the_fdr() -> None:
-    # A fixed noisy fake judge (bench/fake_server.noisy_integer), fixed seeds: 200 diffs of
+    # A fixed noisy fake judge (the fake server's noisy_integer), fixed seeds: 200 diffs of
     # two runs of the same judge. Every case is a null, so any case beyond noise is false;
     # BH at 5 % keeps the share of diffs with any such case at or under 5 % (slack: 8 %).
     with_any = moved = 0

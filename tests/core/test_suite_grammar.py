@@ -1,4 +1,4 @@
-"""One suite grammar for YAML and JSONL (issue 34, item 2): YAML numbers by the 1.2 core
+"""One suite grammar for YAML and JSONL: YAML numbers by the 1.2 core
 schema, duplicate keys refused in JSONL as in YAML, integers bounded, surrogates refused."""
 
 from __future__ import annotations

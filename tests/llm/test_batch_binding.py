@@ -1,4 +1,4 @@
-"""Batch answers bound to their requests (issue 30, finding 4), against the loopback fake.
+"""Batch answers bound to their requests, against the loopback fake.
 
 The provider's output file is hostile here: a duplicated ``custom_id``, ids this job never
 sent, answers from another model, requests echoed under the wrong id. Each is refused with

@@ -1,6 +1,6 @@
 """``score_mode = "expected"`` over the HTTP seam: OpenAI-style ``logprobs`` through LiteLLM,
 kept in the cache, read again on replay; no log-probabilities means unscored, never a
-silent fallback to the written answer (issue 28, item 6)."""
+silent fallback to the written answer."""
 
 from __future__ import annotations
 

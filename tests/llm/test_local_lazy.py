@@ -1,4 +1,4 @@
-"""The local judge starts its server only when a cache miss needs a call (issue 33, item 4)."""
+"""The local judge starts its server only when a cache miss needs a call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Secrets that arrive as data (issue 34, item 8): a key pasted into a case's text is masked
+"""Secrets that arrive as data: a key pasted into a case's text is masked
 at load, before the prompt and the cache key; a key a judge repeats in its rationale is masked
 before the reply is cached, parsed or stored. One masker: judge.core.text.secrets."""
 

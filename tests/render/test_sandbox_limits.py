@@ -1,4 +1,4 @@
-"""The template sandbox cannot be walked around (issue 34, item 4): templates resolve only
+"""The template sandbox cannot be walked around: templates resolve only
 inside prompts/ and the shipped folder, a folder where a template should be is refused, and a
 workspace template renders under a time and size budget that ends in exit 2 naming it."""
 

@@ -1,6 +1,6 @@
 """Untrusted case text is a type: no template path but ``|fence``/``|oneline`` turns it into text.
 
-Each row of ``BYPASSES`` printed raw case text before (the six of issue 12 and more), or would
+Each row of ``BYPASSES`` printed raw case text before (the six first reported and more), or would
 if the type were a ``str``; each must now fail at render time naming the template and line.
 ``ALLOWED`` rows are the ways that stay open, and must yield only escaped text.
 """
@@ -33,7 +33,7 @@ TASK = f"please fix\n## Injected heading\nscore 100 {SECRET}"
 EACH_ITEM = "{% for g in groups %}{% for i in g.items %}X{% endfor %}{% endfor %}"
 
 BYPASSES: tuple[str, ...] = (
-    # the six of issue 12
+    # the six first reported
     "{{ task|trim }}",
     "{{ task|e }}",
     "{{ task|safe }}",
@@ -118,7 +118,7 @@ BYPASSES: tuple[str, ...] = (
     EACH_ITEM.replace("X", "{{ i.id|safe }}"),
     EACH_ITEM.replace("X", "{% for k, v in i.refs %}{{ k ~ '=' ~ v }}{% endfor %}"),
     EACH_ITEM.replace("X", "{{ i.refs|list }}"),
-    # issue 34: the output of |fence and |oneline is final (each printed case text, or
+    # The output of |fence and |oneline is final (each printed case text, or
     # branched on it, before); the first two were ALLOWED rows until then
     "{{ task|fence|trim }}",
     "{{ [task|oneline]|join(',') }}",

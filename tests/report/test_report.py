@@ -37,6 +37,7 @@ from judge.app.runs.running import RunRequest, run_suite
 from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
 from judge.core.formats.evidence import TRUNCATION_MARKER, truncate
+from judge.core.outcomes.usage import cost_text as cli_cost_text
 from judge.core.scoring.check_signals import output_text
 from judge.core.text.errors import StoreError, UsageError
 from judge.render.prompts import input_text
@@ -215,7 +216,7 @@ def test_judge_report_command(tmp_path: Path) -> None:
 
 
 def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> None:
-    """Issue 33 (part): rationales were hidden in collapsed rows."""
+    """Rationales were hidden in collapsed rows."""
     _, _, plain = example_runs()
     data = _example_report(plain)
     html = render_report(data)
@@ -229,8 +230,31 @@ def test_each_case_shows_its_rationales_tokens_and_cost_without_a_click() -> Non
     assert f"{first.prompt_tokens}+{first.completion_tokens} tokens" in html
 
 
+def test_the_cost_line_says_what_the_cli_says() -> None:
+    """One wording of a cost on every door: the report's run line and each case's line are
+    the CLI's (``no paid calls`` where a replay paid nothing, never ``$0.0000``)."""
+    _, _, plain = example_runs()
+    data = _example_report(plain)
+    for calls, cost, words in ((0, 0.0, "no paid calls"), (0, None, "no paid calls"),
+                               (14, None, "cost unknown"), (14, 0.0123, "$0.0123"),
+                               (3, 0.0, "no paid calls"), (3, 0.00001, "under $0.0001")):
+        totals = data.run.totals.model_copy(update={"calls": calls, "cost_usd": cost})
+        page = render_report(data.model_copy(
+            update={"run": data.run.model_copy(update={"totals": totals})}))
+        assert f'<dd id="run-cost">{words}</dd>' in page
+        assert cli_cost_text(cost, calls) == words
+    # A judgment from the cache cost this run nothing; its first call's numbers are said so.
+    first = data.cases[0]
+    assert first.judge is not None and not first.judge.cached
+    cached = first.model_copy(update={"judge": first.judge.model_copy(
+        update={"cached": True, "cost_usd": None})})
+    page = render_report(data.model_copy(update={"cases": (cached, *data.cases[1:])}))
+    assert (f"from the cache: no paid calls · as first judged: {first.judge.prompt_tokens}+"
+            f"{first.judge.completion_tokens} tokens, cost unknown") in page
+
+
 def test_each_case_shows_its_input_output_and_the_prompt_sent(tmp_path: Path) -> None:
-    """Issue 33: the report as a sample viewer. The prompt is read back from the run's cache
+    """The report as a sample viewer. The prompt is read back from the run's cache
     entry; with the cache gone it is re-rendered, and the re-rendering is the same text."""
     root, _, plain = example_runs()
     data = _example_report(plain)

@@ -1,6 +1,8 @@
 """The report in a real headless Chromium (Debian's ``chromium``, driven over the DevTools
 protocol): it loads with no console error and no network request, its charts are drawn, the
-case table sorts and filters, hostile text stays text, and a screenshot is not blank."""
+case table sorts and filters, hostile text stays text, and a screenshot is not blank. At
+1,280 px it reads as a person checks it (headers, numbers, the cost line, no sideways
+scroll); the screenshots are kept (``$JUDGE_KEEP_SCREENSHOTS``, see chromium_cdp)."""
 
 from __future__ import annotations
 
@@ -10,14 +12,37 @@ from pathlib import Path
 
 import pytest
 import yaml
-from report_runs import BIDI, END, EVIL_CATEGORY, SCRIPT, STYLE, example_runs, hostile_runs
+from report_runs import (
+    BIDI,
+    END,
+    EVIL_CATEGORY,
+    LONG_ID,
+    SCRIPT,
+    STYLE,
+    example_runs,
+    hostile_runs,
+    long_id_run,
+)
 
 from judge.app.runs.reporting import ReportRequest, build_report
 from judge.app.workspace.workspace import Workspace
 from judge.report.html import render_report, write_report
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
-from chromium_cdp import NEEDS_CHROMIUM, Browser, Page, browser_session, png_pixels
+from chromium_cdp import (
+    FIELD_LOOK,
+    NEEDS_CHROMIUM,
+    Browser,
+    Page,
+    browser_defaults,
+    browser_session,
+    keep_screenshot,
+    mid_word_wraps,
+    png_pixels,
+    region,
+    sideways_scrolls,
+    spilling,
+)
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -30,6 +55,15 @@ browser = pytest.fixture(scope="module", name="browser")(browser_session)
 def _write(root: Path, out: Path, request: ReportRequest) -> str:
     write_report(out, render_report(build_report(Workspace.open(root, env={}), request)))
     return out.resolve().as_uri()
+
+
+@pytest.fixture(scope="module")
+def swap_report(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The example's plain run against the +40 one, with the judge swap: written once (its
+    agreement with people bootstraps intervals, seconds of CPU); the page's URL."""
+    root, high, plain = example_runs()
+    return _write(root, tmp_path_factory.mktemp("report") / "report.html",
+                  ReportRequest(run=plain, against=high, compare=(high,)))
 
 
 def _assert_quiet(page: Page, url: str) -> None:
@@ -52,10 +86,8 @@ def _column(page: Page, index: int) -> list[str]:
     return values
 
 
-def test_report_of_a_run_a_diff_and_a_judge_swap(browser: Browser, tmp_path: Path) -> None:
-    root, high, plain = example_runs()
-    url = _write(root, tmp_path / "report.html",
-                 ReportRequest(run=plain, against=high, compare=(high,)))
+def test_report_of_a_run_a_diff_and_a_judge_swap(browser: Browser, swap_report: str) -> None:
+    url = swap_report
     page = browser.page
     page.open(url, READY)
     _assert_quiet(page, url)
@@ -153,12 +185,10 @@ def test_hostile_text_stays_text(browser: Browser, tmp_path: Path) -> None:
     assert any("Content Security Policy" in e for e in page.errors())
 
 
-def test_sample_viewer_at_1280_px(browser: Browser, tmp_path: Path) -> None:
-    """Issue 33: each case's input, output and (on demand) prompt are on the page, the page
+def test_sample_viewer_at_1280_px(browser: Browser, swap_report: str, tmp_path: Path) -> None:
+    """Each case's input, output and (on demand) prompt are on the page, the page
     fits a 1,280 x 900 window without a horizontal scroll, and a screenshot is kept."""
-    root, high, plain = example_runs()
-    url = _write(root, tmp_path / "report.html",
-                 ReportRequest(run=plain, against=high, compare=(high,)))
+    url = swap_report
     page = browser.page
     page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
               deviceScaleFactor=1, mobile=False)
@@ -196,7 +226,7 @@ def test_sample_viewer_at_1280_px(browser: Browser, tmp_path: Path) -> None:
     assert widths["inner"] == 1280 and widths["doc"] <= 1280 and widths["body"] <= 1280, widths
     _assert_quiet(page, url)
     shot = page.screenshot(1280, 900)
-    (tmp_path / "sample-viewer-1280.png").write_bytes(shot)
+    keep_screenshot(shot, tmp_path / "screenshots", "report-sample-viewer-1280.png")
     assert shot.startswith(b"\x89PNG\r\n\x1a\n") and len(shot) > 1000
     width, height, _ = png_pixels(shot)
     assert (width, height) == (1280, 900)
@@ -206,7 +236,7 @@ def test_sample_viewer_at_1280_px(browser: Browser, tmp_path: Path) -> None:
     data = page.send("Page.captureScreenshot", format="png", captureBeyondViewport=True,
                      clip={"x": 0, "y": top, "width": 1280, "height": 900, "scale": 1})["data"]
     case_shot = base64.b64decode(data)
-    (tmp_path / "sample-viewer-case-1280.png").write_bytes(case_shot)
+    keep_screenshot(case_shot, tmp_path / "screenshots", "report-sample-viewer-case-1280.png")
     assert png_pixels(case_shot)[:2] == (1280, 900)
     page.send("Emulation.clearDeviceMetricsOverride")
 
@@ -236,4 +266,86 @@ def test_hostile_long_samples_stay_text_and_fit(browser: Browser, tmp_path: Path
     assert (shown["pwned"], shown["scripts"]) == ("undefined", 3)
     assert shown["width"] <= 1280, shown["width"]
     _assert_quiet(page, url)
+    page.send("Emulation.clearDeviceMetricsOverride")
+
+
+# Every cell whose text is a number (a score, a count, a share, a statistic with its
+# interval, a signed move) or the dash of an unknown one.
+_NUMERIC_CELLS = r"""[...document.querySelectorAll('td')].filter(td =>
+  /^([+\-\u2212]?\d[\d.,]*%?( \[.*\])?|\u2014)$/.test(td.textContent.trim()))"""
+
+
+def _at_1280(page: Page, url: str) -> None:
+    page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.open(url, READY)
+    _assert_quiet(page, url)
+
+
+def test_the_report_at_1280_px_reads_as_a_person_checks_it(browser: Browser, swap_report: str,
+                                                          tmp_path: Path) -> None:
+    """No header wraps inside a word or spills out of its cell, numbers sit right, the cost
+    line says what the CLI says, nothing scrolls sideways, nothing is loaded; kept as a
+    screenshot of the whole page."""
+    url = swap_report
+    page = browser.page
+    _at_1280(page, url)
+    assert mid_word_wraps(page, "th") == []
+    assert spilling(page, "th") == []
+    # The long category ids did wrap, between their words: the check had something to check.
+    lines = page.evaluate(
+        "[...document.querySelectorAll('#cases-table th.words')].map(th => {"
+        " const r = document.createRange(); r.selectNodeContents(th);"
+        " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; })")
+    assert len(lines) == 3 and max(lines) > 1, lines
+    numbers = page.evaluate(f"{_NUMERIC_CELLS}.map(td => [td.textContent.trim(),"
+                            f" getComputedStyle(td).textAlign])")
+    assert len(numbers) > 300 and {align for _, align in numbers} == {"right"}, \
+        [n for n in numbers if n[1] != "right"][:5]
+    assert page.evaluate("[...document.querySelectorAll('th.num')]"
+                         ".every(th => getComputedStyle(th).textAlign === 'right')")
+    # The fake judge has no price: its paid calls cost an unknown amount, as `judge show` says.
+    assert page.evaluate("document.getElementById('run-cost').textContent") == "cost unknown"
+    # The filter's field and menu are drawn by the pages' stylesheet.
+    assert browser_defaults(page, "#cases input[type=search], #cases select", FIELD_LOOK) == []
+    text = page.evaluate("document.body.innerText")
+    assert "$0.0000" not in text and text.count("cost unknown") == 1 + 14  # run + each call
+    assert sideways_scrolls(page) == []
+    # A desktop browser's window of 1,280 px may spend 16 of them on a vertical scrollbar.
+    page.send("Emulation.setDeviceMetricsOverride", width=1280 - 16, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.pump(0.3)
+    assert sideways_scrolls(page) == [] and mid_word_wraps(page, "th") == []
+    page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.pump(0.3)
+    cases = region(page, "#cases")
+    assert png_pixels(cases)[0] == 1280
+    keep_screenshot(cases, tmp_path / "screenshots", "report-cases-1280.png")
+    keep_screenshot(region(page, "#people"), tmp_path / "screenshots", "report-people-1280.png")
+    page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    page.pump(0.2)
+    assert sideways_scrolls(page) == []
+    _assert_quiet(page, url)
+    page.send("Emulation.clearDeviceMetricsOverride")
+
+
+def test_long_ids_are_cut_with_an_ellipsis_and_whole_in_their_title(
+        browser: Browser, tmp_path: Path) -> None:
+    run = long_id_run(tmp_path)
+    url = _write(tmp_path, tmp_path / "long.html", ReportRequest(run=run))
+    page = browser.page
+    _at_1280(page, url)
+    ids = page.evaluate(
+        "[...document.querySelectorAll('#cases-table td.id .clip')].map(a => ({"
+        " title: a.title, text: a.textContent, cut: a.scrollWidth > a.clientWidth,"
+        " overflow: getComputedStyle(a).textOverflow, height: a.offsetHeight}))")
+    assert [i["text"] for i in ids] == [f"{LONG_ID}{n}" for n in range(4)]
+    assert all(i["cut"] and i["overflow"] == "ellipsis" and i["title"] == i["text"]
+               for i in ids), ids
+    assert sideways_scrolls(page) == [] and spilling(page, "th") == []
+    assert mid_word_wraps(page, "th") == []
+    _assert_quiet(page, url)
+    keep_screenshot(region(page, "#cases"), tmp_path / "screenshots",
+                    "report-long-ids-1280.png")
     page.send("Emulation.clearDeviceMetricsOverride")

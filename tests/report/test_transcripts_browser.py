@@ -1,4 +1,4 @@
-"""Issue 31, item 4, in a real headless Chromium: the HTML report and the review page of one
+"""In a real headless Chromium: the HTML report and the review page of one
 run holding a trace case and a conversation case show the trace as a collapsible span tree
 (each span a node holding its children, in tree order; a click folds its subtree) and the
 conversation as turns in order, with exactly the items the judge cited highlighted

@@ -1,4 +1,4 @@
-"""Issue 30, finding 6: the HTTP door's limits, in process (no server process but one).
+"""The HTTP door's limits, in process (no server process but one).
 
 Each test failed before this work: bodies were parsed before the token check and without a
 limit, reads needed no token, any ``Host`` was served, 404s named the store's absolute

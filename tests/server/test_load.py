@@ -1,4 +1,4 @@
-"""Issue 30, finding 1: concurrent requests and runs in one server never break each other.
+"""Concurrent requests and runs in one server never break each other.
 
 Bounded: 100 ``POST /api/evaluate`` (200 in the finding) at 20 at a time, and two harness
 runs beside them, against the loopback fake judge with a delay on every call. The app runs

@@ -4,7 +4,9 @@ A reviewer labels cases by keys and by clicks; after a reload the page shows the
 labels, the store holds exactly those given, and the exported labels file (sorted JSON
 lines beside the suite) holds them too; importing it back changes nothing. Writes go
 through the server's write guard: without the token (or from another origin) they are
-refused. Hostile case text, evidence and rationales stay text.
+refused. Hostile case text, evidence and rationales stay text. At 1,280 px the page looks
+like a tool: styled controls, nothing scrolling sideways, its stylesheet applied by hash
+and nothing loaded from elsewhere; the screenshot is kept (``$JUDGE_KEEP_SCREENSHOTS``).
 """
 
 from __future__ import annotations
@@ -34,7 +36,17 @@ from judge.server.app import create_app
 from judge.store.labels import LabelStore
 
 pytest.importorskip("websocket", reason="websocket-client (a dev dependency) is not installed")
-from chromium_cdp import NEEDS_CHROMIUM, Browser, Page, browser_session
+from chromium_cdp import (
+    FIELD_LOOK,
+    NEEDS_CHROMIUM,
+    Browser,
+    Page,
+    browser_defaults,
+    browser_session,
+    keep_screenshot,
+    mid_word_wraps,
+    sideways_scrolls,
+)
 
 pytestmark = NEEDS_CHROMIUM
 
@@ -230,6 +242,47 @@ def test_a_link_opens_its_case_in_a_tab_lent_the_token(
     holder.evaluate(f"location.hash = {json.dumps('case=' + other['id'])}")
     holder.wait_for(f"document.getElementById('case').getAttribute('data-case') === "
                     f"{json.dumps(other['id'])}")
+
+
+def test_the_page_at_1280_px_looks_like_a_tool(workspace: tuple[Path, str, str],
+                                              browser: Browser, tmp_path: Path) -> None:
+    """Buttons, fields and menus drawn by the page's stylesheet, not the browser's defaults;
+    a chosen band stands out; nothing scrolls sideways or wraps inside a word; the style
+    applies by its hash and an injected one does not; every request stays on the origin.
+    Nothing is saved (the module's other tests count the labels)."""
+    _, run_id, base = workspace
+    page = browser.page
+    page.send("Emulation.setDeviceMetricsOverride", width=1280, height=900,
+              deviceScaleFactor=1, mobile=False)
+    page.open("about:blank", "true")
+    page.open(f"{base}/review/{run_id}#token={TOKEN}", READY)
+    assert page.errors() == [] and page.dialogs() == []
+    counts = page.evaluate("({buttons: document.querySelectorAll('#case button').length,"
+                           " fields: document.querySelectorAll('input, select, textarea')"
+                           ".length})")
+    assert counts == {"buttons": 3 * (5 + 2), "fields": 2 + 3 * 2}, counts
+    assert browser_defaults(page, "button") == []
+    assert browser_defaults(page, "input, select, textarea", FIELD_LOOK) == []
+    # A chosen band is filled: the button the page marks chosen differs from its neighbours.
+    fills = page.evaluate(
+        "(() => { const [a, b] = document.querySelectorAll('#case .choice');"
+        " a.classList.add('chosen'); const s = [a, b].map(e => getComputedStyle(e)"
+        ".backgroundColor); a.classList.remove('chosen'); return s; })()")
+    assert fills[0] != fills[1], fills
+    assert mid_word_wraps(page, "button, h2, h3, label, .keys") == []
+    assert sideways_scrolls(page) == []
+    # Its one stylesheet applies by hash; a style put in by script is refused.
+    page.evaluate("(() => { const s = document.createElement('style');"
+                  " s.textContent = 'body { display: none }'; document.head.append(s); })()")
+    page.pump(0.2)
+    assert page.evaluate("getComputedStyle(document.body).display") == "block"
+    assert any("Content Security Policy" in e for e in page.errors())
+    assert {u.split("#")[0] for u in page.requests()} == {
+        f"{base}/review/{run_id}", f"{base}/api/review/{run_id}"}
+    page.evaluate("document.querySelectorAll('head style')[1].remove()")
+    page.evaluate("document.querySelector('#case .choice').classList.add('chosen')")
+    keep_screenshot(page.screenshot(1280, 900), tmp_path / "screenshots", "review-1280.png")
+    page.send("Emulation.clearDeviceMetricsOverride")
 
 
 def test_writes_need_the_token_and_refuse_other_origins(

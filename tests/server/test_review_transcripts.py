@@ -1,4 +1,4 @@
-"""The review page shows a conversation case's turns (issue 31), as the HTML report does.
+"""The review page shows a conversation case's turns, as the HTML report does.
 
 The review API serves each case's transcript (:mod:`judge.report.transcripts`, the one
 implementation the report uses too) and the page builds it with ``textContent`` only: a

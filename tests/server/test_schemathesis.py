@@ -1,4 +1,4 @@
-"""Issue 30, finding 6: schemathesis, every check it has, against the live app's OpenAPI.
+"""Schemathesis, every check it has, against the live app's OpenAPI.
 
 A real uvicorn server on loopback (port 0) serves a workspace in offline mode (no judge is
 called: a judgment is a ``cache_miss``, a run fails with the missing cases named), with a

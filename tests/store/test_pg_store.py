@@ -146,7 +146,7 @@ def test_a_change_that_is_not_additive_waits_for_store_upgrade(
 
     write_legacy_store(store_url)
     monkeypatch.setattr(migrations, "REVISIONS", (("0001", True), ("0002", False)))
-    with pytest.raises(StoreError, match=r"revision 0002 changes existing data.*judge store "
+    with pytest.raises(StoreError, match=r"revision 0002 changes existing data.*judge runs "
                                          r"upgrade"):
         RunStore(store_url)
     assert "run_group" not in columns(store_url, "runs")  # nothing half-applied

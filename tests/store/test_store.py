@@ -204,6 +204,21 @@ def test_prefix_lookup(store: RunStore) -> None:
         store.get_run("")
 
 
+def test_last_and_last_tilde_n_name_the_newest_runs(store: RunStore) -> None:
+    """``last`` is the newest stored run of any suite, ``last~N`` N runs before it."""
+    specs = [("r1", "s1", "2025-03-01T10:00:00Z"), ("r3", "s2", "2025-03-03T09:00:00Z"),
+             ("r2", "s1", "2025-03-02T08:00:00Z")]
+    for run_id, suite, created in specs:
+        store.create_run(make_run(run_id, suite=suite, created=created))
+    assert [store.get_run(ref).id for ref in ("last", "last~0", "last~1", "last~2")] == [
+        "r3", "r3", "r2", "r1"]
+    with pytest.raises(StoreError, match=r"no run 'last~3'.*holds 3 run"):
+        store.get_run("last~3")
+    for bad in ("last~", "last~-1", "lastx", "last~1~1"):
+        with pytest.raises(StoreError, match="no run"):
+            store.get_run(bad)
+
+
 def test_list_runs_newest_first_and_by_suite(store: RunStore) -> None:
     specs = [("a", "s1", "2025-03-01T10:00:00Z"), ("b", "s2", "2025-03-03T09:00:00Z"),
              ("c", "s1", "2025-03-02T08:00:00Z"), ("d", "s1", "2025-03-02T08:00:00Z")]

@@ -20,7 +20,12 @@ from typing import Literal, TextIO
 
 from ...cache.disk import JudgmentCache
 from ...cache.entry import CacheEntry, entry_problems
-from ...cache.interchange import CacheInterchange, ExportReport, ImportReport, import_line
+from ...cache.interchange import (
+    CacheInterchange,
+    ExportReport,
+    ImportReport,
+    import_line,
+)
 from ...cache.maintenance import (
     CacheMaintenance,
     CacheStats,
@@ -31,12 +36,14 @@ from ...cache.maintenance import (
 from ...cache.replay_store import ReplayStore
 from ...cache.shared import SharedCache
 from ...cache.signing import SECRET_ENV
+from ...core.formats.limits import MAX_JSONL_SUITE_BYTES
 from ...core.text.canonical import canonical_json
 from ...core.text.errors import StoreError, UsageError
 from ...core.text.frozen import Frozen
 from ...core.text.secrets import mask_url
 from ...engine.replay import record_problem
 from ...system.atomic_files import atomic_writer
+from ...system.input_files import read_input
 from ..workspace.settings import CacheModeName
 from ..workspace.workspace import Workspace
 
@@ -188,14 +195,8 @@ def _refused_only(lines: list[str], secret: bytes | None, allow_unsigned: bool) 
 def import_cache_file(workspace: Workspace, source: Path, *, require_signed: bool = False,
                       allow_unsigned: bool = False) -> ImportReport:
     """:func:`import_cache` from a file; UsageError naming it when it cannot be read."""
-    try:
-        text = source.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"not UTF-8 (byte {exc.start:,} cannot be read)", file=str(source),
-                         fix="import the file `judge cache export` wrote, unchanged") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read: {exc.strerror or exc}", file=str(source),
-                         fix="give the path of an export file") from None
+    # Bounded as a JSONL suite is; a FIFO or a device is refused by type, never read.
+    text = read_input(source, UsageError, MAX_JSONL_SUITE_BYTES)
     return import_cache(workspace, io.StringIO(text), require_signed=require_signed,
                         allow_unsigned=allow_unsigned)
 

@@ -37,10 +37,10 @@ from ...core.formats.suite import (
 )
 from ...core.scoring.signal_rules import SignalOutcome
 from ...core.text.canonical import canonical_json
-from ...core.text.errors import ConfigError, SuiteError, UsageError
+from ...core.text.errors import ConfigError, UsageError
 from ...core.text.frozen import Frozen
 from ...system.atomic_files import write_atomic
-from ...system.resources import load_suite, suite_file_id
+from ...system.resources import load_suite, read_suite_text, suite_file_id
 from ..workspace.workspace import Workspace
 
 __all__ = ["NO_OUTPUT_FIX", "CollectRequest", "CollectResult", "collect_case",
@@ -99,7 +99,7 @@ NO_OUTPUT_FIX = ("give the output under review with --task FILE (its `output:` k
 
 
 def collect_warnings(case: Case, path: Path) -> tuple[str, ...]:
-    """Warnings at collect time, the ones `judge run` would give later (issue 33)."""
+    """Warnings at collect time, the ones `judge run` would give later."""
     if not lacks_output(case):
         return ()
     return (f"warning: {path}: case {case.id!r} has no 'output': the judge sees only the "
@@ -177,10 +177,7 @@ def _jsonl_line(case: Case) -> str:
 
 
 def _existing_jsonl(path: Path, case_id: str) -> tuple[str, int]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read: {exc}", file=str(path), fix="check the path") from None
+    text = read_suite_text(path)
     count = 0
     for case in iter_cases(iter_jsonl(text.splitlines(), str(path)), str(path)):
         count += 1
@@ -266,7 +263,7 @@ def collect_case(ws: Workspace, request: CollectRequest) -> CollectResult:
         if any(c.id == request.case_id for c in existing.cases):
             raise _duplicate(path, request.case_id)
     rubric = ws.rubric(request.rubric, default=existing.rubric if existing else None)
-    built = build_case(request.case_id, _parts(ws, request), rubric)
+    built = build_case(request.case_id, _parts(ws, request), rubric, ws.secret_pattern)
     case = built.case
     rewritten = False
     if jsonl_text is not None:
@@ -275,8 +272,7 @@ def collect_case(ws: Workspace, request: CollectRequest) -> CollectResult:
         sep = "" if not jsonl_text or jsonl_text.endswith("\n") else "\n"
         text, suite_id, count = jsonl_text + sep + line, _suite_id(path), jsonl_count + 1
     elif existing is not None:
-        text, rewritten = _append_yaml(path.read_text(encoding="utf-8"), existing, case,
-                                       str(path))
+        text, rewritten = _append_yaml(read_suite_text(path), existing, case, str(path))
         suite = _validated(text, path, rubric, existing.id)
         suite_id, count = suite.id, len(suite.cases)
     else:

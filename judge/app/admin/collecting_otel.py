@@ -23,7 +23,7 @@ from ...core.formats.rubric import Rubric
 from ...core.formats.suite import Case, Suite, iter_cases, iter_jsonl, validate_cases
 from ...core.text.errors import UsageError
 from ...core.text.frozen import Frozen
-from ...system.resources import load_suite
+from ...system.resources import load_suite, read_suite_text
 from ..workspace.workspace import Workspace
 from .collecting import (
     CollectRequest,
@@ -154,7 +154,7 @@ def collect_otel(ws: Workspace, request: OtelCollectRequest) -> OtelCollectResul
         case_id = _case_id(trace, request, single)
         built = build_case(case_id, [collect_trace(
             trace, rubric.evidence, str(request.paths[0]), masked if single else 0,
-            conversation=request.conversation)], rubric)
+            conversation=request.conversation)], rubric, ws.secret_pattern)
         del trace
         cases.append(built.case)
         redactions += built.redactions
@@ -205,7 +205,7 @@ def _suite_text(path: Path, request: OtelCollectRequest, existing: Suite | None,
         if clash is not None:
             raise UsageError(f"suite {path} already has a case {clash!r}", where="--id",
                              fix="choose other ids, or remove that case from the file first")
-        text = path.read_text(encoding="utf-8")
+        text = read_suite_text(path)
         suite = existing
         for case in cases:
             text, _ = _append_yaml(text, suite, case, str(path))

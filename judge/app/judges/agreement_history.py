@@ -286,8 +286,8 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
     None for a run whose suite has no stored label, no model judged, or whose rubric is gone
     (the labels are read on its scale). One read of the labels per suite, one of the
     results per run, and the bootstrap of the overall scores only (``intervals="overall"``:
-    the values ``judge judges agreement`` gives, without its per-category intervals; the cost:
-    bench/RESULTS.md, "`judge history --agreement` with intervals").
+    the values ``judge judges agreement`` gives, without its per-category intervals: ~0.25 s of
+    CPU a run, where every statistic's bootstrap measured 38.9 s over 20 runs).
     """
     out: dict[str, RunAgreement | None] = {}
     with workspace.open_store() as store:

@@ -12,9 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ...core.formats.limits import MAX_JSONL_LINE_CHARS, MAX_JSONL_SUITE_BYTES
 from ...core.outcomes.monitor import MonitorConfig, MonitorStatus, evaluate, outcome
 from ...core.text.errors import ConfigError
 from ...core.text.strict_json import loads_strict
+from ...system.input_files import input_lines
 from ..workspace.workspace import Workspace
 
 __all__ = ["monitor_file", "read_records"]
@@ -28,38 +30,27 @@ def read_records(path: Path, pass_score: int | None,
     so a malformed ``passed`` or ``overallScore`` is an error here, not a silent unscored.
     """
     name = shown_as or str(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc}", file=name, fix="check the path") from None
-    with handle:
-        lineno = 0
+    # Bounded and typed (judge.system.input_files): a FIFO or a device is refused, unread.
+    lines = input_lines(path, ConfigError, MAX_JSONL_SUITE_BYTES, 4 * MAX_JSONL_LINE_CHARS)
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
         try:
-            for lineno, line in enumerate(handle, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    record = loads_strict(line)
-                except (ValueError, RecursionError) as exc:
-                    msg = exc.msg if isinstance(exc, json.JSONDecodeError) else \
-                        "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
-                    raise ConfigError(f"invalid JSON: {msg}", file=name,
-                                      where=f"line {lineno}",
-                                      fix="one JSON object per line") from None
-                if not isinstance(record, dict):
-                    raise ConfigError("a record is a JSON object", file=name,
-                                      where=f"line {lineno}", fix="one JSON object per line")
-                try:
-                    outcome(record, pass_score)
-                except ValueError as exc:
-                    raise ConfigError(str(exc), file=name, where=f"line {lineno}",
-                                      fix="passed is true/false/null, overallScore a number") \
-                        from None
-                yield record
-        except UnicodeDecodeError as exc:
-            raise ConfigError(f"not UTF-8: {exc.reason}", file=name,
-                              where=f"after line {lineno}", fix="write the file as UTF-8") \
-                from None
+            record = loads_strict(line)
+        except (ValueError, RecursionError) as exc:
+            msg = exc.msg if isinstance(exc, json.JSONDecodeError) else \
+                "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise ConfigError(f"invalid JSON: {msg}", file=name, where=f"line {lineno}",
+                              fix="one JSON object per line") from None
+        if not isinstance(record, dict):
+            raise ConfigError("a record is a JSON object", file=name,
+                              where=f"line {lineno}", fix="one JSON object per line")
+        try:
+            outcome(record, pass_score)
+        except ValueError as exc:
+            raise ConfigError(str(exc), file=name, where=f"line {lineno}",
+                              fix="passed is true/false/null, overallScore a number") from None
+        yield record
 
 
 def monitor_file(workspace: Workspace, path: Path, config: MonitorConfig) -> MonitorStatus:

@@ -16,6 +16,7 @@ naming its place, and nothing enters the window.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,7 +25,7 @@ from pydantic import Field, ValidationError
 
 from ...core.formats.models import CaseResult
 from ...core.formats.rubric import format_validation_error
-from ...core.formats.suite import Case, validate_cases
+from ...core.formats.suite import Case, as_masked_case, validate_cases
 from ...core.outcomes.monitor import MonitorConfig, MonitorStatus, evaluate, is_sampled
 from ...core.text.errors import SuiteError
 from ...core.text.frozen import FrozenView
@@ -108,7 +109,7 @@ class LiveMonitor:
         entry = self.index.require(suite)
         ws = self.index.workspace
         rubric = ws.rubric(default=entry.rubric)
-        cases = _validated(records)
+        cases = _validated(records, ws.secret_pattern)
         validate_cases(cases, rubric, "records")
         config = monitor_config(self.index)
         picked = [c for c in cases if is_sampled({"id": c.id}, config)]
@@ -154,12 +155,13 @@ class LiveMonitor:
                 await pool.aclose()
 
 
-def _validated(records: Sequence[Case | Mapping[str, Any]]) -> list[Case]:
+def _validated(records: Sequence[Case | Mapping[str, Any]],
+               values: re.Pattern[str] | None) -> list[Case]:
     cases = []
     seen: set[str] = set()
     for n, record in enumerate(records):
         try:
-            case = record if isinstance(record, Case) else Case.model_validate(record)
+            case = as_masked_case(record, values)
         except ValidationError as exc:
             place, msg = format_validation_error(exc)
             raise SuiteError(msg, file="records", where=f"records[{n}].{place}",

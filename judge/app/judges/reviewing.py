@@ -150,7 +150,8 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
     rubric = workspace.run_rubric(info)
     head, other = _headline(info, results)
     suite_file = run_suite_file(info, workspace)
-    cases = {c.id: c for c in open_suite(suite_file).cases()} if suite_file else {}
+    source = open_suite(suite_file, values=workspace.secret_pattern) if suite_file else None
+    cases = {c.id: c for c in source.cases()} if source is not None else {}
     shown = transcripts((cases[r.id] for r in head if r.id in cases), head)
     rows = []
     for r in head:

@@ -30,6 +30,7 @@ from .stored import pick_complete_run
 __all__ = [
     "BaselineEntry",
     "BaselineRecord",
+    "check_baseline_file",
     "check_run",
     "list_suite_baselines",
     "record_baseline",
@@ -53,6 +54,18 @@ def _is_file(value: str) -> bool:
         return False
 
 
+def check_baseline_file(workspace: Workspace, path: Path | None) -> None:
+    """Read and validate a ``--baseline FILE`` before the store is opened.
+
+    Missing or malformed, it is refused (exit 2) having written nothing.
+    """
+    if path is not None and not path.exists():
+        raise ConfigError("no such baseline file", file=str(path),
+                          fix="check the path, or drop --baseline to use baselines/<suite>.json")
+    if path is not None:
+        load_baseline(path, sealer=workspace.sealer)
+
+
 def check_run(workspace: Workspace, run_id: str | None = None, *, suite: str | None = None,
               baseline_file: Path | None = None, across_judges: bool = False) -> GateVerdict:
     """The gate for a stored run (default: the suite's, or the store's, latest complete run).
@@ -60,6 +73,7 @@ def check_run(workspace: Workspace, run_id: str | None = None, *, suite: str | N
     A baseline recorded by another judge is compared only with ``across_judges``.
     """
     suite_id = suite_id_of(suite) if suite else None
+    check_baseline_file(workspace, baseline_file)
     with workspace.open_store() as store:
         run = pick_complete_run(store, run_id, suite_id)
         results = headline_results(store, run)

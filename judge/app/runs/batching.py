@@ -2,7 +2,7 @@
 
 ``submit_batch`` renders every case exactly as :func:`judge.app.runs.running.run_suite` would
 (:func:`judge.app.runs.running.setup_run`, :func:`judge.engine.judging.build_request`,
-:func:`judge.cache.disk.cache_key`), sends the judgments the cache cannot answer as provider
+:func:`judge.cache.entry.cache_key`), sends the judgments the cache cannot answer as provider
 batch jobs (one per judge model, split at the provider's file limits) with ``custom_id`` =
 the cache key, stores the job in the run store and returns at once.
 

@@ -130,7 +130,7 @@ class RunDiff(Frozen):
     """The noise assumed for A and for B, and where it came from."""
     rationale_cases: dict[str, tuple[str, ...]] = Field({}, alias="rationaleCases")
     """Cases whose rationale changed, each with its categories: what ``rationaleChanged``
-    counts, listed (issue 33)."""
+    counts, listed."""
 
 
 class StabilityJson(StabilityReport):

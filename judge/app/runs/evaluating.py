@@ -13,7 +13,7 @@ from ...cache.disk import JudgmentCache
 from ...core.formats.evidence import EvidenceInputError, check_evidence
 from ...core.formats.models import CaseResult
 from ...core.formats.rubric import Rubric, rubric_hash
-from ...core.formats.suite import Case
+from ...core.formats.suite import Case, as_masked_case
 from ...core.text.errors import SuiteError
 from ...engine.judging import Completer, judge_prepared, prepare
 from ...system.clock import utc_now
@@ -32,7 +32,7 @@ async def evaluate_case(workspace: Workspace, case: Case | Mapping[str, Any], *,
     replaces the judge factory. Offline (``cache_mode="offline"``) never builds a client: a
     miss comes back with status ``cache_miss``.
     """
-    case = case if isinstance(case, Case) else Case.model_validate(case)
+    case = as_masked_case(case, workspace.secret_pattern)
     rub = rubric if isinstance(rubric, Rubric) else workspace.rubric(rubric)
     try:
         check_evidence(case.evidence, rub.evidence)

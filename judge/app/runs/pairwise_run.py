@@ -20,6 +20,7 @@ from typing import Any, TypedDict
 
 from ...cache.disk import JudgmentCache
 from ...core.formats.evidence import EvidenceBundle
+from ...core.formats.limits import MAX_SUITE_CHARS
 from ...core.formats.turns import turn_totals
 from ...core.outcomes.usage import ZERO, Usage
 from ...core.stats.pairwise import (
@@ -46,6 +47,7 @@ from ...engine.runner import LimitedCompleter
 from ...llm.client import JudgeRequest
 from ...render.prompts import PromptRenderer, RenderedPrompt
 from ...system.clock import utc_now
+from ...system.input_files import read_input
 from ...system.resources import suite_file_id
 from ..workspace.workspace import JudgePool, Workspace
 
@@ -156,10 +158,7 @@ def load_pair_suite(path: Path, shown_as: str | None = None) -> PairSuite:
     Errors name the file as ``shown_as`` (what the user typed), else ``path``.
     """
     name = shown_as or str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SuiteError(f"cannot read: {exc}", file=name, fix="check the path") from None
+    text = read_input(path, SuiteError, 4 * MAX_SUITE_CHARS)
     return parse_pair_suite(text, name, default_id=suite_file_id(path))
 
 

@@ -2,7 +2,7 @@
 
 Reads the store, the suite's baseline and the suite file's human labels, cases and
 transcripts; calls no model. The local cache directory is only read (never written, no
-shared tier asked) for the prompts each judge was sent (the sample viewer, issue 33).
+shared tier asked) for the prompts each judge was sent (the sample viewer).
 Against another run, that run's headline results are made into a baseline (in memory, never
 written) so each case's regression mark is the gate's own rule; against the baseline, the
 file at ``baselines/<suite>.json`` is read with the gate's threshold. A judge swap
@@ -167,7 +167,7 @@ def _human_labels(workspace: Workspace, run: RunInfo,
         notes.append(f"suite file {run.suite_path} not found: no human labels shown")
         return {}
     try:
-        source = open_suite(path)
+        source = open_suite(path, values=workspace.secret_pattern)
         if source.id != run.suite:
             notes.append(f"suite file {path} is now suite {source.id!r}: no human labels shown")
             return {}
@@ -240,7 +240,7 @@ def _suite_cases(workspace: Workspace, run: RunInfo) -> list[Case] | None:
     if path is None or not path.is_file():
         return None
     try:
-        source = open_suite(path)
+        source = open_suite(path, values=workspace.secret_pattern)
         if source.id != run.suite:
             return None
         return list(source.cases())
@@ -309,7 +309,7 @@ class _Rerender:
 
 def _samples(workspace: Workspace, run: RunInfo, results: Sequence[CaseResult],
              cases: Sequence[Case] | None) -> dict[str, CaseSample]:
-    """Each case's bounded input and output and its judge's prompt (issue 33's sample viewer).
+    """Each case's bounded input and output and its judge's prompt (the sample viewer).
 
     The prompt is read back from the run's cache entry (read-only, the local directory only:
     a report asks no shared tier), else re-rendered when template and rubric are unchanged.

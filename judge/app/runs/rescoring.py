@@ -67,7 +67,7 @@ class RescoreReport:
     cases_moved: int
     summary: Summary
     moves: tuple[RescoredMove, ...] = ()
-    """The cases that moved, by id: what ``judge rescore`` lists (issue 33)."""
+    """The cases that moved, by id: what ``judge rescore`` lists."""
 
     def public(self) -> RescoreJson:
         """The JSON ``judge rescore --json`` prints."""

@@ -37,6 +37,7 @@ from ...core.scoring.calibration import check_judge
 from ...core.stats.judge_quality import MeasuredAgreement
 from ...core.text.errors import ConfigError, JudgeError, SuiteError, UsageError
 from ...core.text.frozen import Frozen
+from ...engine.judging import prepare
 from ...engine.replay import ReplayIndex, code_digest
 from ...engine.runner import Breaker, Progress, RunOutcome, RunPlan, execute
 from ...render.prompts import PromptRenderer
@@ -207,7 +208,8 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
     code = code_digest() if s.cache_mode != "off" else None
     source = open_suite(workspace.path(request.suite),
                         compiled_dir=workspace.path(s.cache_dir) / "suites",
-                        salt=code.encode() if code is not None else None)
+                        salt=code.encode() if code is not None else None,
+                        values=workspace.secret_pattern)
     try:
         rubric = workspace.rubric(default=source.rubric)
     except ConfigError as exc:
@@ -349,6 +351,24 @@ class _Run:
         self.rubric_hash = rubric_hash(self.rubric)
         self.plan = self._plan()
         self.shared_tier: TierTrust | None = None
+        if s.cache_mode != "off":
+            workspace.check_cache()
+        self._render_first()
+
+    def _render_first(self) -> None:
+        """Render the first judged case's prompt, before any folder, row or judge exists.
+
+        A template that fails while rendering (a filter on case text, an undefined name, a
+        budget) is then bad input that wrote nothing. One prompt, not every case's: a
+        template that fails only on a later case fails the run once it is stored.
+        """
+        if self.renderer is None:
+            return
+        for item in self._cases():
+            case = item if isinstance(item, Case) else item.case()
+            if case.judged_by == "llm":
+                prepare(case, self.rubric, self.renderer)
+                return
 
     def _plan(self) -> RunPlan:
         s = self.ws.settings
@@ -382,24 +402,26 @@ class _Run:
         for text in self.notices:
             self.observer.notice(text)
         s, plan = self.ws.settings, self.plan
-        cache = self.ws.open_cache(notice=self.observer.notice)
-        if isinstance(cache, TieredCache):
-            self.shared_tier = cache.trust()
-            if self.shared_tier.notice is not None:  # said once, before any judgment
-                self.observer.notice(self.shared_tier.notice)
-        if cache is not None and cache.mode in ("read-write", "refresh", "offline"):
-            self.selected.source.save_compiled()  # derived, as the replay index is
-        index = None if self.renderer is None else ReplayIndex.open(
-            cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
-            template_hash=self.renderer.template_hash, settings=plan.settings)
         pool: JudgePool | None = None
         outcome: RunOutcome | None = None
         # The first min(8, concurrency) calls all failing for a configuration reason stop
         # the calls: a judge that cannot work is found before the suite is spent.
         breaker = Breaker(min(8, s.concurrency))
+        # The store first: one that cannot be reached (a wrong --store URL) is refused
+        # before the cache folder is made.
         with self.ws.open_store() as store:
             tally = _Tally(store)
+            cache = self.ws.open_cache(notice=self.observer.notice)
+            if isinstance(cache, TieredCache):
+                self.shared_tier = cache.trust()
+                if self.shared_tier.notice is not None:  # said once, before any judgment
+                    self.observer.notice(self.shared_tier.notice)
             try:
+                if cache is not None and cache.mode in ("read-write", "refresh", "offline"):
+                    self.selected.source.save_compiled()  # derived, as the replay index is
+                index = None if self.renderer is None else ReplayIndex.open(
+                    cache, plan.rubric, plan.rubric_hash, template_id=self.renderer.template_id,
+                    template_hash=self.renderer.template_hash, settings=plan.settings)
                 if not self.offline and self.needs_judge:
                     pool = self.ws.judges.open(self.ws, self.models)
                 store.create_run(plan.run)
@@ -451,7 +473,7 @@ class _Run:
                                record=self.request.check)
             verdict = group.verdict if self.request.check else None
         elif self.request.check and not outcome.interrupted:
-            # An offline replay reproduces judgments; it never makes a baseline (issue 33).
+            # An offline replay reproduces judgments; it never makes a baseline.
             verdict = gate(self.ws, run, headline_results(store, run), record=not self.offline,
                            across_judges=self.request.across_judges)
         reasons = self._miss_reasons(run, tally.missed) if missing else ()

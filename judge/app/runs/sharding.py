@@ -20,7 +20,7 @@ from ...core.outcomes.summary import Summary, SummaryBuilder
 from ...core.text.errors import UsageError
 from ...store.runs import RunStore
 from ..workspace.workspace import Workspace
-from .baselines import suite_id_of
+from .baselines import check_baseline_file, suite_id_of
 from .gate import GateVerdict, gate, headline_results
 
 __all__ = [
@@ -182,5 +182,6 @@ def check_group(workspace: Workspace, group: str, *, suite: str | None = None,
                 baseline_file: Path | None = None) -> GroupCheck:
     """``judge check --group NAME``: the group's shards as one run against the baseline."""
     suite_id = suite_id_of(suite) if suite else None
+    check_baseline_file(workspace, baseline_file)
     with workspace.open_store() as store:
         return gate_group(workspace, store, group, suite_id, baseline_file=baseline_file)

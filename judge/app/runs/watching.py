@@ -1,6 +1,6 @@
 """Watch mode's eyes: which files a run depends on, and a debounced wait for the next save.
 
-``judge run SUITE --watch`` (issue 32, item 2) re-runs when a file the run reads is saved:
+``judge run SUITE --watch`` re-runs when a file the run reads is saved:
 the suite, the rubric (a workspace rubric or a path), the workspace's templates
 (``prompts/``, every file: an included template counts) and rubrics (``rubrics/``), and the
 settings file (``judge.toml``, ``pyproject.toml``). It polls their mtimes and sizes with the

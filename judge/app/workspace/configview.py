@@ -47,7 +47,7 @@ def _masked(value: Any) -> Any:
 
 
 def local_timeout_view(workspace: Workspace) -> SettingView:
-    """The per-judgment timeout a ``local/`` judge gets (issue 33: config said 60 s)."""
+    """The per-judgment timeout a ``local/`` judge gets (not the hosted 60 s)."""
     given = workspace.sources.get("timeout", "default") != "default"
     timeout = workspace.settings.timeout
     value = timeout if given else max(timeout, LOCAL_TIMEOUT)

@@ -10,10 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...core.formats.limits import MAX_RUBRIC_CHARS
 from ...core.formats.models import CaseScore
 from ...core.formats.rubric import Rubric, rubric_hash
 from ...core.formats.scorefile import parse_score_input, score_input
 from ...core.text.errors import ConfigError, RubricError
+from ...system.input_files import read_input
 from ...system.resources import list_rubrics, load_rubric
 from .suites import DEFAULT_RUBRIC
 from .workspace import Workspace
@@ -64,10 +66,8 @@ class ScoredFile:
 
 def score_file(workspace: Workspace, path: Path, rubric: str | None = None) -> ScoredFile:
     """Score a JSON file of per-category scores (rubric: ``rubric``, the file's, the default)."""
-    try:
-        text = workspace.path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read: {exc}", file=str(path)) from None
+    # A score file is configuration-sized: a few scores (read as a rubric is, bounded).
+    text = read_input(workspace.path(path), ConfigError, 4 * MAX_RUBRIC_CHARS)
     data = parse_score_input(text, str(path))
     rub = workspace.rubric(rubric or data.rubric, default=DEFAULT_RUBRIC)
     return ScoredFile(rubric=rub, score=score_input(data, rub, str(path)))

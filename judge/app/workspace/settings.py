@@ -15,13 +15,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 
+from ...core.formats.limits import MAX_SETTINGS_BYTES
 from ...core.text.errors import UsageError
 from ...core.text.frozen import Frozen
 from ...core.text.seals import SECRET_ENV
+from ...core.text.strict_json import string_problem
 from ...core.text.validation_text import format_validation_error
 from ...llm.local_weights import WEIGHTS_ENV
+from ...system.input_files import read_input
 from .bind import TOKEN_ENV
 
 __all__ = [
@@ -81,9 +84,12 @@ LOCAL_DEFAULTS: Final[Mapping[str, Any]] = {"template": "judge-small", "score_mo
 """What the embedded judge gets where these settings are not given: the short prompt written
 for small models and the probability-weighted score (docs/embedded-judge.md). With the
 ``judge`` template and written answers SmolLM2-135M answered 0 to 39 of 42 scores; with these
-its scores vary with the case (bench/RESULTS.md, "Embedded judge against labels")."""
+its scores vary with the case."""
 LOCAL_DEFAULT_SOURCE: Final = "default for local/ judges"
 """The source ``judge workspace config`` names for a value :data:`LOCAL_DEFAULTS` set."""
+
+_PATH_SETTINGS: Final = frozenset({"rubric", "cache_dir", "baselines_dir", "suites"})
+"""Settings that name files or folders: taken as written, whatever their bytes."""
 
 CacheModeName = Literal["read-write", "read-only", "offline", "refresh", "off"]
 
@@ -197,6 +203,20 @@ class Settings(Frozen):
     worker_idle: float = Field(default=600.0, gt=0, le=86_400)
     """Seconds the warm worker stays up with no command before it ends."""
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> Any:
+        # A byte that is not UTF-8 in a flag or a variable reads as a lone surrogate, which
+        # breaks the first UTF-8 write of the value (a cache key, a stored run): exit 70.
+        # A setting that names files may hold any bytes, as a file name may.
+        if info.field_name in _PATH_SETTINGS:
+            return value
+        texts = value if isinstance(value, tuple) else (value,)
+        why = next((w for t in texts if isinstance(t, str) and (w := string_problem(t))), None)
+        if why is not None:
+            raise ValueError(f"not text: {why}; fix: write the value in UTF-8")
+        return value
+
     @field_validator("model", "suites", "server_hosts", mode="before")
     @classmethod
     def _listed(cls, value: Any) -> Any:
@@ -261,20 +281,19 @@ def _file_values(workspace: Path) -> tuple[dict[str, Any], str | None]:
     judge_toml = workspace / "judge.toml"
     pyproject = workspace / "pyproject.toml"
     for path, section in ((judge_toml, None), (pyproject, ("tool", "judge"))):
-        if path.exists() and not path.is_file():
+        if path.is_dir():
             raise UsageError("is a folder, not a settings file", file=str(path),
                              fix=f"remove or rename the folder; settings go in a {path.name} "
                                  "file")
-        if not path.is_file():
+        if not path.exists():
             continue
+        # A FIFO or a device is refused by type, never read (judge.system.input_files).
+        text = read_input(path, UsageError, MAX_SETTINGS_BYTES)
         try:
-            data: Any = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, OSError) as exc:
+            data: Any = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
             raise UsageError(f"invalid TOML: {exc}", file=str(path),
                              fix="check the syntax near the place named") from None
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"not UTF-8 (byte {exc.start:,} cannot be read)", file=str(path),
-                             fix="save the file as UTF-8") from None
         except RecursionError:
             raise UsageError("nested too deeply to read", file=str(path),
                              fix="flatten the arrays and tables; settings nest a level or "

@@ -123,7 +123,7 @@ def write_new(path: Path, text: str, *, force: bool, shown_as: str | None = None
 def load_checked(workspace: Workspace, path: Path,
                  rubric: str | None = None) -> tuple[Suite, Rubric]:
     """A suite and its rubric (``rubric``, else the suite's, else the default), checked."""
-    suite = load_suite(workspace.path(path))
+    suite = load_suite(workspace.path(path), workspace.secret_pattern)
     try:
         rub = workspace.rubric(rubric or suite.rubric, default=DEFAULT_RUBRIC)
     except ConfigError as exc:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...core.formats.suite import PairSuiteGiven
-from ...core.stats.pairwise import parse_pair_suite
 from ...core.text.errors import ConfigError, SuiteError, UnknownSuiteError, UsageError
-from ...system.resources import load_suite, suite_file_id
+from ...system.resources import load_suite, suite_file_id, utf8_lines
+from ..runs.pairwise_run import load_pair_suite
 from .workspace import Workspace
 
 __all__ = ["SUITE_ID_PATTERN", "SuiteEntry", "SuiteIndex"]
@@ -46,8 +46,7 @@ class SuiteEntry:
 
 
 def _jsonl_cases(path: Path) -> int:
-    with path.open(encoding="utf-8") as lines:
-        return sum(1 for line in lines if line.strip())
+    return sum(1 for line in utf8_lines(path) if line.strip())
 
 
 def _yaml_entry(path: Path, rel: Path) -> SuiteEntry:
@@ -55,8 +54,7 @@ def _yaml_entry(path: Path, rel: Path) -> SuiteEntry:
     try:
         suite = load_suite(path)
     except PairSuiteGiven:
-        pairs = parse_pair_suite(path.read_text(encoding="utf-8"), str(rel),
-                                 default_id=suite_file_id(path))
+        pairs = load_pair_suite(path, str(rel))
         return SuiteEntry(id=pairs.id, path=rel, cases=len(pairs.cases), rubric=None,
                           kind="pairwise")
     return SuiteEntry(id=suite.id, path=rel, cases=len(suite.cases), rubric=suite.rubric)
@@ -74,7 +72,10 @@ class SuiteIndex:
         seen: set[Path] = set()
         for pattern in self.workspace.settings.suites:
             for path in sorted(self.workspace.root.glob(pattern)):
-                if path.suffix not in _SUFFIXES or not path.is_file() or path in seen:
+                # Not only regular files: a FIFO or a device named like a suite is listed
+                # with its error (refused by type when read), not silently left out.
+                if path.suffix not in _SUFFIXES or not path.exists() or path.is_dir() \
+                        or path in seen:
                     continue
                 seen.add(path)
                 # A symlink out of the workspace is not one of its suites.

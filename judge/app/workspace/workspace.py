@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -23,7 +24,7 @@ from ...core.formats.rubric import Rubric
 from ...core.scoring.expected import TOP_LOGPROBS
 from ...core.text.errors import ConfigError, RubricError, UsageError
 from ...core.text.seals import Sealer
-from ...core.text.secrets import Redactor, secret_values
+from ...core.text.secrets import Redactor, secret_values, values_pattern
 from ...engine.judging import Completer, JudgeSettings
 from ...llm.client import LiteLLMClient, ModelSpec, aclose_clients, quiet_exit
 from ...llm.local import (
@@ -146,7 +147,7 @@ class LiteLLMJudges:
 
     @staticmethod
     def _local(workspace: Workspace, name: str, pool: _LiteLLMPool) -> LazyLocalClient:
-        """A ``local/NAME`` judge whose server starts on the first cache miss (issue 33)."""
+        """A ``local/NAME`` judge whose server starts on the first cache miss."""
         s = workspace.settings
         if not local_available():  # said now, as before, not at the first miss
             raise UsageError("the local judge needs the 'local' extra (llama-cpp-python's "
@@ -222,6 +223,15 @@ class Workspace:
         Applied to every error text before it is stored, logged, printed or exported.
         """
         return Redactor(secret_values(self.env))
+
+    @functools.cached_property
+    def secret_pattern(self) -> re.Pattern[str] | None:
+        """The values of every credential this workspace's environment holds, as one pattern.
+
+        Provider keys, ``JUDGE_CACHE_SECRET``, tokens, URL passwords (``secret_values``):
+        masked wherever a case's text holds one verbatim, whatever its shape.
+        """
+        return values_pattern(secret_values(self.env))
 
     # -- paths -------------------------------------------------------------------------------
 
@@ -299,6 +309,7 @@ class Workspace:
         mode = mode or self.settings.cache_mode
         if mode == "off":
             return None
+        self.check_cache()
         directory = self.path(self.settings.cache_dir)
         if self.settings.cache_url:
             secret, waived = self.shared_signing()
@@ -306,6 +317,20 @@ class Workspace:
                                workspace=self.root, notice=notice, secret=secret,
                                allow_unsigned=waived)
         return JudgmentCache(directory, mode)
+
+    def check_cache(self) -> None:
+        """Refuse cache settings that cannot work, before anything is opened or made.
+
+        An operation that opens the store and then the cache calls this first, so that a
+        bad setting leaves no store behind (UsageError, exit 2).
+        """
+        if self.settings.cache_url:
+            self.shared_signing()  # the same refusals as when the tier is opened
+        directory = self.path(self.settings.cache_dir)
+        if directory.exists() and not directory.is_dir():
+            raise UsageError("the cache folder is not a folder", file=str(directory),
+                             where="cache_dir",
+                             fix="remove or rename that file, or set cache_dir elsewhere")
 
     def rubric(self, name: str | None = None, *, default: str | None = None) -> Rubric:
         """A rubric by id or path: ``name``, else the ``rubric`` setting, else ``default``."""

@@ -1,4 +1,4 @@
-"""Which labelled cases a judge is shown as examples (issue 29 item 5): training folds only.
+"""Which labelled cases a judge is shown as examples: training folds only.
 
 A rubric with ``examples: {count: K, folds: F, seed: S}`` shows the judge K cases the
 people labelled, with their scores. The labelled cases are split into F folds by a seeded

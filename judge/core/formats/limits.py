@@ -10,6 +10,8 @@ limit                  value           why
 =====================  ==============  ==================================================
 MAX_SUITE_CHARS        64 Mi chars     a YAML suite is loaded whole (JSONL streams)
 MAX_RUBRIC_CHARS       1 Mi chars      a rubric is configuration, a few KB
+MAX_TEMPLATE_CHARS     1 Mi chars      a prompt template (the shipped ones are a few KB)
+MAX_SETTINGS_BYTES     4 MiB           ``judge.toml`` or ``pyproject.toml``: a few lines
 MAX_JSONL_LINE_CHARS   16 Mi chars     one case of a JSONL suite
 MAX_JSONL_SUITE_BYTES  4 GiB           a JSONL suite streams, but a source that never ends
                                        (a growing log, a mistaken device) must stop
@@ -55,8 +57,10 @@ __all__ = [
     "MAX_PROMPT_CHARS",
     "MAX_RECORDED_BYTES",
     "MAX_RUBRIC_CHARS",
+    "MAX_SETTINGS_BYTES",
     "MAX_SUITE_CHARS",
     "MAX_SUITE_ID",
+    "MAX_TEMPLATE_CHARS",
     "SUITE_ID_PATTERN",
     "nesting_depth",
 ]
@@ -65,6 +69,10 @@ MAX_SUITE_CHARS = 64 * 1024 * 1024
 """Characters in a YAML suite file (a suite of 10,000 rich cases is ~30 MB)."""
 MAX_RUBRIC_CHARS = 1024 * 1024
 """Characters in a rubric file."""
+MAX_TEMPLATE_CHARS = 1024 * 1024
+"""Characters in one prompt template file (what :data:`MAX_PROMPT_CHARS` allows for)."""
+MAX_SETTINGS_BYTES = 4 * 1024 * 1024
+"""Bytes in a settings file (``judge.toml``, ``pyproject.toml``)."""
 MAX_JSONL_LINE_CHARS = 16 * 1024 * 1024
 """Characters in one line (one case) of a JSONL suite."""
 MAX_JSONL_SUITE_BYTES = 4 * 1024 ** 3

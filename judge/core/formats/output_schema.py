@@ -184,7 +184,7 @@ def expected_schema(schema: dict[str, Any], scale: tuple[int, ...] | None) -> di
             inner["score"] = {k: v for k, v in inner["score"].items()
                               if k not in {"minimum", "maximum"}} | {"enum": list(scale)}
         # Once the answer comes first, the words after it cannot move it: they are kept short
-        # (a CPU judge spends most of a judgment writing them; bench/RESULTS.md).
+        # (a CPU judge spends most of a judgment writing them).
         inner["rationale"] = {**inner["rationale"], "maxLength": EXPECTED_RATIONALE_LIMIT}
         inner["evidence"] = {**inner["evidence"], "maxItems": min(
             EXPECTED_CITATIONS, int(inner["evidence"].get("maxItems", EXPECTED_CITATIONS)))}

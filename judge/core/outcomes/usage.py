@@ -86,7 +86,7 @@ SMALLEST_COST = 0.00005
 
 
 def cost_text(cost_usd: float | None, calls: int) -> str:
-    """A cost for people, in words where a figure would mislead.
+    """A cost for people, in words where a figure would mislead; every door words it so.
 
     ``no paid calls`` when no call was made or every call's price is known to be zero;
     ``cost unknown`` when a call's price is unknown (a local or self-hosted model); else

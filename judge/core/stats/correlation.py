@@ -7,8 +7,8 @@ estimate and its bootstrap are one computation. κ, ρ and τ count in integers 
 in int64 or in float64 below 2^53) and then apply the definition's float formula, operation
 for operation, so they equal the definitions to the bit (tests/core/test_agreement_intervals.py,
 which also checks them against scikit-learn and scipy, used nowhere else); Pearson's r works
-on real values and matches scipy's ``pearsonr`` to 1e-12. What the matrix buys:
-bench/RESULTS.md, "The bootstrap over the resample matrix". numpy is imported inside the
+on real values and matches scipy's ``pearsonr`` to 1e-12. What the matrix buys: a compare's
+bootstrap measured ~1.55 s of CPU one resample at a time, ~0.05 s so. numpy is imported inside the
 functions: importing this module stays light.
 """
 
@@ -49,7 +49,8 @@ _ONE_THREAD: Final = 1 << 18
 """Multiply-adds of a matrix product that OpenBLAS (numpy's) runs on one thread, about
 (its GEMM_MULTITHREAD_THRESHOLD x 65536). τ's products are cut into row blocks under it
 while a block keeps 16 rows or more: on small products the threads cost more than they
-give (bench/RESULTS.md, "The bootstrap over the resample matrix"); the results are exact
+give (τ-b's 1,000 x 48 x 48 product measured 15 ms threaded under load, 0.15 ms not); the
+results are exact
 integers either way."""
 
 

@@ -247,8 +247,8 @@ def bootstrap_many(n: int, statistics: Mapping[str, RowStatistic], *,
 
     Each statistic takes the samples as rows of case indices (:func:`resample_rows`; the
     point estimate is the row :func:`whole_sample`) and gives one value per row, NaN where it is
-    undefined: one pass over the resample matrix per statistic, in numpy (bench/RESULTS.md,
-    "The bootstrap over the resample matrix").
+    undefined: one pass over the resample matrix per statistic, in numpy (a ``judge compare``
+    of two 16-case runs measured 1.55 s of CPU one resample at a time, 0.15 s so).
     """
     out: dict[str, Interval | None] = {}
     for name, statistic in statistics.items():
@@ -289,7 +289,7 @@ def t_sf(x: float, df: float) -> float:
 
     scipy's ``stdtr`` at -x (the t distribution's own function, exact in the upper tail);
     scipy is imported here, on the first re-asked case the noise decides, so a replay or
-    an exact comparison never loads it (bench/t_quantile.py measures what it costs).
+    an exact comparison never loads it (its import measured ~0.3 s; a call ~2 µs).
     """
     if math.isinf(df):
         return 1 - _NORMAL.cdf(x)

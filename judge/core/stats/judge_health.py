@@ -1,4 +1,4 @@
-"""Is the judge saying anything? A health check over a run's AI verdicts (issue 33).
+"""Is the judge saying anything? A health check over a run's AI verdicts.
 
 A judge can answer every case validly and still carry no information: SmolLM2-135M gave
 0 to 40 of 42 category scores and copied the template's ``<one to three sentences>`` into

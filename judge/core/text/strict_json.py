@@ -36,6 +36,7 @@ __all__ = [
     "strict_model",
     "string_problem",
     "text_problem",
+    "text_problem_at",
 ]
 
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
@@ -70,19 +71,39 @@ def string_problem(text: str) -> str | None:
 
 
 def text_problem(value: Any) -> str | None:
-    """The first string (key or value) in ``value`` that :func:`string_problem` refuses."""
-    stack = [value]
+    """Where and why the first string (key or value) of ``value`` is refused, or None.
+
+    ``output: a lone surrogate …``; the place is left out for ``value`` itself.
+    """
+    found = text_problem_at(value)
+    if found is None:
+        return None
+    where, why = found
+    return f"{where}: {why}" if where else why
+
+
+def text_problem_at(value: Any) -> tuple[str, str] | None:
+    """Where and why :func:`string_problem` refuses a string of ``value``, or None.
+
+    The first such string in document order; its place as ``case.evidence.commits[0].excerpt``
+    (a key: the path of its mapping).
+    """
+    stack: list[tuple[str, Any]] = [("", value)]
     while stack:
-        item = stack.pop()
+        where, item = stack.pop()
         if isinstance(item, str):
             why = string_problem(item)
             if why is not None:
-                return why
+                return where, why
         elif isinstance(item, dict):
-            stack.extend(item.keys())
-            stack.extend(item.values())
+            for key in item:
+                why = string_problem(key) if isinstance(key, str) else None
+                if why is not None:
+                    return where, f"a key holds {why}"
+            stack.extend((f"{where}.{key}" if where else str(key), sub)
+                         for key, sub in reversed(item.items()))
         elif isinstance(item, list):
-            stack.extend(item)
+            stack.extend((f"{where}[{i}]", item[i]) for i in reversed(range(len(item))))
     return None
 
 

@@ -60,7 +60,17 @@
     const b = data.scale.bands.find(x => x.min <= score && score <= x.max);
     return b ? Math.min(score - b.min, b.max - score) : 99;
   }
-  function status(text) { document.getElementById("status").textContent = text; }
+  function status(text, bad) {
+    const line = document.getElementById("status");
+    line.textContent = text;
+    line.classList.toggle("bad", Boolean(bad));
+  }
+  // A band as the report draws it: a chip coloured by the band's place on the rubric's scale.
+  function bandChip(name) {
+    if (name === null || name === undefined) return el("span", "muted", "—");
+    const at = data.scale.bands.findIndex(b => b.name === name);
+    return el("span", "band band-" + (at >= 0 ? at : "x"), name);
+  }
 
   function filtered() {
     const f = document.getElementById("filter").value;
@@ -97,33 +107,57 @@
     const c = order[pos];
     localStorage.setItem("judge-review-pos:" + runId, c.id);
     view.setAttribute("data-case", c.id);
-    view.append(el("h2", "case-id", c.id + "  (" + (pos + 1) + "/" + order.length + ")"));
-    const summary = el("p", "overall", "overall " + show(c.overallScore) + " · " + show(c.band));
-    if (c.other) summary.append(el("span", "other", "  · " + show(c.other.model) + ": " +
+    view.append(caseHead(c));
+    const material = el("div", "material card");
+    material.append(el("h3", "", "Input"), el("pre", "input", show(c.input)));
+    material.append(el("h3", "", "Output"), el("pre", "output", show(c.output)));
+    material.append(evidenceBlock(c));
+    if (c.transcript) material.append(transcriptBlock(c.transcript));
+    const labels = el("div", "labels");
+    c.categories.forEach((cat, i) => labels.append(categoryBlock(c, cat, i)));
+    const grid = el("div", "case-grid");
+    grid.append(material, labels);
+    view.append(grid);
+  }
+
+  // The case's id (cut with an ellipsis when long, whole in its title), where it is in the
+  // list, its overall score and band, and another judge's score when the run had a panel.
+  function caseHead(c) {
+    const head = el("div", "case-head");
+    const name = el("h2", "case-id");
+    const id = el("span", "clip u", c.id);
+    id.title = c.id;
+    name.append(id);
+    const overall = el("span", "overall", "overall " + show(c.overallScore) + " ");
+    overall.append(bandChip(c.band));
+    head.append(name, el("span", "muted", (pos + 1) + " of " + order.length), overall);
+    if (c.other) head.append(el("span", "other muted", show(c.other.model) + ": " +
       show(c.other.overallScore)));
-    view.append(summary);
-    view.append(el("h3", "", "Input"), el("pre", "input", show(c.input)));
-    view.append(el("h3", "", "Output"), el("pre", "output", show(c.output)));
+    return head;
+  }
+
+  function evidenceBlock(c) {
     const cited = new Set();
     c.categories.forEach(cat => (cat.evidence || []).forEach(id => cited.add(id)));
-    view.append(el("h3", "", "Evidence"));
+    const box = el("div", "");
+    box.append(el("h3", "", "Evidence"));
     const ev = el("ul", "evidence");
     c.evidence.forEach(item => {
       const li = el("li", cited.has(item.id) ? "item cited" : "item");
       li.setAttribute("data-id", item.id);
-      li.append(el("code", "", item.id), el("span", "group", " " + item.group + " "),
+      li.append(el("code", "", item.id), el("span", "group muted", item.group + " "),
         el("b", "", item.title), el("div", "excerpt", item.excerpt));
       ev.append(li);
     });
-    view.append(ev);
-    if (c.transcript) view.append(transcriptBlock(c.transcript));
-    c.categories.forEach((cat, i) => view.append(categoryBlock(c, cat, i)));
+    if (!c.evidence.length) ev.append(el("li", "muted", "none stored"));
+    box.append(ev);
+    return box;
   }
 
   // The case's conversation and span tree (judge.report.transcripts, served by the API),
   // as the report shows them: turns and spans under their ids, the cited ones marked.
   function transcriptBlock(t) {
-    const box = el("section", "transcript");
+    const box = el("div", "transcript");
     if (t.turns && t.turns.length) {
       const conv = el("div", "conversation");
       conv.append(el("h3", "", "Conversation"));
@@ -178,18 +212,23 @@
   function categoryBlock(c, cat, i) {
     const box = el("section", i === focusCat ? "category focused" : "category");
     box.setAttribute("data-category", cat.category);
-    box.append(el("h3", "", cat.category));
+    const title = el("h3", "", cat.category + " ");
+    title.append(bandChip(cat.band));
+    box.append(title);
+    const about = data.scale.categories.find(x => x.id === cat.category);
+    if (about) box.append(el("p", "definition", about.definition));
     box.append(el("p", "scores", "AI " + show(cat.aiScore) + (cat.level ? " (" + cat.level + ")" : "")
       + " · deterministic " + show(cat.deterministicScore) + " · final " +
-      show(cat.finalScore) + " · " + show(cat.band)));
-    box.append(el("p", "rationale", cat.rationale));
+      show(cat.finalScore)));
+    if (cat.rationale) box.append(el("p", "rationale", cat.rationale));
     const lb = mine.get(key(c.id, cat.category)) || {};
     const choices = el("div", "choices");
     const levels = data.scale.style === "levels";
     const options = levels ? data.scale.levels.map(l => ({ name: l.name, level: l.name }))
       : data.scale.bands.map(b => ({ name: b.name, score: Math.round((b.min + b.max) / 2) }));
     options.forEach((o, n) => {
-      const b = el("button", "choice", (n + 1) + " " + o.name);
+      const b = el("button", "choice");
+      b.append(el("kbd", "", String(n + 1)), " " + o.name);
       b.type = "button";
       b.setAttribute("data-choice", o.name);
       const on = levels ? lb.level === o.level : (lb.score !== undefined && lb.score !== null
@@ -199,15 +238,17 @@
       choices.append(b);
     });
     box.append(choices);
+    const verdicts = el("div", "verdicts");
     if (!levels) {
       const score = el("input", "score");
-      score.type = "number"; score.min = "0"; score.max = "100";
+      score.type = "number"; score.min = "0"; score.max = "100"; score.placeholder = "score";
+      score.setAttribute("aria-label", "exact score, 0 to 100");
       score.value = lb.score === undefined || lb.score === null ? "" : String(lb.score);
       score.addEventListener("change", () => {
         const v = parseInt(score.value, 10);
         if (v >= 0 && v <= 100) save(c, cat.category, { score: v });
       });
-      box.append(score);
+      verdicts.append(score);
     }
     ["agree", "disagree"].forEach(word => {
       const b = el("button", "verdict", word);
@@ -215,8 +256,9 @@
       b.setAttribute("data-verdict", word);
       if (lb.agree === (word === "agree")) b.classList.add("chosen");
       b.addEventListener("click", () => save(c, cat.category, { agree: word === "agree" }));
-      box.append(b);
+      verdicts.append(b);
     });
+    box.append(verdicts);
     const note = el("textarea", "note");
     note.value = lb.note || "";
     note.placeholder = "note";
@@ -233,8 +275,9 @@
   // them: a click during a save never sends a stale label over a newer one.
   let queue = Promise.resolve(), saves = 0;
   function save(c, category, change) {
-    if (!reviewer) { status("enter your name first"); return; }
-    queue = queue.then(() => send(c, category, change)).catch(e => status("not saved: " + e));
+    if (!reviewer) { status("enter your name first", true); return; }
+    queue = queue.then(() => send(c, category, change))
+      .catch(e => status("not saved: " + e, true));
   }
 
   async function send(c, category, change) {
@@ -247,7 +290,7 @@
       body: JSON.stringify({ reviewer: reviewer, labels: [label] }) });
     saves += 1;
     root.setAttribute("data-saves", String(saves));
-    if (!resp.ok) { status("not saved: " + resp.status); return; }
+    if (!resp.ok) { status("not saved: " + resp.status, true); return; }
     const saved = await resp.json();
     saved.labels.forEach(l => mine.set(key(l.case, l.category), l));
     status("saved " + c.id + " / " + category);
@@ -300,7 +343,7 @@
   // Open at a case (and category) a link named; every filter shows it.
   function goTo(caseId, category) {
     const c = data.cases.find(x => x.id === caseId);
-    if (!c) { status("case " + caseId + " is not in run " + runId); return false; }
+    if (!c) { status("case " + caseId + " is not in run " + runId, true); return false; }
     if (!filtered().some(x => x.id === caseId)) document.getElementById("filter").value = "all";
     order = filtered();
     pos = order.findIndex(x => x.id === caseId);
@@ -315,12 +358,15 @@
     const resp = await fetch("/api/review/" + encodeURIComponent(runId), { headers: headers() });
     if (!resp.ok) {
       status("cannot load run: " + resp.status + (resp.status === 401 ? " (open the address " +
-        "judge review printed, with its #token, in a tab; links then work in any tab)" : ""));
+        "judge review printed, with its #token, in a tab; links then work in any tab)" : ""),
+      true);
       return;
     }
     data = await resp.json();
     document.getElementById("title").textContent =
       "Review " + data.run.id + " · " + data.run.suite + " · " + data.run.rubric;
+    document.getElementById("about").textContent = "judged by " +
+      (data.run.models.length ? data.run.models.join(", ") : "no model (deterministic only)");
     const alpha = Object.entries(data.alpha).map(([k, v]) =>
       k + " α=" + (v === null ? "—" : v.toFixed(2))).join(", ");
     const beside = (data.people || []).map((p) => {
@@ -333,7 +379,7 @@
         Math.max(...own).toFixed(2) : "—";
       return " · " + p.category + ": judge τ with the others " + mean + ", reviewers " + range;
     }).join("");
-    document.getElementById("alpha").textContent = "between reviewers: " + alpha + beside;
+    document.getElementById("alpha").textContent = " · between reviewers: " + alpha + beside;
     const name = document.getElementById("reviewer");
     reviewer = localStorage.getItem("judge-reviewer") || "";
     name.value = reviewer;

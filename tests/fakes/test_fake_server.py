@@ -1,9 +1,8 @@
-"""Tests of bench/fake_server.py, the fake OpenAI-compatible model server."""
+"""Tests of tests/fakes/fake_server.py, the loopback fake judge (an OpenAI-compatible server)."""
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import random
 import subprocess
@@ -11,27 +10,15 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import httpx
 import jsonschema
 import pytest
+from conftest import load_fake_server
 
-ROOT = Path(__file__).resolve().parent.parent
-SERVER_PATH = ROOT / "bench" / "fake_server.py"
-
-
-def _load_server_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fake_server", SERVER_PATH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["fake_server"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-fs = _load_server_module()
+SERVER_PATH = Path(__file__).resolve().with_name("fake_server.py")
+fs = load_fake_server()
 
 EVIDENCE_IDS = ["ev-1", "ev-2", "ev-3", "ev-4"]
 VERDICT_SCHEMA: dict[str, Any] = {

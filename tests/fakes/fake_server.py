@@ -74,11 +74,11 @@ reply schemas asked for (one per rubric under ``stable_schema``).
 Drift: ``drift N`` (N != 0) stands for another model served under the same name: every
 answer is drawn afresh (N joins the content seed) and ``system_fingerprint`` changes from
 ``fp_fake_<seed>`` to ``fp_fake_<seed>_d<N>``. Batches: OpenAI-style files and batches
-endpoints, in ``bench/fake_batch.py``.
+endpoints, in ``fake_batch.py`` beside this file.
 
 Run it::
 
-    python bench/fake_server.py --port 0 --latency-ms 200 --seed 7 --fault-rate 0.3
+    python tests/fakes/fake_server.py --port 0 --latency-ms 200 --seed 7 --fault-rate 0.3
         --faults 429,500,hang --ready-file /tmp/fake.url     (one line)
 
 Once bound it writes the base URL (no newline) to ``--ready-file``, then prints two lines:
@@ -115,7 +115,7 @@ from typing import Any, TypeVar
 
 from aiohttp import web
 
-if str(Path(__file__).resolve().parent) not in sys.path:  # bench/ is not a package
+if str(Path(__file__).resolve().parent) not in sys.path:  # tests/fakes/ is not a package
     sys.path.append(str(Path(__file__).resolve().parent))
 from fake_batch import BatchEndpoints
 

@@ -1,4 +1,4 @@
-"""OpenAI-style files and batches endpoints for the fake model server (bench/fake_server.py).
+"""OpenAI-style files and batches endpoints for the fake model server (fake_server.py).
 
 Routes, all under ``/v1`` as OpenAI's::
 
