@@ -46,6 +46,7 @@ __all__ = [
     "classify",
     "load_litellm",
     "preload",
+    "request_body",
     "resolve_output_mode",
     "response_format",
     "token_count",
@@ -181,6 +182,30 @@ def response_format(mode: OutputMode, schema: Mapping[str, Any] | None) -> Any:
         return {"type": "json_object", "schema": dict(schema)}
     return {"type": "json_schema",
             "json_schema": {"name": "verdict", "schema": dict(schema), "strict": True}}
+
+
+def request_body(model: str, request: JudgeRequest, mode: OutputMode,
+                 messages: Sequence[Mapping[str, str]] | None = None, *,
+                 mark: bool = False) -> dict[str, Any]:
+    """What one completion hands LiteLLM for ``model`` (its LiteLLM name) in ``mode``.
+
+    ``messages`` override the request's (a repair turn). LiteLLM then adapts it to the
+    provider: it takes the provider's prefix off the model name, and a client leaves out a
+    ``seed`` the provider does not take. No key, URL, timeout or retry count is in it.
+    """
+    fmt = response_format(mode, request.schema)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": wire_messages(request.messages if messages is None else messages,
+                                  mark=mark),
+        "temperature": request.temperature,
+        **dict(request.params),
+    }
+    if request.seed is not None:
+        body["seed"] = request.seed
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
 
 
 # Providers whose prompt cache needs an explicit breakpoint (Anthropic's ``cache_control``
@@ -569,20 +594,11 @@ class LiteLLMClient:
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
                        mode: OutputMode) -> Completion:
         lit = load_litellm()
-        fmt = response_format(mode, request.schema)
-        kwargs: dict[str, Any] = {
-            "model": self.spec.name,
-            "messages": wire_messages(messages, mark=self._mark(messages, fmt)),
-            "temperature": request.temperature,
-            "timeout": self.spec.timeout,
-            "num_retries": 0,
-            "max_retries": 0,
-            **dict(request.params),
-        }
-        if request.seed is not None and self._takes(lit, "seed"):
-            kwargs["seed"] = request.seed
-        if fmt is not None:
-            kwargs["response_format"] = fmt
+        kwargs = request_body(self.spec.name, request, mode, messages,
+                              mark=self._mark(messages, response_format(mode, request.schema)))
+        if "seed" in kwargs and not self._takes(lit, "seed"):
+            del kwargs["seed"]
+        kwargs |= {"timeout": self.spec.timeout, "num_retries": 0, "max_retries": 0}
         if self.spec.api_base:
             kwargs["api_base"] = self.spec.api_base
         if self.spec.api_key:

@@ -59,6 +59,7 @@ __all__ = [
     "physical_cores",
     "pid_alive",
     "served_engine",
+    "served_model",
     "server_args",
     "server_status",
     "start_server",
@@ -124,6 +125,11 @@ def default_model_notice() -> str | None:
         return None
     return ("no judge model configured: using the local judge local/smollm2 "
             "(SmolLM2-135M-Instruct on llama.cpp, on this machine)")
+
+
+def served_model(name: str) -> str:
+    """The LiteLLM name a run calls ``local/NAME``'s server by (``hosted_vllm/smollm2``)."""
+    return f"hosted_vllm/{LOCAL_MODELS[_short_name(name)][2]}"
 
 
 def _short_name(name: str) -> str:
@@ -445,7 +451,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
                          fix="read the log above")
     record = ServerRecord.model_validate({
         "name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
-        "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
+        "litellmModel": served_model(name), "log": str(log), "detached": detached,
         "slots": SLOTS, "args": args, "served": served_engine(name, weights, args),
         **engine_info(name)})
     if detached:

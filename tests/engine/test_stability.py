@@ -235,7 +235,7 @@ def test_gate_reports_a_drop_within_the_measured_spread_as_noise(fake_server: An
     assert verdict["noise"] == [victim]
     assert f"within the judge's measured noise of ±{spread} points" in \
         verdict["noiseReasons"][0]
-    human = run_judge(["check", second["run"]["id"]], workspace)
+    human = run_judge(["check", second["run"]["id"], "--detail"], workspace)
     assert human.returncode == 0
     assert "measured noise" in " ".join(human.stdout.split())
 
