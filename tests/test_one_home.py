@@ -217,7 +217,7 @@ JSON_DOORS = frozenset({
     ("core/formats/output_schema.py", "expected_schema"),
     ("core/stats/pairwise.py", "verdict_schema"), ("core/scoring/signal_rules.py", "record"),
     ("core/text/strict_json.py", "_pairs"), ("core/formats/suite.py", "read_suite_document"),
-    ("llm/client.py", "wire_messages"), ("server/app.py", "openapi"),
+    ("llm/client.py", "request_body"), ("server/app.py", "openapi"),
     ("server/problems.py", "document_problems"), ("server/routes_review.py", "review_data"),
     ("server/routes_review.py", "post_labels"),
 })

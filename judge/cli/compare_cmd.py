@@ -105,21 +105,28 @@ def _signed(value: float | None) -> str:
     return "—" if value is None else f"{value:+.1f}"
 
 
+def _stat_cells(label: str, s: PairStats, *, every: bool) -> list[Cell]:
+    """A row of statistics with their intervals: κ, ρ, MAD, mean diff, the same band.
+
+    ``every`` adds r and τ, and the same band's interval (the ``--detail`` tables).
+    """
+    ci = s.intervals or StatIntervals()
+    kappa = interval_text(number_text(s.weighted_kappa), ci.weighted_kappa)
+    rho = interval_text(number_text(s.spearman_rho), ci.spearman_rho)
+    mad = interval_text(number_text(s.mean_abs_diff, 1), ci.mean_abs_diff, 1)
+    if not every:
+        return [label, str(s.n), kappa, rho, mad, _signed(s.mean_diff),
+                share_text(s.exact_band_agreement)]
+    return [label, str(s.n), kappa, interval_text(number_text(s.pearson_r), ci.pearson_r), rho,
+            interval_text(number_text(s.kendall_tau), ci.kendall_tau), mad,
+            _signed(s.mean_diff),
+            interval_text(share_text(s.exact_band_agreement), ci.exact_band_agreement)]
+
+
 def _stats_table(title: str, rows: Sequence[tuple[str, PairStats]]) -> None:
-    cells: list[list[Cell]] = []
-    for label, s in rows:
-        ci = s.intervals or StatIntervals()
-        cells.append([label, str(s.n),
-                      interval_text(number_text(s.weighted_kappa), ci.weighted_kappa),
-                      interval_text(number_text(s.pearson_r), ci.pearson_r),
-                      interval_text(number_text(s.spearman_rho), ci.spearman_rho),
-                      interval_text(number_text(s.kendall_tau), ci.kendall_tau),
-                      interval_text(number_text(s.mean_abs_diff, 1), ci.mean_abs_diff, 1),
-                      _signed(s.mean_diff),
-                      interval_text(share_text(s.exact_band_agreement), ci.exact_band_agreement)])
     table(["scores", *(Column(n, "right") for n in ("n", "κ", "r", "ρ", "τ", "MAD",
                                                     "mean diff", "same band"))],
-          cells, title=title)
+          [_stat_cells(label, s, every=True) for label, s in rows], title=title)
     _levels_table(title, rows)
 
 
@@ -245,16 +252,9 @@ def _summary(comparison: Comparison, letters: dict[str, str]) -> None:
     for h in comparison.human:
         rows += [(f"people → {letters[h.judge]}  overall", h.overall),
                  (f"people → {letters[h.judge]}  AI scores", h.ai_all)]
-    cells: list[list[Cell]] = []
-    for label, st in rows:
-        ci = st.intervals or StatIntervals()
-        cells.append([label, str(st.n),
-                      interval_text(number_text(st.weighted_kappa), ci.weighted_kappa),
-                      interval_text(number_text(st.spearman_rho), ci.spearman_rho),
-                      interval_text(number_text(st.mean_abs_diff, 1), ci.mean_abs_diff, 1),
-                      _signed(st.mean_diff), share_text(st.exact_band_agreement)])
     table(["", *(Column(n, "right") for n in ("n", "κ [95 %]", "ρ [95 %]", "MAD [95 %]",
-                                              "mean diff", "same band"))], cells)
+                                              "mean diff", "same band"))],
+          [_stat_cells(label, st, every=False) for label, st in rows])
     _print_notes(console(), rows, NOTES_LISTED)
     _summary_lines(comparison, letters)
 
