@@ -2,7 +2,7 @@
 
 Independent trials, each its own suite of N cases (latent overall scores 20..95), its own
 baseline (one ask of every case) and its own noise probe (10 seeded cases asked with 2
-extra seeds: 20 extra calls, the default of ``judge noise probe``). The current run asks
+extra seeds: 20 extra calls, the default of ``judge judges noise --probe``). The current run asks
 every case again with another seed; in the drop scenarios the judge is the shifted twin of
 ``tests/fakes/fake_server.py`` (the same latent verdicts lower by the drop). Every score is drawn
 by :func:`fake_server.noisy_integer`, the function the loopback server answers with, and

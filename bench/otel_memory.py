@@ -1,6 +1,6 @@
-"""Peak memory of `judge collect otel` over ~100 MB trace files.
+"""Peak memory of `judge suite collect otel` over ~100 MB trace files.
 
-Writes each input into a temporary folder, runs ``python -m judge collect otel FILE -o
+Writes each input into a temporary folder, runs ``python -m judge suite collect otel FILE -o
 out.jsonl`` there under ``/usr/bin/time -v`` (one process each, as a user runs it) and
 prints the exit code, the maximum resident set size, wall and CPU seconds, and the first
 line of what it said on stderr. The inputs:
@@ -159,7 +159,7 @@ def main(argv: list[str]) -> int:
             if only not in (None, name):
                 continue
             write(folder / file, size)
-            got = _measure(folder, ["collect", "otel", file, "-o", f"out-{name}.jsonl"])
+            got = _measure(folder, ["suite", "collect", "otel", file, "-o", f"out-{name}.jsonl"])
             print(f"{name}: {(folder / file).stat().st_size / 1e6:.1f} MB", got)
             (folder / file).unlink()
     print(f"load after: {os.getloadavg()[0]:.2f}")

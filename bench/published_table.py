@@ -1,4 +1,5 @@
-"""Chiang & Lee (2023), Topical-Chat, reproduced through ``judge import`` and ``judge agreement``.
+"""Chiang & Lee (2023), Topical-Chat, reproduced through ``judge judges import`` and
+``judge judges agreement``.
 
 "A Closer Look into Automatic Evaluation Using Large Language Models" (Findings of EMNLP
 2023) publishes ChatGPT's 20 sampled ratings of each of 359 Topical-Chat responses (60
@@ -17,10 +18,10 @@ For each attribute (naturalness, coherence, engagingness, groundedness) the scri
 workspace: a one-category rubric whose final score is the judge's, a JSONL suite of the
 responses (the context and the system as metadata; the people's mean rating as the label)
 and one import file per prompt (judge ``chatgpt-<prompt>``, the per-response means), then
-runs ``judge import --scale 0:3`` and ``judge agreement --group-by metadata.context
+runs ``judge judges import --scale 0:3`` and ``judge judges agreement --group-by metadata.context
 --system-by metadata.system --json``. It prints, per attribute and prompt, the paper's
 numbers, judgeflow's statistics on the exact means (``judge.core.stats.levels`` on fractions: the
-definitions, to compare with the paper) and what ``judge agreement`` reports through the
+definitions, to compare with the paper) and what ``judge judges agreement`` reports through the
 import (every score an integer 0..100, so ties and a third-decimal drift can appear).
 
 Run: ``PYTHONPATH=$PWD .venv/bin/python bench/published_table.py --data
@@ -114,7 +115,7 @@ def load(data: Path, attribute: str, prompt: str) -> list[dict[str, Any]]:
 
 
 def on_scale(value: Fraction) -> int:
-    """A rating on the import's 0:3 scale as the 0..100 integer judge import stores."""
+    """A rating on the import's 0:3 scale as the 0..100 integer judge judges import stores."""
     scaled = value * 100 / 3
     return int(scaled + Fraction(1, 2)) if scaled >= 0 else -int(-scaled + Fraction(1, 2))
 
@@ -152,7 +153,10 @@ def scipy_levels(items: list[dict[str, Any]], attribute: str) -> dict[str, float
 
 
 def through_import(root: Path, data: Path, attribute: str) -> dict[str, dict[str, Any]]:
-    """judge import of every prompt's means, then judge agreement --json; by prompt."""
+    """`judge judges import` of every prompt's means, then `judge judges agreement --json`.
+
+    By prompt.
+    """
     (root / "rubrics").mkdir(parents=True)
     (root / "rubrics" / f"{attribute}.yaml").write_text(RUBRIC.format(attribute=attribute))
     (root / "judge.toml").write_text(f'rubric = "{attribute}"\n')
@@ -169,11 +173,11 @@ def through_import(root: Path, data: Path, attribute: str) -> dict[str, dict[str
              for prompt in PROMPTS for i in load(data, attribute, prompt)]
     (root / "judged.jsonl").write_text("\n".join(lines) + "\n")
     judge = [sys.executable, "-m", "judge"]
-    done = subprocess.run([*judge, "import", "judged.jsonl", "--suite", "suite.jsonl",
+    done = subprocess.run([*judge, "judges", "import", "judged.jsonl", "--suite", "suite.jsonl",
                            "--scale", "0:3"], cwd=root, capture_output=True, text=True)
     if done.returncode:
-        raise SystemExit(f"judge import: {done.stderr}")
-    out = subprocess.run([*judge, "agreement", "--group-by", "metadata.context",
+        raise SystemExit(f"judge judges import: {done.stderr}")
+    out = subprocess.run([*judge, "judges", "agreement", "--group-by", "metadata.context",
                           "--system-by", "metadata.system", "--json"], cwd=root, check=True,
                          capture_output=True, text=True).stdout
     found = {}
@@ -190,7 +194,7 @@ def _cell(paper: float | None, exact: float | None, imported: float | None) -> s
 
 
 def main() -> None:
-    """Print the reproduction table (paper / exact means / through judge import)."""
+    """Print the reproduction table (paper / exact means / through judge judges import)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True,
                         help="the repository's results/topical_chat folder")
@@ -228,7 +232,7 @@ def main() -> None:
             print(f"| {attribute} | {row} | {' | '.join(cells)} | "
                   f"{group['n']} (+{group['skipped']} skipped) |")
     print(f"\nof {compared} published numbers: {matched} equal to the third decimal on the "
-          f"exact means, {imported_matched} through judge import (integer scores); "
+          f"exact means, {imported_matched} through judge judges import (integer scores); "
           f"judgeflow against scipy on the same means: largest difference {scipy_gap:.1e}")
 
 

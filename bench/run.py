@@ -579,7 +579,7 @@ def verdicts_19(r: dict[str, Any]) -> list[dict[str, Any]]:
     add("the same, judge run's wall", one["judge_wall_s"] if one else None,
         TARGETS_19["one_case_s"], "s",
         f"issue {ISSUE19['one_s']} s; peers {ISSUE19['one_peers_s']} s (LiteLLM's import "
-        "alone is ~2.8 s: only `judge serve` pays it once)")
+        "alone is ~2.8 s: only `judge workspace serve` pays it once)")
     add(f"judgeflow's own CPU per judgment (marginal judge - floor, {over} cases, 0 ms)",
         marginal.get("ours_ms_per_case"), TARGETS_19["ours_ms"], "ms",
         f"{ISSUE19['ours_ms_before']} ms before (3.91 - 2.52); target a third off")

@@ -1,9 +1,9 @@
-"""How long `judge serve` takes from exec to `/healthz` answering 200, and to `/readyz`.
+"""How long `judge workspace serve` takes from exec to `/healthz` answering 200, and to `/readyz`.
 
 Run: .venv/bin/python bench/serve_startup.py [--runs 7]   (about 1.5 s a run on a quiet machine)
-Starts `python -m judge serve --port 0` in an empty workspace, reads the port from its first
-stderr line, polls `/healthz` every 2 ms with the standard library's HTTP client (nothing to
-import or set up between polls, so the client does not pad the figure), then `/readyz`
+Starts `python -m judge workspace serve --port 0` in an empty workspace, reads the port from
+its first stderr line, polls `/healthz` every 2 ms with the standard library's HTTP client
+(nothing to import or set up between polls, so the client does not pad the figure), then `/readyz`
 (the workspace open, every endpoint answering), and stops it with SIGINT. Reports medians:
 exec to listening, to the first `/healthz` 200, to `/readyz` 200; the server's CPU until
 `/healthz` (steadier than the wall on a shared machine); `python -c pass` for scale; and
@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_MD = ROOT / "bench" / "RESULTS.md"
 TARGET_S = 1.0
-# The server as `python -m judge serve` runs it, plus an audit hook that tells the wall
+# The server as `python -m judge workspace serve` runs it, plus an audit hook that tells the wall
 # time at which litellm's import began (compared with when /healthz answered).
 SERVE = (
     "import sys, time\n"
@@ -41,7 +41,7 @@ SERVE = (
     "        print(f'LITELLM_AT={time.time()}', file=sys.stderr, flush=True)\n"
     "sys.addaudithook(_hook)\n"
     "from judge.cli import main\n"
-    "sys.argv = ['judge', 'serve', '--port', '0']\n"
+    "sys.argv = ['judge', 'workspace', 'serve', '--port', '0']\n"
     "main()\n"
 )
 
@@ -85,11 +85,11 @@ def once(workspace: Path) -> dict[str, Any]:
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     assert proc.stderr is not None
     try:
-        line = proc.stderr.readline()  # "judge serve: http://127.0.0.1:PORT (...)"
+        line = proc.stderr.readline()  # "judge workspace serve: http://127.0.0.1:PORT (...)"
         listening = time.perf_counter() - start
         found = re.search(r"http://127\.0\.0\.1:(\d+)", line)
         if found is None:
-            raise SystemExit(f"judge serve did not start: {line}{proc.stderr.read()}")
+            raise SystemExit(f"judge workspace serve did not start: {line}{proc.stderr.read()}")
         port = int(found.group(1))
         healthz = poll(port, "/healthz", start)
         healthz_at = time.time()
@@ -115,7 +115,7 @@ def python_floor(runs: int) -> float:
 def table(r: dict[str, Any]) -> str:
     met = "met" if r["healthz_median_s"] <= TARGET_S else "MISSED"
     return "\n".join([
-        "| `judge serve`, exec to ... (median of "
+        "| `judge workspace serve`, exec to ... (median of "
         f"{r['runs']}) | seconds |",
         "|---|---|",
         f"| socket listening (first stderr line) | {r['listening_median_s']:.3f} |",
@@ -148,7 +148,7 @@ def write_section(name: str, heading: str, body: str) -> None:
 
 def write_markdown(r: dict[str, Any]) -> None:
     """This script's table into bench/RESULTS.md."""
-    write_section("serve_startup.py", "Issue 14: `judge serve` start-up "
+    write_section("serve_startup.py", "Issue 14: `judge workspace serve` start-up "
                   "(`bench/serve_startup.py`)", "\n".join([
                       f"Measured {r['date']} on {r['cpus']} CPUs; 1-minute load average "
                       f"{r['load_before']} before, {r['load_after']} after (other work on the "

@@ -1,5 +1,5 @@
-"""What `judge serve` saves: one 200-case cold run through the API against the same run through
-`judge run`.
+"""What `judge workspace serve` saves: one 200-case cold run through the API against the same
+run through `judge run`.
 
 Run: .venv/bin/python bench/serve_vs_cli.py [--repeats 3] [--cases 200]
      (about 30 s on a quiet 2-core machine; minutes under load)
@@ -8,8 +8,8 @@ latency (tests/fakes/fake_server.py, in a thread of this process), concurrency 3
 check, each in its own workspace. Every repeat uses a seed not used before, so each of the
 200 judgments is a cache miss (the fake judge's request count proves it) — a cold cache.
 
-- API: `judge serve` is started once and waited for (`/readyz`), then warmed by a 1-case run
-  (the steady state of a long-running server: litellm imported, first-run paths loaded);
+- API: `judge workspace serve` is started once and waited for (`/readyz`), then warmed by a
+  1-case run (the steady state of a long-running server: litellm imported, first-run paths loaded);
   each repeat is one `POST /api/suites/{id}/eval/harness?wait=true`, timed by the client,
   with the server's CPU (``/proc``) before and after.
 - CLI: each repeat is a whole `judge run` process (GNU time: wall, user+sys CPU).
@@ -61,13 +61,13 @@ def workspace(root: Path, suite: Path, fake: FakeServerHandle) -> Path:
 
 
 class Served:
-    """`judge serve --port 0` in a workspace: its port, its process."""
+    """`judge workspace serve --port 0` in a workspace: its port, its process."""
 
     def __init__(self, root: Path) -> None:
         self.log = root / "serve.log"
         self.start = time.perf_counter()
         with self.log.open("w", encoding="utf-8") as err:
-            self.proc = subprocess.Popen(judge_cmd("serve", "--port", "0"), cwd=root,
+            self.proc = subprocess.Popen(judge_cmd("workspace", "serve", "--port", "0"), cwd=root,
                                          env=clean_env(), stdout=subprocess.DEVNULL,
                                          stderr=err)
         self.port = self._port()
@@ -82,7 +82,7 @@ class Served:
             if self.proc.poll() is not None:
                 break
             time.sleep(0.01)
-        raise SystemExit(f"judge serve did not start:\n{self.log.read_text('utf-8')}")
+        raise SystemExit(f"judge workspace serve did not start:\n{self.log.read_text('utf-8')}")
 
     def harness(self, body: dict[str, Any]) -> tuple[float, float, dict[str, Any]]:
         """One ``?wait=true`` harness call: client wall, server CPU, the run's view."""
@@ -128,7 +128,7 @@ def table(r: dict[str, Any]) -> str:
         "|---|---|---|---|",
         f"| `judge run` (whole process) | {cli['wall_s']:.3f} | {cli['cpu_s']:.3f} | "
         f"{cli['calls']} |",
-        f"| `POST .../eval/harness?wait=true` to a started `judge serve` | "
+        f"| `POST .../eval/harness?wait=true` to a started `judge workspace serve` | "
         f"{api['wall_s']:.3f} | {api['cpu_s']:.3f} (server) | {api['calls']} |",
         f"| saved per run by the server | {saved:.3f} "
         f"({cli['wall_s'] / api['wall_s']:.2f}x faster) | "
@@ -142,8 +142,8 @@ def table(r: dict[str, Any]) -> str:
 
 def write_markdown(r: dict[str, Any]) -> None:
     """This script's table into bench/RESULTS.md."""
-    write_section("serve_vs_cli.py", "Issue 19: what `judge serve` saves, API against CLI "
-                  "(`bench/serve_vs_cli.py`)", "\n".join([
+    write_section("serve_vs_cli.py", "Issue 19: what `judge workspace serve` saves, API "
+                  "against CLI (`bench/serve_vs_cli.py`)", "\n".join([
                       f"Measured {r['date']} on {r['cpus']} CPUs; the whole bench took "
                       f"{r['bench_s']:.0f} s; 1-minute load average {r['load_before']} before, "
                       f"{r['load_after']} after (other work on the machine stretches wall "

@@ -136,8 +136,8 @@ class Worker:
         self.ws, self.env = ws, child_env(ROOT, XDG_RUNTIME_DIR=str(runtime), JUDGE_WORKER="1")
 
     def status(self) -> dict[str, Any] | None:
-        out = subprocess.run(judge("worker", "status"), cwd=self.ws, env=self.env, text=True,
-                             capture_output=True, timeout=60, check=False).stdout.strip()
+        out = subprocess.run(judge("workspace", "worker", "status"), cwd=self.ws, env=self.env,
+                             text=True, capture_output=True, timeout=60, check=False).stdout.strip()
         return None if not out or out == "no worker running" else dict(json.loads(out))
 
     def start(self) -> float:
@@ -153,7 +153,7 @@ class Worker:
 
     def stop(self) -> None:
         found = self.status()
-        subprocess.run(judge("worker", "stop"), cwd=self.ws, env=self.env,
+        subprocess.run(judge("workspace", "worker", "stop"), cwd=self.ws, env=self.env,
                        capture_output=True, timeout=60, check=False)
         if found is None:
             return

@@ -94,10 +94,10 @@ ROWS: tuple[BadInput, ...] = (
              _run("s.jsonl"), ("more characters]",)),
     BadInput("cache import with every line refused", {"x.jsonl": "not json\n[1]\n"},
              ("cache", "import", "x.jsonl"), ("line 1", "line 2")),
-    BadInput("judge score with 100,000-deep JSON", {"scores.json": DEEP_JSON},
-             ("score", "scores.json"), ("scores.json",)),
-    BadInput("judge monitor with 100,000-deep JSON", {"live.jsonl": DEEP_JSON + "\n"},
-             ("monitor", "live.jsonl"), ("live.jsonl",)),
+    BadInput("judge rubric score with 100,000-deep JSON", {"scores.json": DEEP_JSON},
+             ("rubric", "score", "scores.json"), ("scores.json",)),
+    BadInput("judge judges monitor with 100,000-deep JSON", {"live.jsonl": DEEP_JSON + "\n"},
+             ("judges", "monitor", "live.jsonl"), ("live.jsonl",)),
 )
 
 
@@ -156,8 +156,8 @@ NOT_TEXT: tuple[BadInput, ...] = (
     BadInput("--group with a byte that is not UTF-8", {"s.jsonl": OK_CASE},
              _run("s.jsonl", "--shard", "1/2", "--group", "g\udcff"),
              ("argument 9 (the value of --group)", "not text")),
-    BadInput("judge show RUN with a byte that is not UTF-8", {},
-             ("show", "\udcff"), ("argument 2", "not text")),
+    BadInput("judge runs show RUN with a byte that is not UTF-8", {},
+             ("runs", "show", "\udcff"), ("argument 3", "not text")),
     BadInput("judge compare with bytes that are not UTF-8", {},
              ("compare", "\udcff", "\udcfe"), ("argument 2", "not text")),
 )

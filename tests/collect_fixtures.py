@@ -1,4 +1,4 @@
-"""Real artefacts for the ``judge collect`` tests: a git repository, a pytest JUnit report."""
+"""Real artefacts for the ``judge suite collect`` tests: a git repository, a pytest JUnit report."""
 
 from __future__ import annotations
 

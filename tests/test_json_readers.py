@@ -38,7 +38,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("cache/tiers.py", "TieredCache._from_shared"): (1, _ENTRY),
     ("cli/baseline_cmds.py", "baseline_record"): (1, _OWN_TEXT),
     ("cli/baseline_cmds.py", "baseline_show"): (1, _OWN_TEXT),
-    ("cli/review_cmds.py", "calibrate_cmd"): (1, _OWN_TEXT),
+    ("cli/judges_calibrate.py", "calibrate_cmd"): (1, _OWN_TEXT),
     ("core/formats/output_schema.py", "output_schema"): (
         1, "the schema this module derived and kept as canonical JSON"),
     ("core/scoring/replies.py", "extract_json"): (

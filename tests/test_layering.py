@@ -32,7 +32,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "collect": frozenset({CORE, "system"}),
     "engine": BELOW_ENGINE,
     "app": frozenset({CORE, *ADAPTERS, "engine"}),
-    # The doors call the application; the CLI also starts the server (``judge serve``).
+    # The doors call the application; the CLI also starts the server (``judge workspace serve``).
     "cli": frozenset({CORE, *ADAPTERS, "engine", "app", "server", "top"}),
     "server": frozenset({CORE, *ADAPTERS, "engine", "app", "top"}),
     "pytest_plugin": frozenset({CORE, *ADAPTERS, "engine", "app", "top"}),

@@ -103,6 +103,25 @@ def test_the_url_checker_sees_a_second_resolver() -> None:
     assert _sql_url_calls(ast.parse(source)) == {"make_url", "render_as_string"}
 
 
+# --- a cost for people ------------------------------------------------------------------------
+DOLLARS = re.compile(r"\$\{[^}]*:\.\d+f\}")
+"""A dollar figure formatted in place (``f"${cost:.4f}"``): zero and unknown need words."""
+
+
+def _dollar_lines(source: str) -> list[int]:
+    return [n for n, line in enumerate(source.splitlines(), 1) if DOLLARS.search(line)]
+
+
+def test_costs_are_said_in_one_place() -> None:
+    found = [f"{_rel(p)}:{n}" for p in _modules("cli", "pytest_plugin", "server", "report")
+             for n in _dollar_lines(p.read_text())]
+    assert not found, f"{found} format a cost: use judge.core.outcomes.usage.cost_text"
+
+
+def test_the_cost_checker_sees_a_second_formatter() -> None:
+    assert _dollar_lines('x = 1\ncost = f"${t.cost_usd:.4f}"\n') == [2]
+
+
 # --- other libraries' private names --------------------------------------------------------------
 # Each one still used: (module, name) -> the test that fails when the library moves it (the
 # one-line reason is beside the use). os._exit is the standard library's documented call.
@@ -193,12 +212,12 @@ def test_the_private_name_checker_sees_each_form(source: str) -> None:
 # document), and its docstring says so. Everything else returns a model, a TypedDict or a view.
 JSON_DOORS = frozenset({
     ("app/runs/gate.py", "_wire"), ("app/judges/reviewing.py", "review_page_data"),
-    ("cli/batch_cmds.py", "_job_json"), ("core/formats/output_schema.py", "output_schema"),
+    ("cli/runs_batch.py", "_job_json"), ("core/formats/output_schema.py", "output_schema"),
     ("core/formats/output_schema.py", "stable_schema"),
     ("core/formats/output_schema.py", "expected_schema"),
     ("core/stats/pairwise.py", "verdict_schema"), ("core/scoring/signal_rules.py", "record"),
     ("core/text/strict_json.py", "_pairs"), ("core/formats/suite.py", "read_suite_document"),
-    ("llm/client.py", "wire_messages"), ("server/app.py", "openapi"),
+    ("llm/client.py", "request_body"), ("server/app.py", "openapi"),
     ("server/problems.py", "document_problems"), ("server/routes_review.py", "review_data"),
     ("server/routes_review.py", "post_labels"),
 })

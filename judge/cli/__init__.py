@@ -6,7 +6,7 @@ closed pipe (``judge run … | head``): stop quietly with 128 + SIGPIPE = 141, a
 killed by SIGPIPE would, instead of a traceback or click's silent 1.
 
 Layer: door. May import: the application and everything below it, and the server
-(``judge serve``); only ``judge.__main__`` imports the CLI.
+(``judge workspace serve``); only ``judge.__main__`` imports the CLI.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from ..core.text.errors import ConfigError, JudgeError, StoreError, UsageError
 from ..core.text.secrets import Redactor, secret_values
 from ..core.text.strict_json import string_problem
 from ..system.tuning import tune_process
-from .app import COMMANDS, PipeClosed, build_app, load_command, rehearse
+from .aliases import new_spelling
+from .app import PipeClosed, build_app, rehearse, walk
 
 __all__ = ["PIPE_CLOSED", "explain", "main", "print_error", "warm"]
 
@@ -51,10 +52,11 @@ def main(argv: list[str] | None = None) -> None:
     """
     if argv is None:
         tune_process()
+    args = new_spelling(sys.argv[1:] if argv is None else argv)
     app = build_app()
     try:
         _check_arguments(sys.argv[1:] if argv is None else argv)
-        app.main(args=argv, prog_name="judge", standalone_mode=True)
+        app.main(args=args, prog_name="judge", standalone_mode=True)
         sys.stdout.flush()  # a pipe closed after the last write shows up here
     except (PipeClosed, BrokenPipeError):
         _pipe_closed()
@@ -105,8 +107,8 @@ def warm() -> None:
 
 def _load_everything() -> None:
     build_app()
-    for name in COMMANDS:
-        rehearse(load_command(name))
+    for _, command in walk():
+        rehearse(command)
     # Not at the top: `judge --help` stays light.
     from ..app.workspace.settings import load_settings
     from ..cache.disk import preload as preload_cache

@@ -45,17 +45,14 @@ CacheUrlOption = Annotated[str | None, typer.Option(
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``cache stats|export|import|verify|prune|push|pull`` to ``app``."""
-    cache_app = typer.Typer(help="Inspect, share and maintain the judgment cache.",
-                            no_args_is_help=True)
-    cache_app.command("stats")(cache_stats_cmd)
-    cache_app.command("export")(cache_export_cmd)
-    cache_app.command("import")(cache_import_cmd)
-    cache_app.command("verify")(cache_verify_cmd)
-    cache_app.command("prune")(cache_prune_cmd)
-    cache_app.command("push")(cache_push_cmd)
-    cache_app.command("pull")(cache_pull_cmd)
-    app.add_typer(cache_app, name="cache")
+    """Add the leaves of ``judge cache`` (stats, export, import, verify, prune, push, pull)."""
+    app.command("stats")(cache_stats_cmd)
+    app.command("export")(cache_export_cmd)
+    app.command("import")(cache_import_cmd)
+    app.command("verify")(cache_verify_cmd)
+    app.command("prune")(cache_prune_cmd)
+    app.command("push")(cache_push_cmd)
+    app.command("pull")(cache_pull_cmd)
 
 
 def _workspace(cache_dir: str | None, alias: str | None, cache_url: str | None = None,

@@ -1,6 +1,6 @@
 """The gate's verdict for people and for CI: terminal lines, a JUnit XML report, a Markdown summary.
 
-Every door that prints a verdict (``judge run``, ``judge check``, ``judge batch collect``)
+Every door that prints a verdict (``judge run``, ``judge check``, ``judge runs batch collect``)
 prints it here, so a verdict reads the same wherever it comes from. The JUnit report has a
 test case per suite case (a regressed or newly unscored case is a failure) and one for the
 suite's verdict, ``@baseline``: a regression of the mean is its failure, *not compared* its
@@ -27,11 +27,17 @@ from ..core.text.errors import UsageError
 from ..system.atomic_files import write_atomic
 from .output import console, plural, styled
 
-__all__ = ["GATE_CASE", "junit_xml", "markdown_summary", "print_quality", "print_verdict",
+__all__ = ["GATE_CASE", "GATE_DETAIL", "REASONS_SHOWN", "junit_xml", "markdown_summary",
+           "print_quality", "print_verdict", "print_verdict_body", "print_verdict_head",
            "write_gate_reports"]
 
 GATE_CASE: Final = "@baseline"
 """The JUnit test case of the suite's own verdict (the pytest plugin's item has the same id)."""
+GATE_DETAIL: Final = ("every blocking reason, the noise behind the verdict, the improved and "
+                      "new cases")
+"""What ``--detail`` adds to a verdict."""
+REASONS_SHOWN: Final = 10
+"""Blocking reasons printed without ``--detail`` (one per regressed case); the rest counted."""
 SHOWN_UNLISTED: Final = 12
 """Cases named on the line of drops not judged alone; the rest are counted."""
 _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
@@ -60,28 +66,55 @@ def print_quality(quality: MeasuredAgreement) -> None:
                            "yellow" if low else "cyan"))
 
 
-def print_verdict(v: GateVerdict) -> None:
-    """The verdict for a person: what was compared and what it found, or why nothing was."""
-    out = console()
-    for notice in v.notices if v.comparison is not None else ():
-        out.print(styled(notice, "cyan"))
-    out.print(_head(v))
-    c = v.comparison
+def print_verdict(v: GateVerdict, *, detail: bool = True) -> bool:
+    """The verdict for a person: its head line first, then what was compared and found.
+
+    Without ``detail`` the noise behind the verdict and the lists of improved, missing and new
+    cases are left out, and the blocking reasons cut at :data:`REASONS_SHOWN`; True when
+    something was left out (the caller names ``--detail``).
+    """
+    print_verdict_head(v)
+    return print_verdict_body(v, detail=detail)
+
+
+def print_verdict_head(v: GateVerdict) -> None:
+    """The verdict in one line: regression or not, not compared (exit 5), or why nothing was."""
+    console().print(_head(v))
+
+
+def print_verdict_body(v: GateVerdict, *, detail: bool) -> bool:
+    """What was compared, the means, the blocking reasons and notices (see print_verdict)."""
+    out, c = console(), v.comparison
     if c is None:
-        return
+        return False
     out.print(v.headline(), markup=False)
     out.print(f"previous {c.previous_score:.2f} → current {c.current_score:.2f} "
               f"(delta {c.score_delta:+.2f}) over {plural(c.compared_cases, 'case')} scored in "
               "both", markup=False)
-    if c.blocked_reasons:
+    reasons = c.blocked_reasons if detail else c.blocked_reasons[:REASONS_SHOWN]
+    if reasons:
         out.print("blocked:" if v.blocking else "would block (--no-block):")
-        for reason in c.blocked_reasons:
-            out.print(f"  • {reason}", markup=False)
-    _print_noise(c)
-    for label, ids in (("improved", c.improved_cases), ("missing from this run", c.missing_cases),
-                       ("new in this run", c.new_cases)):
+    for reason in reasons:
+        out.print(f"  • {reason}", markup=False)
+    if len(reasons) < len(c.blocked_reasons):
+        out.print(f"  … and {len(c.blocked_reasons) - len(reasons)} more", markup=False)
+    for notice in v.notices:
+        out.print(styled(notice, "cyan"))
+    # Cases the baseline has and this run lacks went unchecked: said by default.
+    lists = [("missing from this run", c.missing_cases)]
+    if detail:
+        _print_noise(c)
+        lists = [("improved", c.improved_cases), *lists, ("new in this run", c.new_cases)]
+    for label, ids in lists:
         if ids:
             out.print(f"{label}: {', '.join(ids)}", markup=False)
+    return not detail and (len(reasons) < len(c.blocked_reasons) or _has_detail(c))
+
+
+def _has_detail(c: BaselineComparison) -> bool:
+    """Whether ``--detail`` would add noise sentences or case lists."""
+    return bool(c.noise_reasons or c.noise or c.improved_cases or c.new_cases
+                or (c.test is not None and c.test.within_noise))
 
 
 def _print_noise(c: BaselineComparison) -> None:

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+
+from ..app.workspace.settings import env_name
+from .aliases import say_setting
 
 __all__ = [
     "AcrossJudgesFlag",
     "AllowUnsignedShared",
     "ApiBaseOption",
+    "BaselinesDirAlias",
+    "BaselinesDirOption",
     "CacheDirOption",
     "CacheModeOption",
     "ConcurrencyOption",
@@ -21,18 +26,28 @@ __all__ = [
     "RequireBaselineFlag",
     "RunArg",
     "SeedOption",
+    "SettingFlag",
     "StoreOption",
     "SystemByOption",
+    "ThresholdOption",
 ]
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout, nothing else.")]
 StoreOption = Annotated[str | None, typer.Option(
     "--store", metavar="URL",
-    help="Run store URL (default: setting store_url, env JUDGE_STORE_URL, "
-         "else sqlite:///.judge/judge.db in the current folder).")]
+    help="Run store URL (default: setting store_url, sqlite:///.judge/judge.db).")]
 CacheDirOption = Annotated[str | None, typer.Option(
     "--cache-dir", metavar="PATH",
     help="Cache folder (default: setting cache_dir, env JUDGE_CACHE_DIR, else 'cache').")]
+BaselinesDirOption = Annotated[str | None, typer.Option(
+    "--baselines-dir", metavar="DIR",
+    help="Baselines folder (default: setting baselines_dir, env JUDGE_BASELINES_DIR, else "
+         "'baselines' in the current folder).")]
+BaselinesDirAlias = Annotated[str | None, typer.Option("--dir", hidden=True,
+                                                       help="Old name of --baselines-dir.")]
+ThresholdOption = Annotated[float | None, typer.Option(
+    "--threshold", min=0.0, max=1.0, metavar="T",
+    help="Largest allowed drop as a fraction of 0..100 (0.05 = 5 points).")]
 RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
 ApiBaseOption = Annotated[str | None, typer.Option(
     metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
@@ -54,20 +69,33 @@ CacheModeOption = Annotated[str | None, typer.Option(
          "refresh (ask again, store the new answer) or off.")]
 AllowUnsignedShared = Annotated[bool, typer.Option(
     "--allow-unsigned-shared",
-    help="With JUDGE_CACHE_SECRET set, use shared-tier rows that carry no signature too "
-         "(their digests are checked, not who wrote them). This command only: a file or "
-         "the environment cannot waive signatures.")]
+    help="Use unsigned shared-tier rows despite JUDGE_CACHE_SECRET (a flag only).")]
 AcrossJudgesFlag = Annotated[bool, typer.Option(
-    "--across-judges", help="Compare with a baseline recorded under another judge, rubric or "
-                            "template too; the verdict says so (default: setting "
-                            "across_judges, off: such a run is not compared, exit 5).")]
+    "--across-judges", help="Compare with a baseline of another judge, rubric or template "
+                            "too (else: not compared, exit 5).")]
 RequireBaselineFlag = Annotated[bool, typer.Option(
-    "--require-baseline", help="A missing baseline fails the gate (exit 5) naming the file to "
-                               "commit, rather than being recorded (default: on when CI is "
-                               "set; setting require_baseline).")]
+    "--require-baseline", help="A missing baseline fails (exit 5) instead of being recorded "
+                               "(the default under CI).")]
 JunitOption = Annotated[Path | None, typer.Option(
-    "--junit", metavar="FILE", help="Write the gate's JUnit XML report: a test case per suite "
-                                    "case, regressions as failures, not compared as an error.")]
+    "--junit", metavar="FILE", help="Write the verdict as JUnit XML, a test case per suite "
+                                    "case.")]
 MarkdownOption = Annotated[Path | None, typer.Option(
-    "--markdown", metavar="FILE", help="Write the gate's verdict as Markdown (for "
-                                       "$GITHUB_STEP_SUMMARY or a pull request comment).")]
+    "--markdown", metavar="FILE", help="Write the verdict as Markdown (for "
+                                       "$GITHUB_STEP_SUMMARY, a pull request).")]
+
+
+def SettingFlag(setting: str, flag: str | None = None) -> Any:
+    """A hidden flag that sets ``setting`` for one command, kept for one release.
+
+    The setting (its variable, or judge.toml) is the one name; the flag still works and
+    says so once on stderr.
+    """
+    name = flag or "--" + setting.replace("_", "-")
+
+    def said(ctx: typer.Context, param: typer.CallbackParam, value: Any) -> Any:
+        if value is not None and not ctx.resilient_parsing:
+            say_setting(ctx.command_path, name.split("/")[0], setting, env_name(setting))
+        return value
+
+    return typer.Option(name, hidden=True, callback=said,
+                        help=f"Old flag of the setting {setting}.")

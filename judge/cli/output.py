@@ -38,7 +38,6 @@ __all__ = [
     "band_style",
     "calls_text",
     "console",
-    "cost_text",
     "emit_json",
     "emit_json_streaming",
     "err_console",
@@ -48,7 +47,9 @@ __all__ = [
     "number_text",
     "plain_output",
     "plural",
+    "print_detail_hint",
     "share_text",
+    "short_text",
     "styled",
     "table",
 ]
@@ -150,6 +151,18 @@ def number_text(value: float | None, places: int = 2) -> str:
     return "—" if value is None else f"{value:.{places}f}"
 
 
+def short_text(value: Any) -> str:
+    """A value in a cell: a sha256 as its first 12 digits, a list joined, ``—`` for none."""
+    if value is None:
+        return "—"
+    if isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef"
+                                                           for c in value):
+        return value[:12]
+    if isinstance(value, list | tuple):
+        return ", ".join(str(v) for v in value) or "—"
+    return str(value)
+
+
 def share_text(value: float | None) -> str:
     """A share as a whole percentage (``83%``), ``—`` when unknown."""
     return "—" if value is None else f"{value:.0%}"
@@ -160,6 +173,11 @@ def interval_text(value: str, interval: Interval | None, places: int = 2) -> str
     if interval is None or interval.low is None or interval.high is None:
         return value
     return f"{value} [{interval.low:.{places}f}, {interval.high:.{places}f}]"
+
+
+def print_detail_hint(what: str) -> None:
+    """The last line of a short view: what ``--detail`` adds to it."""
+    console().print(f"--detail: {what}", markup=False, highlight=False)
 
 
 def calls_text(entry: JudgeLedger) -> str:

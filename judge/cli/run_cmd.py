@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any, Final, TypedDict
 
 import typer
 from rich.markup import escape
@@ -25,26 +25,27 @@ from ..core.formats.rubric import Rubric
 from ..core.formats.shards import Shard
 from ..core.outcomes.miss_reasons import summarise_misses
 from ..core.outcomes.summary import Summary
+from ..core.outcomes.usage import cost_text
 from ..core.scoring.panel import headline_of
 from ..core.text.errors import JudgeError, UsageError
 from ..engine.runner import Progress
 from ..system.resources import open_suite
 from ..system.tuning import settle_heap, tuned
 from . import print_error
-from .batch_cmds import submit as submit_batch
-from .diff_cmds import print_diff
-from .gate_reports import print_quality, print_verdict, write_gate_reports
+from .diff_cmd import print_diff
+from .gate_reports import (
+    print_quality,
+    print_verdict_body,
+    print_verdict_head,
+    write_gate_reports,
+)
 from .options import (
     AcrossJudgesFlag,
     AllowUnsignedShared,
-    ApiBaseOption,
-    CacheDirOption,
-    CacheModeOption,
-    ConcurrencyOption,
     JunitOption,
     MarkdownOption,
     RequireBaselineFlag,
-    SeedOption,
+    SettingFlag,
     StoreOption,
 )
 from .output import (
@@ -52,16 +53,17 @@ from .output import (
     Column,
     band_style,
     console,
-    cost_text,
     emit_json_streaming,
     err_console,
     ledger_lines,
     plural,
+    print_detail_hint,
     styled,
     table,
 )
+from .runs_batch import submit as submit_batch
 
-__all__ = ["GroupJson", "cache_line", "group_json", "print_group", "register"]
+__all__ = ["PANELS", "GroupJson", "cache_line", "group_json", "print_group", "register"]
 
 
 def register(app: typer.Typer) -> None:
@@ -69,98 +71,91 @@ def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
 
+PANELS: Final = {"run": {
+    **dict.fromkeys(("model", "api_base", "rubric", "template", "samples", "seed"), "Judge"),
+    **dict.fromkeys(("tag", "case", "complexity", "no_llm", "shard", "group"), "Cases"),
+    **dict.fromkeys(("offline", "batch", "store", "allow_unsigned_shared"), "Cache and store"),
+    **dict.fromkeys(("no_check", "across_judges", "require_baseline", "junit", "markdown"),
+                    "Gate"),
+    **dict.fromkeys(("detail", "json_out", "watch", "plain", "help"), "Output")}}
+"""The sections of ``judge run --help``, by parameter."""
+
+
 def run(
     suite: Annotated[Path, typer.Argument(help="Suite file (.yaml or .jsonl).")],
-    rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
     model: Annotated[list[str] | None, typer.Option(
-        "--model", "-m", help="Judge model (LiteLLM name); repeat for a panel.")] = None,
-    api_base: ApiBaseOption = None,
-    concurrency: ConcurrencyOption = None,
-    seed: SeedOption = None,
-    samples: Annotated[int | None, typer.Option(
-        metavar="K", help="Judge each case K times (seed, seed+1...): their --aggregate "
-                          "is the case's score and the spread is stored.")]
-    = None,
-    aggregate: Annotated[str | None, typer.Option(
-        "--aggregate", metavar="mean|median",
-        help="With --samples K: combine each judge's K samples by their mean (default, as "
-             "published meta-evaluations do) or median.")] = None,
-    panel: Annotated[str | None, typer.Option(
-        help="With several --model: combine their AI scores by median (default) or mean.")]
-    = None,
-    offline: Annotated[bool, typer.Option(
-        "--offline", help="Replay from the cache only; never call a model (the shared "
-                     "cache tier, if cache_url is set, is read).")] = False,
-    cache_mode: CacheModeOption = None,
-    cache_dir: CacheDirOption = None,
-    store: StoreOption = None,
+        "--model", "-m",
+        help="Judge model (LiteLLM name); repeat for a panel.")] = None,
+    api_base: Annotated[str | None, typer.Option(
+        metavar="URL",
+        help="An OpenAI-compatible server's base URL, with its /v1.")] = None,
+    rubric: Annotated[str | None, typer.Option(
+        help="Rubric id or path (default: the suite's).")] = None,
     template: Annotated[str | None, typer.Option(
-        help="Prompt template id: prompts/ID.md.j2 in the workspace, else the shipped one "
-             "(default: setting template, 'judge').")] = None,
-    output_mode: Annotated[str | None, typer.Option(
-        help="How the judge is held to the reply schema: auto (default: by model), "
-             "json_schema, json_object (llama.cpp) or prompt (instructions only).")] = None,
-    stable_schema: Annotated[bool | None, typer.Option(
-        "--stable-schema/--no-stable-schema",
-        help="Send one reply schema per rubric and check citations on the reply, so "
-             "providers' prompt caches reuse schema + system message across cases "
-             "(default: setting stable_schema, off).")] = None,
+        help="Prompt template id (prompts/ID.md.j2; default: judge).")] = None,
+    samples: Annotated[int | None, typer.Option(
+        metavar="K", help="Judge each case K times; their mean is its score.")] = None,
+    seed: Annotated[int | None, typer.Option(
+        metavar="N", help="Judge seed (default 42).")] = None,
     tag: Annotated[list[str] | None, typer.Option(
-        metavar="TAG", help="Only cases with this tag (repeat for any of several).")] = None,
-    complexity: Annotated[list[str] | None, typer.Option(
-        metavar="LEVEL", help="Only cases of this complexity: simple, medium or complex.")] = None,
+        metavar="TAG", help="Only cases with this tag (repeatable).")]
+    = None,
     case: Annotated[list[str] | None, typer.Option(
-        "--case", metavar="ID", help="Only the case with this id (repeat for several).")] = None,
+        "--case", metavar="ID",
+        help="Only the case with this id (repeatable).")] = None,
+    complexity: Annotated[list[str] | None, typer.Option(
+        metavar="LEVEL",
+        help="Only cases of this complexity (simple, medium, complex).")] = None,
     no_llm: Annotated[bool, typer.Option(
-        "--no-llm", help="Run only the deterministic cases.")] = False,
-    timeout: Annotated[float | None, typer.Option(
-        metavar="SECONDS", help="Seconds per model request before it is retried (a local "
-                             "judge: per judgment queued ahead, 900 by default, never "
-                             "re-sent).")] = None,
+        "--no-llm", help="Only the deterministic cases.")] = False,
+    shard: Annotated[str | None, typer.Option(
+        "--shard", metavar="I/N", help="Only shard I of N of the cases; with --group.")] =
+        None,
+    group: Annotated[str | None, typer.Option(
+        "--group", metavar="NAME", help="The shards' group; its last shard gates it.")] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Replay the cache only, never call a model (a miss: exit 3).")] =
+        False,
+    batch: Annotated[bool, typer.Option(
+        "--batch", help="Send the misses as a provider batch job (half price, 24 h).")] =
+        False,
+    store: StoreOption = None,
+    allow_unsigned_shared: AllowUnsignedShared = False,
     no_check: Annotated[bool, typer.Option(
         "--no-check", help="Skip the baseline comparison.")] = False,
     across_judges: AcrossJudgesFlag = False,
     require_baseline: RequireBaselineFlag = False,
     junit: JunitOption = None,
     markdown: MarkdownOption = None,
-    shard: Annotated[str | None, typer.Option(
-        "--shard", metavar="I/N",
-        help="Judge only shard I of N (by a stable hash of the case id); needs --group.")]
-    = None,
-    group: Annotated[str | None, typer.Option(
-        "--group", metavar="NAME",
-        help="The group the shards make one run of (e.g. the CI run id); the last shard in "
-             "gates the whole group.")] = None,
+    detail: Annotated[bool, typer.Option(
+        "--detail", help=f"Add {RUN_DETAIL}.")] = False,
     json_out: Annotated[bool, typer.Option(
-        "--json", help="Print one JSON object on stdout, nothing else (progress and notices "
-                       "go to stderr).")] = False,
-    batch: Annotated[bool, typer.Option(
-        "--batch", help="Send the cache misses as a provider batch job (about half the "
-                        "price, results within 24 h) and return at once with its id; "
-                        "`judge batch wait JOB` finishes the run.")] = False,
+        "--json",
+        help="One JSON object on stdout, nothing else (progress on stderr).")] = False,
     watch: Annotated[bool, typer.Option(
-        "--watch", help="After the run, wait for a save of the suite, the rubric, a "
-                        "template (prompts/) or judge.toml, re-run (only changed prompts "
-                        "are re-judged), show what moved as `judge diff` does, and wait "
-                        "again. Ctrl-C ends it (exit 0; 130 if it interrupts a run).")]
+        "--watch", help="Re-run on each save (suite, rubric, template); show what moved.")]
     = False,
     watch_runs: Annotated[int, typer.Option(
         "--watch-runs", hidden=True, min=0, help="With --watch: stop after N reruns.")]
     = MAX_RERUNS,
-    allow_unsigned_shared: AllowUnsignedShared = False,
+    concurrency: Annotated[int | None, SettingFlag("concurrency")] = None,
+    aggregate: Annotated[str | None, SettingFlag("sample_aggregate", "--aggregate")] = None,
+    panel: Annotated[str | None, SettingFlag("panel")] = None,
+    cache_mode: Annotated[str | None, SettingFlag("cache_mode")] = None,
+    cache_dir: Annotated[str | None, SettingFlag("cache_dir")] = None,
+    output_mode: Annotated[str | None, SettingFlag("output_mode")] = None,
+    stable_schema: Annotated[bool | None, SettingFlag(
+        "stable_schema", "--stable-schema/--no-stable-schema")] = None,
+    timeout: Annotated[float | None, SettingFlag("timeout")] = None,
 ) -> None:
-    """Judge SUITE, store the run, print the summary and the baseline comparison.
+    """Judge SUITE, store the run, summarise it, gate it against the baseline.
 
-    With no baseline yet, a first run records one (exit 0: first baseline recorded, nothing
-    compared); where a baseline is required (CI set, or --require-baseline) a missing one
-    fails instead (exit 5), naming the file to commit.
+    --offline replays the cache: no network, no key. A first run records the baseline;
+    under CI a missing one fails (exit 5). Concurrency, timeouts, output mode and the rest
+    are settings (`judge workspace config`).
 
-    Exit 0: done, no regression (or a first baseline recorded). 1: a regression while
-    blocking. 2: bad input (named). 3: offline and judgments missing from the cache
-    (listed, with what changed). 4: no judgment succeeded (the first reason is printed).
-    5: not compared although a comparison was due: the baseline is another judge's,
-    rubric's or template's, no case in common, or a required baseline is missing (the
-    reason and the fix are printed). 130: interrupted (what was judged is stored).
+    Exit 0 done; 1 a regression; 2 bad input; 3 offline misses (listed); 4 no judgment
+    succeeded; 5 not compared (why, and the fix); 130 interrupted (what was judged is kept).
     """
     overrides: dict[str, Any] = {
         "rubric": rubric, "model": list(model) if model else None, "api_base": api_base,
@@ -168,7 +163,7 @@ def run(
         "sample_aggregate": aggregate,
         "cache_mode": "offline" if offline else cache_mode, "cache_dir": cache_dir,
         "store_url": store, "template": template, "output_mode": output_mode,
-        "stable_schema": stable_schema, "timeout": timeout, "llm": False if no_llm else None,
+        "stable_schema": stable_schema, "timeout": timeout,
         "cache_allow_unsigned": allow_unsigned_shared or None,
         "across_judges": True if across_judges else None,
         "require_baseline": True if require_baseline else None,
@@ -179,17 +174,18 @@ def run(
     except ValueError as exc:
         raise UsageError(str(exc), where="--shard", fix="e.g. --shard 2/3") from None
     request = RunRequest(suite=suite, tags=tuple(tag or ()), complexity=tuple(complexity or ()),
-                         ids=tuple(case or ()), check=not no_check, shard=part, group=group)
+                         ids=tuple(case or ()), check=not no_check, llm=not no_llm, shard=part,
+                         group=group)
     if watch:
         if json_out or batch:
             raise UsageError("--watch prints for people after every save",
                              where="--json" if json_out else "--batch",
                              fix="leave out --watch, or that flag")
-        raise typer.Exit(_Watch(overrides, request, watch_runs).loop())
+        raise typer.Exit(_Watch(overrides, request, watch_runs, detail).loop())
     if batch:
         raise typer.Exit(submit_batch(workspace, request, json_out=json_out))
     report = run_suite(workspace, request, observer=_Display())
-    _report(workspace, report, json_out=json_out)
+    _report(workspace, report, json_out=json_out, detail=detail)
     if report.verdict is not None and (junit or markdown):
         results = (report.group.results if report.group is not None
                    else run_headline(workspace, report.run.id))
@@ -198,7 +194,7 @@ def run(
     raise typer.Exit(report.exit_code)
 
 
-def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
+def _report(workspace: Workspace, report: RunReport, *, json_out: bool, detail: bool) -> None:
     verdict = report.verdict
     if json_out:
         emit_json_streaming({
@@ -215,14 +211,7 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
                if report.shared_tier is not None else {}),
         }, "cases", (r.model_dump(mode="json") for r in iter_results(workspace, report.run.id)))
     else:
-        rubric = workspace.rubric(report.run.rubric)
-        _print_summary(workspace, rubric, report.run, report.summary, report.summaries)
-        if report.quality is not None:
-            print_quality(report.quality)
-        if report.group is not None:
-            print_group(report.group)
-        if verdict is not None:
-            print_verdict(verdict)
+        _print_run(workspace, report, detail)
     err = err_console()
     if report.interrupted:
         err.print(Text.assemble(styled("interrupted", "yellow"), f": kept "
@@ -245,14 +234,66 @@ def _report(workspace: Workspace, report: RunReport, *, json_out: bool) -> None:
 
 
 CASE_TABLE_LIMIT = 40
-"""Runs with more cases print their failures only (`judge show RUN` lists every case)."""
+"""With ``--detail``, runs with more cases print their failures only (`judge runs show RUN`)."""
 FAILURES_SHOWN = 20
+RUN_DETAIL = ("every case's scores by category, each judge's calls, and the gate's every "
+              "reason, noise and case lists")
+"""What ``judge run --detail`` adds."""
 
 
-def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: Summary,
-                   summaries: dict[str, Summary]) -> None:
+def _print_run(workspace: Workspace, report: RunReport, detail: bool) -> None:
+    """The verdict and the scores first; then the run, its failures, its calls, the gate."""
+    rubric, run, summary, verdict = (workspace.rubric(report.run.rubric), report.run,
+                                     report.summary, report.verdict)
+    if verdict is not None:
+        print_verdict_head(verdict)
+    _print_scores(rubric, summary)
+    if report.group is not None:
+        print_group(report.group)
+    _print_warnings(summary)
+    if report.quality is not None:
+        print_quality(report.quality)
+    console().print()
+    _print_about(run, summary, report.summaries)
+    if detail and summary.cases <= CASE_TABLE_LIMIT:
+        _case_table(workspace, rubric, run)
+    elif summary.failures:
+        _failure_table(rubric, summary)
+    _print_calls(run, detail)
+    if verdict is not None:
+        print_verdict_body(verdict, detail=detail)
+    if not detail:
+        print_detail_hint(RUN_DETAIL)
+
+
+def _print_scores(rubric: Rubric, summary: Summary) -> None:
+    """``16 cases: scored 16, unscored 0 · pass rate 50% (…) · mean overall 58.2``."""
+    rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
+    mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
+    unjudged = summary.cases - summary.scored
+    console().print(
+        f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored {summary.unscored}"
+        + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
+        + f"  ·  pass rate [bold]{rate}[/] ({summary.passed} of {summary.cases} passed"
+        + (f", {unjudged} not judged" if unjudged else "")
+        + f"; pass ≥ {rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+
+
+def _print_warnings(summary: Summary) -> None:
+    """A degenerate judge, said where a reader of the scores is still looking."""
+    health = summary.judge_health
+    if health is None or not health.degenerate:
+        return
     out = console()
-    t = run.totals
+    out.print(styled("⚠ the judge looks degenerate: its AI scores carry little or no "
+                     "information", "yellow"))
+    for problem in health.problems:
+        out.print(styled(f"  - {problem}", "yellow"))
+
+
+def _print_about(run: RunInfo, summary: Summary, summaries: dict[str, Summary]) -> None:
+    """The run's id, suite, rubric, judges and seed; each judge of a panel; the averages."""
+    out = console()
     head, sample = headline_of(run)
     scored_by = f"  ·  scores from [bold]{escape(str(head))}[/]" if len(run.models) > 1 else ""
     if len(run.models) == 1 and sample < 0:
@@ -261,43 +302,27 @@ def _print_summary(workspace: Workspace, rubric: Rubric, run: RunInfo, summary: 
     out.print(f"[bold]run {escape(run.id)}[/]  suite [bold]{escape(run.suite)}[/]  rubric "
               f"{escape(run.rubric)}  judge {escape(', '.join(run.models))}  seed {run.seed}"
               f"{scored_by}")
-    if summary.cases <= CASE_TABLE_LIMIT:
-        _case_table(workspace, rubric, run)
-    elif summary.failures:
-        _failure_table(rubric, summary)
-    rate = "—" if summary.pass_rate is None else f"{summary.pass_rate:.0%}"
-    mean = "—" if summary.mean_overall is None else f"{summary.mean_overall:.1f}"
-    unjudged = summary.cases - summary.scored
-    out.print(f"{plural(summary.cases, 'case')}: scored {summary.scored}, unscored "
-              f"{summary.unscored}"
-              + (f", cache misses {summary.cache_misses}" if summary.cache_misses else "")
-              + f"  ·  pass rate [bold]{rate}[/] ({summary.passed} of {summary.cases} passed"
-              + (f", {unjudged} not judged" if unjudged else "")
-              + f"; pass ≥ {rubric.pass_score})  ·  mean overall [bold]{mean}[/]")
+    for name, s in summaries.items() if len(summaries) > 1 else ():
+        rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
+        out.print(f"  judge {name}: mean overall {s.mean_overall}, pass rate {rate}",
+                  markup=False)
     if summary.category_averages:
         out.print("category averages: " + ", ".join(
             f"{c} {v:.1f}" for c, v in summary.category_averages.items()), markup=False)
     if summary.bands:
         out.print(Text.assemble("bands: ", *_band_counts(summary.bands)))
-    health = summary.judge_health
-    if health is not None and health.degenerate:
-        # Said before the totals, where a reader of the bands is still looking.
-        out.print(styled("⚠ the judge looks degenerate: its AI scores carry little or no "
-                         "information", "yellow"))
-        for problem in health.problems:
-            out.print(styled(f"  - {problem}", "yellow"))
+
+
+def _print_calls(run: RunInfo, detail: bool) -> None:
+    """The calls, tokens, cost and time; with ``detail`` each judge's ledger; the cache."""
+    out, t = console(), run.totals
     out.print(f"model calls {t.calls}, cache hits {t.cache_hits}, tokens "
               f"{t.prompt_tokens}+{t.completion_tokens}, {cost_text(t.cost_usd, t.calls)}, "
               f"{t.wall_seconds:.1f}s", markup=False)
-    for line in ledger_lines(t.ledger):
+    for line in ledger_lines(t.ledger) if detail else ():
         out.print(f"  {line}", markup=False)
     if t.judgments:
         out.print(cache_line(t), markup=False)
-    if len(summaries) > 1:
-        for name, s in summaries.items():
-            rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
-            out.print(f"  judge {name}: mean overall {s.mean_overall}, pass rate {rate}",
-                      markup=False)
 
 
 def _band_counts(bands: dict[str, int]) -> list[Text | str]:
@@ -391,7 +416,7 @@ def _failure_table(rubric: Rubric, summary: Summary) -> None:
     more = summary.failures_total - len(rows)
     table(["case", "status", Column("overall", "right"), "band", "reason"], rows,
           title=f"failures ({summary.failures_total})",
-          caption=f"… and {more} more: judge show RUN --failures" if more > 0 else None)
+          caption=f"… and {more} more: judge runs show RUN --failures" if more > 0 else None)
 
 
 class _Watch:
@@ -404,8 +429,10 @@ class _Watch:
     Bounded: ``watching.MAX_RERUNS`` reruns, ``watching.MAX_WAIT_S`` without a save.
     """
 
-    def __init__(self, overrides: dict[str, Any], request: RunRequest, max_runs: int) -> None:
+    def __init__(self, overrides: dict[str, Any], request: RunRequest, max_runs: int,
+                 detail: bool) -> None:
         self.overrides, self.request, self.max_runs = overrides, request, max_runs
+        self.detail = detail
         self.root = Path.cwd()
         self.rubrics: list[str | None] = [overrides.get("rubric")]
         self.previous: RunInfo | None = None
@@ -449,10 +476,10 @@ class _Watch:
         except JudgeError as exc:
             print_error(exc)
             return False
-        _report(workspace, report, json_out=False)
+        _report(workspace, report, json_out=False, detail=self.detail)
         if self.previous is not None and not report.interrupted:
             console().print(f"what moved since run {self.previous.id}:", markup=False)
-            print_diff(diff_runs(workspace, self.previous.id, report.run.id))
+            print_diff(diff_runs(workspace, self.previous.id, report.run.id), self.detail)
         if not report.interrupted:
             self.previous = report.run
         return report.interrupted

@@ -1,10 +1,13 @@
-"""``judge suite generate|validate|show``: make, check and look at suite files, with no model.
+"""``judge suite validate|show|generate|schema``: check, look at, make and describe suite files.
 
-The work is in :mod:`judge.app.workspace.suites`; these commands parse flags and print results.
+No model is called. The work is in :mod:`judge.app.workspace.suites` and
+:mod:`judge.app.workspace.schemas`; these commands parse flags and print results. ``judge suite
+collect`` is :mod:`judge.cli.suite_collect`'s.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Annotated
@@ -12,6 +15,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from ..app.workspace.schemas import SchemaKind, schema_text
 from ..app.workspace.suites import (
     DEFAULT_RUBRIC,
     GenerateRequest,
@@ -32,13 +36,22 @@ SHOWN_TAGS = 12
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``suite generate|validate|show`` to ``app``."""
-    suite_app = typer.Typer(help="Generate, validate and show suite files.",
-                            no_args_is_help=True)
-    suite_app.command("generate")(suite_generate)
-    suite_app.command("validate")(suite_validate)
-    suite_app.command("show")(suite_show)
-    app.add_typer(suite_app, name="suite")
+    """Add the leaves of ``judge suite`` (validate, show, generate, schema) to ``app``."""
+    app.command("validate")(suite_validate)
+    app.command("show")(suite_show)
+    app.command("generate")(suite_generate)
+    app.command("schema")(suite_schema)
+
+
+def suite_schema() -> None:
+    """Print the JSON Schema (draft 2020-12) of suite files, for editors and CI.
+
+    Put `# yaml-language-server: $schema=PATH/suite.schema.json` on a suite's first line for
+    completion and validation as you type. The checked-in copy is
+    docs/schemas/suite.schema.json (`judge suite schema > docs/schemas/suite.schema.json`).
+    """
+    sys.stdout.write(schema_text(SchemaKind.suite))
+    sys.stdout.flush()
 
 
 def suite_generate(

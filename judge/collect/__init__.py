@@ -1,4 +1,4 @@
-"""Source adapters of ``judge collect``: each reads one kind of artefact into a Collected.
+"""Source adapters of ``judge suite collect``: each reads one kind of artefact into a Collected.
 
 git (the repository, through ``git``), junit (JUnit XML, through junitparser), gh (the JSON
 of ``gh pr view`` / ``gh run view``), agent_log (JSONL transcripts), task (a task file) and

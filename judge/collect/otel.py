@@ -390,7 +390,7 @@ def _read_document(handle: IO[bytes], path: Path, shown: str,
     size = path.stat().st_size
     if size > MAX_DOCUMENT_BYTES:
         raise UsageError(f"the file is one JSON document of {size:,} bytes; the limit is "
-                         f"{MAX_DOCUMENT_BYTES:,}", file=shown, where="judge collect otel",
+                         f"{MAX_DOCUMENT_BYTES:,}", file=shown, where="judge suite collect otel",
                          fix="export JSON lines (one batch or span a line) instead")
     handle.seek(0)
     # the bytes, the text and the parsed tree are never all held at once: each is dropped
@@ -430,7 +430,7 @@ def _counted(data: Any, shown: str, where: str, counter: list[int]) -> Iterator[
                     f"in memory ({counter[0]:,} spans)", file=shown, where=where,
                     fix="collect the traces in parts: split the file (JSON lines split at "
                         "any line, e.g. `split -l 500`) or export one run a file, and run "
-                        "judge collect otel on each with --append")
+                        "judge suite collect otel on each with --append")
             yield span
     except (ValueError, TypeError, AttributeError) as exc:
         raise _bad(shown, where, str(exc)) from None
@@ -446,11 +446,11 @@ def _files(path: Path, base: Path, shown: str) -> list[tuple[Path, str]]:
         found = sorted(p for p in full.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
         if not found:
             raise UsageError(f"no {', '.join(SUFFIXES)} files in {shown}", file=shown,
-                             where="judge collect otel", fix="name a trace file or a folder "
+                             where="judge suite collect otel", fix="name a trace file or a folder "
                              "holding them")
         if len(found) > MAX_FILES:
             raise UsageError(f"{len(found):,} trace files; the limit is {MAX_FILES:,}",
-                             file=shown, where="judge collect otel",
+                             file=shown, where="judge suite collect otel",
                              fix="name a smaller folder")
         return [(p, str(Path(shown) / p.relative_to(full))) for p in found]
     return [(full, shown)]

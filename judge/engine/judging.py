@@ -68,6 +68,7 @@ __all__ = [
     "exchange",
     "judge_meta",
     "judge_prepared",
+    "judge_request",
     "prepare",
     "repair_message",
     "scored_result",
@@ -300,12 +301,21 @@ def judge_meta(model: str, settings: JudgeSettings, key: str, turns: Sequence[Ca
 def build_request(prep: Prepared, model: str, settings: JudgeSettings, sample: int) -> JudgeRequest:
     """The logical request for one judge and one sample (seed + sample)."""
     assert prep.prompt is not None
-    schema = prep.schema
+    return judge_request(prep.prompt, prep.schema, model, settings, sample)
+
+
+def judge_request(prompt: RenderedPrompt, schema: dict[str, Any] | None, model: str,
+                  settings: JudgeSettings, sample: int = 0) -> JudgeRequest:
+    """The logical request of a rendered prompt and its rubric's schema, as the settings ask.
+
+    The schema sent is the rubric's, without the case's citation enum under
+    ``stable_schema``, and answer-first on a closed scale under ``score_mode = "expected"``.
+    """
     if settings.stable_schema and schema is not None:
         schema = stable_schema(schema)
     if settings.score_mode == "expected" and schema is not None:
         schema = expected_schema(schema, SCALE)
-    return JudgeRequest(model=model, messages=prep.prompt.messages,
+    return JudgeRequest(model=model, messages=prompt.messages,
                         temperature=settings.temperature, seed=settings.seed_for(sample),
                         schema=schema,
                         output_mode=settings.output_mode, params=settings.params)

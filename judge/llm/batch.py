@@ -41,8 +41,8 @@ from .client import (
     OutputMode,
     classify,
     load_litellm,
+    request_body,
     resolve_output_mode,
-    response_format,
     token_count,
 )
 
@@ -199,14 +199,8 @@ class _CallArgs(TypedDict, total=False):
 def batch_line(custom_id: str, request: JudgeRequest, wire_model: str,
                mode: OutputMode) -> BatchLine:
     """One JSONL line of a batch input file: the body a live call would send."""
-    body: dict[str, Any] = {"model": wire_model, "messages": [dict(m) for m in request.messages],
-                            "temperature": request.temperature, **dict(request.params)}
-    if request.seed is not None:
-        body["seed"] = request.seed
-    fmt = response_format(mode, request.schema)
-    if fmt is not None:
-        body["response_format"] = fmt
-    return {"custom_id": custom_id, "method": "POST", "url": _ENDPOINT, "body": body}
+    return {"custom_id": custom_id, "method": "POST", "url": _ENDPOINT,
+            "body": request_body(wire_model, request, mode)}
 
 
 def _error_text(error: Any) -> str:

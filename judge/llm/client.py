@@ -46,12 +46,12 @@ __all__ = [
     "classify",
     "load_litellm",
     "preload",
+    "request_body",
     "resolve_output_mode",
     "response_format",
     "token_count",
     "unreachable_message",
     "warm_first_call",
-    "wire_messages",
 ]
 
 OutputMode = Literal["json_schema", "json_object", "prompt"]
@@ -190,22 +190,32 @@ _CACHE_MARKER = {"type": "ephemeral"}
 _PREFIXES_KEPT = 4096
 
 
-def wire_messages(messages: Sequence[Mapping[str, str]], *,
-                  mark: bool) -> list[dict[str, Any]]:
-    """The messages as sent: as given, or with the first one marked as a cache breakpoint.
+def request_body(model: str, request: JudgeRequest, mode: OutputMode,
+                 messages: Sequence[Mapping[str, str]] | None = None, *,
+                 mark: bool = False) -> dict[str, Any]:
+    """What one completion hands LiteLLM for ``model`` (its LiteLLM name) in ``mode``.
 
-    The mark turns the first message (the rubric-only system message, the same bytes for
-    every case of a rubric) into one text block carrying ``cache_control``, the form LiteLLM
-    passes to Anthropic. Only the wire sees it: the cache key is made of the plain messages.
-    JSON door: the provider's message objects, handed to LiteLLM as they are.
+    JSON door: the provider's request, handed to LiteLLM as it is. ``messages`` override the
+    request's (a repair turn). ``mark`` turns the first message (the rubric-only system
+    message, the same bytes for every case of a rubric) into one text block carrying
+    ``cache_control``, the form LiteLLM passes to Anthropic; only the wire sees it, the cache
+    key is made of the plain messages. LiteLLM then adapts the body to the provider (the
+    provider's prefix off the model name); a client leaves out a ``seed`` the provider does
+    not take. No key, URL, timeout or retry count is in it.
     """
-    sent: list[dict[str, Any]] = [dict(m) for m in messages]
+    sent: list[dict[str, Any]] = [dict(m) for m in
+                                  (request.messages if messages is None else messages)]
     if mark and sent:
-        first: dict[str, Any] = dict(sent[0])
-        first["content"] = [{"type": "text", "text": first.get("content", ""),
-                             "cache_control": dict(_CACHE_MARKER)}]
-        sent[0] = first
-    return sent
+        sent[0] = {**sent[0], "content": [{"type": "text", "text": sent[0].get("content", ""),
+                                           "cache_control": dict(_CACHE_MARKER)}]}
+    body: dict[str, Any] = {"model": model, "messages": sent,
+                            "temperature": request.temperature, **dict(request.params)}
+    if request.seed is not None:
+        body["seed"] = request.seed
+    fmt = response_format(mode, request.schema)
+    if fmt is not None:
+        body["response_format"] = fmt
+    return body
 
 
 def token_count(value: Any) -> int | None:
@@ -569,20 +579,11 @@ class LiteLLMClient:
     async def _attempt(self, request: JudgeRequest, messages: Sequence[Mapping[str, str]],
                        mode: OutputMode) -> Completion:
         lit = load_litellm()
-        fmt = response_format(mode, request.schema)
-        kwargs: dict[str, Any] = {
-            "model": self.spec.name,
-            "messages": wire_messages(messages, mark=self._mark(messages, fmt)),
-            "temperature": request.temperature,
-            "timeout": self.spec.timeout,
-            "num_retries": 0,
-            "max_retries": 0,
-            **dict(request.params),
-        }
-        if request.seed is not None and self._takes(lit, "seed"):
-            kwargs["seed"] = request.seed
-        if fmt is not None:
-            kwargs["response_format"] = fmt
+        kwargs = request_body(self.spec.name, request, mode, messages,
+                              mark=self._mark(messages, response_format(mode, request.schema)))
+        if "seed" in kwargs and not self._takes(lit, "seed"):
+            del kwargs["seed"]
+        kwargs |= {"timeout": self.spec.timeout, "num_retries": 0, "max_retries": 0}
         if self.spec.api_base:
             kwargs["api_base"] = self.spec.api_base
         if self.spec.api_key:

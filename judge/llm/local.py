@@ -8,7 +8,7 @@ downloaded at run time. The server is called through LiteLLM as
 ``hosted_vllm/smollm2`` with its ``api_base`` — the same code path as any hosted model.
 
 A server started for a run is stopped when the run ends (also on Ctrl-C); one started with
-``judge local serve`` is reused by runs and left running until ``judge local stop``. A
+``judge judges local start`` is reused by runs and left running until ``judge judges local stop``. A
 run's server is started under :mod:`judge.system.child_guard`, which ends it when the run's
 process ends, so a killed ``judge run`` (``SIGKILL`` included) leaves no stray process either.
 """
@@ -59,6 +59,7 @@ __all__ = [
     "physical_cores",
     "pid_alive",
     "served_engine",
+    "served_model",
     "server_args",
     "server_status",
     "start_server",
@@ -124,6 +125,11 @@ def default_model_notice() -> str | None:
         return None
     return ("no judge model configured: using the local judge local/smollm2 "
             "(SmolLM2-135M-Instruct on llama.cpp, on this machine)")
+
+
+def served_model(name: str) -> str:
+    """The LiteLLM name a run calls ``local/NAME``'s server by (``hosted_vllm/smollm2``)."""
+    return f"hosted_vllm/{LOCAL_MODELS[_short_name(name)][2]}"
 
 
 def _short_name(name: str) -> str:
@@ -304,7 +310,7 @@ def served_engine(name: str, weights: WeightsInfo, args: list[str]) -> EngineInf
 
 
 class ServerRecord(FrozenView):
-    """A local server as its state file and ``judge local serve --json`` write it.
+    """A local server as its state file and ``judge judges local start --json`` write it.
 
     JSON only: the live process of a server this process started is kept beside it
     (:class:`StartedServer`), never inside it.
@@ -422,7 +428,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
     with open(log, "wb") as out:
         out.write(f"+ {' '.join(cmd)}\n".encode())  # the flags chosen, for whoever reads it
         out.flush()
-        # Detached (``judge local serve``): its own session, outliving this process. For a
+        # Detached (``judge judges local start``): its own session, outliving this process. For a
         # run: under a guard that ends it when this process ends, however it ends.
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True) \
@@ -445,7 +451,7 @@ def start_server(name: str, workspace: Path, *, port: int | None = None,
                          fix="read the log above")
     record = ServerRecord.model_validate({
         "name": f"local/{short}", "pid": proc.pid, "port": port, "apiBase": api_base,
-        "litellmModel": f"hosted_vllm/{alias}", "log": str(log), "detached": detached,
+        "litellmModel": served_model(name), "log": str(log), "detached": detached,
         "slots": SLOTS, "args": args, "served": served_engine(name, weights, args),
         **engine_info(name)})
     if detached:
@@ -510,7 +516,7 @@ def _end(proc: subprocess.Popen[bytes]) -> None:
 
 def ensure_server(name: str, workspace: Path | None = None, *,
                   logits: bool = False) -> LocalServer:
-    """Reuse the server ``judge local serve`` started, or start one for this run.
+    """Reuse the server ``judge judges local start`` started, or start one for this run.
 
     ``logits``: the run needs log-probabilities; a running server started without them is
     left alone and one with them is started for this run.

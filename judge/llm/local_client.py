@@ -2,7 +2,7 @@
 
 A run opens its judges before it knows which cases the cache answers. Starting the server
 then cost 4.5-5 s (16 s cold) for a run the cache answered whole (0 calls). This
-completer holds the recipe instead: the server is started (or a ``judge local serve`` one
+completer holds the recipe instead: the server is started (or a ``judge judges local start`` one
 reused) when the first cache miss asks for a completion, and released with the pool. A
 fully cached run starts no process.
 """

@@ -24,6 +24,7 @@ from ..app.workspace.settings import CacheModeName, ci_set
 from ..core.formats.models import CaseResult
 from ..core.formats.rubric import Rubric
 from ..core.formats.suite import Case, as_masked_case
+from ..core.outcomes.usage import cost_text
 from ..core.text.errors import JudgeError
 from .places import quoted_command, session_folder
 from .report import (
@@ -200,16 +201,16 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         for err in rep.errors[:5]:
             tr.write_line(f"  {err}")
     spent = st.spent
-    cost = "unknown" if spent.cost is None else f"${spent.cost_usd():.4f}"
+    cost = cost_text(spent.cost_usd(), st.model_calls)
     tr.write_line(f"judgments {st.judgments} · cache hits {st.cache_hits} · cache misses "
                   f"{st.cache_misses} · model calls {st.model_calls} · tokens "
                   f"{spent.tokens} (prompt {spent.prompt_tokens}, "
-                  f"completion {spent.completion_tokens}) · cost {cost} · time "
+                  f"completion {spent.completion_tokens}) · {cost} · time "
                   f"{st.seconds:.2f} s")
     for line in st.runs:
         tr.write_line(line)
     if st.runs:
-        tr.write_line("stored runs are listed by `judge history`")
+        tr.write_line("stored runs are listed by `judge runs list`")
 
 
 def _fail_on_judge_error(call: Callable[[], Any]) -> Any:
@@ -289,7 +290,7 @@ class SuiteCase:
         result = self.result
         if result is None:
             raise JudgeAssertionError(f"{self.case_id}: no result in run "
-                                      f"{self.outcome.run_id} (judge show "
+                                      f"{self.outcome.run_id} (judge runs show "
                                       f"{self.outcome.run_id})")
         if result.status == "cache_miss":
             raise JudgeAssertionError(describe(result, "no cached judgment (offline mode)",
@@ -321,7 +322,7 @@ def _regression(outcome: SuiteOutcome) -> str | None:
         lines.append(f"  newly unscored: {', '.join(c.newly_unscored)}")
     lines += [f"  - {reason}" for reason in c.blocked_reasons]
     lines += [f"  note: {note}" for note in v.notices]
-    lines.append(f"  run {v.run} is stored (judge show {v.run}); if the new scores are "
+    lines.append(f"  run {v.run} is stored (judge runs show {v.run}); if the new scores are "
                  f"right: judge baseline record {outcome.path} --from {v.run}")
     return "\n".join(lines)
 

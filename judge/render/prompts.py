@@ -638,7 +638,7 @@ class _SnapshotLoader(jinja2.BaseLoader):
 class _CompiledTemplates(jinja2.BytecodeCache):
     """Compiled template code kept in memory, by template file and source checksum.
 
-    A process that opens many renderers (``judge serve``, the pytest plugin, repeated runs
+    A process that opens many renderers (``judge workspace serve``, the pytest plugin, repeated runs
     in one process) compiles each template source once instead of once per renderer.
     """
 

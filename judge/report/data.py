@@ -1,7 +1,7 @@
 """What a report shows, as typed values, and the pure derivations behind them.
 
 Built by :mod:`judge.app.runs.reporting`, drawn by :mod:`judge.report.html`, and (later) served by
-``judge serve`` from the same values.
+``judge workspace serve`` from the same values.
 
 The pure derivations live here too: the band distribution, the per-category score
 distributions, each case's move against a reference (a baseline, or another run made into

@@ -1,8 +1,8 @@
-"""The HTTP door, ``judge serve``: the harness over HTTP with FastAPI on uvicorn.
+"""The HTTP door, ``judge workspace serve``: the harness over HTTP with FastAPI on uvicorn.
 
 Routes translate a request into the typed inputs of :mod:`judge.app` operations, call one,
 and render its result; every feature lives in the application layer, shared with the CLI.
-Needs the ``server`` extra (``pip install 'judgeflow[server]'``): only ``judge serve``
+Needs the ``server`` extra (``pip install 'judgeflow[server]'``): only ``judge workspace serve``
 imports this package.
 
 Layer: door. May import: the application and everything below it.

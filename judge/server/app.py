@@ -1,8 +1,8 @@
 """The FastAPI app of one workspace: its state, its routes, its error answers.
 
 Runs execute in the app's own event loop (:class:`judge.app.runs.jobs.RunJobs`); when the app
-stops (its lifespan ends, or ``judge serve`` gets SIGTERM) the active runs are cancelled and
-stored ``interrupted`` before it exits.
+stops (its lifespan ends, or ``judge workspace serve`` gets SIGTERM) the active runs are
+cancelled and stored ``interrupted`` before it exits.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None,
              bind: str | None = None, review: ReviewGrant | None = None) -> FastAPI:
     """The app of the workspace at ``root``, ready: settings read, store opened once.
 
-    What ``judge serve`` builds behind its gate; it raises what opening raises (a bad
+    What ``judge workspace serve`` builds behind its gate; it raises what opening raises (a bad
     ``judge.toml``: ``ConfigError``; a store that cannot be opened: ``StoreError``).
     """
     workspace = Workspace.open(root, env=env)

@@ -1,4 +1,4 @@
-"""The ASGI app ``judge serve`` binds first: ``/healthz`` at once, the rest once it is ready.
+"""The ASGI app ``judge workspace serve`` binds first: ``/healthz`` at once, the rest when ready.
 
 Importing FastAPI, the workspace and the store costs more than a second of CPU, so the
 process listens before it has them: a thread builds the real app (the workspace opened,

@@ -136,7 +136,7 @@ class SuiteItem(BaseModel):
     baseline: bool
     """The suite has a baseline file."""
     kind: str = "rubric"
-    """``rubric`` (run with ``judge run``) or ``pairwise`` (a pair suite: ``judge pairwise``)."""
+    """``rubric`` (run with ``judge run``) or ``pairwise`` (``judge judges pairwise``)."""
 
 
 class EvaluateBody(Frozen):

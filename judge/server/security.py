@@ -3,8 +3,8 @@
 With ``JUDGE_SERVER_TOKEN`` set, a request needs ``Authorization: Bearer <token>`` (compared
 in constant time), else 401 — reads too: runs, results and baselines are the workspace's
 data. Only the probes, the schema and the review page's shell are open. Without one —
-possible on loopback only, ``judge serve`` refuses other binds — requests are open to local
-programs, but no write comes from a web page's script: a write carrying an ``Origin``
+possible on loopback only, ``judge workspace serve`` refuses other binds — requests are open
+to local programs, but no write comes from a web page's script: a write carrying an ``Origin``
 header (every browser's cross-site POST does) is refused, so a page the user visits cannot
 start paid runs on their machine.
 

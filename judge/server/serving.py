@@ -1,4 +1,4 @@
-"""``judge serve``'s process: listen first, open the workspace behind, lose nothing at the end.
+"""``judge workspace serve``'s process: listen first, open the workspace behind, lose nothing.
 
 Start-up: uvicorn binds with a :class:`judge.server.readiness.Gate` as its app (``/healthz``
 answers within a few hundred milliseconds of exec); right after the socket listens, a thread
@@ -6,7 +6,7 @@ imports FastAPI and the application layer, opens the workspace and its store and
 app, then hands it to the gate, which lets the waiting requests through. The same thread
 then imports the model client library (litellm, seconds of CPU) so that the first run does
 not pay for it on the event loop. Should opening fail (a bad ``judge.toml``, a store that
-cannot be opened), the server stops and ``judge serve`` exits with that error.
+cannot be opened), the server stops and ``judge workspace serve`` exits with that error.
 
 On SIGTERM (or Ctrl-C) uvicorn's shutdown is preceded by ours: stop accepting connections,
 refuse new runs, cancel the active ones and wait until each has stored what it judged and
@@ -67,8 +67,8 @@ class _Server(uvicorn.Server):
         bound = self.servers[0].sockets[0].getsockname() if self.servers else None
         host, port = (bound[0], bound[1]) if bound else (self.config.host, self.config.port)
         host = str(host)
-        print(f"judge serve: {url_of(host, port)} (workspace {self.root})", file=sys.stderr,
-              flush=True)
+        print(f"judge workspace serve: {url_of(host, port)} (workspace {self.root})",
+              file=sys.stderr, flush=True)
         loop = asyncio.get_running_loop()
         threading.Thread(target=self._open, args=(loop,), name="judge-serve-open",
                          daemon=True).start()

@@ -334,7 +334,7 @@ class RunStore:
                 raise StoreError(
                     f"run store {self.url} is at schema revision {state.revision}; revision "
                     f"{first} changes existing data and is not applied on open: back the "
-                    f"store up, then run `judge store upgrade`")
+                    f"store up, then run `judge runs upgrade`")
             if state.revision is None and not self._server:
                 # An empty SQLite store (a first run): its tables at the head, stamped.
                 create_head(conn, _metadata)
@@ -796,7 +796,7 @@ class RunStore:
         return exc
 
     def _unknown(self, run_id: str) -> StoreError:
-        exc = UnknownRunError(f"no run {run_id!r} in {self.url}; `judge history` lists the runs")
+        exc = UnknownRunError(f"no run {run_id!r} in {self.url}; `judge runs list` lists the runs")
         exc.store = self.url
         return exc
 

@@ -66,7 +66,7 @@ class DamagedRowError(StoreError):
         self.damage = damage
         super().__init__(
             f"run store {url}: {damage.sentence()}; its score is not shown\n"
-            f"  fix: `judge store verify` lists every damaged row; re-run the suite "
+            f"  fix: `judge runs verify` lists every damaged row; re-run the suite "
             f"(cached judgments replay at no cost) or restore the store from a backup")
 
 

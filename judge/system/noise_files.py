@@ -27,7 +27,7 @@ __all__ = ["NOISE_DIR", "load_noise", "noise_path", "parse_noise", "save_noise"]
 NOISE_DIR = "noise"
 """Folder inside the baselines folder."""
 
-_FIX = ("measure it again (`judge noise measure RUN` from a --samples run, or `judge noise "
+_FIX = ("measure it again (`judge judges noise RUN` from a --samples run, or `judge judges noise "
         "probe SUITE`), with JUDGE_CACHE_SECRET set if the team uses one; never edit it by hand")
 
 

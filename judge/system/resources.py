@@ -144,7 +144,8 @@ def _calibrated(rubric: Rubric, path: Path, sealer: Sealer) -> Rubric:
     file = path.parent / str(rubric.calibration)
     try:
         text = read_input(file, RubricError, MAX_CALIBRATION_BYTES,
-                          "give the path of a `judge calibrate` file, relative to the rubric")
+                          "give the path of a `judge judges calibrate` file, relative to the "
+                          "rubric")
     except RubricError as exc:
         raise RubricError(f"its calibration {str(file)!r}: {exc.message}", file=str(path),
                           where="calibration", fix=exc.fix) from None

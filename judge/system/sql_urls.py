@@ -7,7 +7,7 @@ Decisions:
   workspace needs no ``mkdir`` first. In-memory databases and SQLite URIs (``file:…``,
   ``?uri=true``) are left as written.
 - What is shown of a URL never holds its password: :attr:`SqlUrl.shown` (in messages, repr,
-  ``judge config``) and :meth:`SqlUrl.scrub` (a driver's message, which may quote it).
+  ``judge workspace config``) and :meth:`SqlUrl.scrub` (a driver's message, which may quote it).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`judge calibrate` and `judge rescore` with a calibration, against a loopback judge with a
+"""`judge judges calibrate` and `judge rescore` with a calibration, against a loopback judge with a
 known monotone bias: ``fake-judge~40-70`` answers ``fake-judge``'s scores squeezed into
 40..70, and the people's labels are ``fake-judge``'s scores (0..100) with a little noise.
 
@@ -137,7 +137,7 @@ def test_calibration_lowers_held_out_mad_and_rescore_makes_no_call(ws: Ws) -> No
 
 def test_without_a_labels_file_the_suites_labels_are_read_as_agreement_reads_them(
         ws: Ws, tmp_path: Path) -> None:
-    """calib.labels.jsonl sits beside calib.yaml: the suite's labels, as `judge agreement`."""
+    """calib.labels.jsonl sits beside calib.yaml: the suite's labels, as `judges agreement`."""
     workspace = Workspace.open(ws.path, env={})
     run_id = ws.runs[JUDGE]["run"]["id"]
     given = calibrate(workspace, [run_id], ws.path / "calib.labels.jsonl",
@@ -145,7 +145,7 @@ def test_without_a_labels_file_the_suites_labels_are_read_as_agreement_reads_the
     own = calibrate(workspace, [run_id], out=tmp_path / "own.json")
     assert own.calibration.categories == given.calibration.categories
     assert own.calibration.cross_validation == given.calibration.cross_validation
-    proc = run_judge(["calibrate", run_id, "--out", str(tmp_path / "cli.json"), "--json"],
+    proc = run_judge(["judges", "calibrate", run_id, "--out", str(tmp_path / "cli.json"), "--json"],
                      ws.path)
     assert proc.returncode == 0, proc.stderr
     empty = tmp_path / "bare"
@@ -220,20 +220,20 @@ def test_a_calibration_is_sealed_and_an_edit_or_a_missing_seal_is_refused(
         for reader in readers:
             with pytest.raises(CalibrationError, match="edited by hand") as err:
                 load_rubric(str(rubric_file), sealer=reader)
-            assert err.value.file == str(report.path) and "judge calibrate" in (err.value.fix
+            assert err.value.file == str(report.path) and "judge judges calibrate" in (err.value.fix
                                                                                  or "")
 
 
 def test_cli_calibrate_prints_held_out_agreement(ws: Ws, tmp_path: Path) -> None:
     run_id = ws.runs[JUDGE]["run"]["id"]
-    proc = run_judge(["calibrate", run_id, "--labels", "calib.labels.jsonl", "--out",
+    proc = run_judge(["judges", "calibrate", run_id, "--labels", "calib.labels.jsonl", "--out",
                       str(tmp_path / "c.json"), "--json"], ws.path)
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["judge"] == JUDGE
     for fold in payload["crossValidation"].values():
         assert fold["after"]["meanAbsDiff"] < fold["before"]["meanAbsDiff"]
-    bad = run_judge(["calibrate", run_id, "--labels", "missing.jsonl"], ws.path)
+    bad = run_judge(["judges", "calibrate", run_id, "--labels", "missing.jsonl"], ws.path)
     assert bad.returncode == 2 and "missing.jsonl" in bad.stderr
 
 

@@ -132,13 +132,14 @@ def test_canary_and_batch_doors(tmp_path: Path, server: Any) -> None:
     assert submitted.returncode == 0, submitted.stderr
     job = json.loads(submitted.stdout)["job"]
     assert job["jobs"][0]["keys"] == 4 and job["status"] == "submitted"
-    waited = run_judge(["batch", "wait", job["id"], "--interval", "0", "--json"], tmp_path,
+    waited = run_judge(["runs", "batch", "wait", job["id"], "--interval", "0", "--json"], tmp_path,
                        env=env)
     assert waited.returncode == 0, waited.stderr
     out = json.loads(waited.stdout)
     assert out["run"]["totals"]["batchCalls"] == 4 and out["job"]["status"] == "finished"
-    canary = run_judge(["canary", "suite.jsonl", "--sample", "2", "--json"], tmp_path, env=env)
+    canary = run_judge(["judges", "canary", "suite.jsonl", "--sample", "2", "--json"], tmp_path,
+                       env=env)
     assert canary.returncode == 0, canary.stderr
     assert json.loads(canary.stdout)["summary"]["compared"] == 2
-    status = run_judge(["batch", "status", job["id"]], tmp_path, env=env)
+    status = run_judge(["runs", "batch", "status", job["id"]], tmp_path, env=env)
     assert status.returncode == 0 and "finished" in status.stdout

@@ -27,7 +27,7 @@ timeout = 12.5
 
 def test_precedence_and_sources(workspace: Path) -> None:
     (workspace / "judge.toml").write_text(TOML)
-    env = {"JUDGE_SEED": "5", "JUDGE_CONCURRENCY": "8", "JUDGE_LLM": "false",
+    env = {"JUDGE_SEED": "5", "JUDGE_CONCURRENCY": "8", "JUDGE_SAMPLES": "2",
            "JUDGE_TIMEOUT": "", "OTHER": "x"}
     cfg = Workspace.open(workspace, {"concurrency": 32, "seed": None, "template": "mine"}, env=env)
     expected = {
@@ -35,7 +35,7 @@ def test_precedence_and_sources(workspace: Path) -> None:
         "cache_dir": ("my-cache", "judge.toml"),
         "timeout": (12.5, "judge.toml"),  # an empty env value does not count
         "seed": (5, "env JUDGE_SEED"),  # a None flag was not passed
-        "llm": (False, "env JUDGE_LLM"),
+        "samples": (2, "env JUDGE_SAMPLES"),
         "concurrency": (32, "flag"),
         "template": ("mine", "flag"),
         "cache_mode": ("read-write", "default"),
@@ -121,7 +121,7 @@ def test_typo_in_judge_toml_names_file_and_key(workspace: Path) -> None:
         Workspace.open(workspace, env={})
     text = str(info.value)
     assert str(workspace / "judge.toml") in text and "concurency" in text
-    proc = run_judge(["config"], workspace)
+    proc = run_judge(["workspace", "config"], workspace)
     assert proc.returncode == 2
     assert "judge.toml" in proc.stderr and "concurency" in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -138,7 +138,7 @@ def test_bad_values_name_their_origin(workspace: Path) -> None:
     with pytest.raises(UsageError) as info:
         Workspace.open(workspace, env={"JUDGE_CONCURRENCY": "abc"})
     assert "concurrency" in str(info.value) and "env JUDGE_CONCURRENCY" in str(info.value)
-    proc = run_judge(["config"], workspace, env=judge_env(JUDGE_CONCURRENCY="abc"))
+    proc = run_judge(["workspace", "config"], workspace, env=judge_env(JUDGE_CONCURRENCY="abc"))
     assert proc.returncode == 2
     assert "env JUDGE_CONCURRENCY" in proc.stderr and "Traceback" not in proc.stderr
 
@@ -155,7 +155,7 @@ def test_bad_values_name_their_origin(workspace: Path) -> None:
 
 def test_config_json_shows_value_and_source(workspace: Path) -> None:
     (workspace / "judge.toml").write_text('model = "hosted_vllm/x"\nseed = 7\n')
-    proc = run_judge(["config", "--json"], workspace, env=judge_env(JUDGE_SAMPLES="3"))
+    proc = run_judge(["workspace", "config", "--json"], workspace, env=judge_env(JUDGE_SAMPLES="3"))
     assert proc.returncode == 0, proc.stderr
     shown: dict[str, Any] = json.loads(proc.stdout)
     assert set(shown) == set(Settings.model_fields)
@@ -164,7 +164,7 @@ def test_config_json_shows_value_and_source(workspace: Path) -> None:
     assert shown["seed"] == {"value": 7, "source": "judge.toml"}
     assert shown["samples"] == {"value": 3, "source": "env JUDGE_SAMPLES"}
     assert shown["concurrency"] == {"value": 16, "source": "default"}
-    human = run_judge(["config"], workspace)
+    human = run_judge(["workspace", "config"], workspace)
     assert human.returncode == 0 and "judge.toml" in human.stdout
 
 
@@ -179,7 +179,7 @@ def test_config_masks_credentials_inside_urls(workspace: Path) -> None:
     assert shown["store_url"]["value"] == "postgresql://app:[REDACTED]@db.internal/judge?sslmode=require"
     assert shown["model"] == {"value": ["hosted_vllm/x"], "source": "env JUDGE_MODEL"}
     assert [s.name for s in view.settings] == list(Settings.model_fields)
-    for args in (["config", "--json"], ["config"]):
+    for args in (["workspace", "config", "--json"], ["workspace", "config"]):
         proc = run_judge(args, workspace, env=judge_env(COLUMNS="200"))
         assert proc.returncode == 0, proc.stderr
         assert "s3cret" not in proc.stdout and "pw-xyz" not in proc.stdout
@@ -220,10 +220,10 @@ def test_run_honours_judge_toml(fake_server: Any, workspace: Path) -> None:
 
 
 def test_config_shows_the_local_judges_timeout(tmp_path: Path) -> None:
-    """`judge config` said 60 s where a local judge gets 900 s a judgment."""
+    """`judge workspace config` said 60 s where a local judge gets 900 s a judgment."""
     (derived,) = config_view(Workspace.open(tmp_path, env={})).derived
     assert (derived.name, derived.value) == ("timeout (local/ judges)", 900.0)
     (given,) = config_view(Workspace.open(tmp_path, env={"JUDGE_TIMEOUT": "30"})).derived
     assert (given.value, given.source) == (30.0, "the timeout setting")
-    shown = run_judge(["config"], tmp_path)
+    shown = run_judge(["workspace", "config"], tmp_path)
     assert shown.returncode == 0 and "timeout (local/ judges)" in shown.stdout

@@ -100,7 +100,16 @@ def test_diff_after_a_template_edit_lists_what_moved(fake_server: Any, workspace
     # Piped: plain lines, the header's first cells as the table's.
     header = next(line for line in human.stdout.splitlines() if line.startswith("case"))
     assert header.split()[:4] == ["case", "overall", "band", "pass"]
-    assert f"{report['changed']} of {report['compared']} cases changed" in text
+    # The counts first; a line per changed case; each category's scores: --detail.
+    lines = human.stdout.splitlines()
+    assert lines[0].startswith(f"{report['changed']} of {report['compared']} cases changed")
+    assert lines[1].startswith("overall scores: ")
+    assert header.split() == ["case", "overall", "band", "pass"] and "--detail" in lines[-1]
+    assert len(lines) <= 6 + report["changed"]
+    detail = run_judge(["diff", a_id, b_id, "--detail"], workspace)
+    assert detail.stdout.splitlines()[0] == lines[0]
+    assert any(line.split()[:5] == ["case", "overall", "band", "pass", "category"]
+               for line in detail.stdout.splitlines())
 
 
 def test_identical_runs_have_no_changed_cases(fake_server: Any, workspace: Path) -> None:
@@ -127,7 +136,7 @@ def test_diff_of_different_judges_names_the_models(fake_server: Any, workspace: 
 
 def test_unknown_run_exits_2(workspace: Path) -> None:
     done = run_judge(["diff", "nope", "nada", "--json"], workspace)
-    assert done.returncode == 2 and done.stdout == "" and "judge history" in done.stderr
+    assert done.returncode == 2 and done.stdout == "" and "judge runs list" in done.stderr
 
 
 # -- one notion of "changed", on handcrafted results ---------------------------------------

@@ -1,4 +1,4 @@
-"""``judge import``: recorded judgments become runs that agreement, compare, calibrate and the
+"""``judge judges import``: recorded judgments become runs that agreement, compare, calibrate and
 report read offline; the levels' values are scipy's on a fixture of our own; bad lines exit 2
 naming the line and the field, with nothing stored."""
 
@@ -73,8 +73,8 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                 "relevance": 2.5 + rng.randint(0, 4) / 2}})
     (root / "suite.jsonl").write_text("".join(json.dumps(c) + "\n" for c in cases))
     (root / "judged.jsonl").write_text("".join(json.dumps(j) + "\n" for j in judged))
-    proc = run_judge(["import", "judged.jsonl", "--suite", "suite.jsonl", "--scale", "1:5",
-                      "--json"], root)
+    proc = run_judge(["judges", "import", "judged.jsonl", "--suite", "suite.jsonl", "--scale",
+                      "1:5", "--json"], root)
     assert proc.returncode == 0, proc.stderr
     runs = {r["run"]["models"][0]: r["run"] for r in json.loads(proc.stdout)["runs"]}
     return {"root": root, "runs": runs, "people": people, "sampled": sampled}
@@ -101,7 +101,7 @@ def test_an_imported_run_is_marked_and_its_samples_are_averaged(ws: dict[str, An
 
 def test_agreement_gives_every_level_as_scipy_computes_it(ws: dict[str, Any]) -> None:
     run = ws["runs"]["judge-x"]
-    proc = run_judge(["agreement", run["id"], "--group-by", "metadata.doc", "--system-by",
+    proc = run_judge(["judges", "agreement", run["id"], "--group-by", "metadata.doc", "--system-by",
                       "metadata.system", "--json"], ws["root"])
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(proc.stdout)["rows"]
@@ -141,7 +141,7 @@ def test_compare_calibrate_and_report_read_imported_runs(ws: dict[str, Any],
     compared = json.loads(proc.stdout)
     assert [j["name"] for j in compared["judges"]] == ["judge-x", "judge-y"]
     assert compared["pairs"][0]["aligned"] == DOCS * SYSTEMS
-    proc = run_judge(["calibrate", y, "--out", str(tmp_path / "cal.json"), "--json"],
+    proc = run_judge(["judges", "calibrate", y, "--out", str(tmp_path / "cal.json"), "--json"],
                      ws["root"])
     assert proc.returncode == 0, proc.stderr
     proc = run_judge(["report", x, "--output", str(tmp_path / "report.html")], ws["root"])
@@ -178,18 +178,18 @@ def test_a_bad_line_exits_2_naming_it_and_stores_nothing(ws: dict[str, Any], tmp
                                                          what: str) -> None:
     bad = tmp_path / "bad.jsonl"
     bad.write_text(text)
-    before = run_judge(["history", "--json"], ws["root"]).stdout
-    proc = run_judge(["import", str(bad), "--suite", "suite.jsonl", "--scale", "1:5"],
+    before = run_judge(["runs", "list", "--json"], ws["root"]).stdout
+    proc = run_judge(["judges", "import", str(bad), "--suite", "suite.jsonl", "--scale", "1:5"],
                      ws["root"])
     assert proc.returncode == 2, proc.stderr
     assert str(bad) in proc.stderr and where in proc.stderr and what in proc.stderr, \
         proc.stderr
-    assert run_judge(["history", "--json"], ws["root"]).stdout == before
+    assert run_judge(["runs", "list", "--json"], ws["root"]).stdout == before
 
 
 def test_a_bad_scale_is_refused(ws: dict[str, Any]) -> None:
     for scale in ("5:1", "1-5", "a:b"):
-        proc = run_judge(["import", "judged.jsonl", "--suite", "suite.jsonl", "--scale",
+        proc = run_judge(["judges", "import", "judged.jsonl", "--suite", "suite.jsonl", "--scale",
                           scale], ws["root"])
         assert proc.returncode == 2 and "--scale" in proc.stderr, proc.stderr
 
@@ -208,7 +208,7 @@ def test_several_reviewers_stand_beside_the_judge_in_agreement_report_and_review
               for who in ("ana", "bo")]
     (root / "suite.labels.jsonl").write_text(dump_labels(labels))
     run = ws["runs"]["judge-x"]["id"]
-    proc = run_judge(["agreement", run, "--json"], root)
+    proc = run_judge(["judges", "agreement", run, "--json"], root)
     assert proc.returncode == 0, proc.stderr
     (row,) = json.loads(proc.stdout)["rows"]
     people = {p["category"]: p for p in row["people"]}
@@ -216,7 +216,7 @@ def test_several_reviewers_stand_beside_the_judge_in_agreement_report_and_review
     assert people["coherence"]["reviewers"] == ["ana", "bo"]
     assert people["coherence"]["alpha"] is not None and people["coherence"]["pairwise"]["n"] == 1
     assert [r["withOthers"]["n"] for r in people["coherence"]["byReviewer"]] == [DOCS * SYSTEMS] * 2
-    text = run_judge(["agreement", run, "--detail"], root).stdout
+    text = run_judge(["judges", "agreement", run, "--detail"], root).stdout
     assert "people beside judge-x, coherence: 2 reviewers" in " ".join(text.split())
     proc = run_judge(["report", run, "--output", str(tmp_path / "r.html")], root)
     assert proc.returncode == 0, proc.stderr

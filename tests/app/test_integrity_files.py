@@ -75,7 +75,7 @@ def test_garbled_cache_db_is_exit_2_from_verify_stats_export_and_run(
                         f"{recorded[1]}/v1"], ws)
     _assert_names_file(online, "cache.db")
     # Found as the cache opens, before any run row: nothing is left "running".
-    history = run_judge(["history", "--json"], ws)
+    history = run_judge(["runs", "list", "--json"], ws)
     assert history.returncode == 0, history.stderr
     assert [r["status"] for r in json.loads(history.stdout)] == ["complete"]
 
@@ -103,7 +103,7 @@ def test_garbled_run_store_is_exit_2_naming_it(recorded: tuple[Path, str],
                                                tmp_path: Path) -> None:
     ws = copy_of(recorded, tmp_path)
     assert garble(ws / ".judge" / "judge.db") > 0
-    _assert_names_file(run_judge(["history"], ws), "judge.db")
+    _assert_names_file(run_judge(["runs", "list"], ws), "judge.db")
     _assert_names_file(offline(ws), "judge.db")
 
 

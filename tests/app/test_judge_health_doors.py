@@ -48,7 +48,7 @@ def test_zero_judge_is_called_degenerate_at_every_door(tmp_path: Path, server: A
     assert page.returncode == 0, page.stderr
     html = (ws / "r.html").read_text(encoding="utf-8")
     assert 'id="judge-health"' in html and "constant AI scores: all 42 are 0" in html
-    canary = run_judge(["canary", "suite.yaml", "--sample", "6", "--model", ZERO,
+    canary = run_judge(["judges", "canary", "suite.yaml", "--sample", "6", "--model", ZERO,
                         "--api-base", server.base_url + "/v1", "--json"], ws, env=ENV)
     assert canary.returncode == 0, canary.stderr
     summary = json.loads(canary.stdout)["summary"]

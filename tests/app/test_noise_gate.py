@@ -41,7 +41,7 @@ def noisy(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         first = run_judge(["run", "suites/suite.yaml", *base, "--seed", "1", "--json"], ws)
         assert first.returncode == 0, first.stderr
         assert _json(first)["baseline"]["baselineRecorded"] is True
-        probe = run_judge(["noise", "probe", "suites/suite.yaml", *base, "--seed", "1",
+        probe = run_judge(["judges", "noise", "--probe", "suites/suite.yaml", *base, "--seed", "1",
                            "--json"], ws)
         assert probe.returncode == 0, probe.stderr
         model = _json(probe)

@@ -1,4 +1,4 @@
-"""A pair suite given to `judge run` names `judge pairwise`; the suite index lists it."""
+"""A pair suite given to `judge run` names `judge judges pairwise`; the suite index lists it."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ def test_judge_run_on_a_pair_suite_names_judge_pairwise(tmp_path: Path) -> None:
     shutil.copy(PAIRS, tmp_path / "pairs.yaml")
     proc = run_judge(["run", "pairs.yaml", "--offline"], tmp_path)
     assert proc.returncode == 2, proc.stderr
-    assert "it is judged by `judge pairwise`, not `judge run`" in proc.stderr
-    assert "fix: run `judge pairwise " in proc.stderr
+    assert "it is judged by `judge judges pairwise`, not `judge run`" in proc.stderr
+    assert "fix: run `judge judges pairwise " in proc.stderr
     assert "pairs.yaml --model MODEL`" in proc.stderr
     assert "allowed top-level keys" not in proc.stderr
     assert not (tmp_path / "baselines").exists()

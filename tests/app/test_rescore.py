@@ -137,7 +137,7 @@ def test_weight_change_recomputes_overall_without_a_call(ws: Ws) -> None:
             (old["overallScore"], old["band"], old["passed"])
     assert payload["casesMoved"] == moved
 
-    history = run_judge(["history", "--json"], ws.path)
+    history = run_judge(["runs", "list", "--json"], ws.path)
     assert history.returncode == 0, history.stderr
     entry = next(r for r in json.loads(history.stdout) if r["id"] == payload["run"]["id"])
     assert entry["rubric"] == "task-weights"
@@ -186,14 +186,14 @@ def test_different_categories_exit_2_naming_them(ws: Ws) -> None:
     data["categories"][2]["id"] = "process"
     data.get("signals", {}).pop("processCompliance", None)  # collect's rules name categories
     (ws.path / "rubrics" / "task-renamed.yaml").write_text(yaml.safe_dump(data))
-    runs_before = len(json.loads(run_judge(["history", "--json"], ws.path).stdout))
+    runs_before = len(json.loads(run_judge(["runs", "list", "--json"], ws.path).stdout))
     proc = run_judge(["rescore", ws.run_id, "--rubric", "task-renamed", "--json"], ws.path)
     assert proc.returncode == 2
     assert proc.stdout == ""
     for name in ("processCompliance", "'process'", "task-renamed"):
         assert name in proc.stderr, proc.stderr
     assert "same categories" in proc.stderr
-    assert len(json.loads(run_judge(["history", "--json"], ws.path).stdout)) == runs_before
+    assert len(json.loads(run_judge(["runs", "list", "--json"], ws.path).stdout)) == runs_before
 
 
 def test_rescore_door_prints_the_report(ws: Ws) -> None:

@@ -4,6 +4,7 @@ and rejecting the bad inputs a schema can express (the loaders catch the rest)."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from jsonschema import Draft202012Validator
 from test_rubric import BROKEN
 
 from judge.app.workspace.schemas import SchemaKind, reference_page, schema_text
+from judge.app.workspace.settings import ENVIRONMENT, FLAG_ONLY, Settings, env_name
 
 DOCS = ROOT / "docs"
 SUITES = [ROOT / "examples" / "task-evaluation" / "suite.yaml",
@@ -34,7 +36,7 @@ def _data(text: str) -> Any:
 
 
 def test_checked_in_copies_are_current() -> None:
-    """Regenerate with `judge schema suite|rubric|reference` (see docs/reference.md)."""
+    """Regenerate with `judge suite schema`, `judge rubric schema`, `judge workspace reference`."""
     for kind in SchemaKind:
         path = DOCS / "schemas" / f"{kind.value}.schema.json"
         assert path.read_text(encoding="utf-8") == schema_text(kind), path
@@ -42,10 +44,29 @@ def test_checked_in_copies_are_current() -> None:
 
 
 def test_the_command_prints_the_checked_in_schema(tmp_path: Path) -> None:
-    done = run_judge(["schema", "rubric"], tmp_path)
+    done = run_judge(["rubric", "schema"], tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (DOCS / "schemas" / "rubric.schema.json").read_text()
-    assert run_judge(["schema", "nonsense"], tmp_path).returncode == 2
+    assert run_judge(["rubric", "schema", "nonsense"], tmp_path).returncode == 2
+
+
+def test_every_variable_has_one_row_in_the_reference() -> None:
+    """Each setting's row names its one variable; every JUDGE_* the code reads is a setting's
+    or listed among the variables that are not settings; nothing listed is unread."""
+    page = reference_page().split("## Settings file")[1]
+    for name in Settings.model_fields:
+        row = next(line for line in page.splitlines() if line.startswith(f"| `{name}` |"))
+        shown = "a command's flag only" if name in FLAG_ONLY else f"`{env_name(name)}`"
+        assert shown in row, row
+    variables = {env_name(n) for n in Settings.model_fields} | set(ENVIRONMENT)
+    read = {m for path in (ROOT / "judge").rglob("*.py")
+            for m in re.findall(r"\bJUDGE_[A-Z_]+[A-Z]\b", path.read_text(encoding="utf-8"))}
+    assert read - variables == set()  # a variable the code reads that the table lacks
+    listed = {v for v in ENVIRONMENT if v.startswith("JUDGE_")}
+    assert listed - read == set()  # a listed variable nothing reads
+    for name in ENVIRONMENT:
+        assert f"| `{name}` |" in page, name
+    assert "| `llm` |" not in page  # --no-llm is a choice of one run, not a setting
 
 
 def test_every_key_is_described() -> None:

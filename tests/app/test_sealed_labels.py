@@ -188,7 +188,7 @@ def test_a_2_000_000_line_labels_file_is_refused_by_its_size(ws: tuple[Path, str
         f.truncate(2_000_000 * 250)
     before = _snapshot(root, skip=path)
     for args in (["review", run_id, "--import", str(path)],
-                 ["calibrate", run_id, "--labels", str(path)]):
+                 ["judges", "calibrate", run_id, "--labels", str(path)]):
         proc = run_judge(args, root)
         _refused(proc, "file too large", "the limit is 16,777,216 bytes")
     assert _snapshot(root, skip=path) == before

@@ -41,7 +41,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, s
         sampled = run_judge(["run", *base, "--samples", "2", "--no-check", "--json"], ws)
         assert sampled.returncode == 0, sampled.stderr
         run = json.loads(sampled.stdout)["run"]["id"]
-        assert run_judge(["noise", "measure", run], ws).returncode == 0
+        assert run_judge(["judges", "noise", run], ws).returncode == 0
         assert run_judge(["run", *base, "--seed", "1"], ws).returncode == 0  # the baseline
         checked = run_judge(["run", *base, "--seed", "2", "--no-check", "--json"], ws)
         assert checked.returncode == 0, checked.stderr

@@ -80,9 +80,9 @@ def test_echoed_key_reaches_no_store_export_json_or_stderr(
     assert handler.calls < 20  # 401 is a configuration error: stopped early
     run_id = payload["run"]["id"]
     outputs = {"run --json": run.stdout, "run stderr": run.stderr}
-    for args in (["show", run_id, "--json"], ["check", run_id, "--json"],
-                 ["export", run_id, "-f", "jsonl"], ["export", run_id, "-f", "csv"],
-                 ["cache", "export", "-"], ["history", "--json"], ["show", run_id]):
+    for args in (["runs", "show", run_id, "--json"], ["check", run_id, "--json"],
+                 ["runs", "export", run_id, "-f", "jsonl"], ["runs", "export", run_id, "-f", "csv"],
+                 ["cache", "export", "-"], ["runs", "list", "--json"], ["runs", "show", run_id]):
         proc = run_judge(args, workspace, env=env)
         outputs[" ".join(args)] = proc.stdout + proc.stderr
     for path in workspace.rglob("*"):
@@ -90,7 +90,8 @@ def test_echoed_key_reaches_no_store_export_json_or_stderr(
             outputs[str(path)] = path.read_bytes().decode("utf-8", "replace")
     leaked = [where for where, text in outputs.items() if KEY in text]
     assert not leaked
-    assert "Incorrect API key" in outputs[f"show {run_id} --json"]  # the reason is kept, masked
+    # The reason is kept, masked.
+    assert "Incorrect API key" in outputs[f"runs show {run_id} --json"]
 
 
 def _closed_port() -> int:

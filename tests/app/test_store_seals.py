@@ -1,6 +1,6 @@
 """The sealed run store: an aimed change to a stored result, a run's totals
 or a baseline's threshold is reported as damage by `show`, `export`, `check` and
-`judge store verify` (exit 2, naming the run and the case), never shown as a score."""
+`judge runs verify` (exit 2, naming the run and the case), never shown as a score."""
 
 from __future__ import annotations
 
@@ -129,9 +129,9 @@ def test_an_aimed_flip_is_reported_by_every_door_never_shown(
     ws = copy_of(recorded, tmp_path)
     run_id, case_id = FLIPS[flip](ws)
     shown = case_id + "x" if flip.startswith("a result moved") and case_id else case_id
-    for args in (["show", run_id, "--json"], ["export", run_id], ["check", run_id]):
+    for args in (["runs", "show", run_id, "--json"], ["runs", "export", run_id], ["check", run_id]):
         assert_damage(run_judge(args, ws), run_id, shown)
-    verify = run_judge(["store", "verify", "--json"], ws)
+    verify = run_judge(["runs", "verify", "--json"], ws)
     assert verify.returncode == 2, verify.stderr
     report = json.loads(verify.stdout)
     assert [(d["run"], d["case"]) for d in report["damaged"]] == [(run_id, shown)]
@@ -143,13 +143,13 @@ def test_a_value_that_no_longer_parses_is_exit_2_not_70(recorded: Path, tmp_path
     with closing(db(ws)) as conn:
         conn.execute("UPDATE case_results SET result_json = ? WHERE case_id = ?",
                      (text.replace("{", "[", 1), case_id))
-    for args in (["show", run_id, "--json"], ["export", run_id], ["check", run_id]):
+    for args in (["runs", "show", run_id, "--json"], ["runs", "export", run_id], ["check", run_id]):
         assert_damage(run_judge(args, ws), run_id, case_id)
 
 
 def test_an_intact_store_verifies(recorded: Path, tmp_path: Path) -> None:
     ws = copy_of(recorded, tmp_path)
-    proc = run_judge(["store", "verify", "--json"], ws)
+    proc = run_judge(["runs", "verify", "--json"], ws)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["damaged"] == [] and report["unsealed"] == 0 and report["checked"] > 1
@@ -160,9 +160,9 @@ def test_seals_keyed_with_the_secret_refuse_a_recomputed_plain_digest(
         recorded: Path, tmp_path: Path) -> None:
     """With JUDGE_CACHE_SECRET, an edit whose plain sha256 was recomputed does not verify."""
     ws, env = keyed_copy(recorded, tmp_path)
-    assert run_judge(["store", "verify"], ws, env=env).returncode == 0
+    assert run_judge(["runs", "verify"], ws, env=env).returncode == 0
     # Read without the secret: reported, not trusted.
-    plain = run_judge(["store", "verify", "--json"], ws)
+    plain = run_judge(["runs", "verify", "--json"], ws)
     assert plain.returncode == 2 and "JUDGE_CACHE_SECRET" in plain.stdout
 
 
@@ -195,7 +195,7 @@ def test_a_deleted_row_is_refused_by_the_gate_and_verify(recorded: Path, tmp_pat
     check = run_judge(["check", run_id, "--json"], ws)
     assert_damage(check, run_id, None)
     assert "missing from the store" in check.stderr and "deleted" in check.stderr
-    verify = run_judge(["store", "verify", "--json"], ws)
+    verify = run_judge(["runs", "verify", "--json"], ws)
     assert verify.returncode == 2, verify.stderr
     (damage,) = json.loads(verify.stdout)["damaged"]
     assert damage["run"] == run_id and "missing" in damage["reason"]
@@ -211,11 +211,11 @@ def test_a_store_sealed_with_the_secret_takes_no_unsealed_row(
         conn.execute("UPDATE case_results SET result_json = ?, overall_score = ?, seal = NULL "
                      "WHERE run_id = ? AND case_id = ?",
                      (edited, json.loads(edited)["overallScore"], run_id, case_id))
-    for args in (["show", run_id, "--json"], ["export", run_id], ["check", run_id]):
+    for args in (["runs", "show", run_id, "--json"], ["runs", "export", run_id], ["check", run_id]):
         proc = run_judge(args, ws, env=env)
         assert_damage(proc, run_id, case_id)
         assert "carries no seal" in proc.stderr
-    verify = run_judge(["store", "verify", "--json"], ws, env=env)
+    verify = run_judge(["runs", "verify", "--json"], ws, env=env)
     assert verify.returncode == 2, verify.stderr
     report = json.loads(verify.stdout)
     assert report["unsealed"] == 1 and [d["case"] for d in report["damaged"]] == [case_id]

@@ -1,7 +1,7 @@
 """Bad labels, calibration, baseline and collected files: exit 2, nothing written.
 
 Each row was exit 70 (a 5,000-digit number or deep nesting in a labels or calibration file,
-``judge calibrate --out`` naming a folder, ``calibration: /dev/zero``), silently wrong (a
+``judge judges calibrate --out`` naming a folder, ``calibration: /dev/zero``), silently wrong (a
 duplicate key: the last wins) or named the wrong file (``gh`` JSON with ``number: 10^30``
 named the output suite). Now: exit 2 naming the file, the place and a fix, and the workspace
 byte-identical (the shared table's runner, tests/bad_inputs.py).
@@ -24,7 +24,7 @@ BIG = "1" + "0" * 30  # 10^30
 
 
 def _calibrate(labels: str, *extra: str) -> tuple[str, ...]:
-    return ("calibrate", "RUN", "--labels", labels, *extra)
+    return ("judges", "calibrate", "RUN", "--labels", labels, *extra)
 
 
 def _rubric(calibration: str) -> str:
@@ -74,20 +74,20 @@ ROWS = (
              ("rubric", "validate", "r.yaml"), ("cal.json", "categories.agentPerformance.labels")),
     BadInput("gh pr JSON with number: 10^30",
              {"pr.json": json.dumps({"number": int(BIG), "title": "t", "state": "OPEN"})},
-             ("collect", "--id", "c1", "--gh-pr", "pr.json", "-o", "s.jsonl"),
+             ("suite", "collect", "--id", "c1", "--gh-pr", "pr.json", "-o", "s.jsonl"),
              ("pr.json", "--gh-pr", "31 digits")),
     BadInput("gh run JSON with a duplicate key",
              {"run.json": '{"databaseId": 1, "conclusion": "success", "conclusion": "failure"}'},
-             ("collect", "--id", "c1", "--gh-run", "run.json", "-o", "s.jsonl"),
+             ("suite", "collect", "--id", "c1", "--gh-run", "run.json", "-o", "s.jsonl"),
              ("run.json", "duplicate key 'conclusion'")),
     BadInput("agent log line with a duplicate key",
              {"a.jsonl": '{"role": "user", "content": "a"}\n'
                          '{"role": "user", "content": "a", "content": "b"}\n'},
-             ("collect", "--id", "c1", "--agent-log", "a.jsonl", "-o", "s.jsonl"),
+             ("suite", "collect", "--id", "c1", "--agent-log", "a.jsonl", "-o", "s.jsonl"),
              ("a.jsonl", "line 2", "duplicate key 'content'")),
     BadInput("OTel trace with a duplicate key",
              {"t.jsonl": '{"resourceSpans": [], "resourceSpans": [{}]}\n'},
-             ("collect", "otel", "t.jsonl", "-o", "s.yaml"), ("t.jsonl", "duplicate key")),
+             ("suite", "collect", "otel", "t.jsonl", "-o", "s.yaml"), ("t.jsonl", "duplicate key")),
     BadInput("cache import line with a duplicate key",
              {"x.jsonl": '{"key": "' + "a" * 64 + '", "key": "' + "b" * 64 + '"}\n'},
              ("cache", "import", "x.jsonl"), ("line 1", "duplicate key 'key'")),

@@ -281,7 +281,7 @@ def test_a_run_says_once_what_the_shared_tiers_rows_are_checked_for(
     assert "authenticated" not in err and "unsigned" not in err
     waived, err = tier({"JUDGE_CACHE_SECRET": SECRET}, "--allow-unsigned-shared")
     assert waived["rows"] == "unsigned-accepted" and err.count(waived["notice"]) == 1
-    config = run_judge(["config"], root, env=judge_env(JUDGE_CACHE_ALLOW_UNSIGNED="1"))
+    config = run_judge(["workspace", "config"], root, env=judge_env(JUDGE_CACHE_ALLOW_UNSIGNED="1"))
     assert "ignored: a command's flag only" in config.stdout
     (root / "judge.toml").write_text(f'cache_url = "{pg_url}"\ncache_require_signed = true\n')
     both = run_judge([*args, "--allow-unsigned-shared"], root,

@@ -1,4 +1,4 @@
-"""`judge agreement` end to end: the example suite (its LLM cases carry people's labels)
+"""`judge judges agreement` end to end: the example suite (its LLM cases carry people's labels)
 judged by the loopback fake judge twice, the second time under an edited template (another
 digest), then set against the labels; and the statistics checked against sklearn and scipy."""
 
@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import numpy as np
 import pytest
+import yaml
 from conftest import EXAMPLE_SUITE, ROOT, load_fake_server, run_judge
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
@@ -65,7 +66,7 @@ def ws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str, st
 
 
 def _json(root: Path, *args: str) -> dict[str, Any]:
-    proc = run_judge(["agreement", *args, "--json"], root)
+    proc = run_judge(["judges", "agreement", *args, "--json"], root)
     assert proc.returncode == 0, proc.stderr
     data: dict[str, Any] = json.loads(proc.stdout)
     return data
@@ -92,9 +93,20 @@ def test_two_runs_two_rows_keyed_by_template_digest(ws: tuple[Path, str, str]) -
     assert all(m["changed"] == ["template"] for m in moves.values())
     # Same judge, same seed, a comment-only template edit: agreement does not move.
     assert moves["meanAbsDiff"]["beyondInterval"] is False
-    proc = run_judge(["agreement", first, second], root)
+    proc = run_judge(["judges", "agreement", first, second], root)
     assert proc.returncode == 0, proc.stderr
     assert a["templateHash"][:8] in proc.stdout and b["templateHash"][:8] in proc.stdout
+    # The newest run's verdict first, whether agreement moved second; the tables: --detail.
+    lines = proc.stdout.splitlines()
+    assert lines[0] == f"newest run {second}: {b['agreement']['verdict']}"
+    beyond = any(m["beyondInterval"] for m in data["movements"]
+                 if m["statistic"] in ("weightedKappa", "meanAbsDiff"))
+    assert ("beyond the earlier run's interval" if beyond else "stayed within") in lines[1]
+    assert len(lines) <= 10 and "--detail" in lines[-1]
+    assert "largest disagreements (" not in proc.stdout
+    detail = run_judge(["judges", "agreement", first, second, "--detail"], root)
+    assert detail.stdout.splitlines()[0] == lines[0]
+    assert "largest disagreements (" in detail.stdout and "taskOutcomeQuality" in detail.stdout
 
 
 def test_values_match_sklearn_and_scipy(ws: tuple[Path, str, str]) -> None:
@@ -139,7 +151,7 @@ def test_without_labels_exit_2_and_nothing_written(ws: tuple[Path, str, str],
     empty = tmp_path / "none.labels.jsonl"
     empty.write_text("", encoding="utf-8")
     before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
-    proc = run_judge(["agreement", first, "--labels", str(empty)], root)
+    proc = run_judge(["judges", "agreement", first, "--labels", str(empty)], root)
     assert proc.returncode == 2, proc.stderr
     assert "no people's labels" in proc.stderr and "judge review" in proc.stderr
     assert proc.stdout == ""
@@ -173,7 +185,7 @@ def test_disagreements_link_to_their_case_on_the_review_page(
     assert row.review_page == f"http://127.0.0.1:8765/review/{second}"
     found = row.agreement.disagreements
     assert found, "the fake judge parts from the people somewhere"
-    proc = run_judge(["agreement", second], root)  # one run: the detail is shown
+    proc = run_judge(["judges", "agreement", second, "--detail"], root)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     head = next(i for i, line in enumerate(lines) if line.startswith("largest disagreements"))
@@ -218,7 +230,7 @@ def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str
                                                         tmp_path: Path) -> None:
     root, first, second = ws
     path, labels = _people_file(root, first, tmp_path)
-    plain = run_judge(["history", "--json"], root)
+    plain = run_judge(["runs", "list", "--json"], root)
     assert plain.returncode == 0, plain.stderr
     assert all("agreement" not in r for r in json.loads(plain.stdout))  # unchanged shape
     none_yet = run_judge(["history", "--agreement", "--json"], root)
@@ -248,7 +260,7 @@ def test_history_shows_agreement_with_the_stored_labels(ws: tuple[Path, str, str
 
 def test_history_intervals_are_judge_agreements_and_scipys(ws: tuple[Path, str, str],
                                                            tmp_path: Path) -> None:
-    """`judge history --agreement` carries the intervals `judge agreement` shows for the run,
+    """`judge history --agreement` carries the intervals `judge judges agreement` shows for the run,
     and they are the percentiles of scipy's ρ and numpy's MAD over the same resamples."""
     root, first, _ = ws
     path, _ = _people_file(root, first, tmp_path)
@@ -257,7 +269,7 @@ def test_history_intervals_are_judge_agreements_and_scipys(ws: tuple[Path, str, 
     proc = run_judge(["history", "--agreement", "--json"], root)
     assert proc.returncode == 0, proc.stderr
     got = next(r["agreement"] for r in json.loads(proc.stdout) if r["id"] == first)
-    (row,) = _json(root, first, "--labels", str(path))["rows"]  # through `judge agreement`
+    (row,) = _json(root, first, "--labels", str(path))["rows"]  # through `judge judges agreement`
     overall = row["agreement"]["overall"]
     assert got["intervals"] == overall["intervals"]  # the same floats, every statistic
     for stat in ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgreement"):
@@ -292,7 +304,7 @@ def test_history_intervals_are_judge_agreements_and_scipys(ws: tuple[Path, str, 
         ci = got["intervals"][stat]
         assert (ci["low"], ci["high"]) == (pytest.approx(low), pytest.approx(high))
         assert ci["undefined"] == AGREEMENT_RESAMPLES - len(values)
-    # The table shows them with `judge agreement`'s formatting.
+    # The table shows them with `judge judges agreement`'s formatting.
     human = run_judge(["history", "--agreement"], root)
     assert human.returncode == 0, human.stderr
     line = next(x for x in human.stdout.splitlines() if x.startswith(first))
@@ -300,3 +312,27 @@ def test_history_intervals_are_judge_agreements_and_scipys(ws: tuple[Path, str, 
     assert (f"{got['weightedKappa']:.2f} [{kappa['low']:.2f}, {kappa['high']:.2f}]"
             in line)
     assert f"{got['meanAbsDiff']:.1f} [{mad['low']:.1f}, {mad['high']:.1f}]" in line
+
+
+def test_judges_agreement_reads_the_labels_the_review_page_stored(
+        ws: tuple[Path, str, str], tmp_path: Path) -> None:
+    """What `judge history --agreement` read (the store's labels) `judge judges agreement`
+    reads too: a suite with no `human:` field and no labels file is set against them."""
+    root, first, _ = ws
+    path, _ = _people_file(root, first, tmp_path)
+    suite = yaml.safe_load((root / "suite.yaml").read_text(encoding="utf-8"))
+    for case in suite["cases"]:
+        case.pop("human", None)
+    bare = tmp_path / "bare" / "suite.yaml"
+    bare.parent.mkdir()
+    bare.write_text(yaml.safe_dump(suite), encoding="utf-8")
+    proc = run_judge(["review", first, "--import", str(path)], root)  # idempotent
+    assert proc.returncode == 0, proc.stderr
+    (row,) = _json(root, first, "--suite", str(bare))["rows"]
+    (expected,) = _json(root, first, "--labels", str(path))["rows"]
+    assert row["agreement"] == expected["agreement"] and row["agreement"]["labelled"] > 10
+    deprecated = run_judge(["history", "--agreement", "--json"], root)
+    assert deprecated.stderr.startswith("`judge history --agreement` is now `judge judges "
+                                        "agreement`")
+    got = next(r["agreement"] for r in json.loads(deprecated.stdout) if r["id"] == first)
+    assert got["weightedKappa"] == row["agreement"]["overall"]["weightedKappa"]

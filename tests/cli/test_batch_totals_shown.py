@@ -1,4 +1,4 @@
-"""`judge show` and `judge history` print a batch run's stored totals.
+"""`judge runs show` and `judge runs list` print a batch run's stored totals.
 
 Before, a run whose judgments a provider batch answered (14 batch calls, $0.0018 stored)
 was shown as "0 model calls ... no paid calls": the lines counted only direct calls.
@@ -32,12 +32,12 @@ def _batch_run(root: Path) -> None:
 
 def test_show_and_history_print_the_batch_calls_and_their_cost(tmp_path: Path) -> None:
     _batch_run(tmp_path)
-    shown = run_judge(["show", RUN], tmp_path)
+    shown = run_judge(["runs", "show", RUN], tmp_path)
     assert shown.returncode == 0, shown.stderr
     calls = next(line for line in shown.stdout.splitlines() if line.startswith("calls"))
     assert "0 model calls + 14 batch calls ($0.0018)" in calls, calls
     assert "$0.0018" in calls.rsplit(";", 2)[-2] and "no paid calls" not in calls, calls
-    history = run_judge(["history"], tmp_path)
+    history = run_judge(["runs", "list"], tmp_path)
     assert history.returncode == 0, history.stderr
     assert "$0.0018" in history.stdout and "no paid calls" not in history.stdout, \
         history.stdout

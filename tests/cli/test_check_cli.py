@@ -1,4 +1,4 @@
-"""``judge baseline``, ``judge check`` and ``judge monitor`` against a real SQLite run store."""
+"""``judge baseline``, ``judge check`` and ``judge judges monitor`` against a real SQLite store."""
 
 from __future__ import annotations
 
@@ -219,7 +219,11 @@ def test_check_blocks_a_seeded_regression(ws: Workspace) -> None:
     assert "case-07: 82 → 71 (-11 points, threshold 5)" in proc.stdout
     assert "case-09: scored 64 → unscored (provider error: 503 Service Unavailable)" \
         in proc.stdout
-    assert "improved: case-08" in proc.stdout
+    assert "improved: case-08" not in proc.stdout and "--detail" in proc.stdout.splitlines()[-1]
+    assert len(proc.stdout.splitlines()) <= 8, proc.stdout
+    assert proc.stdout.splitlines()[0].startswith("⚠ regression")
+    detail = ws.judge("check", "--detail")
+    assert detail.returncode == 1 and "improved: case-08" in detail.stdout
     out = _json(ws.judge("check", "r2", "--json"))
     assert out["hasRegression"] is True and out["blocked"] is True
     assert out["regressedCases"] == ["case-07"] and out["newlyUnscored"] == ["case-09"]
@@ -304,26 +308,26 @@ def _jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
 def test_monitor_status_and_exit(ws: Workspace, failing: int, status: str, code: int) -> None:
     data = [{"id": f"q{i}", "overallScore": 40 if i < failing else 80} for i in range(100)]
     path = _jsonl(ws.root / "live.jsonl", data)
-    proc = ws.judge("monitor", str(path), "--rate", "1", "--json")
+    proc = ws.judge("judges", "monitor", str(path), "--rate", "1", "--json")
     assert proc.returncode == code, proc.stderr
     out = _json(proc)
     assert out["status"] == status and out["seen"] == out["sampled"] == 100
-    human = ws.judge("monitor", str(path), "--rate", "1")
+    human = ws.judge("judges", "monitor", str(path), "--rate", "1")
     assert human.returncode == code and human.stdout.startswith(status)
 
 
 def test_monitor_samples_reproducibly(ws: Workspace) -> None:
     data = [{"id": f"q{i}", "passed": i % 10 != 0} for i in range(1000)]
     path = _jsonl(ws.root / "live.jsonl", data)
-    first = _json(ws.judge("monitor", str(path), "--seed", "3", "--json"))
+    first = _json(ws.judge("judges", "monitor", str(path), "--seed", "3", "--json"))
     _jsonl(path, list(reversed(data)))
-    second = _json(ws.judge("monitor", str(path), "--seed", "3", "--json"))
+    second = _json(ws.judge("judges", "monitor", str(path), "--seed", "3", "--json"))
     assert first == second and 60 < first["sampled"] < 140
 
 
 def test_monitor_insufficient_is_exit_0(ws: Workspace) -> None:
     path = _jsonl(ws.root / "live.jsonl", [{"id": "a", "passed": False}])
-    proc = ws.judge("monitor", str(path), "--rate", "1")
+    proc = ws.judge("judges", "monitor", str(path), "--rate", "1")
     assert proc.returncode == 0 and "insufficient" in proc.stdout
 
 
@@ -336,12 +340,12 @@ def test_monitor_insufficient_is_exit_0(ws: Workspace) -> None:
 def test_monitor_malformed_line_exits_2(ws: Workspace, line: str, message: str) -> None:
     path = ws.root / "live.jsonl"
     path.write_text('{"id": 1, "passed": true}\n\n' + line + "\n", encoding="utf-8")
-    proc = ws.judge("monitor", str(path))
+    proc = ws.judge("judges", "monitor", str(path))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert message in proc.stderr and "live.jsonl" in proc.stderr
 
 
 def test_monitor_bad_thresholds_exit_2(ws: Workspace) -> None:
     path = _jsonl(ws.root / "live.jsonl", [{"id": "a", "passed": True}])
-    proc = ws.judge("monitor", str(path), "--warning", "0.5", "--critical", "0.7")
+    proc = ws.judge("judges", "monitor", str(path), "--warning", "0.5", "--critical", "0.7")
     assert proc.returncode == 2 and "critical_below" in proc.stderr

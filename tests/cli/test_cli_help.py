@@ -9,24 +9,14 @@ from conftest import run_judge
 from typer._click.core import Command, Context
 from typer.core import TyperGroup
 
-from judge.cli.app import COMMANDS, load_command
+from judge.cli.app import walk
 
 SAME_CONCEPT = {"cache_dir": "--cache-dir", "store": "--store", "directory": "--baselines-dir"}
 
 
 def _leaves() -> list[tuple[str, Command]]:
-    found: list[tuple[str, Command]] = []
-
-    def walk(name: str, command: Command) -> None:
-        if isinstance(command, TyperGroup):
-            for sub_name, sub in command.commands.items():
-                walk(f"{name} {sub_name}", sub)
-        else:
-            found.append((name, command))
-
-    for name in COMMANDS:
-        walk(name, load_command(name))
-    return found
+    return [(name, command) for name, command in walk()
+            if not isinstance(command, TyperGroup) or command.invoke_without_command]
 
 
 def test_every_option_is_described_with_a_conventional_placeholder() -> None:

@@ -19,6 +19,7 @@ import yaml
 from conftest import EXAMPLE_SUITE, ROOT, judge_env, run_judge
 
 from judge.cli import PIPE_CLOSED, main, output
+from judge.core.outcomes.usage import cost_text
 
 SHIPPED_CACHE = ROOT / "examples" / "task-evaluation" / "local-smollm2.cache.jsonl"
 CASE_IDS = [c["id"] for c in yaml.safe_load(EXAMPLE_SUITE.read_text())["cases"]]
@@ -46,15 +47,31 @@ def _assert_readable(text: str, *, width: int | None = None) -> None:
         assert all(len(line) <= width for line in lines if "│" in line)
 
 
-def test_run_piped_prints_one_whole_line_per_case(replayed: Path) -> None:
+def test_run_prints_its_verdict_first_and_a_screen_by_default(replayed: Path) -> None:
+    run_judge(["check"], replayed)  # an offline replay records no baseline: this does
     done = run_judge(["run", str(EXAMPLE_SUITE), "--offline"], replayed)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    # The gate's verdict, then the scores; the run's table of every case: --detail.
+    assert lines[0].startswith("✓ no regression  run ")
+    assert lines[1].startswith("16 cases: scored 16") and "pass rate" in lines[1]
+    assert len(lines) <= 30 and "--detail" in lines[-1]
+    assert "70/59→67" not in done.stdout and "no paid calls" in done.stdout
+    assert "calls = " not in done.stdout  # each judge's ledger: --detail
+    bare = run_judge(["run", str(EXAMPLE_SUITE), "--offline", "--no-check"], replayed)
+    assert bare.stdout.splitlines()[0].startswith("16 cases: scored 16")
+
+
+def test_run_piped_prints_one_whole_line_per_case(replayed: Path) -> None:
+    done = run_judge(["run", str(EXAMPLE_SUITE), "--offline", "--detail"], replayed)
     assert done.returncode == 0, done.stderr
     _assert_readable(done.stdout)
     lines = done.stdout.splitlines()
-    header = lines[0]
-    assert header.startswith("run ") and "suite task-evaluation-example" in header
-    assert "rubric task-evaluation" in header and "seed 42" in header
-    assert all(cat in lines[1] for cat in CATEGORIES)  # the column names, whole
+    header = next(n for n, line in enumerate(lines) if line.startswith("run "))
+    assert "suite task-evaluation-example" in lines[header]
+    assert "rubric task-evaluation" in lines[header] and "seed 42" in lines[header]
+    columns = next(line for line in lines if line.startswith("case "))
+    assert all(cat in columns for cat in CATEGORIES)  # the column names, whole
     case_lines = [line for line in lines if line.split()[:1] and line.split()[0] in CASE_IDS]
     assert len(case_lines) == len(CASE_IDS)
     # add-csv-export's agentPerformance, from the shipped cache: deterministic 70, AI 59.
@@ -80,7 +97,7 @@ def test_a_terminal_of_any_width_loses_nothing(replayed: Path, width: int,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(output, "_stdout_is_terminal", lambda: True)
     env = judge_env(COLUMNS=str(width), NO_COLOR="1")
-    done = run_judge(["run", str(EXAMPLE_SUITE), "--offline"], replayed, env=env)
+    done = run_judge(["run", str(EXAMPLE_SUITE), "--offline", "--detail"], replayed, env=env)
     assert done.returncode == 0, done.stderr
     tabled = "┃" in done.stdout
     # A table too wide for the terminal is printed as plain lines, never cut.
@@ -109,24 +126,28 @@ def test_plain_lines_align_and_keep_text_that_looks_like_markup() -> None:
 
 
 def test_cost_wording() -> None:
-    assert output.cost_text(None, 0) == "no paid calls"
-    assert output.cost_text(0.0, 0) == "no paid calls"
-    assert output.cost_text(None, 3) == "cost unknown"
-    assert output.cost_text(0.0, 3) == "$0.0000"
+    """Zero or unknown in words, never a ``$0.0000`` that reads as a price."""
+    assert cost_text(None, 0) == "no paid calls"
+    assert cost_text(0.0, 0) == "no paid calls"
+    assert cost_text(None, 3) == "cost unknown"
+    assert cost_text(0.0, 3) == "no paid calls"
+    assert cost_text(0.00004, 3) == "under $0.0001"
+    assert cost_text(0.00005, 3) == "$0.0001" and cost_text(0.0018, 14) == "$0.0018"
     assert output.plural(1, "case") == "1 case" and output.plural(2, "case") == "2 cases"
 
 
 def test_a_closed_pipe_ends_with_141_and_no_traceback(replayed: Path) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "judge", "run", str(EXAMPLE_SUITE), "--offline"],
-        cwd=replayed, env=judge_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [sys.executable, "-m", "judge", "run", str(EXAMPLE_SUITE), "--offline", "--no-check",
+         "--detail"], cwd=replayed, env=judge_env(), stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
     assert process.stdout is not None and process.stderr is not None
     first = process.stdout.readline()
     process.stdout.close()  # `| head -1`
     err = process.stderr.read().decode()
     process.stderr.close()
     assert process.wait(timeout=60) == PIPE_CLOSED
-    assert first.startswith(b"run ")
+    assert first.startswith(b"16 cases: scored 16")
     assert "Traceback" not in err and "Exception ignored" not in err
 
 

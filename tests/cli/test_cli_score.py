@@ -1,4 +1,4 @@
-"""``judge score``: the core's numbers on the command line, pure JSON, clear input errors."""
+"""``judge rubric score``: the core's numbers on the command line, pure JSON, clear input errors."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _good() -> dict[str, Any]:
 
 
 def test_example_scores_78_strong() -> None:
-    proc = _judge("score", str(EXAMPLE.relative_to(ROOT)), "--json")
+    proc = _judge("rubric", "score", str(EXAMPLE.relative_to(ROOT)), "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)  # the whole of stdout is one JSON document
     assert payload["overallScore"] == 78
@@ -58,7 +58,7 @@ def test_example_scores_78_strong() -> None:
 
 
 def test_json_stdout_is_pure(tmp_path: Path) -> None:
-    proc = _judge("score", str(EXAMPLE), "--json")
+    proc = _judge("rubric", "score", str(EXAMPLE), "--json")
     assert proc.returncode == 0
     assert proc.stdout.lstrip().startswith("{") and proc.stdout.rstrip().endswith("}")
     decoder = json.JSONDecoder()
@@ -69,7 +69,7 @@ def test_json_stdout_is_pure(tmp_path: Path) -> None:
 
 
 def test_human_output_shows_the_overall() -> None:
-    proc = _judge("score", str(EXAMPLE))
+    proc = _judge("rubric", "score", str(EXAMPLE))
     assert proc.returncode == 0, proc.stderr
     assert "78" in proc.stdout and "strong" in proc.stdout
 
@@ -79,7 +79,7 @@ def test_score_with_levels_rubric(tmp_path: Path) -> None:
         "factual_accuracy": {"level": "good"}, "completeness": {"level": "acceptable"},
         "citation_accuracy": {"level": "excellent"}, "source_quality": {"level": "poor"},
         "tool_efficiency": {"level": "good"}}})
-    proc = _judge("score", str(path), "--json")
+    proc = _judge("rubric", "score", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["overallScore"] == 73 and payload["passed"] is True
@@ -97,7 +97,7 @@ def test_bad_scores_exit_2_naming_file_and_field(tmp_path: Path, field: str, val
     data = _good()
     data["categories"]["taskOutcomeQuality"][field] = value
     path = _write(tmp_path, data)
-    proc = _judge("score", str(path), "--json")
+    proc = _judge("rubric", "score", str(path), "--json")
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert proc.stdout == ""
     assert str(path) in proc.stderr
@@ -110,7 +110,7 @@ def test_unknown_category_exits_2(tmp_path: Path) -> None:
     data = _good()
     data["categories"]["agentPerfromance"] = {"deterministic": 50, "ai": 50}
     path = _write(tmp_path, data)
-    proc = _judge("score", str(path), "--json")
+    proc = _judge("rubric", "score", str(path), "--json")
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert str(path) in proc.stderr and "categories.agentPerfromance" in proc.stderr
@@ -121,11 +121,11 @@ def test_unknown_key_and_invalid_json_exit_2(tmp_path: Path) -> None:
     data = _good()
     data["categories"]["processCompliance"]["determinstic"] = 90
     path = _write(tmp_path, data, "typo.json")
-    proc = _judge("score", str(path), "--json")
+    proc = _judge("rubric", "score", str(path), "--json")
     assert proc.returncode == 2 and str(path) in proc.stderr
     assert "determinstic" in proc.stderr
     broken = _write(tmp_path, '{"categories": {', "broken.json")
-    proc = _judge("score", str(broken), "--json")
+    proc = _judge("rubric", "score", str(broken), "--json")
     assert proc.returncode == 2 and str(broken) in proc.stderr and "JSON" in proc.stderr
     assert proc.stdout == ""
 
@@ -133,11 +133,11 @@ def test_unknown_key_and_invalid_json_exit_2(tmp_path: Path) -> None:
 def test_unknown_level_and_missing_file_exit_2(tmp_path: Path) -> None:
     path = _write(tmp_path, {"rubric": "research-agent",
                              "categories": {"completeness": {"level": "superb"}}})
-    proc = _judge("score", str(path), "--json")
+    proc = _judge("rubric", "score", str(path), "--json")
     assert proc.returncode == 2
     assert "categories.completeness.level" in proc.stderr and "excellent" in proc.stderr
     missing = tmp_path / "absent.json"
-    proc = _judge("score", str(missing), "--json")
+    proc = _judge("rubric", "score", str(missing), "--json")
     assert proc.returncode == 2 and str(missing) in proc.stderr
 
 
@@ -145,7 +145,7 @@ def test_unscored_case_is_reported_not_crashed(tmp_path: Path) -> None:
     data = _good()
     data["categories"]["processCompliance"] = {}
     path = _write(tmp_path, data)
-    proc = _judge("score", str(path), "--json")
+    proc = _judge("rubric", "score", str(path), "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
     assert payload["status"] == "unscored" and payload["overallScore"] is None

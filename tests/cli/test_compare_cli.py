@@ -166,12 +166,20 @@ def test_human_output_has_tables_flips_and_a_verdict(ws: Workspace,
     assert json.loads(as_json) == ws.compare(*two_runs)
     code, out, err = ws.judge("compare", *two_runs)
     assert code == 0, err
-    assert "mean diff" in out and "band flips (overall)" in out
-    assert f"{PLUS} scores" in " ".join(out.split()) and "points higher" in out
+    data = json.loads(as_json)
+    lines = out.splitlines()
+    # The verdict first, then a screen's summary; the tables of every category behind --detail.
+    assert lines[0] == data["pairs"][0]["verdict"] and "points higher" in lines[0]
+    assert lines[1:3] == [h["verdict"] for h in data["human"]]
+    assert len(lines) <= 25 and "mean diff" in out and "band flips A → B: " in out
+    assert "agentPerformance" not in out and "--detail" in lines[-1]
+    code, out, err = ws.judge("compare", *two_runs, "--detail")
+    assert code == 0, err
+    assert out.splitlines()[0] == data["pairs"][0]["verdict"]
+    assert "band flips (overall)" in out and "agentPerformance (AI)" in out
     assert "against human labels" in out
     assert "nan" not in out.lower()
     # each judge's largest disagreements with the people link to its run's review page
-    data = json.loads(as_json)
     runs = {j["name"]: j["runId"] for j in data["judges"]}
     assert any(h["disagreements"] for h in data["human"])
     for h in data["human"]:
@@ -214,22 +222,23 @@ def test_unknown_run_different_suites_and_an_unlabelled_lone_judge_exit_2(
     assert proc.returncode == 0, proc.stderr
     lone_run = json.loads(proc.stdout)["run"]["id"]
     code, _out, err = ws.judge("compare", lone_run)
-    assert code == 2 and "one judge" in err and f"judge agreement {lone_run}" in err
+    assert code == 2 and "one judge" in err and f"judge judges agreement {lone_run}" in err
 
 
 def test_one_labelled_run_is_its_judge_against_the_people(
         ws: Workspace, two_runs: tuple[str, str]) -> None:
-    """`judge compare RUN` answers what `judge agreement RUN` does, with the same numbers."""
+    """`judge compare RUN` answers what `judge judges agreement RUN` does, with the same numbers."""
     code, out, err = ws.judge("compare", two_runs[0], "--json")
     assert code == 0, err
     compared = json.loads(out)
     assert compared["pairs"] == [] and len(compared["human"]) == 1
-    code, out, err = ws.judge("agreement", two_runs[0], "--json")
+    code, out, err = ws.judge("judges", "agreement", two_runs[0], "--json")
     assert code == 0, err
     (row,) = json.loads(out)["rows"]
     assert compared["human"][0] == {**row["agreement"], "judge": compared["human"][0]["judge"]}
     code, out, err = ws.judge("compare", two_runs[0])
-    assert code == 0 and "against human labels" in out
+    assert code == 0 and out.splitlines()[0] == compared["human"][0]["verdict"]
+    assert "people → A  overall" in out
 
 
 def test_explicit_suite_of_another_id_is_refused(ws: Workspace,

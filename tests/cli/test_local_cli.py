@@ -1,4 +1,4 @@
-"""`judge local serve|status|stop` with the real llama.cpp server, and a run reusing it."""
+"""`judge judges local start|status|stop` with the real llama.cpp server, and a run reusing it."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def ws(workspace: Path) -> Iterator[Path]:
     finally:
         if state.is_file():
             pids.add(int(json.loads(state.read_text())["pid"]))
-        run_judge(["local", "stop"], workspace)
+        run_judge(["judges", "local", "stop"], workspace)
         for pid in pids:
             if not _gone(pid, wait=10):
                 os.kill(pid, 9)
@@ -73,23 +73,23 @@ def ws(workspace: Path) -> Iterator[Path]:
 
 
 def test_serve_status_reuse_stop(ws: Path) -> None:
-    proc = run_judge(["local", "status"], ws)
+    proc = run_judge(["judges", "local", "status"], ws)
     assert proc.returncode == 1 and "not running" in proc.stdout
 
-    proc = run_judge(["local", "serve", "--json"], ws, timeout=300)
+    proc = run_judge(["judges", "local", "start", "--json"], ws, timeout=300)
     assert proc.returncode == 0, proc.stderr
     started = json.loads(proc.stdout)
     assert started["state"] == "started" and started["name"] == "local/smollm2"
     pid = started["pid"]
     assert httpx.get(f"{started['apiBase']}/models", timeout=10).status_code == 200
 
-    proc = run_judge(["local", "serve"], ws)
+    proc = run_judge(["judges", "local", "start"], ws)
     assert proc.returncode == 0, proc.stderr
     assert "already running" in proc.stdout and f"pid {pid}" in proc.stdout
-    proc = run_judge(["local", "serve", "--json"], ws)
+    proc = run_judge(["judges", "local", "start", "--json"], ws)
     assert json.loads(proc.stdout)["state"] == "already running"
     assert json.loads(proc.stdout)["pid"] == pid
-    proc = run_judge(["local", "status", "--json"], ws)
+    proc = run_judge(["judges", "local", "status", "--json"], ws)
     assert proc.returncode == 0 and json.loads(proc.stdout)["server"]["pid"] == pid
 
     # No --model: the default local judge, served by the running server.
@@ -105,7 +105,7 @@ def test_serve_status_reuse_stop(ws: Path) -> None:
     assert case["judge"]["model"] == "local/smollm2" and case["judge"]["cached"] is False
     assert payload["run"]["models"] == ["local/smollm2"]
     assert not _gone(pid, wait=0), "the run stopped the server it only borrowed"
-    proc = run_judge(["local", "status", "--json"], ws)
+    proc = run_judge(["judges", "local", "status", "--json"], ws)
     assert proc.returncode == 0 and json.loads(proc.stdout)["server"]["pid"] == pid
 
     # The same case again on the same server, after another case of the rubric: the server
@@ -124,14 +124,14 @@ def test_serve_status_reuse_stop(ws: Path) -> None:
     log = (ws / ".judge" / "local" / "smollm2.log").read_text(errors="replace")
     assert "prefix-match hit" in log
 
-    proc = run_judge(["local", "stop"], ws)
+    proc = run_judge(["judges", "local", "stop"], ws)
     assert proc.returncode == 0 and "stopped" in proc.stdout
     assert _gone(pid)
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
-    proc = run_judge(["local", "status"], ws)
+    proc = run_judge(["judges", "local", "status"], ws)
     assert proc.returncode == 1 and "not running" in proc.stdout
-    proc = run_judge(["local", "stop"], ws)
+    proc = run_judge(["judges", "local", "stop"], ws)
     assert proc.returncode == 0 and "was not running" in proc.stdout
 
 
@@ -142,7 +142,7 @@ def test_unknown_local_model_lists_known_ones(workspace: Path) -> None:
     with pytest.raises(UsageError, match="local/smollm2"):
         start_server("local/nope", workspace)
     assert not (workspace / ".judge").exists()  # nothing started, nothing recorded
-    proc = run_judge(["local", "serve", "--model", "local/nope"], workspace)
+    proc = run_judge(["judges", "local", "start", "--model", "local/nope"], workspace)
     assert proc.returncode == 2 and "local/smollm2" in proc.stderr
 
 
@@ -153,11 +153,11 @@ def test_stop_never_signals_a_process_that_is_not_the_server(workspace: Path) ->
         state = workspace / ".judge" / "local" / "smollm2.json"
         state.parent.mkdir(parents=True)
         state.write_text(json.dumps({"pid": other.pid, "apiBase": "http://127.0.0.1:9/v1"}))
-        proc = run_judge(["local", "status"], workspace)
+        proc = run_judge(["judges", "local", "status"], workspace)
         assert proc.returncode == 1 and "not running" in proc.stdout
-        proc = run_judge(["local", "stop"], workspace)
+        proc = run_judge(["judges", "local", "stop"], workspace)
         assert proc.returncode == 0 and "was not running" in proc.stdout
-        assert other.poll() is None, "judge local stop killed an unrelated process"
+        assert other.poll() is None, "judge judges local stop killed an unrelated process"
         assert not state.exists()
     finally:
         other.kill()

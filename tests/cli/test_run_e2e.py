@@ -192,7 +192,7 @@ def test_interrupted_run_resumes_from_cache(workspace: Path, sig: signal.Signals
         server.set_options(latency_ms=0)  # the slow judge was for catching it mid-run
         # The next command that opens the store: no run is left "running"; a killed one is
         # abandoned, a signalled one interrupted, and what it judged is stored either way.
-        history = json.loads(run_judge(["history", "--json"], workspace).stdout)
+        history = json.loads(run_judge(["runs", "list", "--json"], workspace).stdout)
         assert [r["status"] for r in history] == \
             ["abandoned" if sig == signal.SIGKILL else "interrupted"]
         if sig != signal.SIGKILL:

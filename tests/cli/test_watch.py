@@ -81,7 +81,8 @@ def test_a_template_edit_rejudges_exactly_the_touched_cases(fake_server: Any,
     # A process of its own (forked: ``forked``), so Ctrl-C is a real SIGINT to the watch.
     proc = spawn_judge(
         ["--plain", "run", "suite.yaml", "--model", MODEL, "--api-base",
-         f"{fake_server.base_url}/v1", "--no-check", "--watch", "--watch-runs", "5"],
+         f"{fake_server.base_url}/v1", "--no-check", "--watch", "--watch-runs", "5",
+         "--detail"],
         workspace, judge_env(), pipes=True)
     assert proc.stdout is not None and proc.stderr is not None
     out, err = _Lines(proc.stdout), _Lines(proc.stderr)

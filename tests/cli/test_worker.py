@@ -57,8 +57,8 @@ def _judge(args: list[str], env: dict[str, str],
 
 
 def _status(env: dict[str, str], cwd: Path = ROOT) -> dict[str, object] | None:
-    """``judge worker status``, as the command prints it."""
-    out = _judge(["worker", "status"], env, cwd).stdout.decode().strip()
+    """``judge workspace worker status``, as the command prints it."""
+    out = _judge(["workspace", "worker", "status"], env, cwd).stdout.decode().strip()
     return None if out == "no worker running" else dict(json.loads(out))
 
 
@@ -122,7 +122,7 @@ def _workers(folder: Path) -> list[int]:
 def _started(env: dict[str, str], cwd: Path = ROOT) -> dict[str, object]:
     """Run a command through the worker and wait until the worker answers its status.
 
-    Asked in this process (the runtime dir is this process's too): a ``judge worker status``
+    Asked in this process (the runtime dir is this process's too): a ``workspace worker status``
     per poll was a process start each, while the worker imports.
     """
     assert _judge(["--version"], env, cwd).returncode == 0
@@ -219,7 +219,7 @@ RUBRICS = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "rubrics").glob("*.ya
 COMMANDS = [
     ["--version"],
     ["rubric", "validate", *RUBRICS],
-    ["score", "examples/score.json"],
+    ["rubric", "score", "examples/score.json"],
     # a file name that is not UTF-8: printed as a direct run's interpreter prints it
     ["rubric", "validate", os.fsdecode(b"bad\xff.yaml")],
     ["rubric", "validate", "no-such-rubric.yaml"],
@@ -284,7 +284,7 @@ def test_ci_and_no_worker_switch_it_off() -> None:
 def test_a_workspace_file_cannot_turn_the_worker_on(tmp_path: Path) -> None:
     """A cloned repository's judge.toml or [tool.judge] saying ``worker = true`` starts
     nothing: only the environment does. The file's line gets a notice naming the fix, and
-    ``judge config`` says the value is ignored."""
+    ``judge workspace config`` says the value is ignored."""
     ws = str(tmp_path)
     (tmp_path / "pyproject.toml").write_text("[tool.judge]\nworker = true\n")
     assert not client.enabled({})
@@ -385,7 +385,7 @@ def test_sigterm_to_the_client_ends_the_child(shared: Home) -> None:
 
     def children() -> list[int]:
         return [c for c in _children_of(worker) if c not in earlier]
-    proc = subprocess.Popen([sys.executable, "-m", "judge", "serve", "--port", "0"],
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "workspace", "serve", "--port", "0"],
                             cwd=shared.workspace,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -573,7 +573,7 @@ def test_a_set_of_commands_gives_the_same_everything_both_ways(
     side = {"direct": 0, "worker": 1}
     assert per_side(lambda n: ["rescore", first[side[n]], "--rubric", "heavy"]) == 0
     assert per_side(lambda n: ["diff", first[side[n]], second[side[n]]]) == 0
-    assert per_side(lambda n: ["show", second[side[n]]]) == 0
+    assert per_side(lambda n: ["runs", "show", second[side[n]]]) == 0
     assert per_side(lambda n: ["report", second[side[n]], "--against", first[side[n]],
                                "-o", "report.html"]) == 0
     assert same(["history"]) == 0

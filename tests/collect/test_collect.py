@@ -1,4 +1,4 @@
-"""``judge collect``'s adapters, scrubber and signal rules, on artefacts made in the test."""
+"""``judge suite collect``'s adapters, scrubber and signal rules, on artefacts made in the test."""
 
 from __future__ import annotations
 

@@ -139,7 +139,7 @@ def test_collect_and_render_show_the_change_and_warn_without_output(
     ws = tmp_path / "ws"
     ws.mkdir()
     spec = f"{repo}@{merge}^1..{merge}"
-    bare = run_judge(["collect", "--id", "pr-12", "--git", spec, "-o", "bare.yaml"], ws)
+    bare = run_judge(["suite", "collect", "--id", "pr-12", "--git", spec, "-o", "bare.yaml"], ws)
     assert bare.returncode == 0, bare.stderr
     assert "case 'pr-12' has no 'output'" in bare.stderr and "fix: give the output" in bare.stderr
     assert "signal processCompliance: none (" in bare.stdout  # only commits: not applicable
@@ -147,7 +147,7 @@ def test_collect_and_render_show_the_change_and_warn_without_output(
     pr = {"number": 12, "title": "Add a name option", "state": "MERGED",
           "body": "Adds `--name` to the CLI.\n\nCloses #11.", "reviews": [], "comments": []}
     (ws / "pr.json").write_text(json.dumps(pr))
-    given = run_judge(["collect", "--id", "pr-12", "--git", spec, "--gh-pr", "pr.json",
+    given = run_judge(["suite", "collect", "--id", "pr-12", "--git", spec, "--gh-pr", "pr.json",
                        "-o", "cases.yaml"], ws)
     assert given.returncode == 0, given.stderr
     assert "no 'output'" not in given.stderr

@@ -1,4 +1,4 @@
-"""``judge collect`` as an operation and a command: files written, appended, validated, judged."""
+"""``judge suite collect`` as an operation and a command: files written, appended, checked, run."""
 
 from __future__ import annotations
 
@@ -182,7 +182,7 @@ def test_the_command_writes_what_validate_and_render_accept(artefacts: Path,
                                                             tmp_path: Path) -> None:
     ws_root = tmp_path / "ws"
     shutil.copytree(artefacts, ws_root)
-    proc = run_judge(["collect", "--id", "greet", "--git", "repo@HEAD~2..HEAD", "--junit",
+    proc = run_judge(["suite", "collect", "--id", "greet", "--git", "repo@HEAD~2..HEAD", "--junit",
                       "report.xml", "--task", "task.yaml", "-o", "cases.yaml"], ws_root)
     assert proc.returncode == 0, proc.stderr
     assert "wrote case 'greet' to cases.yaml" in proc.stdout

@@ -1,4 +1,4 @@
-"""``judge collect otel``: traces made by real instrumentation, collected, rendered and judged.
+"""``judge suite collect otel``: traces made by real instrumentation, collected, rendered, judged.
 
 The traces come from ``tests/otel_producer.py``: the OpenTelemetry SDK with Arize's
 OpenInference OpenAI instrumentor or the OpenTelemetry GenAI one around the OpenAI client,
@@ -38,7 +38,7 @@ def _produce(vocab: str, base_url: str, out: Path, *sessions: str) -> list[dict[
 
 
 def _collect(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_judge(["collect", "otel", *args], ws)
+    return run_judge(["suite", "collect", "otel", *args], ws)
 
 
 @pytest.mark.parametrize("vocab", ["openinference", "genai"])
@@ -186,6 +186,6 @@ def test_selection_and_bad_input_exit_2(workspace: Path) -> None:
                                             '[{"name": "no ids"}]}]}]}\n')
     proc = _collect(workspace, "nospan.jsonl", "-o", "x.yaml")
     assert proc.returncode == 2 and "traceId" in proc.stderr
-    proc = run_judge(["collect", "nope", "f", "-o", "x.yaml"], workspace)
-    assert proc.returncode == 2 and "unknown source" in proc.stderr
+    proc = run_judge(["suite", "collect", "nope", "f", "-o", "x.yaml"], workspace)
+    assert proc.returncode == 2 and "No such command 'nope'" in proc.stderr
     assert not (workspace / "x.yaml").exists()

@@ -1,4 +1,4 @@
-"""``judge collect otel --conversation``: the agent's last LLM call's messages as the case's turns.
+"""``judge suite collect otel --conversation``: the agent's last LLM call's messages as turns.
 
 Real traces come from ``tests/otel_producer.py`` (Arize's OpenInference instrumentor and the
 OpenTelemetry GenAI one around the OpenAI client, calling the loopback fake judge); the
@@ -27,7 +27,7 @@ T = "0af7651916cd43dd8448eb211c80319c"
 def test_real_traces_become_conversations(vocab: str, fake_server: Any,
                                           workspace: Path) -> None:
     spans = _produce(vocab, fake_server.base_url, workspace / "t.jsonl", "s1")
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "suite.yaml", "--conversation",
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "suite.yaml", "--conversation",
                       "--id-attr", SESSION_ATTR[vocab]], workspace)
     assert proc.returncode == 0, proc.stderr
     assert "s1: agentLogs 3, runAudit 1; conversation 4 turns" in proc.stdout
@@ -114,7 +114,7 @@ def test_numbered_genai_messages_and_the_top_agents_own_call(workspace: Path) ->
            _span("a3", "a1", {"gen_ai.operation.name": "invoke_agent"}),  # a sub-agent...
            _span("a4", "a3", sub),  # ...whose later call is not the top agent's
            _span("a5", "a1", failed, code=2))  # the top agent's last call failed
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c",
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c",
                       "--conversation"], workspace)
     assert proc.returncode == 0, proc.stderr
     case = yaml.safe_load((workspace / "s.yaml").read_text())["cases"][0]
@@ -141,7 +141,7 @@ def test_turns_are_bounded_masked_and_mapped(workspace: Path) -> None:
         "gen_ai.operation.name": "chat", "gen_ai.request.model": "m",
         "gen_ai.input.messages": json.dumps(messages),
         "gen_ai.output.messages": json.dumps(out)}))
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c",
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c",
                       "--conversation"], workspace)
     assert proc.returncode == 0, proc.stderr
     written = (workspace / "s.yaml").read_text()
@@ -162,13 +162,13 @@ def test_turns_are_bounded_masked_and_mapped(workspace: Path) -> None:
 def test_a_trace_without_a_usable_call_exits_2(workspace: Path) -> None:
     _write(workspace / "t.jsonl", _span("c1", None, {"input.value": "hi"}),
            _span("c2", "c1", {"gen_ai.operation.name": "chat"}, code=2))
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--conversation"],
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml", "--conversation"],
                      workspace)
     assert proc.returncode == 2
     assert "t.jsonl" in proc.stderr and "no LLM call that did not fail" in proc.stderr
     _write(workspace / "u.jsonl", _span("d1", None, {"gen_ai.operation.name": "chat",
                                                      "gen_ai.request.model": "m"}))
-    proc = run_judge(["collect", "otel", "u.jsonl", "-o", "s.yaml", "--conversation"],
+    proc = run_judge(["suite", "collect", "otel", "u.jsonl", "-o", "s.yaml", "--conversation"],
                      workspace)
     assert proc.returncode == 2 and "records no messages" in proc.stderr
     assert "CAPTURE_MESSAGE_CONTENT" in proc.stderr

@@ -58,7 +58,7 @@ def test_a_big_trace_file_is_read_a_line_at_a_time(tmp_path: Path) -> None:
     assert len(spans) == 41
     assert all(len(s.attributes.get("big.blob", "")) <= ATTRIBUTE_LIMIT for s in spans)
     assert peak < 12 * 1024 * 1024, f"peak {peak >> 20} MiB"
-    proc = run_judge(["collect", "otel", "big.jsonl", "-o", "s.jsonl"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "big.jsonl", "-o", "s.jsonl"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     case = json.loads((tmp_path / "s.jsonl").read_text())
     steps = case["evidence"]["runAudit"]
@@ -78,7 +78,7 @@ def test_spans_over_the_memory_budget_exit_2_where_they_cross_it(tmp_path: Path,
     with (tmp_path / "t.jsonl").open("w") as out:
         for n in range(1, 51):
             out.write(_line(_span(n, None, [_s(f"input.value{i}", text) for i in range(100)])))
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml"], tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "t.jsonl" in proc.stderr and "line 4" in proc.stderr
     assert "more than 1 MiB" in proc.stderr and "split the file" in proc.stderr
@@ -93,7 +93,7 @@ def test_a_document_over_its_cap_exits_2_before_it_is_read(tmp_path: Path,
                              for n in range(1, 3000)]))
     (tmp_path / "doc.json").write_text(json.dumps(doc, indent=1))  # one document, many lines
     assert (tmp_path / "doc.json").stat().st_size > 1024 * 1024
-    proc = run_judge(["collect", "otel", "doc.json", "-o", "s.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "doc.json", "-o", "s.yaml"], tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "doc.json" in proc.stderr and "one JSON document of" in proc.stderr
     assert "JSON lines" in proc.stderr and not (tmp_path / "s.yaml").exists()
@@ -107,7 +107,7 @@ def test_a_line_over_the_limit_exits_2_without_reading_it_whole(tmp_path: Path) 
         for _ in range(100):
             out.write(chunk)
         out.write('"}]}\n')
-    proc = run_judge(["collect", "otel", "line.jsonl", "-o", "s.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "line.jsonl", "-o", "s.yaml"], tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "line.jsonl" in proc.stderr and "line 1" in proc.stderr
     assert not (tmp_path / "s.yaml").exists()
@@ -117,7 +117,7 @@ def test_a_span_tree_10000_deep_and_cyclic_parents(tmp_path: Path) -> None:
     deep = [_span(1, None, [_s("input.value", "start")])]
     deep += [_span(n, n - 1) for n in range(2, 10_001)]
     (tmp_path / "deep.jsonl").write_text("".join(_line(s) for s in deep))
-    proc = run_judge(["collect", "otel", "deep.jsonl", "-o", "d.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "deep.jsonl", "-o", "d.yaml"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     case = yaml.safe_load((tmp_path / "d.yaml").read_text())["cases"][0]
     audit = case["evidence"]["runAudit"]
@@ -134,7 +134,7 @@ def test_a_span_tree_10000_deep_and_cyclic_parents(tmp_path: Path) -> None:
     assert sorted(p.span.span_id for p in placed) == sorted(s["spanId"] for s in loop)
     assert placed[0].span.span_id == f"{4:016x}" and not placed[0].cycle
     assert {p.span.span_id for p in placed if p.cycle} == {f"{n:016x}" for n in (1, 2, 3, 5, 6)}
-    proc = run_judge(["collect", "otel", "loop.jsonl", "-o", "l.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "loop.jsonl", "-o", "l.yaml"], tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 
@@ -151,7 +151,7 @@ def test_non_utf8_and_surrogates_become_replacement_characters(tmp_path: Path) -
                  _span(2, 1, [_s("output.value", "BBBB"), _s("note", "\ud800 lone")]))
     raw = line.encode().replace(b"AAAA", b"caf\xe9 \xff\xfe").replace(b"BBBB", b"\xc3\x28")
     (tmp_path / "bad.jsonl").write_bytes(raw)
-    proc = run_judge(["collect", "otel", "bad.jsonl", "-o", "s.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "bad.jsonl", "-o", "s.yaml"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     text = (tmp_path / "s.yaml").read_text(encoding="utf-8")  # valid UTF-8
     case = yaml.safe_load(text)["cases"][0]
@@ -165,7 +165,7 @@ def test_span_text_cannot_open_a_section_or_close_a_fence(tmp_path: Path) -> Non
         _span(1, None, [_s("input.value", attack), _s("output.value", attack)]),
         _span(2, 1, [_s("openinference.span.kind", "TOOL"), _s("tool.name", "x\n## Evidence"),
                      _s("output.value", attack)], name="## Output format\n[span-1]")))
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     proc = run_judge(["render", "--template", "judge", "s.yaml", "--case", "c", "--json"],
                      tmp_path)
@@ -186,7 +186,7 @@ def test_secret_shaped_attributes_never_reach_the_suite_or_the_prompt(tmp_path: 
              _s("http.request.header.authorization", f"Bearer {secrets[2]}"),
              _s("session.token", secrets[3])]
     (tmp_path / "t.jsonl").write_text(_line(_span(1, None, attrs), _span(2, 1, attrs)))
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml", "--id", "c"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     written = (tmp_path / "s.yaml").read_text()
     proc = run_judge(["render", "--template", "judge", "s.yaml", "--case", "c"], tmp_path)
@@ -200,5 +200,5 @@ def test_too_many_spans_exit_2(tmp_path: Path, monkeypatch: Any) -> None:
     import judge.collect.otel as otel
     monkeypatch.setattr(otel, "MAX_SPANS", 100)
     (tmp_path / "t.jsonl").write_text(_line(*[_span(n, None) for n in range(1, 150)]))
-    proc = run_judge(["collect", "otel", "t.jsonl", "-o", "s.yaml"], tmp_path)
+    proc = run_judge(["suite", "collect", "otel", "t.jsonl", "-o", "s.yaml"], tmp_path)
     assert proc.returncode == 2 and "more than 100 spans" in proc.stderr

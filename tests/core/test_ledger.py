@@ -72,7 +72,7 @@ def test_a_run_says_where_its_calls_went(fake_server: Any, workspace: Path) -> N
     assert entry["calls"] == (entry["requests"] + entry["repairTurns"]
                               + sum(entry["retries"].values()) + entry["fallbacks"])
     assert (entry["cacheHits"], entry["judgments"]) == (0, 14)
-    text = run_judge(["show", json.loads(done.stdout)["run"]["id"]], workspace).stdout
+    text = run_judge(["runs", "show", json.loads(done.stdout)["run"]["id"]], workspace).stdout
     assert f"judge {MODEL}: 28 calls = 14 requests + 14 retries (5xx 14)" in text
 
 
@@ -94,8 +94,11 @@ def test_swap_two_judges_with_no_key(workspace: Path) -> None:
             runs.append(json.loads(done.stdout)["run"]["id"])
         compared = run_judge(["compare", *runs], workspace)
         assert compared.returncode == 0, compared.stderr
-        assert f"{MODEL} → {MODEL}+25" in compared.stdout
-        assert "band flips (overall):" in compared.stdout
+        lines = compared.stdout.splitlines()
+        # The verdict first, a screen in all: 14 cases read in 25 lines (the detail: --detail).
+        assert lines[0].startswith(f"{MODEL}+25 scores ") and "points higher" in lines[0]
+        assert len(lines) <= 25, compared.stdout
+        assert "band flips A → B: " in compared.stdout
     finally:
         server.terminate()
         assert server.wait(timeout=10) == 0
@@ -105,7 +108,7 @@ def test_swap_two_judges_with_no_key(workspace: Path) -> None:
 
 def test_cached_prompt_tokens_reach_the_run_ledger(fake_server: Any, workspace: Path) -> None:
     """The fake server's OpenAI-style prompt cache (vLLM-like: 16-token blocks, no minimum)
-    through LiteLLM to the judgments, the ledger and `judge show`."""
+    through LiteLLM to the judgments, the ledger and `judge runs show`."""
     fake_server.set_options(prompt_cache_block=16, prompt_cache_min=0)
     done = run_judge(["run", str(EXAMPLE_SUITE), "--model", MODEL, "--api-base",
                       fake_server.openai_base_url, "--no-check", "--json"], workspace)
@@ -119,5 +122,5 @@ def test_cached_prompt_tokens_reach_the_run_ledger(fake_server: Any, workspace: 
     # The run's totals sum every judge's (one judge here).
     assert run["totals"]["cachedTokens"] == entry["cachedTokens"]
     assert run["totals"]["cacheWriteTokens"] == entry["cacheWriteTokens"] == 0
-    text = run_judge(["show", run["id"]], workspace).stdout
+    text = run_judge(["runs", "show", run["id"]], workspace).stdout
     assert f"({entry['cachedTokens']} prompt tokens from the provider's cache)" in text

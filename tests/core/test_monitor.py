@@ -136,7 +136,7 @@ def test_config_validates() -> None:
         MonitorConfig(colour="red")  # type: ignore[call-arg]
 
 
-# --- reading a file of records (judge monitor's operation) -----------------------------------
+# --- reading a file of records (judge judges monitor's operation) ---------------------------
 
 @pytest.mark.parametrize(("line", "message"), [
     ("{not json", "invalid JSON"),

@@ -404,7 +404,8 @@ def _run(workspace: Path, **overrides: Any) -> tuple[int, dict[str, Any]]:
 
 
 def _cli(workspace: Path, *args: str) -> tuple[int, dict[str, Any], str]:
-    proc = run_judge(["pairwise", str(EXAMPLE), "--model", MODEL, "--json", *args], workspace)
+    proc = run_judge(["judges", "pairwise", str(EXAMPLE), "--model", MODEL, "--json", *args],
+                     workspace)
     payload = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc.returncode, payload, proc.stderr
 
@@ -447,7 +448,7 @@ def test_against_the_fake_server_then_cache_then_offline(fake_server: Any,
     assert code == 0, err
     assert offline == warm
 
-    proc = run_judge(["pairwise", str(EXAMPLE), "--model", MODEL, "--offline"], workspace)
+    proc = run_judge(["judges", "pairwise", str(EXAMPLE), "--model", MODEL, "--offline"], workspace)
     assert proc.returncode == 0, proc.stderr
     assert "flip rate" in proc.stdout and "position 1 won" in proc.stdout
     assert "agreement with humans" in proc.stdout
@@ -466,7 +467,7 @@ def test_cli_malformed_suite_exits_2_naming_case_and_field(workspace: Path) -> N
         "cases:\n"
         "  - {id: fine, output_a: x, output_b: y}\n"
         "  - {id: broken-pair, output_a: x, output_b: y, preferred: maybe}\n")
-    proc = run_judge(["pairwise", "bad.yaml", "--model", MODEL, "--offline"], workspace)
+    proc = run_judge(["judges", "pairwise", "bad.yaml", "--model", MODEL, "--offline"], workspace)
     assert proc.returncode == 2, proc.stderr
     assert "bad.yaml: case 'broken-pair': preferred:" in proc.stderr
     assert "fix:" in proc.stderr and proc.stdout == ""

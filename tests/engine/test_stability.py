@@ -1,4 +1,4 @@
-"""``--samples K``: the mean or median aggregate, the spread, ``judge stability``, the gate."""
+"""``--samples K``: the mean or median aggregate, the spread, ``judge judges noise``, the gate."""
 
 from __future__ import annotations
 
@@ -94,15 +94,20 @@ def test_samples_aggregate_is_the_median_and_keeps_the_spread(fake_server: Any,
     spreads = sorted(grouped[c][-1]["spread"] for c in grouped)
     assert report["medianSpread"] == float(_median_fraction(spreads))
 
-    shown = run_judge(["stability", payload["run"]["id"], "--json"], workspace)
+    shown = run_judge(["judges", "noise", payload["run"]["id"], "--json"], workspace)
     assert shown.returncode == 0, shown.stderr
-    assert json.loads(shown.stdout) == report
-    human = run_judge(["stability", payload["run"]["id"]], workspace)
+    assert json.loads(shown.stdout)["stability"] == report
+    median = f"{report['medianSpread']:g}"
+    stable = (f"{len(grouped) - len(unstable)} of {len(grouped)} cases stable; "
+              f"median spread {median} points")
+    human = run_judge(["judges", "noise", payload["run"]["id"]], workspace)
     assert human.returncode == 0, human.stderr
     text = " ".join(human.stdout.split())
-    median = f"{report['medianSpread']:g}"
-    assert (f"{len(grouped) - len(unstable)} of {len(grouped)} cases stable; "
-            f"median spread {median} points") in text
+    assert stable in text and f"`--detail` lists the {len(unstable)} other" in text
+    assert not any(case in text for case in unstable)  # the detail is behind --detail
+    detail = run_judge(["judges", "noise", payload["run"]["id"], "--detail"], workspace)
+    assert stable in " ".join(detail.stdout.split())
+    assert all(case in detail.stdout for case in unstable)
 
 
 def test_samples_aggregate_is_the_mean_by_default(fake_server: Any, workspace: Path) -> None:
@@ -165,7 +170,7 @@ def test_stability_needs_samples(fake_server: Any, workspace: Path) -> None:
     run_id = json.loads(proc.stdout)["run"]["id"]
     with pytest.raises(UsageError, match="--samples"):
         run_stability(Workspace.open(workspace, env={}), run_id)
-    proc = run_judge(["stability", run_id], workspace)
+    proc = run_judge(["judges", "noise", run_id], workspace)
     assert proc.returncode == 2 and "--samples" in proc.stderr
 
 
@@ -230,7 +235,7 @@ def test_gate_reports_a_drop_within_the_measured_spread_as_noise(fake_server: An
     assert verdict["noise"] == [victim]
     assert f"within the judge's measured noise of ±{spread} points" in \
         verdict["noiseReasons"][0]
-    human = run_judge(["check", second["run"]["id"]], workspace)
+    human = run_judge(["check", second["run"]["id"], "--detail"], workspace)
     assert human.returncode == 0
     assert "measured noise" in " ".join(human.stdout.split())
 

@@ -106,7 +106,7 @@ import socket
 import struct
 import sys
 import threading
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field, fields, replace
@@ -177,6 +177,7 @@ _MAX_DEPTH = 32
 _FULL_OBJECT_DEPTH = 8
 _DROP_GRACE_S = 5.0
 _PREFIXES_KEPT = 1_000_000
+_BODIES_KEPT = 1_000
 _T = TypeVar("_T")
 
 
@@ -738,6 +739,8 @@ class _Stats:
     cached_tokens: int = 0
     schemas: set[str] = field(default_factory=set)
     """Digests of the distinct reply schemas asked for (``distinct_schemas``)."""
+    bodies: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=_BODIES_KEPT))
+    """The last completion request bodies received, as parsed (what a client sent)."""
 
     def enter(self) -> None:
         self.requests += 1
@@ -786,8 +789,12 @@ class FakeModelServer:
             "distinct_schemas": len(stats.schemas),
         }
 
+    def received(self) -> list[dict[str, Any]]:
+        """The last completion request bodies received, oldest first (a copy)."""
+        return copy.deepcopy(list(self._stats.bodies))
+
     def reset_stats(self) -> None:
-        """Zero the counters and the per-request attempt numbers (in-flight stays live)."""
+        """Zero the counters, the bodies kept and the attempt numbers (in-flight stays live)."""
         in_flight = self._stats.in_flight
         self._stats = _Stats(in_flight=in_flight, max_in_flight=in_flight)
         self._attempts.clear()
@@ -892,6 +899,7 @@ class FakeModelServer:
         try:
             body = await request.json()
             call = _parse_call(body)
+            self._stats.bodies.append(body)
         except (ValueError, _BadRequest) as exc:
             return _json_response(_error_body(str(exc), "invalid_request_error",
                                               "bad_request"), status=400)
@@ -1129,6 +1137,10 @@ class FakeServerHandle:
     def reset_stats(self) -> None:
         """Zero the stats and the attempt counters."""
         self._call(self._server.reset_stats)
+
+    def received(self) -> list[dict[str, Any]]:
+        """The last completion request bodies received, oldest first."""
+        return self._call(self._server.received)
 
     def set_options(self, **changes: Any) -> dict[str, Any]:
         """Change options at run time (``ValueError`` if bad); returns the options in force."""

@@ -210,7 +210,7 @@ def test_suite_items_by_case_id_and_a_regression_fails_the_session(
     assert fake_server.stats()["requests"] == 3  # judged once, not once per item
     assert (root / "baselines" / "agent.json").is_file()
     assert "first baseline recorded, nothing compared" in text
-    assert "stored runs are listed by `judge history`" in text
+    assert "stored runs are listed by `judge runs list`" in text
     ws = Workspace.open(root)
     with ws.open_store() as store:
         assert [r.suite for r in store.list_runs()] == ["agent"]

@@ -458,7 +458,8 @@ def test_render_case_is_what_the_renderer_gives_with_the_schema(tmp_path: Path) 
     ws = Workspace.open(tmp_path, env={"JUDGE_MODEL": "openai/gpt-4o-mini"})
     done = render_case(ws, RenderRequest(suite=Path("suite.yaml"), case_id="c1"))
     assert done.prompt.template_hash == PromptRenderer().template_hash
-    assert list(done.public()) == ["messages", "templateId", "templateHash", "schema"]
+    assert list(done.public()) == ["messages", "templateId", "templateHash", "schema", "judge",
+                                   "request"]
     assert done.schema["required"][0] == "agentPerformance"
     with pytest.raises(UsageError, match="no case 'nope'") as caught:
         render_case(ws, RenderRequest(suite=Path("suite.yaml"), case_id="nope"))
@@ -471,8 +472,8 @@ def test_cli_render_text(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     heads = [line for line in out.splitlines() if line.startswith("=== ")]
-    assert heads == ["=== system ===", "=== user ===", "=== template ===",
-                     "=== response schema ==="]
+    assert heads == ["=== system ===", "=== user ===", "=== template ===", "=== judge ===",
+                     "=== request (without its messages) ===", "=== response schema ==="]
     assert "## Evidence" in out and "[commits:abc123def456]" in out and "[agentLogs:1]" in out
     assert re.search(r"^judge sha256:[0-9a-f]{64}$", out, re.M)
     schema = json.loads(out.split("=== response schema ===\n", 1)[1])
@@ -484,7 +485,8 @@ def test_cli_render_json(tmp_path: Path) -> None:
     proc = _judge(tmp_path, "suite.yaml", "--case", "c1", "--json")
     assert proc.returncode == 0, proc.stderr
     payload = json.loads(proc.stdout)
-    assert set(payload) == {"messages", "templateId", "templateHash", "schema"}
+    assert set(payload) == {"messages", "templateId", "templateHash", "schema", "judge",
+                            "request"}
     assert [m["role"] for m in payload["messages"]] == ["system", "user"]
     assert payload["templateId"] == "judge"
     assert payload["templateHash"] == PromptRenderer().template_hash

@@ -36,8 +36,8 @@ from judge.app.runs.reporting import ReportRequest, build_report
 from judge.app.runs.running import RunRequest, run_suite
 from judge.app.workspace.workspace import Workspace
 from judge.cache.disk import JudgmentCache
-from judge.cli.output import cost_text as cli_cost_text
 from judge.core.formats.evidence import TRUNCATION_MARKER, truncate
+from judge.core.outcomes.usage import cost_text as cli_cost_text
 from judge.core.scoring.check_signals import output_text
 from judge.core.text.errors import StoreError, UsageError
 from judge.render.prompts import input_text
@@ -237,7 +237,7 @@ def test_the_cost_line_says_what_the_cli_says() -> None:
     data = _example_report(plain)
     for calls, cost, words in ((0, 0.0, "no paid calls"), (0, None, "no paid calls"),
                                (14, None, "cost unknown"), (14, 0.0123, "$0.0123"),
-                               (3, 0.0, "$0.0000")):
+                               (3, 0.0, "no paid calls"), (3, 0.00001, "under $0.0001")):
         totals = data.run.totals.model_copy(update={"calls": calls, "cost_usd": cost})
         page = render_report(data.model_copy(
             update={"run": data.run.model_copy(update={"totals": totals})}))

@@ -85,8 +85,8 @@ def judged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     report written, the review app served; with what the judge cited in each case."""
     root = tmp_path_factory.mktemp("transcripts")
     (root / "trace.jsonl").write_text(_trace_line())
-    proc = run_judge(["collect", "otel", "trace.jsonl", "-o", "suite.yaml", "--id", "trip"],
-                     root)
+    proc = run_judge(["suite", "collect", "otel", "trace.jsonl", "-o", "suite.yaml", "--id",
+                      "trip"], root)
     assert proc.returncode == 0, proc.stderr
     suite = yaml.safe_load((root / "suite.yaml").read_text(encoding="utf-8"))
     suite["cases"].append({"id": "parcel", "input": "A customer asks where a parcel is.",

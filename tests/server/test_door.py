@@ -217,9 +217,9 @@ def test_every_error_is_documented_as_a_problem() -> None:
 
 def test_the_start_up_line_brackets_an_ipv6_address(tmp_path: Path) -> None:
     (tmp_path / "judge.toml").write_text('concurrency = "many"\n', encoding="utf-8")
-    done = run_judge(["serve", "--host", "::1", "--port", "0"], tmp_path)
+    done = run_judge(["workspace", "serve", "--host", "::1", "--port", "0"], tmp_path)
     assert done.returncode == 2, done.stderr
-    assert "judge serve: http://[::1]:" in done.stderr, done.stderr
+    assert "judge workspace serve: http://[::1]:" in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "::1"])

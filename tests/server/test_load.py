@@ -3,7 +3,7 @@
 Bounded: 100 ``POST /api/evaluate`` (200 in the finding) at 20 at a time, and two harness
 runs beside them, against the loopback fake judge with a delay on every call. The app runs
 in this process (its event loop is the test's), served over ASGI: the LiteLLM sessions, the
-cache, the store and the jobs are the ones ``judge serve`` shares between requests. Before
+cache, the store and the jobs are the ones ``judge workspace serve`` shares between requests. Before
 the fix, each request closed LiteLLM's process-wide sessions at its end: requests beside it
 lost their connection ("Server disconnected", unscored) or answered 500 (``RuntimeError:
 dictionary changed size during iteration``), and a run the API reported ``failed`` stayed

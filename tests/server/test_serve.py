@@ -1,4 +1,4 @@
-"""`judge serve` as a real process on loopback, talked to over HTTP, against the fake judge.
+"""`judge workspace serve` as a real process on loopback, over HTTP, against the fake judge.
 
 One server process serves the module's workspace; the SIGTERM test stops it mid-run and
 restarts it, then resumes the run through the CLI's operation in this process (the store
@@ -59,7 +59,7 @@ def _workspace(root: Path, api_base: str) -> Path:
 
 
 class Served:
-    """A `judge serve` process: its URL, and its stderr drained on a thread."""
+    """A `judge workspace serve` process: its URL, and its stderr drained on a thread."""
 
     def __init__(self, workspace: Path) -> None:
         self.workspace = workspace
@@ -67,7 +67,8 @@ class Served:
 
     def start(self) -> None:
         env = judge_env(JUDGE_SERVER_TOKEN=TOKEN, JUDGE_API_KEY=SECRET, PYTHONPATH=str(ROOT))
-        self.proc = spawn_judge(["serve", "--port", "0"], self.workspace, env, server=True)
+        self.proc = spawn_judge(["workspace", "serve", "--port", "0"], self.workspace, env,
+                                server=True)
         self.lines: queue.Queue[str] = queue.Queue()
         self.log: list[str] = []
         threading.Thread(target=self._drain, daemon=True).start()
@@ -88,11 +89,11 @@ class Served:
                 if self.proc.poll() is not None:
                     break
                 continue
-            found = re.search(r"judge serve: (http://127\.0\.0\.1:\d+)", line)
+            found = re.search(r"judge workspace serve: (http://127\.0\.0\.1:\d+)", line)
             if found:
                 return self._wait_open(found.group(1), deadline)
         self.stop()
-        raise AssertionError("judge serve did not start:\n" + "".join(self.log))
+        raise AssertionError("judge workspace serve did not start:\n" + "".join(self.log))
 
     def _wait_open(self, url: str, deadline: float) -> str:
         """``url`` once ``/readyz`` says the workspace is open (``/healthz`` answers before)."""
@@ -104,7 +105,7 @@ class Served:
                     return url
                 time.sleep(0.05)
         self.stop()
-        raise AssertionError("judge serve never got ready:\n" + "".join(self.log))
+        raise AssertionError("judge workspace serve never got ready:\n" + "".join(self.log))
 
     def stop(self) -> None:
         if self.proc.poll() is None:

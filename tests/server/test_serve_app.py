@@ -1,5 +1,5 @@
 """The HTTP door in process: its schema is the checked-in contract, writes are guarded, keys
-never leave, and `judge serve` explains what it needs (no server process here)."""
+never leave, and `judge workspace serve` explains what it needs (no server process here)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ async def test_the_gate_answers_health_at_once_and_holds_the_rest_until_ready(
 def test_what_listens_first_imports_nothing_heavy() -> None:
     # The start-up to /healthz: the command and the serving module, without FastAPI, the
     # workspace (SQLAlchemy, Jinja) or litellm; those come after the socket listens.
-    probe = ("import sys, judge.cli.serve_cmd, judge.server.serving\n"
+    probe = ("import sys, judge.cli.workspace_serve, judge.server.serving\n"
              "heavy = ('fastapi', 'sqlalchemy', 'jinja2', 'litellm',\n"
              "         'judge.app.workspace.workspace')\n"
              "print(sorted(m for m in heavy if m in sys.modules))")
@@ -87,9 +87,9 @@ def test_what_listens_first_imports_nothing_heavy() -> None:
 def test_serve_with_a_bad_judge_toml_listens_then_exits_2_naming_file_and_place(
         tmp_path: Path) -> None:
     (tmp_path / "judge.toml").write_text('concurrency = "many"\n', encoding="utf-8")
-    done = run_judge(["serve", "--port", "0"], tmp_path)
+    done = run_judge(["workspace", "serve", "--port", "0"], tmp_path)
     assert done.returncode == 2, done.stderr
-    assert "judge serve: http://127.0.0.1:" in done.stderr  # it listened before it knew
+    assert "judge workspace serve: http://127.0.0.1:" in done.stderr  # it listened before it knew
     assert "judge.toml: concurrency:" in done.stderr and "fix:" in done.stderr
 
 
@@ -146,10 +146,10 @@ def test_serve_without_the_extra_names_the_install(monkeypatch: pytest.MonkeyPat
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.setitem(sys.modules, "fastapi", None)
     with pytest.raises(SystemExit) as stopped:
-        main(["serve", "--port", "0"])
+        main(["workspace", "serve", "--port", "0"])
     assert stopped.value.code == 2
     assert "pip install 'judgeflow[server]'" in capsys.readouterr().err
     with pytest.raises(SystemExit) as refused:
-        main(["serve", "--host", "0.0.0.0"])
+        main(["workspace", "serve", "--host", "0.0.0.0"])
     assert refused.value.code == 2
     assert "JUDGE_SERVER_TOKEN" in capsys.readouterr().err

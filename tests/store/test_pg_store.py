@@ -146,7 +146,7 @@ def test_a_change_that_is_not_additive_waits_for_store_upgrade(
 
     write_legacy_store(store_url)
     monkeypatch.setattr(migrations, "REVISIONS", (("0001", True), ("0002", False)))
-    with pytest.raises(StoreError, match=r"revision 0002 changes existing data.*judge store "
+    with pytest.raises(StoreError, match=r"revision 0002 changes existing data.*judge runs "
                                          r"upgrade"):
         RunStore(store_url)
     assert "run_group" not in columns(store_url, "runs")  # nothing half-applied
@@ -160,10 +160,10 @@ def test_store_newer_than_the_code_is_a_clear_error(store_url: str, tmp_path: Pa
     with pytest.raises(StoreError, match=r"revision 9999, newer than this judgeflow knows "
                                          rf"\(head {HEAD}\).*upgrade judgeflow"):
         RunStore(store_url)
-    proc = run_judge(["history", "--store", store_url], tmp_path)
+    proc = run_judge(["runs", "list", "--store", store_url], tmp_path)
     assert proc.returncode == 2, proc.stderr
     assert "newer than this judgeflow" in proc.stderr and "Traceback" not in proc.stderr
-    proc = run_judge(["store", "upgrade", "--store", store_url], tmp_path)
+    proc = run_judge(["runs", "upgrade", "--store", store_url], tmp_path)
     assert proc.returncode == 2 and "newer than this judgeflow" in proc.stderr, proc.stderr
 
 
@@ -208,11 +208,11 @@ def test_password_never_shown(pg_url: str, tmp_path: Path) -> None:
         RunStore(refused)
     assert secret not in str(info.value) and MASK in str(info.value)
     env = judge_env(JUDGE_STORE_URL=url)
-    proc = run_judge(["config", "--json"], tmp_path, env=env)
+    proc = run_judge(["workspace", "config", "--json"], tmp_path, env=env)
     assert secret not in proc.stdout + proc.stderr and "judge:[REDACTED]@" in proc.stdout
-    proc = run_judge(["show", "nope"], tmp_path, env=env)
+    proc = run_judge(["runs", "show", "nope"], tmp_path, env=env)
     assert proc.returncode == 2 and secret not in proc.stdout + proc.stderr, proc.stderr
-    proc = run_judge(["history", "--store", refused], tmp_path)
+    proc = run_judge(["runs", "list", "--store", refused], tmp_path)
     assert proc.returncode == 2 and secret not in proc.stdout + proc.stderr, proc.stderr
 
 

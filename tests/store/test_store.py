@@ -173,7 +173,7 @@ def test_rejudged_case_replaces_its_row(store: RunStore) -> None:
 
 
 def test_unknown_run_is_a_store_error(store: RunStore) -> None:
-    with pytest.raises(StoreError, match=r"no run 'nope'.*judge history"):
+    with pytest.raises(StoreError, match=r"no run 'nope'.*judge runs list"):
         store.get_run("nope")
     for call in (lambda: store.iter_results("nope"), lambda: store.count_results("nope"),
                  lambda: store.add_results("nope", [make_result(1)]),
@@ -364,7 +364,7 @@ def test_export_jsonl(ws: Workspace, url: str, stored: tuple[RunInfo, list[CaseR
     done = export_run(ws, run.id[:8], ExportFormat.jsonl, sink)
     assert (done.run, done.count, done.path) == (run, len(results), None)
     assert sink.getvalue() == "".join(canonical(r) + "\n" for r in results)
-    proc = judge("export", run.id[:8], "--store", url)
+    proc = judge("runs", "export", run.id[:8], "--store", url)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == sink.getvalue()
 
@@ -399,7 +399,8 @@ def test_export_csv(ws: Workspace, url: str, stored: tuple[RunInfo, list[CaseRes
     assert scored["taskOutcomeQuality.band"] == cat.band
     # The door writes the same file, and prints nothing.
     again = tmp_path / "again.csv"
-    proc = judge("export", run.id, "--format", "csv", "--output", str(again), "--store", url)
+    proc = judge("runs", "export", run.id, "--format", "csv", "--output", str(again), "--store",
+                 url)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "" and again.read_text() == out.read_text()
 
@@ -432,11 +433,11 @@ def test_history_and_show(ws: Workspace, url: str,
 
 def test_history_and_show_json(url: str, stored: tuple[RunInfo, list[CaseResult]]) -> None:
     run, results = stored
-    history = judge("history", "--json", env={"JUDGE_STORE_URL": url})  # the setting's env
+    history = judge("runs", "list", "--json", env={"JUDGE_STORE_URL": url})  # the setting's env
     assert history.returncode == 0, history.stderr
     assert [RunInfo.model_validate(r) for r in json.loads(history.stdout)] == [run]
 
-    show = judge("show", run.id, "--json", "--failures", "--store", url)
+    show = judge("runs", "show", run.id, "--json", "--failures", "--store", url)
     assert show.returncode == 0, show.stderr
     body = json.loads(show.stdout)
     assert RunInfo.model_validate(body["run"]) == run
@@ -447,14 +448,14 @@ def test_history_and_show_json(url: str, stored: tuple[RunInfo, list[CaseResult]
 def test_history_and_show_for_people(url: str,
                                      stored: tuple[RunInfo, list[CaseResult]]) -> None:
     run, _ = stored
-    history = judge("history", "--store", url, env={"COLUMNS": "200"})
+    history = judge("runs", "list", "--store", url, env={"COLUMNS": "200"})
     assert history.returncode == 0, history.stderr
     assert run.id[:12] in history.stdout and "unknown" in history.stdout
-    show = judge("show", run.id[:10], "--store", url, env={"COLUMNS": "250"})
+    show = judge("runs", "show", run.id[:10], "--store", url, env={"COLUMNS": "250"})
     assert show.returncode == 0, show.stderr
     assert run.id in show.stdout and RUBRIC_HASH[:12] in show.stdout
     assert "case-00000" in show.stdout and "taskOutcomeQuality" in show.stdout
-    empty = judge("history", "another-suite", "--store", url)
+    empty = judge("runs", "list", "another-suite", "--store", url)
     assert empty.returncode == 0 and "no runs of suite 'another-suite'" in empty.stdout
 
 
@@ -464,16 +465,16 @@ def test_store_url_from_workspace_settings(url: str, stored: tuple[RunInfo, list
     workspace = tmp_path / "ws"
     workspace.mkdir()
     (workspace / "judge.toml").write_text(f'store_url = "{url}"\n', encoding="utf-8")
-    proc = judge("history", "--json", cwd=workspace)
+    proc = judge("runs", "list", "--json", cwd=workspace)
     assert proc.returncode == 0, proc.stderr
     assert [r["id"] for r in json.loads(proc.stdout)] == [run.id]
 
 
 def test_unknown_run_exits_2(url: str, stored: tuple[RunInfo, list[CaseResult]]) -> None:
-    proc = judge("show", "nope", "--json", "--store", url)
+    proc = judge("runs", "show", "nope", "--json", "--store", url)
     assert proc.returncode == 2
     assert proc.stdout == ""
-    assert "judge history" in proc.stderr
+    assert "judge runs list" in proc.stderr
 
 
 def test_help_does_not_import_sqlalchemy() -> None:

@@ -1,5 +1,5 @@
-"""What ``judge history``, ``show`` and ``export`` read through RunStore: pages, prefixes,
-failures; a dead run of this host is marked abandoned on the way; ``judge show`` pages; the
+"""What ``judge runs list``, ``show`` and ``export`` read through RunStore: pages, prefixes,
+failures; a dead run of this host is marked abandoned on the way; ``judge runs show`` pages; the
 doors start without the judge's imports (no LiteLLM, Jinja, httpx, diskcache, Alembic)."""
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def test_the_store_reads_pages_prefixes_and_failures(filled: str) -> None:
             store.get_run("r-000")
         for call in (lambda: store.get_run("nope"), lambda: store.iter_results("nope"),
                      lambda: store.result_count("nope"), lambda: store.get_run("")):
-            with pytest.raises(UnknownRunError, match="judge history"):
+            with pytest.raises(UnknownRunError, match="judge runs list"):
                 call()
         # LIKE's wildcards in a prefix are plain characters.
         with pytest.raises(UnknownRunError):
@@ -136,13 +136,14 @@ def test_show_door_pages_and_says_what_is_left(tmp_path: Path) -> None:
     with RunStore(url) as store:
         store.create_run(make_run("r-0001-aa"))
         store.add_results("r-0001-aa", [make_result(i) for i in range(60)])
-    calls = [["show", "r-0001"], ["show", "r-0001", "--offset", "50"],
-             ["show", "r-0001", "--offset", "70"], ["show", "r-0001", "--json", "-n", "5"],
-             ["show", "r-0001", "--json", "--all"], ["history"]]
+    calls = [["runs", "show", "r-0001"], ["runs", "show", "r-0001", "--offset", "50"],
+             ["runs", "show", "r-0001", "--offset", "70"],
+             ["runs", "show", "r-0001", "--json", "-n", "5"],
+             ["runs", "show", "r-0001", "--json", "--all"], ["runs", "list"]]
     pages, offset, past, head, whole, history = _light_calls(calls, url, tmp_path)
 
     assert "case-00049" in pages and "case-00050" not in pages
-    assert "cases 1-50 of 60; 10 more: `judge show r-0001-aa --offset 50`" in pages
+    assert "cases 1-50 of 60; 10 more: `judge runs show r-0001-aa --offset 50`" in pages
     assert "case-00050" in offset and "case-00059" in offset and "more" not in offset
     assert "60 cases; none on this page (from case 71" in past
     body = json.loads(head)

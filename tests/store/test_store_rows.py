@@ -1,7 +1,7 @@
 """A sealed store takes no unsealed row, and a deleted row is damage (judge/store/seal.py).
 
 A complete run's sealed totals count its cases and judgments, so a row deleted after it was
-finished is found by the gate (``check_rows``) and ``judge store verify``; under the team
+finished is found by the gate (``check_rows``) and ``judge runs verify``; under the team
 secret a row whose seal was set to NULL is refused like an edited one; labels rows are
 sealed too."""
 

@@ -1,4 +1,4 @@
-"""Collect one case from real artefacts and write it to a suite file — ``judge collect``.
+"""Collect one case from real artefacts and write it to a suite file — ``judge suite collect``.
 
 Every source is read by its adapter (``judge/collect``), the case is built once by
 :func:`judge.collect.case.build_case` (scrubbed, bounded by the rubric's evidence profile,
@@ -206,7 +206,7 @@ def _check_request(request: CollectRequest, path: Path) -> None:
     given = (request.git, request.junit, request.gh_pr, request.gh_run, request.agent_log,
              request.task, request.documents)
     if not any(given):
-        raise UsageError("nothing to collect", where="judge collect",
+        raise UsageError("nothing to collect", where="judge suite collect",
                          fix="name at least one artefact: --git, --junit, --gh-pr, --gh-run, "
                              "--agent-log, --task or --document")
     if path.exists() and not request.append:
@@ -217,7 +217,7 @@ def _check_request(request: CollectRequest, path: Path) -> None:
 def _new_suite_text(path: Path, suite: Suite) -> str:
     if path.suffix == ".jsonl":
         return "".join(_jsonl_line(c) for c in suite.cases)
-    return ("# Collected from real artefacts with `judge collect`; add cases with --append.\n"
+    return ("# Collected from real artefacts with `judge suite collect`; add cases with --append.\n"
             + _suite_yaml(suite))
 
 
@@ -277,7 +277,7 @@ def collect_case(ws: Workspace, request: CollectRequest) -> CollectResult:
         suite_id, count = suite.id, len(suite.cases)
     else:
         fresh = Suite(id=_suite_id(path), rubric=request.rubric or rubric.id,
-                      description="Cases collected from real artefacts by judge collect.",
+                      description="Cases collected from real artefacts by judge suite collect.",
                       cases=(case,))
         text = _new_suite_text(path, fresh)
         suite = _validated(text, path, rubric, fresh.id)

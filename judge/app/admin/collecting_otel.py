@@ -1,4 +1,4 @@
-"""``judge collect otel``: OpenTelemetry traces into cases, one trace a case, written to a suite.
+"""``judge suite collect otel``: OpenTelemetry traces into cases, one a trace, written to a suite.
 
 Every trace of the files is a case unless selected: ``--trace ID`` (repeatable) or
 ``--where KEY=VALUE`` (a span of the trace has that attribute, e.g. ``session.id=s1``).
@@ -6,7 +6,7 @@ A case is named ``--id`` (only when one trace is selected), else by the value of
 ``--id-attr`` (e.g. ``session.id``), else ``trace-<first 16 hex digits>``. Cases are built
 by :func:`judge.collect.case.build_case` like every collected case (caps, truncation,
 scrubbing, signals); ``--conversation`` adds the agent's turns to each. The suite file is
-written as ``judge collect`` writes one: checked whole, then atomically; nothing is written
+written as ``judge suite collect`` writes one: checked whole, then atomically; nothing is written
 when any trace or case is bad.
 """
 
@@ -142,7 +142,7 @@ def collect_otel(ws: Workspace, request: OtelCollectRequest) -> OtelCollectResul
     del spans
     if not traces:
         raise UsageError("the files hold no spans", file=str(request.paths[0]),
-                         where="judge collect otel", fix="export a run's traces first")
+                         where="judge suite collect otel", fix="export a run's traces first")
     held = len(traces)
     chosen: list[Trace | None] = list(_selected(traces, request))
     del traces
@@ -212,6 +212,7 @@ def _suite_text(path: Path, request: OtelCollectRequest, existing: Suite | None,
             suite = suite.model_copy(update={"cases": (*suite.cases, case)})
         return text, existing.id, len(suite.cases)
     fresh = Suite(id=_suite_id(path), rubric=request.rubric or rubric_id,
-                  description="Cases collected from OpenTelemetry traces by judge collect otel.",
+                  description="Cases collected from OpenTelemetry traces by judge suite "
+                              "collect otel.",
                   cases=cases)
     return _new_suite_text(path, fresh), fresh.id, len(cases)

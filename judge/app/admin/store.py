@@ -14,7 +14,7 @@ __all__ = ["StoreUpgrade", "StoreVerdict", "upgrade_store", "verify_store"]
 
 @dataclass(frozen=True)
 class StoreUpgrade:
-    """A store's schema revision before and after ``judge store upgrade``."""
+    """A store's schema revision before and after ``judge runs upgrade``."""
 
     url: str
     """The store's URL, with any password masked."""
@@ -44,7 +44,7 @@ def upgrade_store(workspace: Workspace) -> StoreUpgrade:
 
 @dataclass(frozen=True)
 class StoreVerdict:
-    """What ``judge store verify`` found: every row whose seal or copies do not match.
+    """What ``judge runs verify`` found: every row whose seal or copies do not match.
 
     And every complete run that lost a row; under the team secret, every unsealed row.
     """

@@ -1,7 +1,8 @@
-"""Agreement with people's labels, tracked run by run (``judge agreement``, the report).
+"""Agreement with people's labels, tracked run by run (``judge judges agreement``, the report).
 
 Each stored run of a suite is set against the people's labels (the suite's ``human:`` fields
-and its ``<suite>.labels.jsonl``, or a labels file given); each judge of the run makes one
+and its ``<suite>.labels.jsonl``, with the labels the review page saved in the run store for
+the cases neither holds; or a labels file given); each judge of the run makes one
 row, keyed by judge model, rubric (id and digest) and template (id and digest), so a reader
 sees whether a template edit or a judge swap moved agreement. The statistics are those of
 ``judge compare`` (:func:`judge.core.stats.agreement.compare_runs` with seeded bootstrap
@@ -50,13 +51,12 @@ from .comparing import judge_results, run_bands, suite_grouping, suite_human_lab
 from .reviewing import labels_path, read_labels, run_suite_file
 
 __all__ = ["HISTORY_RUNS", "AgreementHistory", "AgreementRow", "RunAgreement", "StatisticMove",
-           "agreement_op", "stored_agreement"]
+           "agreement_op", "people_labels", "stored_agreement"]
 
 HISTORY_RUNS: Final = 20
 """Runs read when none is given: the newest of the suite."""
 
-NO_LABELS_FIX: Final = ("label cases with `judge review RUN` and export them "
-                        "(`judge review RUN --export`), give `human:` fields in the suite, "
+NO_LABELS_FIX: Final = ("label cases with `judge review RUN`, give `human:` fields in the suite, "
                         "or pass --labels FILE / --suite FILE")
 
 
@@ -111,10 +111,23 @@ class AgreementHistory(Frozen):
 TRACKED: Final = ("weightedKappa", "meanAbsDiff", "spearmanRho", "exactBandAgreement")
 
 
+def people_labels(infos: Sequence[RunInfo], suite_file: Path | None, workspace: Workspace,
+                  notes: list[str]) -> dict[str, HumanLabel]:
+    """The people's labels by case: the suite's and its labels file's, then the run store's.
+
+    The labels the review page saved in the store count for the cases the suite and its
+    labels file leave unlabelled: what is committed is the record; a label not yet exported
+    still counts.
+    """
+    stored = _stored_labels(infos, workspace)
+    found = suite_human_labels(infos, suite_file, workspace, notes)
+    return {**(human_labels(stored, workspace.run_rubric(infos[0])) if stored else {}), **found}
+
+
 def _labels(infos: Sequence[RunInfo], labels_file: Path | None, suite_file: Path | None,
             workspace: Workspace, notes: list[str]) -> dict[str, HumanLabel]:
     if labels_file is None:
-        return suite_human_labels(infos, suite_file, workspace, notes)
+        return people_labels(infos, suite_file, workspace, notes)
     labels = read_labels(labels_file, "give a labels file written by `judge review RUN --export`",
                          workspace.sealer)
     return human_labels(labels, workspace.rubric(infos[0].rubric))
@@ -128,8 +141,14 @@ def _reviewer_labels(infos: Sequence[RunInfo], labels_file: Path | None,
                                         "--export`", workspace.sealer)
     path = suite_file or next((p for i in infos if (p := run_suite_file(i, workspace))), None)
     if path is None or not labels_path(path).is_file():
-        return []
+        return _stored_labels(infos, workspace)
     return read_labels(labels_path(path), "check the file", workspace.sealer)
+
+
+def _stored_labels(infos: Sequence[RunInfo], workspace: Workspace) -> list[Label]:
+    """The labels the review page saved in the run store for the runs' suite."""
+    with workspace.open_store() as store:
+        return LabelStore(store).of_suite(infos[0].suite)
 
 
 def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
@@ -146,7 +165,7 @@ def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
                 newest = store.list_runs(limit=1)
                 if not newest:
                     raise UsageError("the store has no run", fix="judge a suite first "
-                                     "(judge run SUITE), then judge agreement")
+                                     "(judge run SUITE), then judge judges agreement")
                 suite_id = newest[0].suite
             infos = store.list_runs(suite=suite_id, limit=HISTORY_RUNS)
             if not infos:
@@ -156,7 +175,7 @@ def _runs(workspace: Workspace, run_ids: Sequence[str], suite_file: Path | None,
     if len(suites) > 1:
         raise UsageError("the runs are from different suites: " + ", ".join(
             f"{i.id} judged {i.suite!r}" for i in infos),
-            fix="give runs of one suite; `judge history SUITE` lists them")
+            fix="give runs of one suite; `judge runs list SUITE` lists them")
     if len({i.id for i in infos}) < len(infos):
         raise UsageError("a run is given twice", fix="give each run once")
     return sorted(infos, key=lambda i: (i.created_at, i.id))
@@ -239,9 +258,9 @@ def agreement_op(workspace: Workspace, run_ids: Sequence[str] = (), *,
 
 
 class RunAgreement(Frozen):
-    """A run's headline results against the people's labels in the store (``judge history``).
+    """A run's headline results against the people's labels in the store (``history --agreement``).
 
-    On the overall scores, each with the seeded bootstrap 95 % interval ``judge agreement``
+    On the overall scores, each with the seeded bootstrap 95 % interval ``judge judges agreement``
     gives the same run and labels (the same :func:`judge.core.stats.agreement.compare_runs`).
     """
 
@@ -267,8 +286,8 @@ def stored_agreement(workspace: Workspace, infos: Sequence[RunInfo],
     None for a run whose suite has no stored label, no model judged, or whose rubric is gone
     (the labels are read on its scale). One read of the labels per suite, one of the
     results per run, and the bootstrap of the overall scores only (``intervals="overall"``:
-    the values ``judge agreement`` gives, without its per-category intervals: ~0.25 s of CPU a
-    run, where every statistic's bootstrap measured 38.9 s over 20 runs).
+    the values ``judge judges agreement`` gives, without its per-category intervals: ~0.25 s of
+    CPU a run, where every statistic's bootstrap measured 38.9 s over 20 runs).
     """
     out: dict[str, RunAgreement | None] = {}
     with workspace.open_store() as store:

@@ -1,7 +1,7 @@
-"""``judge calibrate``: fit a monotone map from one judge's AI scores to people's labels.
+"""``judge judges calibrate``: fit a monotone map from one judge's AI scores to people's labels.
 
 Reads stored runs (one judge model, one rubric) and the people's labels (a labels file, or
-the suite's own as ``judge agreement`` reads them), fits per category the
+the suite's own as ``judge judges agreement`` reads them), fits per category the
 isotonic map of :mod:`judge.core.scoring.calibration`, measures it by k-fold cross-validation (each
 case predicted by a map fitted without it) and writes the versioned calibration file a
 rubric references with ``calibration: FILE``. No model call.
@@ -30,8 +30,7 @@ from ...core.text.canonical import canonical_json
 from ...core.text.errors import UsageError
 from ...system.atomic_files import write_atomic
 from ..workspace.workspace import Workspace
-from .agreement_history import NO_LABELS_FIX
-from .comparing import suite_human_labels
+from .agreement_history import NO_LABELS_FIX, people_labels
 from .reviewing import read_labels
 
 __all__ = ["CalibrateReport", "calibrate", "fold_summary"]
@@ -60,7 +59,8 @@ def _people(workspace: Workspace, infos: list[RunInfo], labels: list[Label] | No
     """The people's labels by case, and a digest of what they were read from.
 
     The labels file's (``labels``, read from ``labels_file``); else the suite's ``human:``
-    fields and its labels file, as ``judge agreement`` reads them.
+    fields, its labels file and the review page's labels in the store, as ``judge judges
+    agreement`` reads them.
     """
     if labels is not None:
         for lb in labels:
@@ -69,7 +69,7 @@ def _people(workspace: Workspace, infos: list[RunInfo], labels: list[Label] | No
         return human_labels(labels, rubric), hashlib.sha256(
             canonical_json(read).encode()).hexdigest()
     notes: list[str] = []
-    human = suite_human_labels(infos, suite_file, workspace, notes)
+    human = people_labels(infos, suite_file, workspace, notes)
     if not human:
         raise UsageError(f"no people's labels for suite {infos[0].suite!r}"
                          + (f" ({'; '.join(notes)})" if notes else ""), fix=NO_LABELS_FIX)

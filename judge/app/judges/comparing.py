@@ -57,7 +57,7 @@ def compare_runs_op(workspace: Workspace, run_ids: Sequence[str],
                          f"people's labels: nothing to compare",
                          fix="give two runs of the suite (judge compare RUN_A RUN_B), compare "
                              "a panel run (judge run --model A --model B), or label cases "
-                             f"(judge review {only.id}) and run judge agreement {only.id}")
+                             f"(judge review {only.id}) and run judge judges agreement {only.id}")
     names = judge_names(judges)
     scales = {info.id: run_bands(info, workspace, notes) for info in infos}
     named = {name: judge_results(results[info.id], model)
@@ -83,7 +83,7 @@ def _check_runs(infos: Sequence[RunInfo]) -> None:
     if len(suites) > 1:
         listed = ", ".join(f"{i.id} judged suite {i.suite!r}" for i in infos)
         raise UsageError(f"the runs are from different suites: {listed}",
-                         fix="compare runs of one suite; `judge history SUITE` lists them")
+                         fix="compare runs of one suite; `judge runs list SUITE` lists them")
 
 
 def judge_names(judges: Sequence[tuple[RunInfo, str]]) -> list[str]:

@@ -1,8 +1,8 @@
-"""``judge import``: judgments recorded elsewhere, stored as runs of their judges.
+"""``judge judges import``: judgments recorded elsewhere, stored as runs of their judges.
 
 Each judge named in the file becomes one complete run of the suite, marked imported
 (settings ``imported``, the file's name and sha256 and the scale; template ``imported`` with
-the file's digest), so ``judge agreement``, ``compare``, ``calibrate`` and ``report`` read it
+the file's digest), so ``judge judges agreement``, ``compare``, ``calibrate`` and ``report`` read it
 as any run, offline. The core scores each case from the imported AI scores and the suite's
 deterministic signals, as it scores a live verdict; with raw samples each is stored as a
 sample and the run's sample aggregate (``sample_aggregate``) heads the case, as a

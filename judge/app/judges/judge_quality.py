@@ -2,7 +2,7 @@
 
 Where the run's suite has people's labels (its ``human:`` fields, its labels file), the run
 is measured against them on the spot (:func:`judge.core.stats.agreement.compare_runs`, the
-statistic ``judge agreement`` reports as ``aiAll``; no bootstrap, one pass over the run's
+statistic ``judge judges agreement`` reports as ``aiAll``; no bootstrap, one pass over the run's
 results). Otherwise the figure shipped for the run's judge, if any (the embedded judge's,
 :mod:`judge.llm.measured`). A panel has no single judge to measure: none.
 """

@@ -2,11 +2,11 @@
 
 Records arrive in batches. Each is sampled by :func:`judge.core.outcomes.monitor.is_sampled` at the
 ``monitor_rate`` setting with ``monitor_seed`` — the seeded, order-independent draw of
-``judge monitor`` — and a sampled record, a case like any suite's, is judged with the
+``judge judges monitor`` — and a sampled record, a case like any suite's, is judged with the
 suite's rubric by the workspace's judge, through its cache. The verdict is
 :func:`judge.core.outcomes.monitor.evaluate` over the last ``monitor_window`` records received, so
 the thresholds (warning below 0.85, critical below 0.70) and the sampling are exactly those of
-``judge monitor`` over a file of the same records. The window lives in memory: a restarted
+``judge judges monitor`` over a file of the same records. The window lives in memory: a restarted
 process starts a new one.
 
 A batch is validated whole before any record is judged: one bad record refuses the batch,
@@ -49,7 +49,7 @@ class MonitorWindow(FrozenView):
 
 
 class MonitorView(FrozenView):
-    """A suite's monitor: the verdict of ``judge monitor`` over its window."""
+    """A suite's monitor: the verdict of ``judge judges monitor`` over its window."""
 
     suite: str
     monitor: MonitorStatus

@@ -1,4 +1,4 @@
-"""Measuring a judge's noise (``judge noise``): from a ``--samples K`` run, or by a probe.
+"""Measuring a judge's noise (``judge judges noise``): from a ``--samples K`` run, or by a probe.
 
 The probe re-asks a seeded sample of N cases K times (seeds ``seed..seed+K-1``; the first
 is the seed a plain run uses, so on a warm cache it costs N * (K - 1) calls). The defaults,
@@ -40,7 +40,8 @@ def measure_run_noise(workspace: Workspace, run_id: str, *,
         if run.samples < 2 or model is None or model.startswith("panel:"):
             raise UsageError(f"run {run.id} asked each case once ({', '.join(run.models)}): "
                              f"noise needs samples of one judge",
-                             fix="judge with --samples K (K >= 2), or `judge noise probe SUITE`")
+                             fix="judge with --samples K (K >= 2), or "
+                                 "`judge judges noise --probe SUITE`")
         measured = measure_noise(store.iter_results(run.id), model=model,
                                  rubric_hash=run.rubric_hash, template_id=run.template_id,
                                  template_hash=run.template_hash, suite=run.suite,

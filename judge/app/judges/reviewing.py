@@ -1,10 +1,10 @@
 """The review loop's operations: the page's data, labels saved, exported, imported, what next.
 
-Every door (``judge review``, ``judge serve``) calls
+Every door (``judge review``, ``judge workspace serve``) calls
 these; they print nothing.
 
 Labels live in the run store (:class:`judge.store.labels.LabelStore`) and in the labels
-file beside the suite (:func:`labels_path`), which ``judge compare`` and ``judge calibrate``
+file beside the suite (:func:`labels_path`), which ``judge compare`` and ``judge judges calibrate``
 read as the suite's human labels.
 """
 

@@ -60,7 +60,7 @@ from ...llm.batch import (
 from ...llm.client import Completion, JudgeRequest, ModelSpec
 from ...store.batch_jobs import BatchJob, BatchLedger, BatchStore, ProviderJob
 from ...system.clock import utc_now
-from ..workspace.settings import Settings
+from ..workspace.settings import API_KEY_ENV, Settings
 from ..workspace.workspace import JudgePool, Workspace
 from .running import RunObserver, RunReport, RunRequest, RunSetup, run_suite, setup_run
 
@@ -77,7 +77,7 @@ __all__ = [
 ]
 
 EXIT_PENDING = 75
-"""``judge batch collect``/``wait``: the provider has not finished yet (EX_TEMPFAIL)."""
+"""``judge runs batch collect``/``wait``: the provider has not finished yet (EX_TEMPFAIL)."""
 MAX_LINES = 50_000
 """Lines per provider job (OpenAI's limit per batch file)."""
 MAX_BYTES = 190 * 1024 * 1024
@@ -150,7 +150,7 @@ def _check_cache_mode(ws: Workspace) -> None:
 def _clients(ws: Workspace, models: Sequence[str]) -> dict[str, BatchClient]:
     s = ws.settings
     return {m: BatchClient(ModelSpec(name=m, api_base=s.api_base,
-                                     api_key=ws.env.get("JUDGE_API_KEY"), timeout=s.timeout))
+                                     api_key=ws.env.get(API_KEY_ENV), timeout=s.timeout))
             for m in models}
 
 
@@ -611,7 +611,7 @@ def collect_batch(ws: Workspace, job_id: str | None = None, *,
         jws = _job_workspace(ws, job)
         if job.status == "finished":
             return BatchCollected(job, None, (f"batch job {job.id} is finished: run "
-                                              f"{job.run_id} (`judge show {job.run_id}`)",))
+                                              f"{job.run_id} (`judge runs show {job.run_id}`)",))
         if job.status != "collected":
             _check_cache_mode(jws)
             job = _poll(jws, batches, job)

@@ -134,7 +134,7 @@ class RunDiff(Frozen):
 
 
 class StabilityJson(StabilityReport):
-    """``judge stability --json``: the run measured (id, suite, samples, judges), its report."""
+    """``judges noise --json``'s ``stability``: the run (id, suite, samples, judges), its report."""
 
     run: str
     suite: str
@@ -149,7 +149,7 @@ class RunStability(Frozen):
     report: StabilityReport
 
     def public(self) -> StabilityJson:
-        """What ``judge stability --json`` prints: the run measured, and its report's fields."""
+        """What ``judges noise --json`` holds as ``stability``: the run, its report's fields."""
         return StabilityJson.model_validate({
             **self.report.model_dump(), "run": self.run.id, "suite": self.run.suite,
             "samples": self.run.samples, "judges": self.run.models})

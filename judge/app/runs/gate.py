@@ -292,14 +292,14 @@ def make_baseline(run: RunInfo, results: Sequence[CaseResult], threshold: float,
     if refusal is not None:
         raise UsageError(f"cannot record a baseline: {refusal}",
                          fix="judge the suite until every case is scored, then record "
-                             "(`judge history` lists runs)")
+                             "(`judge runs list` lists runs)")
     try:
         return build_baseline(run.suite, run.rubric, run.rubric_hash, run.models, results,
                               run_id=run.id, threshold=threshold, spreads=spreads,
                               noise=noise, template=(run.template_id, run.template_hash))
     except ValueError as exc:
         raise UsageError(f"cannot record a baseline from run {run.id}: {exc}",
-                         fix="record from a run with scored cases (`judge history`)") from None
+                         fix="record from a run with scored cases (`judge runs list`)") from None
 
 
 def identity_changes(baseline: Baseline, run: RunInfo) -> tuple[tuple[NotCompared, str], ...]:
@@ -481,7 +481,7 @@ def compare_with_noise(workspace: Workspace, baseline: Baseline, run: RunInfo,
     if test is not None and test.rule == "paired":
         notes.append(f"no noise model for this judge, rubric and template: decided on the "
                      f"suite's mean from the paired differences of the {test.noisy_cases} "
-                     f"re-asked case(s), no case listed alone; `judge noise probe "
+                     f"re-asked case(s), no case listed alone; `judge judges noise --probe "
                      f"{run.suite_path or run.suite}` (20 calls) measures one, and cases are "
                      f"then listed one by one")
     if test is not None and test.rule == "statistical" and (before is None) != (after is None):

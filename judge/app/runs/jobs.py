@@ -1,4 +1,4 @@
-"""Runs going on inside a long-lived process (``judge serve``): start, watch, cancel, stop all.
+"""Runs going on inside a long-lived process (the HTTP API): start, watch, cancel, stop all.
 
 Each run is :func:`judge.app.runs.running.run_suite_async` in the process's own event loop, with
 the runner, progress, cache and store of ``judge run``; this module only keeps the books.

@@ -1,4 +1,4 @@
-"""Pages of stored runs and results: the paginated reads behind ``judge serve``'s lists.
+"""Pages of stored runs and results: the paginated reads behind ``judge workspace serve``'s lists.
 
 A page is ``limit`` items from ``offset`` on, and ``next`` is the offset of the following
 page (None on the last). Results stream from the store, so a deep page of a 100,000-case run

@@ -1,4 +1,4 @@
-"""Gather a report of a stored run: the operation behind ``judge report`` (and ``judge serve``).
+"""Gather a report of a stored run: the operation behind ``judge report`` (and the HTTP API).
 
 Reads the store, the suite's baseline and the suite file's human labels, cases and
 transcripts; calls no model. The local cache directory is only read (never written, no
@@ -191,7 +191,7 @@ class PeopleParts(NamedTuple):
 
 
 def _people(workspace: Workspace, run: RunInfo) -> PeopleParts:
-    """Agreement with people over the suite's newest runs up to this one (``judge agreement``).
+    """Agreement with people over the suite's newest runs up to this one (``judges agreement``).
 
     Nothing when no run of them scored a labelled case (the report then has no such section).
     """
@@ -362,7 +362,7 @@ def _against_run(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
                  notes: list[str]) -> AgainstView:
     if other.id == run.id:
         raise UsageError(f"--against names the reported run itself ({run.id})",
-                         fix="name an earlier run of the suite (`judge history`)")
+                         fix="name an earlier run of the suite (`judge runs list`)")
     if other.suite != run.suite:
         notes.append(f"run {other.id} judged suite {other.suite!r}, run {run.id} "
                      f"{run.suite!r}: only cases with the same id are compared")
@@ -372,7 +372,7 @@ def _against_run(workspace: Workspace, run: RunInfo, results: Sequence[CaseResul
                                    other_results, run_id=other.id, threshold=threshold)
     except ValueError as exc:
         raise UsageError(f"run {other.id} cannot be compared with: {exc}",
-                         fix="name a run with scored cases (`judge history`)") from None
+                         fix="name a run with scored cases (`judge runs list`)") from None
     comparison = statistical_compare(reference, results, threshold=threshold,
                                      before=side_noise(noise_of_run(workspace, other)),
                                      after=side_noise(noise_of_run(workspace, run)))

@@ -85,6 +85,9 @@ class RunRequest(Frozen):
     check: bool = True
     """Compare with the suite's baseline (record one when there is none; an offline replay
     never records one)."""
+    llm: bool = True
+    """Judge the cases marked ``judged_by: llm`` (``--no-llm``: only the deterministic ones,
+    a choice of one run, not a setting)."""
     across_judges: bool = False
     """Compare with a baseline recorded by another judge too (else refused with the reason)."""
     # -- sharded runs (judge/app/runs/sharding.py) --
@@ -216,7 +219,7 @@ def _select(workspace: Workspace, request: RunRequest) -> _Selected:
         raise type(exc)(f"{exc.message} (rubric {source.rubric!r} named by suite "
                         f"{request.suite})", file=exc.file, where=exc.where, fix=exc.fix) \
             from None
-    ids, llm = set(request.ids), workspace.settings.llm
+    ids, llm = set(request.ids), request.llm
 
     def wanted(case: Case) -> bool:
         return bool(filter_cases([case], tags=request.tags, complexity=request.complexity,
@@ -381,7 +384,7 @@ class _Run:
             settings=RunSettings(
                 cache_mode=s.cache_mode, concurrency=s.concurrency, output_mode=s.output_mode,
                 max_repairs=s.max_repairs, max_tokens=s.max_tokens, cases=self.selected.count,
-                llm=s.llm, stable_schema=True if s.stable_schema else None,
+                llm=self.request.llm, stable_schema=True if s.stable_schema else None,
                 sample_aggregate=s.sample_aggregate if s.samples > 1 else None,
                 group=self.sharding.group, shard=self.sharding.shard),
             owner=owner_here(),
@@ -527,7 +530,7 @@ def setup_run(workspace: Workspace, request: RunRequest, *,
 async def run_suite_async(workspace: Workspace, request: RunRequest, *,
                           observer: RunObserver | None = None,
                           now: Callable[[], str] = utc_now) -> RunReport:
-    """Judge a suite in the running event loop (``judge serve``); see :func:`run_suite`."""
+    """Judge a suite in the running event loop (the HTTP API); see :func:`run_suite`."""
     return await _Run(workspace, request, observer or NullObserver(), now).judge()
 
 

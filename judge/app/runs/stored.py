@@ -122,7 +122,7 @@ def pick_complete_run(store: RunStore, run_id: str | None, suite: str | None) ->
     if run.status != "complete":
         raise UsageError(f"run {run.id} is {run.status}: a baseline or a gate needs a "
                          f"complete run, or cases would silently go missing",
-                         fix="finish the run, or name a complete one (`judge history`)")
+                         fix="finish the run, or name a complete one (`judge runs list`)")
     return run
 
 

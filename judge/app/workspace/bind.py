@@ -1,4 +1,4 @@
-"""Who may reach ``judge serve``: loopback by default, any address only behind a token.
+"""Who may reach ``judge workspace serve``: loopback by default, any address only behind a token.
 
 The token (``JUDGE_SERVER_TOKEN``) guards every write; without one, the server would let
 anyone who can reach it start paid runs, so only a loopback bind is allowed then.
@@ -14,7 +14,7 @@ from ...core.text.errors import UsageError
 __all__ = ["TOKEN_ENV", "is_loopback", "server_token"]
 
 TOKEN_ENV = "JUDGE_SERVER_TOKEN"
-"""The environment variable holding the bearer token of ``judge serve``'s writes."""
+"""The environment variable holding the bearer token of ``judge workspace serve``'s writes."""
 
 
 def is_loopback(host: str) -> bool:

@@ -1,4 +1,4 @@
-"""The effective settings as ``judge config`` shows them: value and source, credentials masked.
+"""The effective settings as ``judge workspace config`` shows them: value, source, secrets masked.
 
 A URL setting may carry a credential (``http://user:secret@host/v1``,
 ``postgresql://app:pw@db/judge``, ``…?api_key=…``); whatever shows settings shows them
@@ -31,10 +31,10 @@ class ConfigView(Frozen):
     settings: tuple[SettingView, ...]
     derived: tuple[SettingView, ...] = ()
     """Values a run derives from the settings (the local judge's timeout): shown by
-    ``judge config``, not settings themselves (``--json`` keeps to the settings)."""
+    ``judge workspace config``, not settings themselves (``--json`` keeps to the settings)."""
 
     def public(self) -> dict[str, dict[str, Any]]:
-        """The JSON ``judge config --json`` prints: ``{name: {"value", "source"}}``."""
+        """The JSON ``judge workspace config --json`` prints: ``{name: {"value", "source"}}``."""
         return {s.name: {"value": s.value, "source": s.source} for s in self.settings}
 
 

@@ -64,5 +64,5 @@ def fingerprint_notice(workspace: Workspace, run: RunInfo,
     if not changes:
         return None
     return (f"the judge reports another identity than when the baseline was recorded "
-            f"(run {baseline.recorded_from}): {'; '.join(changes)} — `judge canary` tells "
+            f"(run {baseline.recorded_from}): {'; '.join(changes)} — `judge judges canary` tells "
             f"whether its verdicts drifted")

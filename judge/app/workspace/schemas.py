@@ -31,7 +31,7 @@ from ...core.formats.conversation import ToolCall, Turn
 from ...core.formats.evidence import EvidenceProfile, GroupSpec
 from ...core.formats.rubric import Band, Blend, Category, Level, MissingPolicy, Rubric
 from ...core.formats.suite import Case, Check, HumanLabel, Suite
-from .settings import Settings
+from .settings import ENV_ONLY, ENVIRONMENT, FLAG_ONLY, Settings, env_name
 
 __all__ = ["SCHEMA_DIALECT", "SchemaDocument", "SchemaKind", "json_schema", "reference_page",
            "schema_text"]
@@ -278,7 +278,7 @@ def reference_page() -> str:
     lines = [
         "# Suite, rubric and settings files: reference",
         "",
-        "<!-- Generated from the pydantic models by `judge schema reference > "
+        "<!-- Generated from the pydantic models by `judge workspace reference > "
         "docs/reference.md`;",
         "     tests/app/test_schemas.py fails when it is out of date. Do not edit by hand. -->",
         "",
@@ -286,7 +286,7 @@ def reference_page() -> str:
         "The same facts as JSON Schemas (draft 2020-12), for editors and CI:",
         "[`docs/schemas/suite.schema.json`](schemas/suite.schema.json) and",
         "[`docs/schemas/rubric.schema.json`](schemas/rubric.schema.json)",
-        "(`judge schema suite`, `judge schema rubric`).",
+        "(`judge suite schema`, `judge rubric schema`).",
         "",
         "**In an editor.** With the YAML language server (VS Code's YAML extension, Neovim,",
         "Helix, JetBrains), a first line naming the schema gives completion, hover text and",
@@ -321,10 +321,36 @@ def reference_page() -> str:
                  "EvidenceProfile", "GroupSpec"):
         lines += _model_section(name, rubric["$defs"][name])
     lines += ["## Settings file", "",
-              "`judge.toml` in the workspace, else `[tool.judge]` in `pyproject.toml`. A "
-              "`JUDGE_<NAME>` environment variable overrides the file and a flag overrides "
-              "both; `judge config` shows the values in effect and where each came from.", ""]
-    return "\n".join([*lines, *_model_section("Settings", _settings_schema())]).rstrip() + "\n"
+              "`judge.toml` in the workspace, else `[tool.judge]` in `pyproject.toml`. Each "
+              "setting has one environment variable, which overrides the file; a command's "
+              "flag overrides both. `judge workspace config` shows the values in effect and "
+              "where each came from.", ""]
+    return "\n".join([*lines, *_settings_section()]).rstrip() + "\n"
+
+
+def _settings_section() -> list[str]:
+    """The settings, each with its variable; then the variables that are not settings."""
+    definition = _settings_schema()
+    lines = ["### Settings", "", definition["description"], "",
+             "| key | environment variable | type | default | meaning |",
+             "|---|---|---|---|---|"]
+    for key, prop in definition["properties"].items():
+        lines.append(f"| `{key}` | {_variable(key)} | {_cell(_type(prop))} | "
+                     f"{_cell(_default(prop, False))} | {_cell(prop.get('description', ''))} |")
+    lines += ["", "### Environment variables that are not settings", "",
+              "No file sets these: a secret never sits in a file a repository holds, and the "
+              "others steer one process.", "",
+              "| environment variable | meaning |", "|---|---|"]
+    lines += [f"| `{name}` | {_cell(text)} |" for name, text in ENVIRONMENT.items()]
+    return [*lines, ""]
+
+
+def _variable(setting: str) -> str:
+    """A setting's variable as the table shows it, with who alone may set it."""
+    if setting in FLAG_ONLY:
+        return "— (a command's flag only)"
+    only = " (environment only)" if setting in ENV_ONLY else ""
+    return f"`{env_name(setting)}`{only}"
 
 
 def _settings_schema() -> _Definition:

@@ -2,7 +2,7 @@
 
 One pydantic model, :class:`Settings`, defines every setting and its default once; the
 file, the environment and a door's overrides (CLI flags, an HTTP body, a pytest option)
-are layers over it. Every value remembers where it came from, so ``judge config`` can say
+are layers over it. Every value remembers where it came from, so ``judge workspace config`` can say
 why a run used it. API keys are not settings: providers' keys stay in their usual
 environment variables, and a credential inside a URL is masked whenever settings are shown.
 """
@@ -20,12 +20,17 @@ from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from ...core.formats.limits import MAX_SETTINGS_BYTES
 from ...core.text.errors import UsageError
 from ...core.text.frozen import Frozen
+from ...core.text.seals import SECRET_ENV
 from ...core.text.strict_json import string_problem
 from ...core.text.validation_text import format_validation_error
+from ...llm.local_weights import WEIGHTS_ENV
 from ...system.input_files import read_input
+from .bind import TOKEN_ENV
 
 __all__ = [
+    "API_KEY_ENV",
     "DEFAULT_SUITE_GLOBS",
+    "ENVIRONMENT",
     "ENV_ONLY",
     "ENV_PREFIX",
     "FLAG_ONLY",
@@ -36,6 +41,7 @@ __all__ = [
     "Settings",
     "ci_set",
     "embedded_defaults",
+    "env_name",
     "load_settings",
 ]
 
@@ -46,6 +52,27 @@ holds the caller's keys (:func:`judge.worker.client.enabled`)."""
 FLAG_ONLY: Final = frozenset({"cache_allow_unsigned"})
 """Settings only a command's own flag sets (neither a file nor the environment): a waiver of
 a check is given per command, never left on for every command after it."""
+API_KEY_ENV: Final = "JUDGE_API_KEY"
+"""The judges' API key when the provider's own variable is not the one to use."""
+ENVIRONMENT: Final[Mapping[str, str]] = {
+    # The variables that are not settings: what they are, and why no file can hold them.
+    SECRET_ENV: "The team's secret: signs shared cache rows and exports, keys the "
+                          "seals of stored rows, baselines, noise, calibration and labels "
+                          "files. A secret, so never in a file a repository holds.",
+    TOKEN_ENV: "The bearer token every HTTP write needs, and any bind beyond "
+                          "loopback. A secret, so never in a file.",
+    API_KEY_ENV: "The API key sent to every hosted judge (and to the api_base server) when "
+                 "set; else each provider's own variable (OPENAI_API_KEY...). A secret, so "
+                 "never in a file.",
+    "JUDGE_NO_WORKER": "`1`: never use the warm worker, whatever JUDGE_WORKER says (CI "
+                       "does so by itself).",
+    WEIGHTS_ENV: "`packaged`: serve the embedded judge's packaged weights as "
+                           "they are, instead of their F16 copy (`f16`, the default).",
+    "JUDGE_DEBUG": "`1`: an internal error (exit 70) prints its traceback.",
+    "CI": "Set (and not `0`, `false` or `no`): a missing baseline fails the gate "
+          "(`require_baseline`), the warm worker is off.",
+}
+"""Environment variables that are not settings, each with its one line for the reference."""
 MAX_SEED = 2**63 - 1
 """Providers take a 64-bit signed seed; a larger one is refused here, not by a crash later."""
 
@@ -59,7 +86,7 @@ for small models and the probability-weighted score (docs/embedded-judge.md). Wi
 ``judge`` template and written answers SmolLM2-135M answered 0 to 39 of 42 scores; with these
 its scores vary with the case."""
 LOCAL_DEFAULT_SOURCE: Final = "default for local/ judges"
-"""The source ``judge config`` names for a value :data:`LOCAL_DEFAULTS` set."""
+"""The source ``judge workspace config`` names for a value :data:`LOCAL_DEFAULTS` set."""
 
 _PATH_SETTINGS: Final = frozenset({"rubric", "cache_dir", "baselines_dir", "suites"})
 """Settings that name files or folders: taken as written, whatever their bytes."""
@@ -121,8 +148,6 @@ class Settings(Frozen):
     """Repair turns for an invalid verdict before the case is unscored."""
     max_tokens: int = Field(default=1024, ge=16, le=1_000_000)
     """Completion token limit per judge call."""
-    llm: bool = True
-    """Judge LLM cases (``--no-llm`` runs only the deterministic ones)."""
     template: str = "judge"
     """Prompt template id (``prompts/<id>.md.j2``); ``local/`` judges: ``judge-small``
     unless set."""
@@ -137,7 +162,7 @@ class Settings(Frozen):
     """How a judge's K samples combine, per category: the mean (as the published
     meta-evaluations average n samples) or the median; with ``score_mode = "expected"`` each
     sample is already the probability-weighted score. Recorded per run; the gate,
-    ``judge agreement`` and ``judge compare`` read the one aggregate."""
+    ``judge judges agreement`` and ``judge compare`` read the one aggregate."""
     panel: Literal["median", "mean"] = "median"
     """How several judges' AI scores combine into the panel result, per category."""
     threshold: float = Field(default=0.05, ge=0, le=1)
@@ -153,7 +178,7 @@ class Settings(Frozen):
     baselines_dir: str = "baselines"
     """Folder of baseline files (``<suite>.json``), relative to the workspace."""
     suites: tuple[str, ...] = DEFAULT_SUITE_GLOBS
-    """Where the workspace's suites are (``judge serve`` lists them by id): glob patterns
+    """Where the workspace's suites are (``judge workspace serve`` lists them by id): glob patterns
     relative to the workspace; a comma-separated string is accepted."""
     monitor_rate: float = Field(default=0.1, ge=0, le=1)
     """Production monitor: the fraction of live records sampled and judged."""
@@ -164,9 +189,9 @@ class Settings(Frozen):
     monitor_window: int = Field(default=1000, ge=1, le=1_000_000)
     """Production monitor: the last N records received per suite that the verdict covers."""
     server_max_body: int = Field(default=16 * 1024 * 1024, ge=1024, le=1024 ** 3)
-    """``judge serve``: the largest request body in bytes (larger: 413, never read)."""
+    """``judge workspace serve``: the largest request body in bytes (larger: 413, never read)."""
     server_hosts: tuple[str, ...] = ()
-    """``judge serve``: the names the ``Host`` header may carry besides the bind address
+    """``judge workspace serve``: the names the ``Host`` header may carry besides the bind address
     (and, on loopback, ``localhost``); any other is refused (DNS rebinding). A
     comma-separated string is accepted."""
     worker: bool = False
@@ -283,7 +308,7 @@ def _file_values(workspace: Path) -> tuple[dict[str, Any], str | None]:
             Settings.model_validate(data)
         except ValidationError as exc:
             place, msg = format_validation_error(exc)
-            msg, fix = _split_fix(msg, "see `judge config` for the known settings")
+            msg, fix = _split_fix(msg, "see `judge workspace config` for the known settings")
             raise UsageError(msg, file=str(path), where=f"{where + '.' if where else ''}{place}",
                              fix=fix) from None
         return dict(data), path.name if section is None else "pyproject.toml [tool.judge]"
@@ -296,12 +321,17 @@ def _split_fix(message: str, default: str) -> tuple[str, str]:
     return (problem, fix) if marker else (message, default)
 
 
+def env_name(setting: str) -> str:
+    """The environment variable of a setting: ``JUDGE_`` and its name in capitals."""
+    return ENV_PREFIX + setting.upper()
+
+
 def _env_values(env: Mapping[str, str]) -> dict[str, tuple[str, str]]:
     out: dict[str, tuple[str, str]] = {}
     for name in Settings.model_fields:
-        raw = env.get(ENV_PREFIX + name.upper())
+        raw = env.get(env_name(name))
         if raw is not None and raw != "":
-            out[name] = (raw, f"env {ENV_PREFIX}{name.upper()}")
+            out[name] = (raw, f"env {env_name(name)}")
     return out
 
 
@@ -328,7 +358,7 @@ def load_settings(workspace: Path, overrides: Mapping[str, Any] | None,
         values[key], sources[key] = raw, source
     for key, value in (overrides or {}).items():
         if key not in Settings.model_fields:
-            raise UsageError(f"unknown setting {key!r}", fix="see `judge config`")
+            raise UsageError(f"unknown setting {key!r}", fix="see `judge workspace config`")
         if value is not None:
             values[key], sources[key] = value, "flag"
     try:

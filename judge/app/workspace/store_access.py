@@ -1,6 +1,6 @@
 """Where a workspace's run store is, for the operations that only read it.
 
-``judge history``, ``show`` and ``export`` only read the store: their doors open a
+``judge runs list``, ``show`` and ``export`` only read the store: their doors open a
 :class:`StoreLocation` (the settings and the folder; no cache, judges or prompts) rather
 than the whole :class:`~judge.app.workspace.workspace.Workspace`, and the operations read through
 :func:`reading`, which opens the one :class:`~judge.store.runs.RunStore` as the workspace

@@ -1,6 +1,6 @@
 """The workspace's suites by id: every suite file that the ``suites`` setting's patterns find.
 
-A door that names suites by id (``judge serve``'s ``/api/suites/{suite_id}/...``) turns an id
+A door that names suites by id (the HTTP API's ``/api/suites/{suite_id}/...``) turns an id
 into a file only here, and only into a file found inside the workspace: an id is looked up,
 never joined onto a path, so no id (``..``, ``/etc/x``, a symlink's target) can name a file
 elsewhere. A file that cannot be read is still listed, under the id its name gives, with
@@ -42,7 +42,7 @@ class SuiteEntry:
     error: str | None = None
     """Why the file cannot be used: file, place and fix."""
     kind: str = "rubric"
-    """``rubric`` (``judge run``) or ``pairwise`` (``judge pairwise``)."""
+    """``rubric`` (``judge run``) or ``pairwise`` (``judge judges pairwise``)."""
 
 
 def _jsonl_cases(path: Path) -> int:

@@ -45,6 +45,7 @@ from ...system.baseline_files import baseline_path
 from ...system.resources import load_rubric, open_suite
 from .lifecycle import open_reaped
 from .settings import (
+    API_KEY_ENV,
     LOCAL_DEFAULT_SOURCE,
     CacheModeName,
     Settings,
@@ -67,7 +68,7 @@ DEFAULT_LOCAL = "local/smollm2"
 
 PROVIDER_KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "MISTRAL_API_KEY",
                  "AZURE_API_KEY", "GROQ_API_KEY", "TOGETHERAI_API_KEY", "OPENROUTER_API_KEY",
-                 "DEEPSEEK_API_KEY", "COHERE_API_KEY", "JUDGE_API_KEY")
+                 "DEEPSEEK_API_KEY", "COHERE_API_KEY", API_KEY_ENV)
 """A provider key in the environment means the user meant a hosted judge: never silently
 fall back to the small local model then."""
 
@@ -115,7 +116,7 @@ class LiteLLMJudges:
 
     LiteLLM's HTTP sessions are process-wide. A command owns its process, so its one
     operation closes them at its end (``process_owned=False``, the default). A long-lived
-    process serving many operations at once (``judge serve``) must not let one of them close
+    process serving many operations at once (the HTTP API) must not let one of them close
     what the others are using mid-call: with ``process_owned=True`` an operation only
     releases what it started, and the process calls
     :func:`judge.llm.client.aclose_clients` once, at shutdown.
@@ -133,7 +134,7 @@ class LiteLLMJudges:
                 if name.startswith("local/"):
                     pool.clients[name] = self._local(workspace, name, pool)
                     continue
-                key = workspace.env.get("JUDGE_API_KEY")
+                key = workspace.env.get(API_KEY_ENV)
                 pool.clients[name] = LiteLLMClient(ModelSpec(
                     name=name, api_base=s.api_base, api_key=key,
                     output_mode=s.output_mode, timeout=s.timeout, max_attempts=s.max_attempts,
@@ -158,7 +159,7 @@ class LiteLLMJudges:
         own, timeout = call_limits(
             concurrency=s.concurrency, timeout=s.timeout, slots=SLOTS,
             concurrency_set="concurrency" in given, timeout_set="timeout" in given)
-        key = workspace.env.get("JUDGE_API_KEY")
+        key = workspace.env.get(API_KEY_ENV)
 
         def make(server: LocalServer) -> LiteLLMClient:
             return LiteLLMClient(ModelSpec(

@@ -22,7 +22,7 @@ MAX_PROMPT_CHARS       33 Mi chars     what a workspace template may build for o
                                        JSONL lines' worth and 1 Mi of template text
 MAX_INT_DIGITS         19 digits       an integer in a suite or config fits 64 bits (a
                                        5,000-digit one used to crash the int parser)
-MAX_RECORDED_BYTES     256 MiB         judgments recorded elsewhere (``judge import``) are
+MAX_RECORDED_BYTES     256 MiB         judgments recorded elsewhere (``judge judges import``) are
                                        read whole and checked before any is stored
 
 MAX_LABELS_BYTES       16 MiB          a labels file: ~60,000 labels of ~250 bytes (a team
@@ -33,7 +33,7 @@ MAX_CALIBRATION_BYTES  4 MiB           a calibration: 101 integers and a few sta
 MAX_NOISE_BYTES        1 MiB           a noise model: three spreads per category, ~1 KB
 MAX_BASELINE_BYTES     256 MiB         a baseline: ~400 bytes a case with its judgment key,
                                        so 100,000 cases are ~40 MB
-MAX_COLLECTED_BYTES    64 MiB          an artefact ``judge collect`` reads (gh JSON, a
+MAX_COLLECTED_BYTES    64 MiB          an artefact ``judge suite collect`` reads (gh JSON, a
                                        JUnit report, a log): beyond it is a blob, not evidence
 =====================  ==============  ==================================================
 """
@@ -96,13 +96,13 @@ MAX_RECORDED_BYTES = 256 * 1024 * 1024
 MAX_LABELS_BYTES = 16 * 1024 * 1024
 """Bytes in a labels file (``judge review --export``)."""
 MAX_CALIBRATION_BYTES = 4 * 1024 * 1024
-"""Bytes in a calibration file (``judge calibrate``)."""
+"""Bytes in a calibration file (``judge judges calibrate``)."""
 MAX_NOISE_BYTES = 1024 * 1024
 """Bytes in a noise model file (``baselines/noise/<key>.json``)."""
 MAX_BASELINE_BYTES = 256 * 1024 * 1024
 """Bytes in a baseline file (``baselines/<suite>.json``)."""
 MAX_COLLECTED_BYTES = 64 * 1024 * 1024
-"""Bytes in an artefact ``judge collect`` reads (gh JSON, a JUnit report, a log, a document)."""
+"""Bytes in an artefact ``judge suite collect`` reads (gh JSON, a JUnit report, a log...)."""
 MAX_SUITE_ID = 128
 """Characters in a suite id; it names ``baselines/<id>.json``, so it must fit a file name."""
 SUITE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

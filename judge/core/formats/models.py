@@ -321,7 +321,7 @@ class RunSettings(FrozenView):
     sample_aggregate: str | None = _given("sampleAggregate")
     """How a judge's samples made its headline (``mean``, ``median``): with two or more."""
     imported: bool | None = _given()
-    """A run of judgments recorded elsewhere (``judge import``), never served to a live run."""
+    """A run of judgments recorded elsewhere (``judge judges import``), never served live."""
     source: str | None = _given()
     """An imported run's file name."""
     source_sha256: str | None = _given("sourceSha256")

@@ -1,4 +1,4 @@
-"""Judgments recorded elsewhere (another tool's run, a paper's release), read for ``judge import``.
+"""Judgments recorded elsewhere (another tool, a paper's release), for ``judge judges import``.
 
 One JSON object a line, the case's id, the judge's name and its scores per category, or its
 raw samples (a list of such score objects, one per sample)::

@@ -157,11 +157,11 @@ class Rubric(Frozen):
     evidence: EvidenceProfile = DEFAULT_PROFILE
     """Evidence groups in prompt order, their caps and excerpt limits."""
     signals: dict[str, tuple[SignalRule, ...]] = Field(default_factory=dict)
-    """How ``judge collect`` computes each category's deterministic signal from collected
+    """How ``judge suite collect`` computes each category's deterministic signal from collected
     facts: rules tried in order, the first applicable one wins (see
     judge.core.scoring.signal_rules)."""
     calibration: str | None = None
-    """A calibration file (``judge calibrate``), relative to the rubric file: the judge's AI
+    """A calibration file (``judge judges calibrate``), relative to the rubric file: the judge's AI
     scores are mapped to people's scale before the blend (see judge.core.scoring.calibration)."""
     examples: LabelExamples | None = None
     """Labelled examples in the prompt (a template that shows them: ``judge-examples``)."""

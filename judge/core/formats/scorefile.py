@@ -1,4 +1,4 @@
-"""The input of ``judge score``: per-category deterministic and AI scores; no model call."""
+"""The input of ``judge rubric score``: per-category deterministic and AI scores; no model call."""
 
 from __future__ import annotations
 

@@ -399,12 +399,12 @@ def read_suite_document(text: str, source: str, keys: Sequence[str], shape: str)
 
 
 class PairSuiteGiven(SuiteError):
-    """A pair suite (``judge pairwise``) given where a rubric suite is read."""
+    """A pair suite (``judge judges pairwise``) given where a rubric suite is read."""
 
     def __init__(self, source: str) -> None:
         super().__init__("this is a pair suite (criteria, output_a/output_b): it is judged "
-                         "by `judge pairwise`, not `judge run`", file=source,
-                         fix=f"run `judge pairwise {source} --model MODEL`")
+                         "by `judge judges pairwise`, not `judge run`", file=source,
+                         fix=f"run `judge judges pairwise {source} --model MODEL`")
 
 
 def looks_like_pairs(data: Mapping[str, Any]) -> bool:

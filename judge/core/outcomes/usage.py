@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol
 
-__all__ = ["ZERO", "Metered", "Usage", "cost_fraction", "cost_text"]
+__all__ = ["SMALLEST_COST", "ZERO", "Metered", "Usage", "cost_fraction", "cost_text"]
 
 
 class Metered(Protocol):
@@ -81,20 +81,27 @@ class Usage:
         return float(self.cost) if digits is None else round(float(self.cost), digits)
 
 
+SMALLEST_COST = 0.00005
+"""Below this a cost rounds to ``$0.0000`` at four decimals."""
+
+
+def cost_text(cost_usd: float | None, calls: int) -> str:
+    """A cost for people, in words where a figure would mislead; every door words it so.
+
+    ``no paid calls`` when no call was made or every call's price is known to be zero;
+    ``cost unknown`` when a call's price is unknown (a local or self-hosted model); else
+    dollars, ``under $0.0001`` rather than a ``$0.0000`` that reads as free.
+    """
+    if calls == 0 or cost_usd == 0:
+        return "no paid calls"
+    if cost_usd is None:
+        return "cost unknown"
+    return "under $0.0001" if cost_usd < SMALLEST_COST else f"${cost_usd:.4f}"
+
+
 def cost_fraction(cost_usd: float) -> Fraction:
     """A reported cost as the decimal it was written as (0.0018 is 18/10000, not a binary float)."""
     return Fraction(repr(cost_usd))
-
-
-def cost_text(cost: float | None, calls: int) -> str:
-    """A cost as people read it: ``no paid calls``, ``$0.0123``, or ``cost unknown``.
-
-    Every door words a cost this way (the CLI's lines, the report). ``$0.0000`` only when
-    every paid call's price was known and they add up to zero; ``calls`` are the paid calls.
-    """
-    if calls == 0:
-        return "no paid calls"
-    return "cost unknown" if cost is None else f"${cost:.4f}"
 
 
 ZERO = Usage()

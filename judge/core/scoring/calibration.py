@@ -111,7 +111,7 @@ class Calibration(Frozen):
     """The stored runs whose AI scores were used."""
 
 
-CALIBRATION_FIX = ("fit it again with `judge calibrate RUN --labels FILE` (with "
+CALIBRATION_FIX = ("fit it again with `judge judges calibrate RUN --labels FILE` (with "
                    "JUDGE_CACHE_SECRET set if the team uses one); never edit it by hand")
 
 

@@ -1,6 +1,6 @@
 """Deterministic signals by declared rules: a rubric's ``signals:`` section, evaluated on facts.
 
-``judge collect`` reduces artefacts to *facts* (``tests.passed``, ``reviews.approved``,
+``judge suite collect`` reduces artefacts to *facts* (``tests.passed``, ``reviews.approved``,
 ``commits.conventional``...; the catalogue is :data:`FACTS`). A rubric declares, per
 category, rules that turn facts into a 0..100 signal; each rule is a list of *terms* whose
 points sum to 100:

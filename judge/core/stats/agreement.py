@@ -721,7 +721,7 @@ def compare_runs(named_results: Mapping[str, Iterable[CaseResult]],
     adds seeded bootstrap intervals over cases to every statistic, and the paired comparison
     of each two judges' agreement with the people; ``"overall"`` adds them to the overall
     scores' statistics only: the same values, for an eighth of the resampling with three
-    categories (``judge history --agreement``).
+    categories (``judge judges agreement``).
     """
     notes: list[str] = []
     names = list(named_results)

@@ -3,7 +3,7 @@
 One small, stable figure: the item-level Spearman ρ between the judge's AI scores and the
 people's labels, pooled over categories, with the number of scores and where and when it
 was measured. It comes from the run's own labelled cases where the suite has labels (the
-statistic ``judge agreement`` gives as ``aiAll``), else from a figure shipped with judgeflow
+statistic ``judge judges agreement`` gives as ``aiAll``), else from a figure shipped with judgeflow
 for its embedded judge (measured once, with its provenance). Pure: the figures come in.
 """
 

@@ -20,7 +20,7 @@ Rates (see :class:`PairSummary`):
 - ``humanAgreement`` = pairs whose result equals the human ``preferred`` / judged pairs that
   have one.
 
-No I/O here: the model call, the cache and the command live in ``judge.cli.pairwise_cmd``.
+No I/O here: the model call, the cache and the command live in ``judge.cli.judges_pairwise``.
 """
 
 from __future__ import annotations

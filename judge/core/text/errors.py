@@ -17,7 +17,7 @@
     ├── StoreError           the run store could not find or write what was asked
     │   ├── UnknownRunError  no stored run has this id (or prefix)
     │   └── AmbiguousRunError   several stored runs start with this prefix
-    ├── RunActiveError       a run of that suite is already going (``judge serve``)
+    ├── RunActiveError       a run of that suite is already going (``judge workspace serve``)
     └── RegressionBlocked    the regression gate blocked a rollout
 """
 

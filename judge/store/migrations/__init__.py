@@ -5,7 +5,7 @@ run them through ``env.py`` on the store's own connection. A store made before
 migrations existed (the tables, no ``alembic_version``) is at the first revision and is
 stamped so. Opening a store upgrades it automatically when every pending revision is
 *additive* (new tables, columns, indexes: an older judgeflow still reads it); anything else
-waits for ``judge store upgrade``. A store at a revision this code does not know was made by
+waits for ``judge runs upgrade``. A store at a revision this code does not know was made by
 a newer judgeflow and is refused, never guessed at.
 
 Alembic (~0.3 s to import) is loaded only when an existing schema must change: opening a

@@ -1,4 +1,4 @@
-"""``judge pairwise``: judge pairs of outputs in both orders; print results and the flip rate.
+"""``judge judges pairwise``: judge pairs of outputs in both orders; results and flip rate.
 
 The work is :func:`judge.app.runs.pairwise_run.run_pairwise`; this door parses the flags and
 renders the report (a table, or ``--json``).

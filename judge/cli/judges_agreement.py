@@ -1,4 +1,4 @@
-"""``judge agreement``: agreement with people's labels, tracked run by run.
+"""``judge judges agreement``: a judge's agreement with people's labels, run by run.
 
 The work is :func:`judge.app.judges.agreement_history.agreement_op`; the statistics and their
 intervals are :mod:`judge.core.stats.agreement`'s, the tables reuse ``judge compare``'s renderers.
@@ -12,7 +12,12 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.judges.agreement_history import AgreementHistory, AgreementRow, agreement_op
+from ..app.judges.agreement_history import (
+    AgreementHistory,
+    AgreementRow,
+    StatisticMove,
+    agreement_op,
+)
 from ..app.workspace.workspace import Workspace
 from ..core.stats.intervals import Interval
 from ..core.stats.raters import Correlations, PeopleCategory
@@ -26,11 +31,16 @@ from .output import (
     interval_text,
     number_text,
     plural,
+    print_detail_hint,
     share_text,
     table,
 )
 
-__all__ = ["register"]
+__all__ = ["AGREEMENT_DETAIL", "register"]
+
+AGREEMENT_DETAIL = ("every run's categories, r and τ, confusion matrices, the people beside the "
+                    "judge and the largest disagreements")
+"""What ``judge judges agreement --detail`` adds."""
 
 
 def register(app: typer.Typer) -> None:
@@ -50,22 +60,22 @@ def agreement(
         "--suite", metavar="FILE",
         help="Suite file with the human labels; without RUN, its stored runs are read.")] = None,
     detail: Annotated[bool, typer.Option(
-        "--detail", help="Every run's full tables, confusion matrices and disagreements "
-                         "(a single run always shows them).")] = False,
+        "--detail", help=f"Add {AGREEMENT_DETAIL}.")] = False,
     group_by: GroupByOption = None,
     system_by: SystemByOption = None,
     store: StoreOption = None,
     json_out: Annotated[bool, typer.Option(
         "--json", help="Print the history as JSON on stdout, nothing else.")] = False,
 ) -> None:
-    """Agreement with people's labels per run, judge, rubric and template version.
+    """A judge's agreement with people's labels, run by run: the newest verdict first.
 
-    For each run (oldest first), each judge against the people: weighted κ on bands, the
-    exact band agreement, MAD, Pearson's r, Spearman's ρ and Kendall's τ per category and
-    overall (and at the group and system levels with --group-by/--system-by), each with a
-    seeded bootstrap 95 % interval, the band confusion matrix and the largest disagreements; then
-    how agreement moved between consecutive runs and whether the move leaves the earlier
-    run's interval. Without labels: exit 2.
+    For each run (oldest first), each judge against the people on the overall scores: weighted
+    κ on bands, the exact band agreement, MAD and Spearman's ρ, each with a seeded bootstrap
+    95 % interval, and how agreement moved between consecutive runs (beyond the earlier run's
+    interval or not). --detail adds every category, r and τ (and the group and system levels
+    with --group-by/--system-by), the band confusion matrices and the largest disagreements.
+    `judge compare` sets judges side by side on the same cases; this follows one over time.
+    Without labels: exit 2.
     """
     history = agreement_op(Workspace.open(overrides={"store_url": store}), runs or (),
                            labels_file=labels, suite_file=suite, group_by=group_by,
@@ -73,7 +83,7 @@ def agreement(
     if json_out:
         emit_json(history.model_dump(mode="json"))
         return
-    _print(history, detail or len(history.rows) == 1)
+    _print(history, detail)
 
 
 def _key(row: AgreementRow) -> str:
@@ -119,7 +129,9 @@ def _print_people(people: PeopleCategory, judge: str) -> None:
 
 
 def _print(history: AgreementHistory, detail: bool) -> None:
+    """The newest run's verdicts and what moved, the table of runs, then the detail."""
     out = console()
+    _headline(history)
     cells: list[list[Cell]] = []
     for row in history.rows:
         s = row.agreement.overall
@@ -130,14 +142,12 @@ def _print(history: AgreementHistory, detail: bool) -> None:
                           ci.exact_band_agreement if ci else None),
                       _pm(s.mean_abs_diff, ci.mean_abs_diff if ci else None, 1),
                       _pm(s.spearman_rho, ci.spearman_rho if ci else None)])
+    out.print()
     table(["run", "judge, rubric, template", *(Column(n, "right") for n in (
         "n", "κ", "same band", "MAD", "ρ"))], cells,
         title=f"agreement with people, suite {history.suite} ({history.labelled} labelled "
               f"cases; overall scores, 95 % intervals)")
-    moved = [m for m in history.movements if m.statistic in ("weightedKappa", "meanAbsDiff")]
-    for m in moved:
-        if m.change is None:
-            continue
+    for m in _moves(history, detail):
         what = ", ".join(m.changed) or "nothing in the keys"
         beyond = "beyond the earlier interval" if m.beyond_interval else "within the interval"
         out.print(f"{m.from_run} → {m.to_run}: {m.statistic} {m.change:+.2f} ({beyond}; "
@@ -148,3 +158,30 @@ def _print(history: AgreementHistory, detail: bool) -> None:
             _print_detail(row)
     for note in history.notes:
         out.print(f"[yellow]note:[/] {escape(note)}")
+    if not detail:
+        print_detail_hint(AGREEMENT_DETAIL)
+
+
+def _moves(history: AgreementHistory, every: bool) -> list[StatisticMove]:
+    """The moves of κ and MAD between runs: all of them, or those beyond the interval."""
+    return [m for m in history.movements
+            if m.statistic in ("weightedKappa", "meanAbsDiff") and m.change is not None
+            and (every or m.beyond_interval)]
+
+
+def _headline(history: AgreementHistory) -> None:
+    """The verdict of each judge of the newest run; then whether agreement moved."""
+    out = console()
+    newest = history.rows[-1].run_id
+    runs = len({row.run_id for row in history.rows})
+    for row in history.rows:
+        if row.run_id == newest:
+            out.print((f"newest run {newest}: " if runs > 1 else "") + row.agreement.verdict,
+                      markup=False)
+    if runs < 2:
+        return
+    beyond = _moves(history, every=False)
+    out.print(f"{plural(len(beyond), 'move')} of κ or MAD beyond the earlier run's interval "
+              f"over {runs} runs" if beyond else
+              f"κ and MAD stayed within the earlier run's interval over {runs} runs",
+              markup=False)

@@ -1,7 +1,7 @@
-"""``judge rescore`` (a stored run under another rubric, no model call) and ``judge config``.
+"""``judge rescore``: a stored run re-scored under another rubric, with no model call.
 
-The work is :mod:`judge.app.runs.rescoring` and :mod:`judge.app.workspace.configview`; this module
-parses the flags and renders the result.
+The work is :mod:`judge.app.runs.rescoring`; this module parses the flags and renders the
+result.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import typer
 from rich.markup import escape
 
 from ..app.runs.rescoring import EXACT_NOTE, RescoreReport, rescore_run
-from ..app.workspace.configview import config_view
 from ..app.workspace.workspace import Workspace
 from .options import JsonFlag, StoreOption
 from .output import console, emit_json, plural, table
@@ -22,9 +21,8 @@ __all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``rescore`` and ``config`` to ``app``."""
+    """Add ``rescore`` to ``app``."""
     app.command("rescore")(rescore)
-    app.command("config")(config)
 
 
 def rescore(
@@ -35,7 +33,8 @@ def rescore(
 ) -> None:
     """Recompute a stored run's finals under another rubric; stores a new run, calls no model.
 
-    A case changed when its status, overall score, band or pass/fail differs (as `judge
+    A whole stored run, kept beside the first; `judge rubric score` scores one file of scores
+    by hand. A case changed when its status, overall score, band or pass/fail differs (as `judge
     diff` counts between the two runs).
     """
     report = rescore_run(Workspace.open(overrides={"store_url": store}), run_id, rubric)
@@ -65,14 +64,3 @@ def _print_moves(report: RescoreReport) -> None:
 
     table(["case", "overall", "band", "pass"],
           [[m.id, arrow(m.overall), arrow(m.band), arrow(m.passed)] for m in report.moves])
-
-
-def config(json_out: JsonFlag = False) -> None:
-    """Show the effective settings and where each one came from (URL credentials masked)."""
-    view = config_view(Workspace.open())
-    if json_out:
-        emit_json(view.public())
-        return
-    table(["setting", "value", "from"],
-          [[s.name, "—" if s.value is None else str(s.value), s.source]
-           for s in (*view.settings, *view.derived)])

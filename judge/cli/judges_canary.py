@@ -1,4 +1,4 @@
-"""``judge canary SUITE``: re-ask a seeded sample of cached judgments live; exit 1 on drift."""
+"""``judge judges canary SUITE``: re-ask a seeded sample of cached judgments live; 1 on drift."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Commands over stored runs: ``history``, ``show`` and ``export``.
+"""``judge runs list|show|export``: the stored runs, one, and its cases as a file.
 
 The work is :mod:`judge.app.runs.stored`; this module parses the flags and renders the result.
 These commands only read the store, so they open a
@@ -20,14 +20,15 @@ from ..app.runs.exporting import ExportFormat
 from ..app.runs.stored import RunPage, export_run, run_history, show_run
 from ..app.workspace.store_access import StoreLocation
 from ..core.formats.models import RunInfo, RunTotals
+from ..core.outcomes.usage import cost_text
 from ..core.text.canonical import canonical_json
+from .aliases import say_deprecated
 from .options import JsonFlag, RunArg, StoreOption
 from .output import (
     Cell,
     Column,
     band_style,
     console,
-    cost_text,
     emit_json,
     interval_text,
     ledger_lines,
@@ -39,18 +40,23 @@ from .output import (
 if TYPE_CHECKING:
     from ..app.judges.agreement_history import RunAgreement
 
-__all__ = ["register"]
+__all__ = ["register", "register_old"]
 
 
 SHOW_LIMIT = 50
-"""Cases ``judge show`` prints unless told otherwise (``--limit``, ``--all``)."""
+"""Cases ``judge runs show`` prints unless told otherwise (``--limit``, ``--all``)."""
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``history``, ``show`` and ``export`` to ``app``."""
-    app.command("history")(history)
+    """Add ``list``, ``show`` and ``export`` to ``app``."""
+    app.command("list")(runs_list)
     app.command("show")(show)
     app.command("export")(export)
+
+
+def register_old(app: typer.Typer) -> None:
+    """Add the old ``history`` (with its ``--agreement``), hidden, saying its new names."""
+    app.command("history", hidden=True)(history)
 
 
 def _workspace(store: str | None) -> StoreLocation:
@@ -58,26 +64,39 @@ def _workspace(store: str | None) -> StoreLocation:
     return StoreLocation.open(overrides={"store_url": store})
 
 
+def runs_list(
+    suite: Annotated[str | None, typer.Argument(help="Only runs of this suite.")] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 20,
+    store: StoreOption = None,
+    json_out: JsonFlag = False,
+) -> None:
+    """List stored runs, newest first: suite, rubric, judges, cases, cost and status.
+
+    A judge's agreement with people's labels, run by run: `judge judges agreement`.
+    """
+    found = run_history(_workspace(store), suite, limit=limit)
+    _print_runs(found.runs, found.store_url, suite, None, json_out=json_out)
+
+
 def history(
     suite: Annotated[str | None, typer.Argument(help="Only runs of this suite.")] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, help="At most this many.")] = 20,
     agreement: Annotated[bool, typer.Option(
         "--agreement", help="Add each run's agreement with the people's labels in the store "
-                            "(weighted κ on bands, MAD, labelled cases scored; 95 % bootstrap "
-                            "intervals as in `judge agreement`).")] = False,
+                            "(now `judge judges agreement`).")] = False,
     store: StoreOption = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """List stored runs, newest first.
-
-    With --agreement, each run's headline judge against the people's labels the store holds
-    for its suite (`judge review`), so a template edit or a judge swap that moved agreement
-    shows run by run, each statistic with `judge agreement`'s seeded bootstrap 95 % interval
-    (--json adds ρ and the share in the same band); `judge agreement` gives the detail.
-    """
+    """Old name of `judge runs list` (and, with --agreement, of `judge judges agreement`)."""
+    say_deprecated(("history", "--agreement") if agreement else ("history",),
+                   ("judges", "agreement") if agreement else ("runs", "list"))
     found = run_history(_workspace(store), suite, limit=limit)
-    runs = found.runs
-    people = _agreement(store, runs) if agreement else None
+    people = _agreement(store, found.runs) if agreement else None
+    _print_runs(found.runs, found.store_url, suite, people, json_out=json_out)
+
+
+def _print_runs(runs: Sequence[RunInfo], store_url: str, suite: str | None,
+                people: dict[str, RunAgreement | None] | None, *, json_out: bool) -> None:
     if json_out:
         emit_json([{**r.model_dump(mode="json"),
                     **({"agreement": None if (a := people.get(r.id)) is None
@@ -86,7 +105,7 @@ def history(
         return
     out = console()
     if not runs:
-        out.print(f"no runs{f' of suite {suite!r}' if suite else ''} in {found.store_url}")
+        out.print(f"no runs{f' of suite {suite!r}' if suite else ''} in {store_url}")
         return
     rows: list[list[Cell]] = []
     for r in runs:
@@ -95,7 +114,7 @@ def history(
                      ", ".join(r.models), f"{t.cases} ({t.scored}/{t.unscored}/{t.cache_misses})",
                      cost_text(t.cost_usd, t.calls + t.batch_calls), _status(r.status),
                      *(_agreement_cells(people.get(r.id)) if people is not None else [])])
-    # The id is shown whole: it is what `judge show` takes, and its time prefix is shared by
+    # The id is shown whole: it is what `judge runs show` takes, and its time prefix is shared by
     # runs started in the same minute. The creation time is cut to the minute.
     table(["run", "created (UTC)", "suite", "rubric", "judges",
            "cases (scored/unscored/missing)", "cost", "status",
@@ -135,7 +154,7 @@ def show(
         "--offset", min=0, help="Skip this many cases first (the next page: --offset 50).")
     ] = 0,
     every: Annotated[bool, typer.Option(
-        "--all", help="Every case (`judge export` streams them as JSON lines or CSV).")
+        "--all", help="Every case (`judge runs export` streams them as JSON lines or CSV).")
     ] = False,
     store: StoreOption = None,
     json_out: JsonFlag = False,
@@ -189,7 +208,7 @@ def _batch_text(t: RunTotals) -> str:
     """`` + 14 batch calls ($0.0018)``: the judgments a provider batch answered, if any."""
     if not t.batch_calls:
         return ""
-    cost = "cost unknown" if t.batch_cost_usd is None else f"${t.batch_cost_usd:.4f}"
+    cost = cost_text(t.batch_cost_usd, t.batch_calls)
     return f" + {t.batch_calls} batch calls ({cost})"
 
 
@@ -225,7 +244,7 @@ def _print_more(view: RunPage) -> None:
     what = "failing cases" if view.failures_only else "cases"
     first, last = view.offset + 1, view.offset + len(view.cases)
     size = "" if view.limit in (None, SHOW_LIMIT) else f" --limit {view.limit}"
-    again = f"judge show {view.run.id}{' --failures' if view.failures_only else ''}{size}"
+    again = f"judge runs show {view.run.id}{' --failures' if view.failures_only else ''}{size}"
     console().print(f"{what} {first}-{last} of {view.total}; {view.more} more: "
                     f"`{again} --offset {last}` for the next page, `--all` for every one",
                     markup=False)

@@ -1,9 +1,7 @@
-"""``judge review`` (the review page, labels, what next) and ``judge calibrate``.
+"""``judge review``: the review page, labels in and out, what to label next.
 
-``judge calibrate`` fits a monotone map from a judge's AI scores to people's labels.
-
-The work is :mod:`judge.app.judges.reviewing` and :mod:`judge.app.judges.calibrating`; this module
-parses the flags and renders the results. ``judge review RUN`` serves the workspace on 127.0.0.1
+The work is :mod:`judge.app.judges.reviewing`; this module parses the flags and renders the
+results. ``judge review RUN`` serves the workspace on 127.0.0.1
 with a fresh review token, which only reads and labels that run (every other route needs
 ``JUDGE_SERVER_TOKEN``; without it they are closed), and prints the page's address; the
 token rides in the address's fragment, which the browser never sends.
@@ -11,8 +9,6 @@ token rides in the address's fragment, which the browser never sends.
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
 import socket
 from pathlib import Path
@@ -21,7 +17,6 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ..app.judges.calibrating import calibrate, fold_summary
 from ..app.judges.reviewing import export_labels, import_labels, next_cases
 from ..app.workspace.bind import TOKEN_ENV
 from ..app.workspace.workspace import Workspace
@@ -33,9 +28,8 @@ __all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``review`` and ``calibrate`` to ``app``."""
+    """Add ``review`` to ``app``."""
     app.command("review")(review)
-    app.command("calibrate")(calibrate_cmd)
 
 
 def review(
@@ -89,46 +83,3 @@ def _serve_review(workspace: Workspace, run_id: str, port: int) -> None:
     typer.echo(f"review page: {review_link(run.id, port=port)}#token={grant.token}", err=True)
     serve(workspace.root, "127.0.0.1", port, env=workspace.env,
           token=workspace.env.get(TOKEN_ENV) or None, review=grant)
-
-
-def calibrate_cmd(
-    run_ids: Annotated[list[str], typer.Argument(metavar="RUN", help="Stored runs of one judge.")],
-    labels: Annotated[Path | None, typer.Option(
-        help="A labels file (`judge review --export`; default: the suite's labels, its "
-             "human: fields and <suite>.labels.jsonl, as judge agreement reads them).")]
-    = None,
-    suite: Annotated[Path | None, typer.Option(
-        "--suite", metavar="FILE",
-        help="Suite file with the people's labels (default: the runs' suite file).")] = None,
-    out: Annotated[Path | None, typer.Option(
-        help="Where to write it (default: calibrations/<rubric>.<judge>.json).")] = None,
-    folds: Annotated[int, typer.Option(help="Folds of the cross-validation.")] = 5,
-    seed: Annotated[int, typer.Option(help="Seed of the fold assignment.")] = 0,
-    judge: Annotated[str | None, typer.Option(
-        help="The judge model to calibrate (default: the runs' headline judge).")] = None,
-    store: StoreOption = None,
-    json_out: JsonFlag = False,
-) -> None:
-    """Fit a monotone map from a judge's AI scores to people's labels, per category.
-
-    Reports held-out agreement before and after by k-fold cross-validation and writes a
-    versioned calibration file; a rubric applies it with `calibration: FILE`.
-    """
-    report = calibrate(Workspace.open(overrides={"store_url": store}), run_ids, labels,
-                       out=out, folds=folds, seed=seed, judge=judge, suite_file=suite)
-    cal = report.calibration
-    if json_out:
-        emit_json({"file": str(report.path), "skipped": report.skipped,
-                   **json.loads(cal.model_dump_json(include={"judge", "rubric",
-                                                             "cross_validation"}))})
-        return
-    out_ = console()
-    out_.print(f"calibration of {escape(cal.judge)} on rubric {escape(cal.rubric)} written "
-               f"to {escape(str(report.path))}")
-    for cat, fold in cal.cross_validation.items():
-        out_.print(f"  {escape(cat)}: {fold_summary(fold)}")
-    for cat, why in report.skipped.items():
-        out_.print(f"  {escape(cat)}: not calibrated ({escape(why)})")
-    rel = os.path.relpath(report.path, Path.cwd())
-    out_.print(f"apply it: add `calibration: {escape(rel)}` (relative to the rubric file) to "
-               f"the rubric, then `judge rescore RUN --rubric RUBRIC`")

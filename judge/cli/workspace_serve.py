@@ -1,4 +1,4 @@
-"""``judge serve``: the harness over HTTP (FastAPI on uvicorn) for the current workspace.
+"""``judge workspace serve``: the harness over HTTP (FastAPI on uvicorn) for this workspace.
 
 Nothing heavy is imported here: the server listens first and opens the workspace behind
 its socket (:mod:`judge.server.serving`), so ``/healthz`` answers well within a second.
@@ -44,7 +44,8 @@ def serve(
     token = server_token(host, env)
     missing = next((name for name in SERVER_MODULES if find_spec(name) is None), None)
     if missing is not None:
-        raise UsageError(f"judge serve needs the server extra ({missing} is not installed)",
+        raise UsageError(f"judge workspace serve needs the server extra ({missing} is not "
+                         "installed)",
                          fix=f"install it: {INSTALL_HINT}")
     # The server extra is optional; present (checked above), it is imported only now.
     from ..server.serving import serve as run_server

@@ -1,10 +1,12 @@
-"""Commands that need no model: rubric validation and display, scoring a file of scores.
+"""``judge rubric validate|list|show|schema|score``: rubric files, and scoring by one.
 
-The work is in :mod:`judge.app.workspace.rubrics`; these commands parse flags and print results.
+No model is called. The work is in :mod:`judge.app.workspace.rubrics` and
+:mod:`judge.app.workspace.schemas`; these commands parse flags and print results.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -17,6 +19,7 @@ from ..app.workspace.rubrics import (
     show_rubric,
     validate_rubrics,
 )
+from ..app.workspace.schemas import SchemaKind, schema_text
 from ..app.workspace.workspace import Workspace
 from .options import JsonFlag
 from .output import Cell, Column, band_style, console, emit_json, styled, table
@@ -26,13 +29,23 @@ __all__ = ["register"]
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``rubric validate|show|list`` and ``score`` to ``app``."""
-    rubric_app = typer.Typer(help="Validate, list and show rubrics.", no_args_is_help=True)
-    rubric_app.command("validate")(rubric_validate)
-    rubric_app.command("show")(rubric_show)
-    rubric_app.command("list")(rubric_list)
-    app.add_typer(rubric_app, name="rubric")
+    """Add the leaves of ``judge rubric`` (validate, list, show, schema, score) to ``app``."""
+    app.command("validate")(rubric_validate)
+    app.command("list")(rubric_list)
+    app.command("show")(rubric_show)
+    app.command("schema")(rubric_schema)
     app.command("score")(score)
+
+
+def rubric_schema() -> None:
+    """Print the JSON Schema (draft 2020-12) of rubric files, for editors and CI.
+
+    Put `# yaml-language-server: $schema=PATH/rubric.schema.json` on a rubric's first line
+    for completion and validation as you type. The checked-in copy is
+    docs/schemas/rubric.schema.json.
+    """
+    sys.stdout.write(schema_text(SchemaKind.rubric))
+    sys.stdout.flush()
 
 
 def rubric_validate(
@@ -99,7 +112,11 @@ def score(
     rubric: Annotated[str | None, typer.Option(help="Rubric id or path.")] = None,
     json_out: JsonFlag = False,
 ) -> None:
-    """Compute final and overall scores from deterministic and AI scores, with no model call."""
+    """Final and overall scores of a file of deterministic and AI scores, by the rubric.
+
+    Scores one case by hand, no run and no store; `judge rescore` re-scores a whole stored
+    run under another rubric.
+    """
     done = score_file(Workspace.open(), file, rubric)
     rub, result = done.rubric, done.score
     payload: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""``judge local serve|status|stop``: the embedded local judge's server (app.judges.local_ops)."""
+"""``judge judges local start|status|stop``: the embedded judge's server (app.judges.local_ops)."""
 
 from __future__ import annotations
 
@@ -20,16 +20,16 @@ def register(app: typer.Typer) -> None:
     """Add the ``local`` group to ``app``."""
     local = typer.Typer(help="Run the embedded local judge (llama.cpp) on this machine.",
                         no_args_is_help=True)
-    local.command("serve")(serve)
+    local.command("start")(start)
     local.command("status")(status)
     local.command("stop")(stop)
     app.add_typer(local, name="local")
 
 
-def serve(model: ModelArg = DEFAULT_LOCAL,
+def start(model: ModelArg = DEFAULT_LOCAL,
           port: Annotated[int | None, typer.Option(help="Port (default: a free one).")] = None,
           json_out: JsonFlag = False) -> None:
-    """Start the local server in the background; runs reuse it until `judge local stop`."""
+    """Start the local server in the background; runs reuse it until `judge judges local stop`."""
     report = serve_local(Workspace.open(), model, port)
     running = report.server
     if json_out:
@@ -54,6 +54,6 @@ def status(model: ModelArg = DEFAULT_LOCAL, json_out: JsonFlag = False) -> None:
 
 
 def stop(model: ModelArg = DEFAULT_LOCAL) -> None:
-    """Stop the server `judge local serve` started."""
+    """Stop the server `judge judges local start` started."""
     stopped = stop_local(Workspace.open(), model)
     typer.echo(f"{model}: {'stopped' if stopped else 'was not running'}")

@@ -1,4 +1,4 @@
-"""``judge store upgrade`` and ``verify``: migrate the run store's schema; check its seals."""
+"""``judge runs upgrade`` and ``judge runs verify``: the run store's schema and its seals."""
 
 from __future__ import annotations
 
@@ -19,12 +19,9 @@ _JsonFlag = Annotated[bool, typer.Option("--json", help="Print one JSON object."
 
 
 def register(app: typer.Typer) -> None:
-    """Add ``store upgrade`` and ``store verify`` to ``app``."""
-    store_app = typer.Typer(help="Administer the run store (schema migrations, seals).",
-                            no_args_is_help=True)
-    store_app.command("upgrade")(upgrade)
-    store_app.command("verify")(verify)
-    app.add_typer(store_app, name="store")
+    """Add ``upgrade`` and ``verify`` to ``app``."""
+    app.command("upgrade")(upgrade)
+    app.command("verify")(verify)
 
 
 def upgrade(

@@ -1,4 +1,4 @@
-"""``judge batch status|wait|collect|cancel [JOB]`` and what ``judge run --batch`` prints.
+"""``judge runs batch status|wait|collect|cancel [JOB]`` and what ``judge run --batch`` prints.
 
 Exit codes: ``collect``/``wait`` exit as the finished run does (0, 1 regression, 4 no
 judgment, 5 not compared...), 75 while the provider has not finished; 2 bad input; 1 a
@@ -22,6 +22,7 @@ from ..app.runs.batching import (
 )
 from ..app.runs.running import RunRequest
 from ..app.workspace.workspace import Workspace
+from ..core.outcomes.usage import cost_text
 from ..core.text.terminal_text import visible
 from ..store.batch_jobs import BatchJob
 from .gate_reports import print_verdict
@@ -90,7 +91,7 @@ def _print_job(job: BatchJob) -> None:
             out.print(f"    error: {error}", markup=False)
     if job.ledger is not None:
         led = job.ledger
-        cost = "unknown" if led.cost_usd is None else f"${led.cost_usd:.4f}"
+        cost = cost_text(led.cost_usd, led.answered)
         out.print(f"  collected: {led.answered} answered at the batch rate ({cost}), "
                   f"{len(led.failed)} unanswered, {len(led.invalid)} invalid after repair, "
                   f"{led.repair_calls} live repair call(s), {len(led.refused)} answer(s) refused")
@@ -103,7 +104,7 @@ def submit(workspace: Workspace, request: RunRequest, *, json_out: bool) -> int:
     done: BatchSubmission = submit_batch(workspace, request)
     for notice in done.notices:
         err_console().print(notice, markup=False)
-    nxt = f"judge batch wait {done.job.id}" if done.job else f"judge run {request.suite}"
+    nxt = f"judge runs batch wait {done.job.id}" if done.job else f"judge run {request.suite}"
     if json_out:
         emit_json({"job": _job_json(done.job) if done.job else None,
                    "judgments": done.judgments, "cached": done.cached,
@@ -114,8 +115,8 @@ def submit(workspace: Workspace, request: RunRequest, *, json_out: bool) -> int:
     console().print(f"submitted batch job [bold]{done.job.id}[/]: {done.submitted} of "
                     f"{done.judgments} judgment(s) sent ({done.cached} already cached)")
     _print_job(done.job)
-    console().print(f"next: {nxt}   (or `judge batch status {done.job.id}`; "
-                    f"`judge batch collect {done.job.id}` once it is done)", markup=False)
+    console().print(f"next: {nxt}   (or `judge runs batch status {done.job.id}`; "
+                    f"`judge runs batch collect {done.job.id}` once it is done)", markup=False)
     return 0
 
 
@@ -132,18 +133,18 @@ def _finish(done: BatchCollected, json_out: bool) -> None:
         for notice in done.notices:
             console().print(notice, markup=False)
         if report is None and done.job.status != "finished":
-            err_console().print(f"not finished yet: `judge batch wait {done.job.id}`",
+            err_console().print(f"not finished yet: `judge runs batch wait {done.job.id}`",
                                 markup=False)
         elif report is not None:
             t, s = report.run.totals, report.summary
-            cost = "unknown" if t.cost_usd is None else f"${t.cost_usd:.4f}"
-            batch_cost = "unknown" if t.batch_cost_usd is None else f"${t.batch_cost_usd:.4f}"
+            cost = cost_text(t.cost_usd, t.calls + t.batch_calls)
+            batch_cost = cost_text(t.batch_cost_usd, t.batch_calls)
             rate = "—" if s.pass_rate is None else f"{s.pass_rate:.0%}"
             console().print(
                 f"run {report.run.id}: cases {s.cases}, scored {s.scored}, unscored "
                 f"{s.unscored}, pass rate {rate}, mean overall {s.mean_overall}; "
                 f"{t.batch_calls} judgment(s) at the batch rate ({batch_cost}), "
-                f"{t.calls} live call(s), total cost {cost}", markup=False)
+                f"{t.calls} live call(s), in all {cost}", markup=False)
             if report.verdict is not None:
                 print_verdict(report.verdict)
     raise typer.Exit(done.exit_code)
@@ -183,6 +184,6 @@ def collect(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = N
 
 def cancel(job: JobArg = None, api_base: ApiBase = None, store: StoreOption = None,
            json_out: JsonFlag = False) -> None:
-    """Cancel a batch job at the provider; `judge batch collect` then keeps what it answered."""
+    """Cancel a batch job at the provider; `judge runs batch collect` keeps what it answered."""
     found = cancel_batch(_workspace(api_base, store), job)
     _show_job(found, json_out)

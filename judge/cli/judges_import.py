@@ -1,4 +1,4 @@
-"""``judge import``: judgments recorded elsewhere, stored as runs of their judges.
+"""``judge judges import``: judgments recorded elsewhere, stored as runs of their judges.
 
 The work is :func:`judge.app.judges.importing.import_judgments` (the file's format:
 :mod:`judge.core.formats.recorded`); this module parses the flags and prints the runs made.
@@ -45,7 +45,7 @@ def import_cmd(
 
     One line per case and judge: {"case": ID, "judge": NAME, "scores": {CATEGORY: SCORE}}
     or "samples": [{...}, ...] for raw samples. Each judge becomes one complete run of the
-    suite, marked imported, that judge agreement, compare, calibrate and report read
+    suite, marked imported, that `judge judges agreement`, compare, calibrate and report read
     offline; nothing enters the judgment cache. A bad line: exit 2 naming it, nothing stored.
     """
     workspace = Workspace.open(overrides={"store_url": store, "sample_aggregate": aggregate})
@@ -61,5 +61,5 @@ def import_cmd(
         out.print(f"run [bold]{escape(m.run.id)}[/]: judge {escape(m.run.models[0])}, "
                   f"{plural(m.cases, 'case')} imported{escape(missing)}")
     first = made[0].run.id
-    out.print(f"next: judge agreement {escape(first)}  ·  judge compare "
+    out.print(f"next: judge judges agreement {escape(first)}  ·  judge compare "
               f"{' '.join(escape(m.run.id) for m in made)}", markup=True)
