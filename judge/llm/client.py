@@ -97,6 +97,8 @@ class ModelSpec:
     keeps computing a request its client gave up on, so a re-send only queues behind it."""
     redact: Callable[[str], str] | None = field(default=None, repr=False, compare=False)
     """Masks the process's secrets in every error text (default: this spec's own key)."""
+    on_this_machine: bool = False
+    """The embedded judge, served on this machine: a call's price is known, and it is zero."""
 
 
 class KeyMaterial(TypedDict):
@@ -605,7 +607,9 @@ class LiteLLMClient:
             turn = self._turn(response, latency, mode)
             # A reply is data: a key the judge repeats (its own, or one it read in the
             # prompt) is masked before anything stores, parses or shows it.
-            return dataclasses.replace(turn, text=self._redact(turn.text))
+            return dataclasses.replace(turn, text=self._redact(turn.text),
+                                       cost_usd=0.0 if self.spec.on_this_machine
+                                       else turn.cost_usd)
         except (IndexError, AttributeError, TypeError) as exc:
             # A 200 whose body has no usable choice (``"choices": []``, e.g. a provider's
             # content filter): a failed attempt like any other, never a crash of the run.

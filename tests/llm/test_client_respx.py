@@ -463,6 +463,17 @@ async def test_usage_recorded_and_unknown_cost_is_none(
     assert meta.latency_ms is not None and meta.latency_ms >= 0
     entry = cache.get(meta.cache_key)
     assert entry is not None and entry.data["turns"][0]["costUsd"] is None
+
+
+async def test_the_embedded_judge_costs_nothing(
+        prep: Prepared, rubric: Rubric, cache: JudgmentCache) -> None:
+    """A judge served on this machine has a known price, zero: "no paid calls", not unknown."""
+    with respx.mock(assert_all_mocked=True, assert_all_called=True) as mock:
+        mock.post(URL).mock(return_value=ok(prep, prompt_tokens=1234, completion_tokens=56))
+        result = await judge(prep, rubric, LiteLLMClient(spec(on_this_machine=True)), cache)
+    assert result.judge is not None and result.judge.cost_usd == 0.0
+    entry = cache.get(result.judge.cache_key)
+    assert entry is not None and entry.data["turns"][0]["costUsd"] == 0.0
     # The parser agrees with what was scored (no hidden second parse path).
     parsed = parse_verdict(entry.turns[-1].text, rubric, prep.bundle.ids())
     assert {c: s.score for c, s in parsed.items()} == AI

@@ -166,7 +166,7 @@ class LiteLLMJudges:
                 name=server.litellm_model, api_base=server.api_base, api_key=key,
                 output_mode=s.output_mode, timeout=timeout, max_attempts=s.max_attempts,
                 engine=server.engine or engine_info(name), max_concurrency=own,
-                retry_timeouts=False,
+                retry_timeouts=False, on_this_machine=True,
                 redact=Redactor(secret_values(workspace.env, extra=[key]))))
 
         logits = s.score_mode == "expected"

@@ -89,7 +89,7 @@ def cost_text(cost_usd: float | None, calls: int) -> str:
     """A cost for people, in words where a figure would mislead; every door words it so.
 
     ``no paid calls`` when no call was made or every call's price is known to be zero;
-    ``cost unknown`` when a call's price is unknown (a local or self-hosted model); else
+    ``cost unknown`` when a call's price is unknown (a self-hosted or unpriced model); else
     dollars, ``under $0.0001`` rather than a ``$0.0000`` that reads as free.
     """
     if calls == 0 or cost_usd == 0:
