@@ -63,4 +63,10 @@ def _print_moves(report: RescoreReport) -> None:
         return a if a == b else f"{a} → {b}"
 
     table(["case", "overall", "band", "pass"],
-          [[m.id, arrow(m.overall), arrow(m.band), arrow(m.passed)] for m in report.moves])
+          [[m.id, arrow(m.overall), arrow(m.band),
+            arrow((_pass_word(m.passed[0]), _pass_word(m.passed[1])))] for m in report.moves])
+
+
+def _pass_word(passed: bool | None) -> str | None:
+    """``pass``/``fail`` as ``judge diff`` words them (None: not scored)."""
+    return None if passed is None else ("pass" if passed else "fail")
