@@ -23,6 +23,7 @@ from ..app.runs.baselines import (
 from ..app.workspace.workspace import Workspace
 from ..core.outcomes.baseline import baseline_text
 from .options import (
+    RUN_HELP,
     BaselinesDirAlias,
     BaselinesDirOption,
     JsonFlag,
@@ -67,7 +68,7 @@ def baseline_record(
     suite: SuiteArg,
     run_id: Annotated[str | None, typer.Option(
         "--from", metavar="RUN",
-        help="Run id or unique prefix (default: the suite's latest complete run).")] = None,
+        help=RUN_HELP + " (default: the suite's latest complete run).")] = None,
     store: StoreOption = None,
     directory: BaselinesDirOption = None,
     dir_alias: BaselinesDirAlias = None,

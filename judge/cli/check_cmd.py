@@ -29,6 +29,7 @@ from .gate_reports import (
     write_gate_reports,
 )
 from .options import (
+    RUN_HELP,
     AcrossJudgesFlag,
     BaselinesDirAlias,
     BaselinesDirOption,
@@ -60,7 +61,7 @@ def _workspace(store: str | None, directory: str | None, threshold: float | None
 
 def check(
     run_id: Annotated[str | None, typer.Argument(
-        metavar="RUN", help="Run id or unique prefix (default: the latest complete run).")] = None,
+        metavar="RUN", help=RUN_HELP + " (default: the latest complete run).")] = None,
     suite: Annotated[str | None, typer.Option(
         "--suite", metavar="SUITE_ID_OR_FILE",
         help="Use this suite's latest complete run.")] = None,

@@ -61,7 +61,8 @@ def register(app: typer.Typer) -> None:
 
 def compare(
     runs: Annotated[list[str], typer.Argument(
-        help="Run ids (or unique prefixes): two or more runs of one suite, or one panel run.",
+        help="Runs (ids, unique prefixes, last, last~1…): two or more runs of one suite, or one "
+             "panel run.",
         metavar="RUN", show_default=False)],
     suite: Annotated[Path | None, typer.Option(
         "--suite", metavar="FILE",

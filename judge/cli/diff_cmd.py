@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..app.runs.diffing import CaseDiff, RunDiff, diff_runs
 from ..app.workspace.workspace import Workspace
-from .options import JsonFlag, StoreOption
+from .options import RUN_HELP, JsonFlag, StoreOption
 from .output import (
     SECTION,
     Cell,
@@ -46,8 +46,8 @@ def register(app: typer.Typer) -> None:
 
 
 def diff(
-    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help="Run id or unique prefix.")],
-    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help="Run id or unique prefix.")],
+    run_a: Annotated[str, typer.Argument(metavar="RUN_A", help=RUN_HELP + ".")],
+    run_b: Annotated[str, typer.Argument(metavar="RUN_B", help=RUN_HELP + ".")],
     show_all: Annotated[bool, typer.Option(
         "--all", help="List every case both runs scored, not only the changed ones.")] = False,
     store: StoreOption = None,

@@ -23,7 +23,7 @@ from ..app.workspace.workspace import Workspace
 from ..core.stats.noise import NoiseModel
 from ..system.noise_files import noise_path
 from .aliases import say_deprecated
-from .options import ApiBaseOption, JsonFlag, SeedOption, StoreOption
+from .options import RUN_HELP, ApiBaseOption, JsonFlag, SeedOption, StoreOption
 from .output import Cell, band_style, console, emit_json, plural, short_text, styled, table
 
 __all__ = ["register", "register_old"]
@@ -185,7 +185,7 @@ def measure(
 
 
 def stability(
-    run_id: Annotated[str, typer.Argument(metavar="RUN", help="Run id or unique prefix.")],
+    run_id: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP + ".")],
     show_all: Annotated[bool, typer.Option(
         "--all", help="Also list the stable cases (in JSON: 'judged').")] = False,
     store: StoreOption = None,

@@ -11,6 +11,7 @@ from ..app.workspace.settings import env_name
 from .aliases import say_setting
 
 __all__ = [
+    "RUN_HELP",
     "AcrossJudgesFlag",
     "AllowUnsignedShared",
     "ApiBaseOption",
@@ -48,7 +49,9 @@ BaselinesDirAlias = Annotated[str | None, typer.Option("--dir", hidden=True,
 ThresholdOption = Annotated[float | None, typer.Option(
     "--threshold", min=0.0, max=1.0, metavar="T",
     help="Largest allowed drop as a fraction of 0..100 (0.05 = 5 points).")]
-RunArg = Annotated[str, typer.Argument(help="Run id, or a unique prefix of it.")]
+RUN_HELP = "Run id, a unique prefix of it, or last / last~N (the newest run / N before it)"
+"""How every command names a stored run (the store resolves ``last~N``)."""
+RunArg = Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP + ".")]
 ApiBaseOption = Annotated[str | None, typer.Option(
     metavar="URL", help="Base URL of an OpenAI-compatible server, with its /v1 "
                         "(e.g. http://127.0.0.1:8000/v1).")]

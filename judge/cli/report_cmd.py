@@ -16,7 +16,7 @@ from ..app.runs.reporting import ReportRequest, build_report
 from ..app.workspace.workspace import Workspace
 from ..core.text.errors import UsageError
 from ..report.html import render_report, write_report
-from .options import StoreOption
+from .options import RUN_HELP, StoreOption
 from .output import console, emit_json
 
 __all__ = ["register", "report"]
@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
 
 
 def report(
-    run: Annotated[str, typer.Argument(metavar="RUN", help="Run id, or a unique prefix.")],
+    run: Annotated[str, typer.Argument(metavar="RUN", help=RUN_HELP + ".")],
     against: Annotated[str | None, typer.Option(
         "--against", metavar="RUN",
         help="Show each case's move from this earlier run to RUN.")] = None,
