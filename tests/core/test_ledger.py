@@ -1,7 +1,8 @@
 """The call ledger adds up: calls = requests + repair turns + retries (by reason) + fallbacks.
 
-And the keyless judge swap the README documents: the loopback fake server started as a
-user would, its printed ``api-base`` URL given to ``judge run``, two judges compared.
+And a keyless judge swap: the loopback fake server started as a process, its printed
+``api-base`` URL given to ``judge run``, two judges compared (the README's own lines run in
+tests/cli/test_readme_jobs.py).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def test_a_run_says_where_its_calls_went(fake_server: Any, workspace: Path) -> N
 
 
 def test_swap_two_judges_with_no_key(workspace: Path) -> None:
-    """The README's keyless swap, verbatim: the test double on loopback, two judges."""
+    """A keyless judge swap: the test double on loopback as a process, two judges, compare."""
     server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "fakes" / "fake_server.py"),
                                "--port", "0"], stdout=subprocess.PIPE, text=True)
     try:
