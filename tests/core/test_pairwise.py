@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from conftest import ROOT, FakeClient, judge_env, run_judge
+from secret_corpus import CONFIGURED, CORPUS
 
 from judge.app.runs.pairwise_run import PairwiseRequest, judge_pairs, load_pair_suite, run_pairwise
 from judge.app.workspace.workspace import Workspace
@@ -30,6 +32,7 @@ from judge.core.stats.pairwise import (
     verdict_schema,
 )
 from judge.core.text.errors import OutputError, ProviderError, SuiteError
+from judge.core.text.secrets import MASK, values_pattern
 from judge.engine.judging import JudgeSettings
 from judge.llm.client import Completion, JudgeRequest
 from judge.render.prompts import PromptRenderer
@@ -471,3 +474,29 @@ def test_cli_malformed_suite_exits_2_naming_case_and_field(workspace: Path) -> N
     assert proc.returncode == 2, proc.stderr
     assert "bad.yaml: case 'broken-pair': preferred:" in proc.stderr
     assert "fix:" in proc.stderr and proc.stdout == ""
+
+
+def test_secrets_in_a_pair_suite_never_reach_the_judge_or_the_cache(
+        fake_server: Any, workspace: Path) -> None:
+    """A key shape and a configured credential's value, pasted into a pair's outputs,
+    input and evidence, are masked at load as a suite's cases are."""
+    shaped = dict(CORPUS)["OpenAI"]
+    held = CONFIGURED["OPENAI_API_KEY"]
+    suite = workspace / "pairs.yaml"
+    suite.write_text(yaml.safe_dump({"cases": [{
+        "id": "p1", "input": f"use {held}", "output_a": f"key: {shaped}",
+        "output_b": f"token {held} here",
+        "evidence": {"agentLogs": [{"id": "log:1", "excerpt": f"export KEY={shaped}"}]},
+    }]}), encoding="utf-8")
+    loaded = load_pair_suite(suite, values=values_pattern([held]))
+    assert shaped not in loaded.model_dump_json() and held not in loaded.model_dump_json()
+    fake_server.reset_stats()
+    ws = Workspace.open(workspace, {"model": MODEL, "api_base": fake_server.openai_base_url},
+                        env=judge_env(OPENAI_API_KEY=held))
+    report = run_pairwise(ws, PairwiseRequest(suite=str(suite)))
+    assert report.exit_code == 0
+    sent = json.dumps(fake_server.received())
+    assert len(fake_server.received()) == 2 and MASK in sent
+    assert shaped not in sent and held not in sent
+    stored = b"".join(p.read_bytes() for p in (workspace / "cache").rglob("*") if p.is_file())
+    assert shaped.encode() not in stored and held.encode() not in stored

@@ -19,7 +19,6 @@ from secret_corpus import CORPUS, URLS
 from test_secret_shapes import PLACES
 
 from judge.app.workspace.fixtures import generate_cases
-from judge.core.formats import suite
 from judge.core.formats.suite import masked_case
 from judge.core.text import secrets
 from judge.core.text.secrets import MASK, SHAPES, Redactor, formats_may_mask, mask_text, mask_value
@@ -135,12 +134,12 @@ def _as_case(text: str) -> dict[str, object]:
 
 def _walked(raw: dict[str, object]) -> object:
     """``masked_case`` with the case-level check forced to "maybe": every string walked."""
-    saved = suite.formats_may_mask
-    suite.formats_may_mask = lambda *_: True  # type: ignore[assignment]
+    saved = secrets.formats_may_mask
+    secrets.formats_may_mask = lambda *_: True  # type: ignore[assignment]
     try:
         return masked_case(raw)
     finally:
-        suite.formats_may_mask = saved
+        secrets.formats_may_mask = saved
 
 
 @pytest.mark.parametrize("text", TEXTS)

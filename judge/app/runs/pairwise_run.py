@@ -13,6 +13,7 @@ rubric, which a pair's A / B / tie result is not.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,14 +153,16 @@ class PairwiseReport:
         }
 
 
-def load_pair_suite(path: Path, shown_as: str | None = None) -> PairSuite:
+def load_pair_suite(path: Path, shown_as: str | None = None,
+                    values: re.Pattern[str] | None = None) -> PairSuite:
     """Read and validate a pair suite; the id defaults to the file's stem (or its folder's).
 
-    Errors name the file as ``shown_as`` (what the user typed), else ``path``.
+    Errors name the file as ``shown_as`` (what the user typed), else ``path``. Secrets in
+    its text are masked (``values``: the credentials the caller holds, besides the shapes).
     """
     name = shown_as or str(path)
     text = read_input(path, SuiteError, 4 * MAX_SUITE_CHARS)
-    return parse_pair_suite(text, name, default_id=suite_file_id(path))
+    return parse_pair_suite(text, name, default_id=suite_file_id(path), values=values)
 
 
 def run_pairwise(workspace: Workspace, request: PairwiseRequest, *,
@@ -168,7 +171,8 @@ def run_pairwise(workspace: Workspace, request: PairwiseRequest, *,
 
     Offline (cache mode ``offline``) opens no judge: a miss is a ``cache_miss`` order.
     """
-    suite = load_pair_suite(workspace.path(request.suite), str(request.suite))
+    suite = load_pair_suite(workspace.path(request.suite), str(request.suite),
+                            workspace.secret_pattern)
     models = workspace.settings.models
     if len(models) != 1:
         raise UsageError("pairwise judging takes one judge model" if models

@@ -25,7 +25,7 @@ from pydantic import (
 from ..text.errors import SuiteError
 from ..text.frozen import Frozen
 from ..text.safeyaml import load_yaml
-from ..text.secrets import formats_may_mask, mask_value
+from ..text.secrets import masked_fields
 from ..text.strict_json import JsonProblem, loads_strict
 from .conversation import Turn
 from .evidence import EvidenceInputError, check_evidence
@@ -175,18 +175,7 @@ def masked_case(raw: Any, values: re.Pattern[str] | None = None) -> Any:
     *masked* text: a case whose text holds no secret keeps its key; one that does is keyed
     by its text as sent. Cases are mappings here; anything else is left to validation.
     """
-    if not isinstance(raw, dict) or not formats_may_mask(
-            [raw[n] for n in _CASE_TEXT if n in raw], values):
-        return raw
-    out = raw
-    for name in _CASE_TEXT:
-        if name in raw:
-            value, count = mask_value(raw[name], formats_only=True, values=values)
-            if count:
-                if out is raw:
-                    out = dict(raw)
-                out[name] = value
-    return out
+    return masked_fields(raw, _CASE_TEXT, values)
 
 
 def check_suite_id(suite_id: str, source: str) -> str:

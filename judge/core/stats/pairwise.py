@@ -25,6 +25,7 @@ No I/O here: the model call, the cache and the command live in ``judge.cli.judge
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -46,6 +47,7 @@ from ..formats.suite import iter_jsonl, read_suite_document
 from ..scoring.replies import extract_json
 from ..text.errors import OutputError, SuiteError
 from ..text.frozen import Frozen
+from ..text.secrets import masked_fields
 
 __all__ = [
     "ORDERS",
@@ -133,6 +135,8 @@ class PairSuite(Frozen):
 
 
 _TOP_KEYS = ("id", "description", "criteria", "cases")
+_PAIR_TEXT = ("input", "output_a", "output_b", "evidence", "metadata")
+"""The fields of a pair that hold untrusted text, masked at load."""
 _FIX = "see examples/pairwise/suite.yaml for the pair shape"
 
 
@@ -169,7 +173,8 @@ def _check_pair_evidence(pair: Pair, source: str) -> None:
                          where=f"case {pair.id!r}: {exc.where}", fix=_FIX) from None
 
 
-def _parse_pairs(raw_pairs: Iterable[Any], source: str) -> tuple[Pair, ...]:
+def _parse_pairs(raw_pairs: Iterable[Any], source: str,
+                 values: re.Pattern[str] | None) -> tuple[Pair, ...]:
     pairs: list[Pair] = []
     seen: set[str] = set()
     for index, raw in enumerate(raw_pairs):
@@ -181,7 +186,7 @@ def _parse_pairs(raw_pairs: Iterable[Any], source: str) -> tuple[Pair, ...]:
         label = f"case {raw_id!r}" if isinstance(raw_id, str) and raw_id else \
             f"case #{index + 1}"
         try:
-            pair = Pair.model_validate(raw)
+            pair = Pair.model_validate(masked_fields(raw, _PAIR_TEXT, values))
         except ValidationError as exc:
             where, msg = format_validation_error(exc)
             raise SuiteError(msg, file=source, where=f"{label}: {where}", fix=_FIX) from None
@@ -205,14 +210,19 @@ def _criteria(value: Any, source: str) -> tuple[str, ...]:
                      fix="write criteria: [- Correctness: ..., - Completeness: ...]")
 
 
-def parse_pair_suite(text: str, source: str, default_id: str) -> PairSuite:
-    """Parse a pair suite from YAML (a mapping with ``cases``) or JSONL (one pair a line)."""
+def parse_pair_suite(text: str, source: str, default_id: str,
+                     values: re.Pattern[str] | None = None) -> PairSuite:
+    """Parse a pair suite from YAML (a mapping with ``cases``) or JSONL (one pair a line).
+
+    Its pairs' text is masked for secrets as a suite's cases are (``values``: the
+    credentials the caller holds).
+    """
     if source.endswith(".jsonl"):
         raw = list(iter_jsonl(text.splitlines(), source))
-        return PairSuite(id=default_id, cases=_parse_pairs(raw, source))
+        return PairSuite(id=default_id, cases=_parse_pairs(raw, source, values))
     data = read_suite_document(text, source, _TOP_KEYS,
                                "write cases: [- id: ..., output_a: ..., output_b: ...]")
-    pairs = _parse_pairs(data["cases"], source)
+    pairs = _parse_pairs(data["cases"], source, values)
     if not pairs:
         raise SuiteError("the suite has no pairs", file=source, where="cases",
                          fix="add at least one pair")

@@ -35,6 +35,7 @@ __all__ = [
     "mask_text",
     "mask_url",
     "mask_value",
+    "masked_fields",
     "secret_paths",
     "secret_values",
     "values_pattern",
@@ -302,6 +303,26 @@ def _holds_literal(text: str, words: re.Pattern[bytes]) -> bool:
     """
     data = text.encode("utf-8", "surrogatepass")
     return _FORMAT_LITERALS.search(data) is not None or words.search(data.lower()) is not None
+
+
+def masked_fields(raw: Any, names: Iterable[str], values: re.Pattern[str] | None = None) -> Any:
+    """``raw`` (a mapping read from a suite) with the secrets in its ``names`` fields masked.
+
+    The shapes specific enough for a suite's own text (``formats_only``) and the ``values``
+    a caller holds; ``raw`` itself when nothing is masked (its cache keys unchanged), else
+    a copy. What every loader of untrusted case text (suites, pair suites) masks with.
+    """
+    fields = [name for name in names if isinstance(raw, dict) and name in raw]
+    if not fields or not formats_may_mask([raw[n] for n in fields], values):
+        return raw
+    out = raw
+    for name in fields:
+        value, count = mask_value(raw[name], formats_only=True, values=values)
+        if count:
+            if out is raw:
+                out = dict(raw)
+            out[name] = value
+    return out
 
 
 def formats_may_mask(value: Any, values: re.Pattern[str] | None = None) -> bool:
