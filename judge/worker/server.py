@@ -28,10 +28,12 @@ from __future__ import annotations
 import io
 import json
 import os
+import select
 import selectors
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -115,6 +117,7 @@ def _child(conn: socket.socket, head: Head, fds: list[int]) -> None:
         conn.sendall(json.dumps({"pid": os.getpid()}).encode() + b"\n")
     except OSError:
         os._exit(code)  # the client is gone: nothing runs
+    _end_with_the_client(conn)
     try:
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -157,6 +160,27 @@ def _child(conn: socket.socket, head: Head, fds: list[int]) -> None:
         except OSError:
             pass
         os._exit(code)
+
+
+def _end_with_the_client(conn: socket.socket) -> None:
+    """Kill this child the moment its client's connection closes, worker or no worker.
+
+    The worker kills a child whose client went away; a child whose worker was killed first
+    (it goes on, so the command still ends as it would) watches the connection itself, or a
+    client killed next would leave it judging on. It polls for the peer's hang-up only,
+    never reading: a client sends nothing after its head.
+    """
+    def watch() -> None:
+        poller = select.poll()
+        poller.register(conn.fileno(), select.POLLRDHUP | select.POLLHUP)
+        while True:
+            for _, events in poller.poll():
+                if events & select.POLLNVAL:
+                    return  # the connection was closed here: nothing left to watch
+                if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="judge-client-watch", daemon=True).start()
 
 
 def _say(conn: socket.socket, answer: object) -> None:

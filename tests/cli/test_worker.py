@@ -785,6 +785,46 @@ def test_a_worker_killed_under_a_command_lets_it_finish(shared: Home, slow_serve
     assert again is not None and again["pid"] != worker
 
 
+def _gone(pid: int) -> bool:
+    """The process ended (a zombie nobody reaps counts: it runs nothing)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True
+
+
+def test_a_client_killed_after_its_worker_still_stops_its_commands_work(
+        shared: Home, slow_server: Any) -> None:
+    """SIGKILL of the worker, then of the client: the child, its worker gone, watches its
+    client's connection itself and ends with it — no orphan judges on (it used to)."""
+    env = shared.env()
+    root = shared.workspace
+    _slow_workspace(root, slow_server.base_url)
+    proc = subprocess.Popen([sys.executable, "-m", "judge", "run", "suite.yaml", "--no-check"],
+                            cwd=root, env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(lambda: slow_server.stats()["requests"] >= 3, 60)
+        found = client.status(shared.socket)
+        assert found is not None
+        worker = int(str(found["pid"]))
+        children = _children_of(worker)
+        assert len(children) == 1
+        os.kill(worker, signal.SIGKILL)
+        assert _wait(lambda: _gone(worker), 30)
+        assert not _gone(children[0])  # the command goes on without its worker
+        os.kill(proc.pid, signal.SIGKILL)
+        assert proc.wait(timeout=TIMEOUT) == -signal.SIGKILL
+        assert _wait(lambda: _gone(children[0]), 30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert slow_server.stats()["requests"] < LLM_CASES
+    assert _resumed(root, env, slow_server) >= 1  # what the killed child left is asked again
+    assert _wait(lambda: client.status(shared.socket) is not None, 90)
+
+
 # -- trust: the socket's folder, the peer, the frames, the descriptors -------------------
 
 FOREIGN = 65534
