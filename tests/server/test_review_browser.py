@@ -377,6 +377,42 @@ def test_judge_review_serves_the_page_with_a_fresh_token(
             proc.stderr.close()
 
 
+@pytest.fixture(scope="module")
+def sampled(workspace: tuple[Path, str, str]) -> str:
+    """A run of the same suite judged 3 times per case by a judge whose samples differ."""
+    root = workspace[0]
+    fake = load_fake_server().start_in_thread(latency_ms=0, seed=7)
+    try:
+        ws = Workspace.open(root, {"model": ["hosted_vllm/fake-judge~8"], "samples": 3,
+                                   "api_base": f"{fake.base_url}/v1"}, env={})
+        report = run_suite(ws, RunRequest(suite=root / "suite.yaml", check=False))
+        assert report.run.status == "complete"
+    finally:
+        fake.stop()
+    return report.run.id
+
+
+def test_a_samples_run_shows_the_judges_aggregate_and_spread(
+        workspace: tuple[Path, str, str], sampled: str, browser: Browser) -> None:
+    """Each category shows the mean of the judge's 3 samples and their spread (max - min)."""
+    root, _, base = workspace
+    data = review_page_data(Workspace.open(root, env={}), sampled)
+    case = next(c for c in data["cases"] if c["combined"] and c["spread"])
+    page = browser.page
+    page.open("about:blank", "true")
+    page.open(f"{base}/review/{sampled}#token={TOKEN}&case={case['id']}", READY)
+    assert _case_id(page) == case["id"] and page.errors() == []
+    assert page.evaluate("document.querySelector('#case .combined').textContent") == \
+        f"mean of 3 samples, spread {case['spread']}"
+    shown = page.evaluate("[...document.querySelectorAll('#case .category .scores')]"
+                          ".map(p => p.textContent)")
+    assert shown == [f"AI {c['aiScore']}, spread {c['spread']} · deterministic "
+                     f"{c['deterministicScore'] if c['deterministicScore'] is not None else '—'}"
+                     f" · final {c['finalScore']}, spread {c['finalSpread']}"
+                     for c in case["categories"]]
+    assert all(c["aiScore"] is not None for c in case["categories"])
+
+
 RESEARCH_SUITE = ROOT / "examples" / "research-agent" / "suite.yaml"
 
 

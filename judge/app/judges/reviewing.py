@@ -27,7 +27,8 @@ from ...core.formats.labels import (
 from ...core.formats.limits import MAX_LABELS_BYTES
 from ...core.formats.models import CaseResult, RunInfo
 from ...core.formats.rubric import Rubric
-from ...core.scoring.panel import headline_of
+from ...core.outcomes.baseline import pick_primary
+from ...core.scoring.panel import SAMPLE_AGGREGATE, headline_of, member_sample
 from ...core.stats.raters import people_agreement
 from ...core.text.errors import UsageError
 from ...core.text.seals import Sealer
@@ -86,15 +87,19 @@ def run_suite_file(info: RunInfo, workspace: Workspace) -> Path | None:
 
 def _headline(info: RunInfo, results: Sequence[CaseResult]) -> tuple[list[CaseResult],
                                                                       dict[str, CaseResult]]:
-    """The headline judge's results, and by case the other judge that differs most."""
-    model, sample = headline_of(info)
-    head = [r for r in results if r.judge is None
-            or (r.judge.model == model and r.judge.sample == sample
-                and r.judge.aggregate is None)]
+    """The run's headline results, and by case the other judge that differs most.
+
+    The headline is what the gate compares (:func:`pick_primary`): the panel, else the judge's
+    sample aggregate of a ``--samples`` run, else its one judgment. The other judges stand
+    by their own headline (their sample aggregate with K samples).
+    """
+    model = headline_of(info)[0]
+    head = pick_primary(results, model)
     by_id = {r.id: r for r in head}
+    sample = member_sample(info.samples)
     other: dict[str, CaseResult] = {}
     for r in results:
-        if r.judge is None or r.judge.model == model or r.judge.sample != 0 \
+        if r.judge is None or r.judge.model == model or r.judge.sample != sample \
                 or r.overall_score is None or r.id not in by_id:
             continue
         mine = by_id[r.id].overall_score
@@ -103,6 +108,22 @@ def _headline(info: RunInfo, results: Sequence[CaseResult]) -> tuple[list[CaseRe
                                  > abs((best.overall_score or 0) - mine)):
             other[r.id] = r
     return head, other
+
+
+class _Combined(TypedDict):
+    """What a headline result combines: ``mean`` of 3 ``samples``, ``median`` of 2 ``judges``."""
+
+    method: str
+    of: str
+    count: int
+
+
+def _combined(result: CaseResult) -> _Combined | None:
+    judge = result.judge
+    if judge is None or judge.aggregate is None:
+        return None
+    return {"method": judge.aggregate, "count": len(judge.members),
+            "of": "samples" if judge.sample == SAMPLE_AGGREGATE else "judges"}
 
 
 class _Band(TypedDict):
@@ -160,6 +181,7 @@ def review_page_data(workspace: Workspace, run_id: str) -> dict[str, Any]:
         seen = shown.get(r.id)
         rows.append({
             "id": r.id, "status": r.status, "overallScore": r.overall_score, "band": r.band,
+            "combined": _combined(r), "spread": r.spread,
             "input": case.input if case else None, "output": case.output if case else None,
             "evidence": [e.model_dump(mode="json") for e in r.evidence],
             "categories": [c.model_dump(mode="json") for c in r.category_scores],

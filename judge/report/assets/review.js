@@ -65,6 +65,10 @@
     line.textContent = text;
     line.classList.toggle("bad", Boolean(bad));
   }
+  // The samples' spread (max - min) beside the score they were combined into, when known.
+  function spread(value) {
+    return value === null || value === undefined ? "" : ", spread " + value;
+  }
   // A band as the report draws it: a chip coloured by the band's place on the rubric's scale.
   function bandChip(name) {
     if (name === null || name === undefined) return el("span", "muted", "—");
@@ -131,6 +135,8 @@
     const overall = el("span", "overall", "overall " + show(c.overallScore) + " ");
     overall.append(bandChip(c.band));
     head.append(name, el("span", "muted", (pos + 1) + " of " + order.length), overall);
+    if (c.combined) head.append(el("span", "combined muted", c.combined.method + " of " +
+      c.combined.count + " " + c.combined.of + spread(c.spread)));
     if (c.other) head.append(el("span", "other muted", show(c.other.model) + ": " +
       show(c.other.overallScore)));
     return head;
@@ -218,8 +224,8 @@
     const about = data.scale.categories.find(x => x.id === cat.category);
     if (about) box.append(el("p", "definition", about.definition));
     box.append(el("p", "scores", "AI " + show(cat.aiScore) + (cat.level ? " (" + cat.level + ")" : "")
-      + " · deterministic " + show(cat.deterministicScore) + " · final " +
-      show(cat.finalScore)));
+      + spread(cat.spread) + " · deterministic " + show(cat.deterministicScore) + " · final " +
+      show(cat.finalScore) + spread(cat.finalSpread)));
     if (cat.rationale) box.append(el("p", "rationale", cat.rationale));
     const lb = mine.get(key(c.id, cat.category)) || {};
     const choices = el("div", "choices");
