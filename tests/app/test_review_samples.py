@@ -16,6 +16,7 @@ from conftest import EXAMPLE_SUITE, load_fake_server
 
 from judge.app.judges.reviewing import next_cases, review_page_data
 from judge.app.runs.gate import run_headline
+from judge.app.runs.reporting import ReportRequest, build_report
 from judge.app.runs.running import RunRequest, run_suite
 from judge.app.workspace.workspace import Workspace
 from judge.core.formats.models import CaseResult
@@ -88,3 +89,27 @@ def test_a_panel_of_sampled_judges_sets_each_judges_aggregate_beside_the_panel(
         aggregate = judges[other["model"]][case["id"], -1]
         assert other["overallScore"] == aggregate.overall_score
         assert other["categories"] == {c.category: c.ai_score for c in aggregate.category_scores}
+
+
+def test_the_reports_scatter_of_a_samples_run_plots_its_aggregate(
+        runs: tuple[Workspace, str, str]) -> None:
+    """The report's agreement points are the scores its agreement figures are computed on:
+    the judge's sample aggregate (sample -1), not its first sample."""
+    ws, samples_run, panel_run = runs
+    data = build_report(ws, ReportRequest(run=samples_run, compare=(panel_run,)))
+    assert data.agreement is not None
+    aggregate = {case: r.overall_score for (case, sample), r in
+                 _by_sample(ws, samples_run, NOISY).items() if sample == -1}
+    first = {case: r.overall_score for (case, sample), r in
+             _by_sample(ws, samples_run, NOISY).items() if sample == 0}
+    assert aggregate != first  # the noisy judge's samples differ: the test can tell
+    def of_samples_run(name: str) -> bool:  # "<short run id>:<model>", ids kept apart
+        return samples_run.startswith(name.split(":")[0]) and name.endswith(NOISY)
+
+    plotted = [(pair, "a" if of_samples_run(pair.judge_a) else "b")
+               for pair in data.agreement.pairs
+               if of_samples_run(pair.judge_a) or of_samples_run(pair.judge_b)]
+    assert len(plotted) == 2  # against each judge of the panel run
+    for pair, side in plotted:
+        points = {p.case_id: getattr(p, side) for p in pair.points}
+        assert len(points) == 14 and points == {c: aggregate[c] for c in points}

@@ -438,13 +438,17 @@ def _names(judges: Sequence[_Judge]) -> list[str]:
 
 
 def _overall(results: Sequence[CaseResult]) -> dict[str, int]:
-    """First-sample model judgments that were scored, by case id."""
-    out: dict[str, int] = {}
+    """Scored model judgments by case id, each case's lowest sample.
+
+    A ``--samples`` run's aggregate (sample -1) then: the score its agreement is computed on.
+    """
+    best: dict[str, tuple[int, int]] = {}
     for r in results:
         if (r.status == "scored" and r.overall_score is not None and r.judge is not None
-                and r.judged_by == "llm" and r.judge.sample == 0 and r.id not in out):
-            out[r.id] = r.overall_score
-    return out
+                and r.judged_by == "llm"
+                and (r.id not in best or r.judge.sample < best[r.id][0])):
+            best[r.id] = (r.judge.sample, r.overall_score)
+    return {case: score for case, (_, score) in best.items()}
 
 
 def _agreement(judges: Sequence[_Judge], bands: Sequence[Band],

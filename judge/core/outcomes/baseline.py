@@ -175,7 +175,7 @@ def pick_primary(results: Iterable[CaseResult], model: str | None) -> list[CaseR
     A panel or ``--samples K`` run keeps several results per case; the baseline follows the
     run's headline model (:func:`judge.core.scoring.panel.headline_of`: ``panel:<method>`` for a
     panel, else ``run.models[0]``) and its lowest sample present, which for a ``--samples K`` run
-    is the median aggregate (sample -1). A case judged
+    is its samples' aggregate (sample -1, by the ``sample_aggregate`` setting). A case judged
     without a model (deterministic) is taken as it is. A case judged only by other panel
     members is left out, so it shows as missing rather than being compared across judges.
     With ``model`` None every judge is eligible and the lowest (model, sample) wins.
