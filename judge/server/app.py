@@ -105,6 +105,6 @@ def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None,
     ``judge.toml``: ``ConfigError``; a store that cannot be opened: ``StoreError``).
     """
     workspace = Workspace.open(root, env=env)
-    with workspace.open_store():
+    with workspace.open_store(create=True):
         pass  # created or migrated, and this host's dead runs marked, before any request
     return create_app(workspace, token=token, bind=bind, review=review)

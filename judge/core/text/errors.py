@@ -15,6 +15,7 @@
     ├── OutputError          the model answered, but not with a valid verdict: repair, then unscored
     ├── CacheMissError       offline replay met judgments that are not cached
     ├── StoreError           the run store could not find or write what was asked
+    │   ├── NoStoreError     no run store where a command that only reads looks
     │   ├── UnknownRunError  no stored run has this id (or prefix)
     │   └── AmbiguousRunError   several stored runs start with this prefix
     ├── RunActiveError       a run of that suite is already going (``judge workspace serve``)
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "JudgeError",
     "NoBaselineError",
+    "NoStoreError",
     "OutputError",
     "PermanentProviderError",
     "ProviderError",
@@ -153,6 +155,20 @@ class StoreError(JudgeError):
     exit_code = 2
     store: str | None = None
     """The store's URL as the message shows it (a door that must not show it replaces it)."""
+
+
+class NoStoreError(StoreError):
+    """No run store at ``path`` (a local SQLite file), and the command only reads: none is made.
+
+    The message says where it looked and how a user in the wrong folder gets to the runs.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.store = path
+        super().__init__(f"no run store at {path}: nothing judged in this folder yet; judge a "
+                         f"suite here first (`judge run SUITE`), run from the folder that holds "
+                         f"the runs, or name their store with --store URL")
 
 
 class UnknownRunError(StoreError):
