@@ -113,7 +113,7 @@ def run_history(workspace: StoreSource, suite: str | None = None, *,
             return RunHistory(runs=tuple(store.list_runs(suite, limit=limit)),
                               store_url=store.url)
     except NoStoreError as exc:
-        return RunHistory(runs=(), store_url=exc.path, absent=str(exc))
+        return RunHistory(runs=(), store_url=exc.path, absent=f"{exc.message}; {exc.fix}")
 
 
 def pick_complete_run(store: RunStore, run_id: str | None, suite: str | None) -> RunInfo:

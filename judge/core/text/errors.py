@@ -9,13 +9,13 @@
     │   ├── TemplateError    a prompt template (syntax, undefined names)
     │   └── UsageError       a flag, a config value, a missing extra
     │       ├── UnknownSuiteError   no suite of the workspace has this id
-    │       └── NoBaselineError     the suite has no baseline file yet
+    │       ├── NoBaselineError     the suite has no baseline file yet
+    │       └── NoStoreError        no run store where a command that needs one looks
     ├── ProviderError        the model endpoint failed in transport: retried by the one layer
     │   └── PermanentProviderError   4xx and friends: the same request would fail again
     ├── OutputError          the model answered, but not with a valid verdict: repair, then unscored
     ├── CacheMissError       offline replay met judgments that are not cached
     ├── StoreError           the run store could not find or write what was asked
-    │   ├── NoStoreError     no run store where a command that only reads looks
     │   ├── UnknownRunError  no stored run has this id (or prefix)
     │   └── AmbiguousRunError   several stored runs start with this prefix
     ├── RunActiveError       a run of that suite is already going (``judge workspace serve``)
@@ -116,6 +116,19 @@ class NoBaselineError(UsageError):
     """The suite has no baseline file yet."""
 
 
+class NoStoreError(UsageError):
+    """No run store at ``path`` (a local SQLite file) and the command makes none: it only reads.
+
+    Said so that a user in the wrong folder notices: where it looked, and how to the runs.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"no run store at {path}: nothing judged in this folder yet",
+                         fix="judge a suite here first (`judge run SUITE`), run from the "
+                             "folder that holds the runs, or name their store with --store URL")
+
+
 class ProviderError(JudgeError):
     """A transport fault talking to the model: worth retrying."""
 
@@ -155,20 +168,6 @@ class StoreError(JudgeError):
     exit_code = 2
     store: str | None = None
     """The store's URL as the message shows it (a door that must not show it replaces it)."""
-
-
-class NoStoreError(StoreError):
-    """No run store at ``path`` (a local SQLite file), and the command only reads: none is made.
-
-    The message says where it looked and how a user in the wrong folder gets to the runs.
-    """
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.store = path
-        super().__init__(f"no run store at {path}: nothing judged in this folder yet; judge a "
-                         f"suite here first (`judge run SUITE`), run from the folder that holds "
-                         f"the runs, or name their store with --store URL")
 
 
 class UnknownRunError(StoreError):
