@@ -163,6 +163,7 @@ class SharedCache:
         try:
             self._sql = resolve_sql_url(url, workspace if workspace is not None else Path.cwd())
             self.url = self._sql.shown
+            self._sql.make_folder()
             server = self._sql.server
             options: dict[str, Any] = {"pool_pre_ping": True} if server else {}
             if self._sql.backend == "postgresql":

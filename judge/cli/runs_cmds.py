@@ -75,7 +75,19 @@ def runs_list(
     A judge's agreement with people's labels, run by run: `judge judges agreement`.
     """
     found = run_history(_workspace(store), suite, limit=limit)
+    if found.absent is not None:
+        _say_absent(found.absent, json_out=json_out)
+        return
     _print_runs(found.runs, found.store_url, suite, None, json_out=json_out)
+
+
+def _say_absent(sentence: str, *, json_out: bool) -> None:
+    """No store where it looked: no runs (``[]`` with ``--json``), said on stderr then."""
+    if json_out:
+        emit_json([])
+        typer.echo(sentence, err=True)
+    else:
+        console().print(Text(sentence))
 
 
 def history(
@@ -91,6 +103,9 @@ def history(
     say_deprecated(("history", "--agreement") if agreement else ("history",),
                    ("judges", "agreement") if agreement else ("runs", "list"))
     found = run_history(_workspace(store), suite, limit=limit)
+    if found.absent is not None:
+        _say_absent(found.absent, json_out=json_out)
+        return
     people = _agreement(store, found.runs) if agreement else None
     _print_runs(found.runs, found.store_url, suite, people, json_out=json_out)
 

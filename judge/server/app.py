@@ -48,8 +48,12 @@ def create_app(workspace: Workspace, *, token: str | None = None, bind: str | No
     (:class:`judge.server.security.Access`). :class:`judge.server.door.DoorLimits` checks
     them, the ``Host`` and the body's size before anything is parsed. No API docs page is
     served (``/docs``, ``/redoc``: their scripts come from a CDN, and a page of this origin
-    could ask the review page for its token); ``/openapi.json`` is the contract.
+    could ask the review page for its token); ``/openapi.json`` is the contract. The server
+    judges runs, so its store is made (or migrated) here, before any request: its reads then
+    find it (StoreError when it cannot be opened).
     """
+    with workspace.open_store(create=True):
+        pass  # created or migrated, and this host's dead runs marked, before any request
     if isinstance(workspace.judges, LiteLLMJudges) and not workspace.judges.process_owned:
         # Many requests and runs at once share LiteLLM's sessions: none may close them.
         workspace = replace(workspace, judges=LiteLLMJudges(process_owned=True))
@@ -104,7 +108,4 @@ def open_app(root: Path, env: Mapping[str, str], *, token: str | None = None,
     What ``judge workspace serve`` builds behind its gate; it raises what opening raises (a bad
     ``judge.toml``: ``ConfigError``; a store that cannot be opened: ``StoreError``).
     """
-    workspace = Workspace.open(root, env=env)
-    with workspace.open_store():
-        pass  # created or migrated, and this host's dead runs marked, before any request
-    return create_app(workspace, token=token, bind=bind, review=review)
+    return create_app(Workspace.open(root, env=env), token=token, bind=bind, review=review)

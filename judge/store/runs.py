@@ -56,7 +56,7 @@ from sqlalchemy.exc import DBAPIError, SQLAlchemyError
 
 from ..core.formats.models import CaseResult, RunInfo, RunTotals
 from ..core.text.canonical import canonical_json
-from ..core.text.errors import AmbiguousRunError, StoreError, UnknownRunError
+from ..core.text.errors import AmbiguousRunError, NoStoreError, StoreError, UnknownRunError
 from ..core.text.seals import Sealer
 from ..core.text.secrets import mask_url
 from ..system.sql_urls import SqlUrl, resolve_sql_url
@@ -208,6 +208,14 @@ def _configure_sqlite(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
 
+def _absent(path: Path) -> bool:
+    """No SQLite store at ``path``: no file, or an empty one (SQLite makes its first page)."""
+    try:
+        return path.stat().st_size == 0
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+
+
 def _checked_run(url: str, sealer: Sealer, row: tuple[Any, ...]) -> RunInfo:
     """A run row (id, suite, status, info, version, seal) as a value, once it verifies.
 
@@ -278,10 +286,14 @@ class RunStore:
     """Runs and case results in one database; safe to share between processes on SQLite."""
 
     def __init__(self, url: str = DEFAULT_STORE_URL, *, workspace: Path | None = None,
-                 migrate: MigratePolicy = "auto", secret: str | None = None) -> None:
+                 migrate: MigratePolicy = "auto", secret: str | None = None,
+                 create: bool = True) -> None:
         """Open (and create, if needed) the store at ``url``; see :mod:`judge.store.migrations`.
 
         ``secret`` (``JUDGE_CACHE_SECRET``) keys the rows' seals (:mod:`judge.store.seal`).
+        With ``create`` False a local SQLite store that is not there (no file, or the empty
+        file an older judgeflow left) is :class:`NoStoreError`, and no file or folder is made;
+        a server's schema is created or migrated either way.
         """
         shown = mask_url(url)
         self._sealer = Sealer(secret)
@@ -293,6 +305,7 @@ class RunStore:
             self._sql = resolve_sql_url(url, workspace if workspace is not None else Path.cwd())
             self.url = self._sql.shown
             self._server = self._sql.server
+            self._make_or_find(self._sql, create)
             options: dict[str, Any] = {"pool_pre_ping": True} if self._server else {}
             self._engine = create_engine(self._sql.url, **options)
         except ImportError as exc:
@@ -303,7 +316,8 @@ class RunStore:
             raise StoreError(f"cannot open run store {shown!r}: "
                              f"{mask_url(str(exc))}") from None
         except OSError as exc:
-            raise StoreError(f"cannot create the folder of run store {shown!r}: {exc}") from exc
+            doing = "create the folder of" if create else "look for"
+            raise StoreError(f"cannot {doing} run store {shown!r}: {exc}") from exc
         if not self._server:
             _configure_sqlite(self._engine)
         try:
@@ -311,6 +325,14 @@ class RunStore:
         except BaseException:
             self._engine.dispose()  # a store that did not open holds no connection
             raise
+
+    @staticmethod
+    def _make_or_find(sql: SqlUrl, create: bool) -> None:
+        """Make a local file's folder, or (``create`` False) refuse a local store not there."""
+        if create:
+            sql.make_folder()
+        elif sql.file is not None and _absent(sql.file):
+            raise NoStoreError(str(sql.file))
 
     # -- schema ---------------------------------------------------------------------------
 

@@ -135,8 +135,9 @@ def test_diff_of_different_judges_names_the_models(fake_server: Any, workspace: 
 
 
 def test_unknown_run_exits_2(workspace: Path) -> None:
-    done = run_judge(["diff", "nope", "nada", "--json"], workspace)
-    assert done.returncode == 2 and done.stdout == "" and "judge runs list" in done.stderr
+    done = run_judge(["diff", "nope", "nada", "--json"], workspace)  # no store here at all
+    assert done.returncode == 2 and done.stdout == "" and "no run store at" in done.stderr
+    assert not any(workspace.iterdir())
 
 
 # -- one notion of "changed", on handcrafted results ---------------------------------------

@@ -21,7 +21,7 @@ def _batch_run(root: Path) -> None:
     totals = RunTotals(cases=16, scored=16, judgments=14, judged_anew=14, calls=0,
                        prompt_tokens=14_000, completion_tokens=1_400, cost_usd=0.0018,
                        batch_calls=14, batch_cost_usd=0.0018)
-    with Workspace.open(root, env={}).open_store() as store:
+    with Workspace.open(root, env={}).open_store(create=True) as store:
         store.create_run(RunInfo(id=RUN, suite="task-evaluation-example",
                                  rubric="task-evaluation", rubric_hash="h",
                                  models=("openai/gpt-4o-mini",), seed=42, temperature=0,

@@ -149,6 +149,7 @@ def test_record_from_suite_file_and_other_dir(ws: Workspace) -> None:
 ])
 def test_record_refuses_bad_runs(ws: Workspace, setup: dict[str, bool], args: tuple[str, ...],
                                  message: str) -> None:
+    RunStore(ws.url, workspace=ws.root).close()  # a store, with or without the runs asked for
     if setup.get("other"):
         ws.add_run("r-other", dict(SCORES), suite="other")
     if setup.get("interrupted"):
@@ -292,8 +293,15 @@ def test_check_with_an_explicit_baseline_file(ws: Workspace) -> None:
 
 
 def test_empty_store_exits_2(ws: Workspace) -> None:
+    RunStore(ws.url, workspace=ws.root).close()
     proc = ws.judge("check")
     assert proc.returncode == 2 and "no complete run" in proc.stderr
+
+
+def test_no_store_exits_2_and_makes_none(ws: Workspace) -> None:
+    proc = ws.judge("check")
+    assert proc.returncode == 2 and f"no run store at {ws.root / 'runs.db'}" in proc.stderr
+    assert not any(ws.root.iterdir())
 
 
 # -- monitor -------------------------------------------------------------------------------

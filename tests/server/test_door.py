@@ -150,7 +150,7 @@ def test_no_answer_shows_where_the_workspace_is(tmp_path: Path) -> None:
 
 def test_unknown_evidence_group_and_ambiguous_prefix_are_problems(tmp_path: Path) -> None:
     root = _root(tmp_path / "ws")
-    with Workspace.open(root, env={}).open_store() as store:
+    with Workspace.open(root, env={}).open_store(create=True) as store:
         for n in (1, 2):
             store.create_run(RunInfo(id=f"20260101T000000-abc{n}", suite=SUITE, rubric="r",
                                      rubric_hash="h", models=("m",), seed=1, temperature=0,

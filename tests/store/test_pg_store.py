@@ -227,3 +227,16 @@ def test_mask_url() -> None:
     assert mask_url("sqlite:///.judge/judge.db") == "sqlite:///.judge/judge.db"
 
 
+
+
+@pytest.mark.postgres
+def test_a_read_of_a_fresh_postgresql_database_makes_its_schema_as_before(
+        pg_url: str, tmp_path: Path) -> None:
+    proc = run_judge(["runs", "list", "--json"], tmp_path, env=judge_env(JUDGE_STORE_URL=pg_url))
+    assert proc.returncode == 0 and proc.stdout.strip() == "[]", proc.stderr
+    assert "no run store" not in proc.stderr and not any(tmp_path.iterdir())
+    engine = create_engine(pg_url)
+    try:
+        assert {"runs", "case_results"} <= set(inspect(engine).get_table_names())
+    finally:
+        engine.dispose()

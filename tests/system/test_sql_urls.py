@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from judge.cache.shared import SharedCache
+from judge.core.text.errors import NoStoreError
 from judge.core.text.secrets import MASK
 from judge.store.runs import RunStore
 from judge.system.sql_urls import resolve_sql_url
@@ -27,6 +28,20 @@ def test_a_relative_sqlite_path_is_the_workspaces_for_both_databases(
     assert (workspace / "state" / "runs.sqlite").is_file()
     assert (workspace / "tier" / "shared.sqlite").is_file()  # its folder made, as the store's
     assert not os.listdir(elsewhere)
+
+
+def test_resolving_makes_nothing_and_a_store_opened_to_read_is_never_made(
+        tmp_path: Path) -> None:
+    sql = resolve_sql_url("sqlite:///state/runs.sqlite", tmp_path)
+    assert sql.file == tmp_path / "state" / "runs.sqlite"
+    with pytest.raises(NoStoreError) as caught:
+        RunStore("sqlite:///state/runs.sqlite", workspace=tmp_path, create=False)
+    assert caught.value.path == str(sql.file) and "--store URL" in (caught.value.fix or "")
+    assert not list(tmp_path.iterdir())  # neither the file nor its folder
+    with RunStore("sqlite:///state/runs.sqlite", workspace=tmp_path):
+        pass  # a writer makes it
+    with RunStore("sqlite:///state/runs.sqlite", workspace=tmp_path, create=False) as store:
+        assert store.list_runs() == []
 
 
 @pytest.mark.parametrize("url", ["sqlite://", "sqlite:///:memory:",

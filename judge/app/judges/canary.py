@@ -219,7 +219,7 @@ def run_canary(ws: Workspace, request: CanaryRequest, *,
     plan = setup.plan
     default = Tolerance(points=request.tolerance, source="flag") if request.tolerance is not None \
         else Tolerance(points=round(ws.settings.threshold * 100, 2), source="threshold")
-    with ws.open_store() as store:
+    with ws.open_store(create=True) as store:
         measured = {} if request.tolerance is not None else _tolerances(
             store, plan.run.suite, plan.models, default)
         summary = _with_health(summarize(items, measured, default), results,

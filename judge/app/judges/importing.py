@@ -130,7 +130,7 @@ def import_judgments(workspace: Workspace, file: Path, suite_file: Path, *,
     method = workspace.settings.sample_aggregate
     llm_cases = sum(c.judged_by == "llm" for c in cases.values())
     made: list[ImportedRun] = []
-    with workspace.open_store() as store:
+    with workspace.open_store(create=True) as store:
         for judge in judges:
             mine = [r for r in records if r.judge == judge]
             samples = max(len(r.samples) for r in mine)

@@ -246,7 +246,7 @@ def submit_batch(ws: Workspace, request: RunRequest, *,
                    settings=ws.settings.model_dump(mode="json", exclude=set(_NOT_SAVED)),
                    explicit=tuple(explicit),
                    jobs=tuple(provider_jobs), judgments=judgments, cached=cached)
-    with ws.open_store() as store:
+    with ws.open_store(create=True) as store:
         batches = BatchStore(store)
         batches.save(job)  # before anything is sent: a crash from here on is resumable
         job = _send_missing(batches, job, clients, dict(enumerate(chunks)))

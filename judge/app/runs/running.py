@@ -409,7 +409,7 @@ class _Run:
         breaker = Breaker(min(8, s.concurrency))
         # The store first: one that cannot be reached (a wrong --store URL) is refused
         # before the cache folder is made.
-        with self.ws.open_store() as store:
+        with self.ws.open_store(create=True) as store:
             tally = _Tally(store)
             cache = self.ws.open_cache(notice=self.observer.notice)
             if isinstance(cache, TieredCache):

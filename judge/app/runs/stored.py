@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ...core.formats.models import CaseResult, RunInfo
-from ...core.text.errors import UsageError
+from ...core.text.errors import NoStoreError, UsageError
 from ...system.atomic_files import atomic_writer
 from ..workspace.store_access import StoreSource, reading
 from .exporting import ExportFormat, write_export
@@ -38,10 +38,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class RunHistory:
-    """Stored runs, newest first, and the store they are in (its URL with no password)."""
+    """Stored runs, newest first, and the store they are in (its URL with no password).
+
+    ``absent``: there is no store where it looked (the sentence saying where, and what to do).
+    """
 
     runs: tuple[RunInfo, ...]
     store_url: str
+    absent: str | None = None
 
 
 @dataclass(frozen=True)
@@ -100,9 +104,16 @@ def list_runs(workspace: StoreSource, suite: str | None = None, *,
 
 def run_history(workspace: StoreSource, suite: str | None = None, *,
                 limit: int | None = 20) -> RunHistory:
-    """Stored runs (of ``suite``), newest first, with the store's displayable URL."""
-    with reading(workspace) as store:
-        return RunHistory(runs=tuple(store.list_runs(suite, limit=limit)), store_url=store.url)
+    """Stored runs (of ``suite``), newest first, with the store's displayable URL.
+
+    No store is no runs, said as such (a listing is not an error), and none is made.
+    """
+    try:
+        with reading(workspace) as store:
+            return RunHistory(runs=tuple(store.list_runs(suite, limit=limit)),
+                              store_url=store.url)
+    except NoStoreError as exc:
+        return RunHistory(runs=(), store_url=exc.path, absent=f"{exc.message}; {exc.fix}")
 
 
 def pick_complete_run(store: RunStore, run_id: str | None, suite: str | None) -> RunInfo:

@@ -44,12 +44,14 @@ def reap_abandoned(store: RunStore) -> list[str]:
     return reaped
 
 
-def open_reaped(url: str, workspace: Path, *, secret: str | None = None) -> RunStore:
+def open_reaped(url: str, workspace: Path, *, secret: str | None = None,
+                create: bool) -> RunStore:
     """The run store at ``url``, opened, with this host's dead runs marked abandoned.
 
-    ``secret`` (``JUDGE_CACHE_SECRET``) keys the seals of its rows (judge.store.seal).
+    ``secret`` (``JUDGE_CACHE_SECRET``) keys the seals of its rows (judge.store.seal);
+    ``create`` False: a local store that is not there is NoStoreError, and nothing is made.
     """
-    store = RunStore(url, workspace=workspace, secret=secret)
+    store = RunStore(url, workspace=workspace, secret=secret, create=create)
     try:
         reap_abandoned(store)
     except BaseException:

@@ -4,7 +4,12 @@
 :class:`StoreLocation` (the settings and the folder; no cache, judges or prompts) rather
 than the whole :class:`~judge.app.workspace.workspace.Workspace`, and the operations read through
 :func:`reading`, which opens the one :class:`~judge.store.runs.RunStore` as the workspace
-does (created or migrated as needed, abandoned runs of this host marked).
+does (migrated as needed, abandoned runs of this host marked).
+
+Opening never creates a store unless asked (``create``): a command that only reads, or
+needs a stored run, leaves a folder with no store as it found it and says where it looked
+(:class:`~judge.core.text.errors.NoStoreError`); a PostgreSQL store is created or migrated
+as before, since connecting to it makes nothing in the folder.
 """
 
 from __future__ import annotations
@@ -43,8 +48,11 @@ class StoreSource(Protocol):
         """``JUDGE_CACHE_SECRET``, the key of the store's seals (None: plain digests)."""
         ...
 
-    def open_store(self) -> RunStore:
-        """The full store, opened (created or migrated as needed; abandoned runs marked)."""
+    def open_store(self, *, create: bool = False) -> RunStore:
+        """The full store, opened (migrated as needed; abandoned runs marked).
+
+        ``create``: make a local store that is not there (else NoStoreError, nothing made).
+        """
         ...
 
 
@@ -67,16 +75,17 @@ class StoreLocation:
         return cls(root=folder, settings=settings,
                    store_secret=environment.get(SECRET_ENV) or None)
 
-    def open_store(self) -> RunStore:
+    def open_store(self, *, create: bool = False) -> RunStore:
         """The full run store, as :meth:`Workspace.open_store` opens it."""
         # Imported when a store is opened: importing this module loads no SQLAlchemy.
         from .lifecycle import open_reaped
 
-        return open_reaped(self.settings.store_url, self.root, secret=self.store_secret)
+        return open_reaped(self.settings.store_url, self.root, secret=self.store_secret,
+                           create=create)
 
 
 @contextmanager
 def reading(source: StoreSource) -> Iterator[RunStore]:
-    """The run store of ``source``, open for the length of the ``with`` block."""
+    """The run store of ``source``, open for the length of the ``with`` block; never made."""
     with source.open_store() as store:
         yield store

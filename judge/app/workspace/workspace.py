@@ -257,12 +257,15 @@ class Workspace:
 
     # -- factories ---------------------------------------------------------------------------
 
-    def open_store(self) -> RunStore:
+    def open_store(self, *, create: bool = False) -> RunStore:
         """The run store (SQLite by default), opened; close it (or use ``with``).
 
-        Opening it marks this host's runs whose process died ``abandoned``.
+        Opening it marks this host's runs whose process died ``abandoned``. Only an operation
+        that adds runs from nothing passes ``create``: any other meets a local store that is
+        not there as NoStoreError (exit 2, or "no runs" where it lists), and makes nothing.
         """
-        return open_reaped(self.settings.store_url, self.root, secret=self.store_secret)
+        return open_reaped(self.settings.store_url, self.root, secret=self.store_secret,
+                           create=create)
 
     @property
     def store_secret(self) -> str | None:

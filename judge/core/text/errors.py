@@ -9,7 +9,8 @@
     │   ├── TemplateError    a prompt template (syntax, undefined names)
     │   └── UsageError       a flag, a config value, a missing extra
     │       ├── UnknownSuiteError   no suite of the workspace has this id
-    │       └── NoBaselineError     the suite has no baseline file yet
+    │       ├── NoBaselineError     the suite has no baseline file yet
+    │       └── NoStoreError        no run store where a command that needs one looks
     ├── ProviderError        the model endpoint failed in transport: retried by the one layer
     │   └── PermanentProviderError   4xx and friends: the same request would fail again
     ├── OutputError          the model answered, but not with a valid verdict: repair, then unscored
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "JudgeError",
     "NoBaselineError",
+    "NoStoreError",
     "OutputError",
     "PermanentProviderError",
     "ProviderError",
@@ -112,6 +114,19 @@ class UnknownSuiteError(UsageError):
 
 class NoBaselineError(UsageError):
     """The suite has no baseline file yet."""
+
+
+class NoStoreError(UsageError):
+    """No run store at ``path`` (a local SQLite file) and the command makes none: it only reads.
+
+    Said so that a user in the wrong folder notices: where it looked, and how to the runs.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(f"no run store at {path}: nothing judged in this folder yet",
+                         fix="judge a suite here first (`judge run SUITE`), run from the "
+                             "folder that holds the runs, or name their store with --store URL")
 
 
 class ProviderError(JudgeError):
