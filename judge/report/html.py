@@ -145,6 +145,8 @@ def _value(value: Any) -> str:
         return "—"
     if isinstance(value, str):
         return value
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return ", ".join(value)  # judges' names, as the CLI lists them
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 

@@ -73,6 +73,8 @@ def test_report_against_a_run_marks_the_gates_regressions() -> None:
     against = data.against
     assert against is not None and against.kind == "run" and against.label == high
     assert against.differs["models"] == ([HIGH], [PLAIN])
+    page = render_report(data)  # the judges by name, as the CLI lists them, not as JSON
+    assert f'models: <span class="u">{HIGH}</span> → <span class="u">{PLAIN}</span>' in page
     # The plain judge scores 40 lower than the +40 one: finals drop by about 12 points, past
     # the 5-point threshold, on every case a model judged; the gate says the same. Neither
     # judge has a noise model, so the suite's mean decides and no case is listed alone:
