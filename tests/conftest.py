@@ -242,7 +242,8 @@ def _pg_bin() -> Path | None:
     return found[-1].parent if found else None
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A port on 127.0.0.1 free at the moment of asking."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -264,7 +265,7 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Postgr
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
     server = PostgresServer(url="", data=root / "db", bin=binary)
-    port = _free_port()
+    port = free_port()
     subprocess.run(server._as_owner([str(binary / "initdb"), "-D", str(server.data), "-U",
                                      "judge", "--auth=trust", "-E", "UTF8"]),
                    check=True, capture_output=True, timeout=120)

@@ -17,12 +17,11 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import ROOT, judge_env
+from conftest import ROOT, free_port, judge_env
 
 README = ROOT / "README.md"
 _MARK = re.compile(r"<!-- README job: (\w+) -->\n```bash\n(.*?)```", re.S)
@@ -97,18 +96,12 @@ def _start_server(line: str, port: int) -> subprocess.Popen[str]:
     return proc
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_the_readme_jobs_run_as_written(tmp_path: Path) -> None:
     server_line, export_line = setup_lines()
     assert export_line.split("#", 1)[0].strip() == \
         "export JUDGE_API_BASE=http://127.0.0.1:8931/v1"
     blocks = job_blocks()
-    port = _free_port()
+    port = free_port()
     server = _start_server(server_line, port)
     try:
         folder = Folder(tmp_path / "clone", f"http://127.0.0.1:{port}/v1")
